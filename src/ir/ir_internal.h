@@ -1,0 +1,30 @@
+/* ir_internal.h: growable-array helpers shared by the IR's source files (internal). */
+#ifndef GOPT_IR_INTERNAL_H
+#define GOPT_IR_INTERNAL_H
+
+#include <stdlib.h>
+
+#include "gopt/graph.h"
+#include "ir/strtab.h"
+
+/* Ensures room for `extra` more elements in a GOPT_ARRAY; returns 0 or -1 when out of memory. */
+static inline int gopt_arr_grow_(void **a, size_t *cap, size_t n, size_t extra, size_t elem) {
+  if (n + extra <= *cap) return 0;
+  size_t c = *cap ? *cap : 16;
+  while (c < n + extra) c = c + c / 2 + 16;
+  void *p = realloc(*a, c * elem);
+  if (!p) return -1;
+  *a = p;
+  *cap = c;
+  return 0;
+}
+#define GOPT_ARR_GROW(arr, extra) \
+  gopt_arr_grow_((void **)&(arr).a, &(arr).cap, (arr).n, (extra), sizeof *(arr).a)
+#define GOPT_ARR_PUSH(arr, v) \
+  (GOPT_ARR_GROW(arr, 1) ? -1 : ((arr).a[(arr).n++] = (v), 0))
+#define GOPT_ARR_FREE(arr) (free((arr).a), (arr).a = NULL, (arr).n = (arr).cap = 0)
+
+/* Records tensor t under its name for lookup. */
+int gopt_graph_index_name_(gopt_graph *g, uint32_t name, int32_t t);
+
+#endif
