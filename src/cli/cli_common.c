@@ -1,0 +1,75 @@
+/* cli_common.c: model loading and option parsing shared by the gopt subcommands. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "gopt/onnx.h"
+#include "gopt/ops.h"
+#include "gopt/zoo.h"
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "gopt %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return 2;
+}
+
+int cli_parse_long(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out) {
+  char *end = NULL;
+  errno = 0;
+  long v = s ? strtol(s, &end, 10) : 0;
+  if (!s || !*s || *end || errno || v < lo || v > hi) {
+    cli_usage_error(cmd, "%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi,
+                    s ? s : "(nothing)");
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int looks_like_file(const char *model) {
+  size_t n = strlen(model);
+  return strchr(model, '/') || (n > 5 && !strcmp(model + n - 5, ".onnx"));
+}
+
+gopt_graph *cli_load_model(const char *model, const cli_model_opts *o) {
+  gopt_error err = {0};
+  gopt_graph *g = NULL;
+  int rc;
+  if (looks_like_file(model)) {
+    rc = gopt_onnx_load(model, NULL, &g, &err);
+  } else {
+    rc = gopt_zoo_build(model, &g, &err);
+  }
+  if (rc != GOPT_OK) goto fail;
+  if (o && o->batch > 0) {
+    const char *sym = gopt_graph_batch_symbol(g);
+    if (!sym) {
+      rc = gopt_error_set(&err, GOPT_EINVAL,
+                          "%s: --batch: the model has no symbolic batch dimension", model);
+      goto fail;
+    }
+    gopt_graph_bind_symbol(g, sym, o->batch);
+  }
+  gopt_infer_opts io = {.fold_constants = !(o && o->no_fold), .keep_source_shapes = 1};
+  rc = gopt_infer_shapes(g, &io, &err);
+  if (rc != GOPT_OK) {
+    gopt_error_prefix(&err, "%s: ", model);
+    goto fail;
+  }
+  if (o && o->training) {
+    rc = cli_make_training(model, g, &err);
+    if (rc != GOPT_OK) goto fail;
+  }
+  return g;
+fail:
+  fprintf(stderr, "gopt: %s\n", err.msg);
+  gopt_graph_free(g);
+  return NULL;
+}

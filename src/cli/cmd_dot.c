@@ -1,0 +1,141 @@
+/* cmd_dot.c: `gopt dot MODEL`: the graph as Graphviz DOT (ops as boxes, tensors as edges). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "gopt/ops.h"
+#include "gopt/util.h"
+
+static const char dot_help[] =
+    "usage: gopt dot MODEL [-o FILE.dot] [--batch N] [--training]\n"
+    "  writes the graph in Graphviz DOT to FILE (default: stdout); render with dot -Tsvg\n";
+
+/* Appends printf output to a growing buffer. */
+typedef struct sbuf {
+  char *p;
+  size_t n, cap;
+  int oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) { b->oom = 1; return; }
+    if (b->p && b->n + (size_t)k < b->cap) {
+      b->n += (size_t)k;
+      return;
+    }
+    size_t cap = b->cap ? b->cap * 2 : 65536;
+    while (cap < b->n + (size_t)k + 1) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) { b->oom = 1; return; }
+    b->p = p;
+    b->cap = cap;
+  }
+}
+
+/* DOT-escapes s (quotes and backslashes) into a static buffer. */
+static const char *esc(const char *s) {
+  static char buf[1024];
+  size_t k = 0;
+  for (; *s && k + 2 < sizeof buf; s++) {
+    if (*s == '"' || *s == '\\') buf[k++] = '\\';
+    buf[k++] = *s;
+  }
+  buf[k] = 0;
+  return buf;
+}
+
+static void dims_text(const gopt_graph *g, int32_t t, char *buf, size_t n) {
+  const gopt_tensor *x = &g->tensors.a[t];
+  const int64_t *d = gopt_tensor_dims(g, t);
+  size_t k = 0;
+  buf[0] = 0;
+  if (x->flags & GOPT_T_NOSHAPE) { snprintf(buf, n, "?"); return; }
+  for (int i = 0; i < x->rank && k + 1 < n; i++) {
+    if (d[i] >= 0) k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "x" : "", (long long)d[i]);
+    else k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? "x" : "",
+                               gopt_graph_str(g, g->syms.a[GOPT_DIM_SYM_ID(d[i])]));
+  }
+}
+
+int cli_dot(int argc, char **argv) {
+  const char *model = NULL, *out = NULL;
+  cli_model_opts mo = {0};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(dot_help, stdout);
+      return 0;
+    } else if (!strcmp(a, "-o")) {
+      if (i + 1 >= argc) return cli_usage_error("dot", "-o needs a file name");
+      out = argv[++i];
+    } else if (!strcmp(a, "--training")) {
+      mo.training = 1;
+    } else if (!strcmp(a, "--batch")) {
+      if (cli_parse_long("dot", "--batch", i + 1 < argc ? argv[++i] : NULL, 1, 1L << 30, &mo.batch))
+        return 2;
+    } else if (a[0] == '-' && a[1]) {
+      return cli_usage_error("dot", "unknown flag '%s' (see gopt dot --help)", a);
+    } else if (model) {
+      return cli_usage_error("dot", "more than one MODEL given");
+    } else {
+      model = a;
+    }
+  }
+  if (!model) return cli_usage_error("dot", "missing MODEL (see gopt dot --help)");
+  gopt_graph *g = cli_load_model(model, &mo);
+  if (!g) return 1;
+  sbuf b = {0};
+  char dims[128];
+  sb_printf(&b, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n",
+            esc(gopt_graph_str(g, g->name)));
+  for (size_t i = 0; i < g->inputs.n; i++)
+    sb_printf(&b, "  t%d [shape=ellipse, label=\"%s\"];\n", g->inputs.a[i],
+              esc(gopt_graph_str(g, g->tensors.a[g->inputs.a[i]].name)));
+  for (size_t n = 0; n < g->nodes.n; n++) {
+    const gopt_node *nd = &g->nodes.a[n];
+    if (nd->flags & GOPT_N_DEAD) continue;
+    sb_printf(&b, "  n%zu [label=\"%s", n, esc(gopt_node_type(g, (int32_t)n)));
+    sb_printf(&b, "\\n%s\"];\n", esc(gopt_node_name(g, (int32_t)n)));
+    for (uint32_t i = 0; i < nd->n_in; i++) {
+      int32_t t = gopt_node_input(g, (int32_t)n, (int)i);
+      if (t < 0) continue;
+      int32_t p = g->tensors.a[t].producer;
+      if (p < 0 && !(g->tensors.a[t].flags & GOPT_T_INPUT)) continue; /* constants: omitted */
+      dims_text(g, t, dims, sizeof dims);
+      if (p >= 0) sb_printf(&b, "  n%d -> n%zu [label=\"%s\"];\n", p, n, esc(dims));
+      else sb_printf(&b, "  t%d -> n%zu [label=\"%s\"];\n", t, n, esc(dims));
+    }
+  }
+  for (size_t i = 0; i < g->outputs.n; i++) {
+    int32_t t = g->outputs.a[i];
+    sb_printf(&b, "  o%d [shape=ellipse, label=\"%s\"];\n", t,
+              esc(gopt_graph_str(g, g->tensors.a[t].name)));
+    if (g->tensors.a[t].producer >= 0) sb_printf(&b, "  n%d -> o%d;\n", g->tensors.a[t].producer, t);
+  }
+  sb_printf(&b, "}\n");
+  int rc = 0;
+  if (b.oom) {
+    fprintf(stderr, "gopt dot: out of memory\n");
+    rc = 1;
+  } else if (out) {
+    gopt_error err = {0};
+    if (gopt_file_write_atomic(out, b.p, b.n, &err)) {
+      fprintf(stderr, "gopt dot: %s\n", err.msg);
+      rc = 1;
+    }
+  } else if (fwrite(b.p, 1, b.n, stdout) != b.n || fflush(stdout)) {
+    rc = 1;
+  }
+  free(b.p);
+  gopt_graph_free(g);
+  return rc;
+}

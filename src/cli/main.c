@@ -1,0 +1,42 @@
+/* main.c: the gopt command: dispatches to subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct {
+  const char *name;
+  cli_cmd_fn fn;
+  const char *help;
+} cmds[] = {
+    {"info", cli_info, "show a model's size, op mix, FLOPs, bytes and tensor shapes"},
+    {"zoo", cli_zoo, "list the built-in models and their size knobs"},
+    {"dot", cli_dot, "write a model as Graphviz DOT"},
+    {"convert", cli_convert, "write a model (file or zoo name) as ONNX"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: gopt COMMAND [ARGS] (gopt COMMAND --help for each)\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+  fprintf(f, "\nMODEL is an .onnx file or a zoo spec such as resnet50 or gnmt:layers=8,steps=100\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("gopt 0.1.0\n");
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "gopt: unknown command '%s' (see gopt --help)\n", argv[1]);
+  return 2;
+}
