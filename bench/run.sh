@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bench/run.sh: runs gopt's benchmarks (Release build in build/) and prints markdown tables for
+# docs/BENCHMARKS.md. Usage: bench/run.sh [import|nn|all]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
+what="${1:-all}"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
+echo
+if [ "$what" = import ] || [ "$what" = all ]; then
+  echo "### Import + shape inference (median of reps; peak RSS of the process)"
+  echo
+  echo "| model | nodes | gopt load | gopt infer | gopt peak RSS | IR bytes/node | python-onnx load | python-onnx infer | python-onnx peak RSS | speedup (load+infer) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  largest=$(ls -S corpus/*.onnx | head -1)
+  for m in "$largest" corpus/bert_tiny.onnx; do
+    g=$(build/bench/bench_import "$m" 5)
+    p=$(/usr/bin/python3 bench/import/onnx_peer.py "$m" 5)
+    /usr/bin/python3 - "$g" "$p" <<'PY'
+import json, sys
+g, p = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+mb = lambda b: f"{b/2**20:.0f} MiB"
+ms = lambda s: f"{s*1e3:.1f} ms"
+print(f"| {g['model']} | {g['nodes']} | {ms(g['load_s'])} | {ms(g['infer_s'])} | {mb(g['peak_rss'])} | {g['ir_bytes_per_node']:.0f} | {ms(p['load_s'])} | {ms(p['infer_s'])} | {mb(p['peak_rss'])} | {(p['load_s']+p['infer_s'])/(g['load_s']+g['infer_s']):.1f}x |")
+PY
+  done
+  for m in ${ZOO_SPECS:-"gnmt:layers=8,steps=160" "gnmt:layers=8,steps=2000"}; do
+    g=$(build/bench/bench_import "$m" 3)
+    /usr/bin/python3 - "$g" <<'PY'
+import json, sys
+g = json.loads(sys.argv[1])
+print(f"| zoo {g['model']} | {g['nodes']} | {g['load_s']*1e3:.0f} ms (build) | {g['infer_s']*1e3:.0f} ms | {g['peak_rss']/2**20:.0f} MiB | {g['ir_bytes_per_node']:.0f} | – | – | – | – |")
+PY
+  done
+  echo
+fi
+if [ "$what" = nn ] || [ "$what" = all ]; then
+  if [ -x bench/nn/run.sh ]; then bench/nn/run.sh; fi
+fi
