@@ -27,4 +27,9 @@ static inline int gopt_arr_grow_(void **a, size_t *cap, size_t n, size_t extra, 
 /* Records tensor t under its name for lookup. */
 int gopt_graph_index_name_(gopt_graph *g, uint32_t name, int32_t t);
 
+/* Hash of one attribute (name, kind, value; sub-graphs recursively). */
+uint64_t gopt_attr_hash_(const gopt_graph *g, const gopt_attr *a);
+/* Hash of a tensor's dtype and shape (symbols by name). */
+uint64_t gopt_tensor_shape_hash_(const gopt_graph *g, const gopt_tensor *x);
+
 #endif

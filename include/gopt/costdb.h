@@ -1,0 +1,55 @@
+/* gopt/costdb.h: the measured-cost database: per-op run times keyed by op signature.
+ *
+ * The executor (`gopt run --profile`) measures each distinct op signature once (warm-ups, then
+ * the median of timed runs) and stores it here; the cost model reads it (`--costs measured|auto`).
+ * A signature covers the op type, its attributes, and every input's and output's dtype and shape,
+ * so ops with equal signatures cost the same on one host. The file is JSON:
+ *   {"format":"gopt-costdb","version":1,"host":"...","threads":N,
+ *    "entries":[{"sig":"16 hex digits","op":"Conv","desc":"...","seconds":1.2e-4,"reps":32},...]}
+ * and is written atomically. */
+#ifndef GOPT_COSTDB_H
+#define GOPT_COSTDB_H
+
+#include "gopt/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gopt_costdb gopt_costdb;
+
+typedef struct gopt_cost_entry {
+  uint64_t sig;
+  const char *op;      /* op type */
+  const char *desc;    /* human-readable signature, e.g. "Conv f32[1,64,56,56] f32[64,64,3,3] -> ..." */
+  double seconds;      /* median time of one run */
+  int reps;            /* timed runs behind the median */
+} gopt_cost_entry;
+
+/* Signature of node n: op type, attributes, input/output dtypes and shapes (names excluded). */
+uint64_t gopt_op_signature(const gopt_graph *g, int32_t n);
+/* Writes a readable description of n's signature into buf (always NUL-terminated). */
+void gopt_op_signature_desc(const gopt_graph *g, int32_t n, char *buf, size_t len);
+
+/* New empty database for a host (a free-form identification string) and thread count. */
+gopt_costdb *gopt_costdb_new(const char *host, int threads);
+void gopt_costdb_free(gopt_costdb *db); /* accepts NULL */
+/* Loads a database file; a malformed file fails with a message naming it and what is wrong. */
+int gopt_costdb_load(const char *path, gopt_costdb **out, gopt_error *err);
+int gopt_costdb_save(const gopt_costdb *db, const char *path, gopt_error *err);
+/* Looks up sig: returns 1 and fills *e when present, 0 otherwise. */
+int gopt_costdb_get(const gopt_costdb *db, uint64_t sig, gopt_cost_entry *e);
+/* Inserts or replaces an entry (strings are copied). */
+int gopt_costdb_put(gopt_costdb *db, const gopt_cost_entry *e);
+size_t gopt_costdb_size(const gopt_costdb *db);
+/* Entry i in insertion order (for iteration). */
+const gopt_cost_entry *gopt_costdb_at(const gopt_costdb *db, size_t i);
+const char *gopt_costdb_host(const gopt_costdb *db);
+int gopt_costdb_threads(const gopt_costdb *db);
+/* This machine's identification: CPU model name and core count. */
+void gopt_costdb_this_host(char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

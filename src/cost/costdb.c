@@ -1,0 +1,251 @@
+/* costdb.c: the measured-cost database (see costdb.h): op signatures, lookup, JSON load/save. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gopt/costdb.h"
+#include "gopt/util.h"
+#include "ir/ir_internal.h"
+
+struct gopt_costdb {
+  char *host;
+  int threads;
+  gopt_cost_entry *e;
+  size_t n, cap;
+  int32_t *slots; /* open addressing: entry index + 1, 0 = empty */
+  size_t nslots;
+};
+
+uint64_t gopt_op_signature(const gopt_graph *g, int32_t n) {
+  const gopt_node *nd = &g->nodes.a[n];
+  const char *type = gopt_graph_str(g, nd->type);
+  uint64_t h = gopt_hash_bytes(type, strlen(type), 0x5167);
+  uint64_t attrs = 0;
+  for (uint32_t i = 0; i < nd->n_attr; i++) attrs += gopt_attr_hash_(g, &g->attrs.a[nd->attr + i]);
+  h = gopt_hash_mix(h, attrs);
+  for (uint32_t i = 0; i < nd->n_in; i++) {
+    int32_t t = g->slots.a[nd->in + i].tensor;
+    h = gopt_hash_mix(h, t < 0 ? 0x0917 : gopt_tensor_shape_hash_(g, &g->tensors.a[t]));
+  }
+  for (uint32_t o = 0; o < nd->n_out; o++)
+    h = gopt_hash_mix(h, gopt_tensor_shape_hash_(g, &g->tensors.a[g->outs.a[nd->out + o]]));
+  return h;
+}
+
+static size_t desc_tensor(const gopt_graph *g, int32_t t, char *buf, size_t len) {
+  if (t < 0) return (size_t)snprintf(buf, len, " -");
+  const gopt_tensor *x = &g->tensors.a[t];
+  const int64_t *d = gopt_tensor_dims(g, t);
+  size_t k = (size_t)snprintf(buf, len, " %s[", gopt_dtype_name(x->dtype));
+  for (int i = 0; i < x->rank && k < len; i++) {
+    if (d[i] >= 0) k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? "," : "", (long long)d[i]);
+    else k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? "," : "",
+                               gopt_graph_str(g, g->syms.a[GOPT_DIM_SYM_ID(d[i])]));
+  }
+  if (k < len) k += (size_t)snprintf(buf + k, len - k, "]");
+  return k;
+}
+
+void gopt_op_signature_desc(const gopt_graph *g, int32_t n, char *buf, size_t len) {
+  const gopt_node *nd = &g->nodes.a[n];
+  size_t k = (size_t)snprintf(buf, len, "%s", gopt_graph_str(g, nd->type));
+  for (uint32_t i = 0; i < nd->n_in && k < len; i++)
+    k += desc_tensor(g, g->slots.a[nd->in + i].tensor, buf + k, len - k);
+  if (k < len) k += (size_t)snprintf(buf + k, len - k, " ->");
+  for (uint32_t o = 0; o < nd->n_out && k < len; o++)
+    k += desc_tensor(g, g->outs.a[nd->out + o], buf + k, len - k);
+}
+
+gopt_costdb *gopt_costdb_new(const char *host, int threads) {
+  gopt_costdb *db = calloc(1, sizeof *db);
+  if (!db) return NULL;
+  db->host = strdup(host ? host : "");
+  db->threads = threads;
+  if (!db->host) {
+    free(db);
+    return NULL;
+  }
+  return db;
+}
+
+void gopt_costdb_free(gopt_costdb *db) {
+  if (!db) return;
+  for (size_t i = 0; i < db->n; i++) {
+    free((char *)db->e[i].op);
+    free((char *)db->e[i].desc);
+  }
+  free(db->e);
+  free(db->slots);
+  free(db->host);
+  free(db);
+}
+
+static int32_t *find_slot(const gopt_costdb *db, uint64_t sig) {
+  if (!db->nslots) return NULL;
+  size_t i = (size_t)(sig ^ (sig >> 29)) & (db->nslots - 1);
+  for (;; i = (i + 1) & (db->nslots - 1)) {
+    int32_t v = db->slots[i];
+    if (!v || db->e[v - 1].sig == sig) return &db->slots[i];
+  }
+}
+
+int gopt_costdb_get(const gopt_costdb *db, uint64_t sig, gopt_cost_entry *e) {
+  int32_t *s = find_slot(db, sig);
+  if (!s || !*s) return 0;
+  if (e) *e = db->e[*s - 1];
+  return 1;
+}
+
+static int rehash(gopt_costdb *db, size_t nslots) {
+  int32_t *slots = calloc(nslots, sizeof *slots);
+  if (!slots) return GOPT_ENOMEM;
+  free(db->slots);
+  db->slots = slots;
+  db->nslots = nslots;
+  for (size_t k = 0; k < db->n; k++) *find_slot(db, db->e[k].sig) = (int32_t)k + 1;
+  return GOPT_OK;
+}
+
+int gopt_costdb_put(gopt_costdb *db, const gopt_cost_entry *e) {
+  char *op = strdup(e->op ? e->op : ""), *desc = strdup(e->desc ? e->desc : "");
+  if (!op || !desc) goto oom;
+  int32_t *s = find_slot(db, e->sig);
+  if (s && *s) {
+    gopt_cost_entry *x = &db->e[*s - 1];
+    free((char *)x->op);
+    free((char *)x->desc);
+    *x = *e;
+    x->op = op;
+    x->desc = desc;
+    return GOPT_OK;
+  }
+  if (db->n == db->cap) {
+    size_t cap = db->cap ? db->cap * 2 : 64;
+    gopt_cost_entry *ne = realloc(db->e, cap * sizeof *ne);
+    if (!ne) goto oom;
+    db->e = ne;
+    db->cap = cap;
+  }
+  db->e[db->n] = *e;
+  db->e[db->n].op = op;
+  db->e[db->n].desc = desc;
+  db->n++;
+  if (db->n * 2 > db->nslots) {
+    if (rehash(db, db->nslots ? db->nslots * 2 : 128)) {
+      db->n--;
+      goto oom;
+    }
+  } else {
+    *find_slot(db, e->sig) = (int32_t)db->n;
+  }
+  return GOPT_OK;
+oom:
+  free(op);
+  free(desc);
+  return GOPT_ENOMEM;
+}
+
+size_t gopt_costdb_size(const gopt_costdb *db) { return db->n; }
+const gopt_cost_entry *gopt_costdb_at(const gopt_costdb *db, size_t i) {
+  return i < db->n ? &db->e[i] : NULL;
+}
+const char *gopt_costdb_host(const gopt_costdb *db) { return db->host; }
+int gopt_costdb_threads(const gopt_costdb *db) { return db->threads; }
+
+void gopt_costdb_this_host(char *buf, size_t len) {
+  char model[256] = "unknown cpu";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[512];
+    while (fgets(line, sizeof line, f))
+      if (!strncmp(line, "model name", 10)) {
+        char *c = strchr(line, ':');
+        if (c) {
+          c++;
+          while (*c == ' ') c++;
+          c[strcspn(c, "\n")] = 0;
+          snprintf(model, sizeof model, "%s", c);
+        }
+        break;
+      }
+    fclose(f);
+  }
+  snprintf(buf, len, "%s x%ld", model, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+int gopt_costdb_load(const char *path, gopt_costdb **out, gopt_error *err) {
+  json_error_t je;
+  gopt_costdb *db = NULL;
+  int rc = GOPT_OK;
+  *out = NULL;
+  json_t *root = json_load_file(path, 0, &je);
+  if (!root)
+    return gopt_error_set(err, GOPT_EPARSE, "%s: line %d: %s", path, je.line, je.text);
+  const char *fmt = json_string_value(json_object_get(root, "format"));
+  json_t *entries = json_object_get(root, "entries");
+  if (!fmt || strcmp(fmt, "gopt-costdb") || json_integer_value(json_object_get(root, "version")) != 1 ||
+      !json_is_array(entries)) {
+    rc = gopt_error_set(err, GOPT_EPARSE, "%s: not a gopt cost database (version 1)", path);
+    goto done;
+  }
+  db = gopt_costdb_new(json_string_value(json_object_get(root, "host")),
+                       (int)json_integer_value(json_object_get(root, "threads")));
+  if (!db) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+    goto done;
+  }
+  size_t i;
+  json_t *it;
+  json_array_foreach(entries, i, it) {
+    const char *sig = json_string_value(json_object_get(it, "sig"));
+    json_t *sec = json_object_get(it, "seconds");
+    char *end = NULL;
+    unsigned long long s = sig ? strtoull(sig, &end, 16) : 0;
+    if (!sig || *end || strlen(sig) != 16 || !json_is_number(sec) || json_number_value(sec) < 0) {
+      rc = gopt_error_set(err, GOPT_EPARSE, "%s: entry %zu: needs a 16-hex-digit sig and seconds >= 0",
+                          path, i);
+      goto done;
+    }
+    gopt_cost_entry e = {(uint64_t)s, json_string_value(json_object_get(it, "op")),
+                         json_string_value(json_object_get(it, "desc")), json_number_value(sec),
+                         (int)json_integer_value(json_object_get(it, "reps"))};
+    if (gopt_costdb_put(db, &e)) {
+      rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+      goto done;
+    }
+  }
+  *out = db;
+  db = NULL;
+done:
+  gopt_costdb_free(db);
+  json_decref(root);
+  return rc;
+}
+
+int gopt_costdb_save(const gopt_costdb *db, const char *path, gopt_error *err) {
+  json_t *root = json_object(), *arr = json_array();
+  char sig[17];
+  json_object_set_new(root, "format", json_string("gopt-costdb"));
+  json_object_set_new(root, "version", json_integer(1));
+  json_object_set_new(root, "host", json_string(db->host));
+  json_object_set_new(root, "threads", json_integer(db->threads));
+  for (size_t i = 0; i < db->n; i++) {
+    json_t *e = json_object();
+    snprintf(sig, sizeof sig, "%016llx", (unsigned long long)db->e[i].sig);
+    json_object_set_new(e, "sig", json_string(sig));
+    json_object_set_new(e, "op", json_string(db->e[i].op));
+    json_object_set_new(e, "desc", json_string(db->e[i].desc));
+    json_object_set_new(e, "seconds", json_real(db->e[i].seconds));
+    json_object_set_new(e, "reps", json_integer(db->e[i].reps));
+    json_array_append_new(arr, e);
+  }
+  json_object_set_new(root, "entries", arr);
+  char *text = json_dumps(root, JSON_INDENT(1));
+  json_decref(root);
+  if (!text) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+  int rc = gopt_file_write_atomic(path, text, strlen(text), err);
+  free(text);
+  return rc;
+}
