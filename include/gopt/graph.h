@@ -72,7 +72,8 @@ enum {
   GOPT_T_PARAM = 1 << 3,     /* trainable parameter (an initializer of a float type) */
   GOPT_T_NOSHAPE = 1 << 4,   /* rank unknown: shape inference could not tell */
   GOPT_T_ATTR = 1 << 5,      /* holds an attribute's tensor value; not part of the dataflow */
-  GOPT_T_STATE = 1 << 6      /* optimizer state / gradient accumulator in training graphs */
+  GOPT_T_STATE = 1 << 6,     /* optimizer state / gradient accumulator in training graphs */
+  GOPT_T_INIT = 1 << 7       /* came from a source initializer (counted by graph stats' params) */
 };
 
 typedef struct gopt_tensor {
@@ -227,6 +228,10 @@ int gopt_tensor_set_const(gopt_graph *g, int32_t t, const void *data, size_t nby
 /* Constant bytes of t, NULL when t is not constant or its bytes are missing. */
 const void *gopt_tensor_data(const gopt_graph *g, int32_t t);
 int gopt_graph_add_input(gopt_graph *g, int32_t t);
+/* Records an operator-set import (domain "" = the default domain); replaces an existing one. */
+int gopt_graph_set_opset(gopt_graph *g, const char *domain, int64_t version);
+/* Version of the opset imported for domain, or dflt when none. */
+int64_t gopt_graph_opset(const gopt_graph *g, const char *domain, int64_t dflt);
 int gopt_graph_add_output(gopt_graph *g, int32_t t);
 
 /* ---- nodes -------------------------------------------------------------------------------- */

@@ -311,6 +311,25 @@ int gopt_graph_add_input(gopt_graph *g, int32_t t) {
   return GOPT_OK;
 }
 
+int gopt_graph_set_opset(gopt_graph *g, const char *domain, int64_t version) {
+  uint32_t d = gopt_graph_intern(g, domain);
+  if (d == UINT32_MAX) return GOPT_ENOMEM;
+  for (size_t i = 0; i < g->opsets.n; i++)
+    if (g->opsets.a[i].domain == d) {
+      g->opsets.a[i].version = version;
+      return GOPT_OK;
+    }
+  gopt_opset o = {d, version};
+  return GOPT_ARR_PUSH(g->opsets, o) ? GOPT_ENOMEM : GOPT_OK;
+}
+
+int64_t gopt_graph_opset(const gopt_graph *g, const char *domain, int64_t dflt) {
+  uint32_t d = gopt_strtab_find(g->strs, domain, strlen(domain));
+  for (size_t i = 0; d != UINT32_MAX && i < g->opsets.n; i++)
+    if (g->opsets.a[i].domain == d) return g->opsets.a[i].version;
+  return dflt;
+}
+
 int gopt_graph_add_output(gopt_graph *g, int32_t t) {
   if (GOPT_ARR_PUSH(g->outputs, t)) return GOPT_ENOMEM;
   g->tensors.a[t].flags |= GOPT_T_OUTPUT;
