@@ -121,4 +121,6 @@ GOPT_OP(RNN, "RNN", OPAQUE)
 GOPT_OP(IF, "If", OPAQUE)
 GOPT_OP(LOOP, "Loop", OPAQUE)
 GOPT_OP(SCAN, "Scan", OPAQUE)
+/* training-step ops (gradients, optimizer updates) */
+#include "gopt/op_list_train.h"
 #undef GOPT_OP

@@ -133,6 +133,10 @@ static int print_json(const gopt_graph *g, const gopt_graph_stats *s, op_row *ro
       json_object_set_new(e, "name", json_string(gopt_graph_str(g, g->tensors.a[t].name)));
       json_object_set_new(e, "dtype", json_string(gopt_dtype_name(g->tensors.a[t].dtype)));
       json_object_set_new(e, "shape", shape_json(g, (int32_t)t));
+      const gopt_tensor *x = &g->tensors.a[t];
+      int live = x->producer >= 0 || (x->flags & (GOPT_T_INPUT | GOPT_T_OUTPUT)) ||
+                 gopt_tensor_use_count(g, (int32_t)t) > 0;
+      json_object_set_new(e, "live", json_boolean(live));
       json_array_append_new(ts, e);
     }
     json_object_set_new(o, "tensors", ts);
