@@ -4,6 +4,10 @@
 
 #include "cli/cli.h"
 
+int cli_run(int argc, char **argv); /* cmd_run.c */
+int cli_simulate(int argc, char **argv), cli_devices(int argc, char **argv),
+    cli_calibrate(int argc, char **argv), cli_fidelity(int argc, char **argv); /* simulator */
+
 static const struct {
   const char *name;
   cli_cmd_fn fn;
@@ -13,6 +17,11 @@ static const struct {
     {"zoo", cli_zoo, "list the built-in models and their size knobs"},
     {"dot", cli_dot, "write a model as Graphviz DOT"},
     {"convert", cli_convert, "write a model (file or zoo name) as ONNX"},
+    {"run", cli_run, "execute a model on this CPU: outputs, --check against test data, --profile"},
+    {"simulate", cli_simulate, "simulate one step on a cluster: time, memory, transfers, trace"},
+    {"devices", cli_devices, "list the simulator's device presets and cluster shorthands"},
+    {"calibrate", cli_calibrate, "fit the host device's cost model to a measured cost database"},
+    {"fidelity", cli_fidelity, "compare predicted with measured op and step times"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,88 @@
+/* gopt/device.h: devices, links and clusters the simulator (sim.h) runs a step on: the built-in
+ * presets (V100, A100, H100, TPU-v3 core, this host's CPU), cluster shorthands ("4xV100-nvlink",
+ * "8xH100", "2xhost") and the cluster JSON file format (docs/SIMULATOR.md), and the analytical
+ * per-kernel cost (roofline + launch overhead + per-op-class efficiency). */
+#ifndef GOPT_DEVICE_H
+#define GOPT_DEVICE_H
+
+#include <stddef.h>
+
+#include "gopt/error.h"
+#include "gopt/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of op classes (gopt_op_class in ops.h: shape .. opaque). */
+#define GOPT_SIM_NCLASS 7
+
+typedef struct gopt_device {
+  char name[32];                      /* instance name ("gpu0") */
+  char model[32];                     /* preset it came from ("V100"), or "custom" */
+  char kind[8];                       /* "gpu", "tpu" or "cpu" */
+  double peak_flops[GOPT_DT_COUNT];   /* FLOP/s per dtype (gopt_dtype); 0 = the FLOAT value */
+  double mem_bw;                      /* memory bandwidth, bytes/s */
+  double mem_bytes;                   /* memory capacity, bytes */
+  double launch_s;                    /* per-kernel launch overhead, seconds */
+  double eff[GOPT_SIM_NCLASS];        /* fraction of the roofline reached, per op class */
+  int measured;                       /* 1: the cost database measured on this host applies */
+} gopt_device;
+
+/* A link is one shared channel: every transfer routed over it queues FIFO behind the others
+ * (both directions share it). A transfer of B bytes occupies it for B / bw + latency_s. */
+typedef struct gopt_link {
+  char name[48];
+  double bw;          /* bytes/s */
+  double latency_s;   /* seconds per transfer */
+} gopt_link;
+
+typedef struct gopt_cluster {
+  char name[64];
+  int n_devices;
+  int n_links;
+  gopt_device *devices;
+  gopt_link *links;
+  /* route[a * n_devices + b]: the link a transfer from device a to device b uses (-1 when a == b).
+   * Every pair of distinct devices has one (multi-hop routes are not modelled). */
+  int *route;
+} gopt_cluster;
+
+/* Built-in device presets ("V100", "A100", "H100", "TPUv3", "host"); the host preset is filled
+ * from this machine's core count and memory size (no measurement; `gopt calibrate` refines it). */
+size_t gopt_device_preset_count(void);
+const gopt_device *gopt_device_preset(size_t i);
+/* Preset by name (case-insensitive), NULL when none. */
+const gopt_device *gopt_device_find_preset(const char *name);
+/* One-line description of preset i for listings. */
+const char *gopt_device_preset_note(size_t i);
+
+/* Cluster shorthands accepted by gopt_cluster_parse: [N x]PRESET[-LINK], LINK one of nvlink,
+ * nvswitch, pcie, ici, shm, eth (default: the preset's usual interconnect). */
+size_t gopt_cluster_shorthand_count(void);
+const char *gopt_cluster_shorthand_example(size_t i);
+
+/* Parses a cluster: a shorthand ("4xV100-nvlink") or the path of a cluster JSON file (anything
+ * containing '/' or ending in ".json"). Errors: one line naming the spec/file and the problem
+ * (GOPT_EINVAL, GOPT_EIO, GOPT_EPARSE). *out is NULL on failure. */
+int gopt_cluster_parse(const char *spec, gopt_cluster **out, gopt_error *err);
+/* Parses cluster JSON text; label names the source in messages. */
+int gopt_cluster_from_json(const char *text, const char *label, gopt_cluster **out,
+                           gopt_error *err);
+/* Cluster as JSON text (malloc'd; NULL on out of memory); parses back to the same cluster. */
+char *gopt_cluster_to_json(const gopt_cluster *c);
+/* Cluster of one device (copied) with no links. NULL on out of memory. */
+gopt_cluster *gopt_cluster_single(const gopt_device *d);
+void gopt_cluster_free(gopt_cluster *c); /* accepts NULL */
+
+/* Peak FLOP/s of d for dtype (the FLOAT peak when the dtype has none). */
+double gopt_device_peak(const gopt_device *d, int dtype);
+/* Analytical kernel time in seconds: 0 for the SHAPE class (metadata only, no kernel);
+ * otherwise launch_s + max(flops / peak(dtype), bytes / mem_bw) / eff[cls]. */
+double gopt_device_kernel_time(const gopt_device *d, int cls, int dtype, double flops,
+                               double bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,575 @@
+/* sim_state.c: the per-thread simulator workspace: allocation, applying decisions (placement,
+ * fusion groups with their convexity check and group costs, priorities, explicit order) and the
+ * incremental single-node changes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_internal.h"
+
+#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
+
+static void free_fused(gopt_sim_state *st) {
+  void *arrs[] = {st->unit_of, st->u_off, st->u_pos, st->f_in_off, st->f_in, st->f_out_off,
+                  st->f_out, st->f_cons_off, st->f_cons, st->f_aprod, st->f_cost, st->f_dprio,
+                  st->f_flops, st->f_bytes};
+  for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
+  st->unit_of = st->u_off = st->u_pos = st->f_in_off = st->f_in = st->f_out_off = st->f_out =
+      st->f_cons_off = st->f_cons = st->f_aprod = NULL;
+  st->f_cost = st->f_dprio = st->f_flops = st->f_bytes = NULL;
+}
+
+void sim_state_unfuse(gopt_sim_state *st) {
+  const gopt_sim *s = st->s;
+  free_fused(st);
+  st->fused = 0;
+  st->U = s->n;
+  st->in_off = s->in_off;
+  st->in_act = s->in_act;
+  st->out_off = s->out_off;
+  st->out_act = s->out_act;
+  st->cons_off = s->cons_off;
+  st->cons = s->cons;
+  st->aprod = s->act_prod;
+  st->ucost = s->ncost;
+  st->udprio = s->dprio;
+}
+
+void gopt_sim_state_free(gopt_sim_state *st) {
+  if (!st) return;
+  free_fused(st);
+  void *arrs[] = {st->pdev, st->pprio, st->prank, st->udev, st->uprio, st->ukey, st->rorder,
+                  st->pending, st->ready_t, st->start, st->end, st->dep, st->cause, st->heap,
+                  st->seq, st->ref, st->xhead, st->x, st->hbase, st->hn, st->seqpos,
+                  st->running, st->prev_unit, st->dmark, st->dcount, st->dlist, st->mem,
+                  st->peak, st->over, st->busy, st->resid, st->endmem, st->ddirty, st->dflag,
+                  st->qhead, st->qtail, st->lrun, st->lprev, st->ldirty, st->lflag, st->lbytes,
+                  st->lbusy, st->ev};
+  for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
+  free(st);
+}
+
+gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
+  gopt_sim_state *st = calloc(1, sizeof *st);
+  if (!st) return NULL;
+  st->s = s;
+  st->D = s->D;
+  st->L = s->L;
+  st->n = s->n;
+  size_t n = (size_t)s->n, D = (size_t)s->D, L = (size_t)s->L, A = (size_t)s->n_act;
+  st->capx = (size_t)s->in_off[s->n]; /* a transfer needs at least one consumer on its device */
+  if (ALLOC(st->pdev, n) || ALLOC(st->pprio, n) || ALLOC(st->prank, n) || ALLOC(st->udev, n) ||
+      ALLOC(st->uprio, n) || ALLOC(st->ukey, n) || ALLOC(st->rorder, n) || ALLOC(st->pending, n) ||
+      ALLOC(st->ready_t, n) || ALLOC(st->start, n) || ALLOC(st->end, n) || ALLOC(st->dep, n) ||
+      ALLOC(st->cause, n) || ALLOC(st->heap, n) || ALLOC(st->seq, n) || ALLOC(st->ref, A) ||
+      ALLOC(st->xhead, A) || ALLOC(st->x, st->capx) || ALLOC(st->hbase, D + 1) ||
+      ALLOC(st->hn, D) || ALLOC(st->seqpos, D) || ALLOC(st->running, D) ||
+      ALLOC(st->prev_unit, D) || ALLOC(st->dmark, D) || ALLOC(st->dcount, D) ||
+      ALLOC(st->dlist, D) || ALLOC(st->mem, D) || ALLOC(st->peak, D) || ALLOC(st->over, D) ||
+      ALLOC(st->busy, D) || ALLOC(st->resid, D) || ALLOC(st->endmem, D) || ALLOC(st->ddirty, D) ||
+      ALLOC(st->dflag, D) || ALLOC(st->qhead, L) || ALLOC(st->qtail, L) || ALLOC(st->lrun, L) ||
+      ALLOC(st->lprev, L) || ALLOC(st->ldirty, L) || ALLOC(st->lflag, L) ||
+      ALLOC(st->lbytes, L) || ALLOC(st->lbusy, L) || ALLOC(st->ev, D + L + 1)) {
+    gopt_sim_state_free(st);
+    return NULL;
+  }
+  sim_state_unfuse(st);
+  for (size_t p = 0; p < n; p++) {
+    st->pdev[p] = -1;
+    st->pprio[p] = NAN;
+    st->udev[p] = 0;
+    st->uprio[p] = s->dprio[p];
+  }
+  return st;
+}
+
+/* Names up to three nodes of group k for messages. */
+static void group_names(const gopt_sim *s, const int32_t *gpos, int32_t cnt, char *buf, size_t len) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int32_t i = 0; i < cnt && i < 3 && k < len; i++)
+    k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "",
+                          gopt_node_name(s->g, s->order[gpos[i]]));
+  if (cnt > 3 && k < len) snprintf(buf + k, len - k, ", ... %d nodes", cnt);
+}
+
+/* Builds the fused units from grp (per position: group index or -1; ng groups). On success the
+ * state's unit arrays describe the quotient graph; on error nothing changes. */
+static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const int32_t *gid,
+                       gopt_error *err) {
+  const gopt_sim *s = st->s;
+  const int32_t n = s->n, A = s->n_act, D = s->D;
+  int rc = GOPT_OK;
+  int32_t *key = NULL, *k_off = NULL, *k_pos = NULL, *indeg = NULL, *hp = NULL, *unit = NULL,
+          *stamp = NULL, *stack = NULL, *kminpos = NULL, *korder = NULL;
+  int32_t *u_off = NULL, *u_pos = NULL, *unit_of = NULL, *in_off = NULL, *in = NULL,
+          *out_off = NULL, *out = NULL, *cons_off = NULL, *cons = NULL, *aprod = NULL;
+  double *cost = NULL, *dprio = NULL, *flops = NULL, *bytes = NULL;
+  char names[200];
+  /* keys: groups 0..ng-1, singletons ng.. */
+  int32_t K = ng;
+  if (ALLOC(key, n) || ALLOC(k_off, n + ng + 1) || ALLOC(stamp, n > A ? n : A) || ALLOC(stack, n))
+    goto oom;
+  for (int32_t p = 0; p < n; p++) key[p] = grp[p] >= 0 ? grp[p] : K++;
+  if (ALLOC(k_pos, n) || ALLOC(indeg, K) || ALLOC(hp, K) || ALLOC(unit, K) || ALLOC(kminpos, K) ||
+      ALLOC(korder, K))
+    goto oom;
+  for (int32_t p = 0; p < n; p++) k_off[key[p] + 1]++;
+  for (int32_t k = 0; k < K; k++) k_off[k + 1] += k_off[k];
+  for (int32_t k = 0; k < K; k++) hp[k] = k_off[k];
+  for (int32_t p = 0; p < n; p++) k_pos[hp[key[p]]++] = p; /* ascending positions per key */
+  for (int32_t k = 0; k < ng; k++)
+    if (k_off[k + 1] == k_off[k]) {
+      rc = gopt_error_set(err, GOPT_EINVAL, "fusion: group %d is empty", gid ? gid[k] : k);
+      goto done;
+    }
+  /* convexity of each group: no path leaves it and comes back */
+  for (int32_t i = 0; i < n; i++) stamp[i] = -1;
+  for (int32_t k = 0; k < ng; k++) {
+    int32_t lo = k_off[k], hi = k_off[k + 1], maxpos = k_pos[hi - 1], sp = 0;
+    for (int32_t i = lo; i < hi; i++) {
+      int32_t p = k_pos[i];
+      for (int32_t o = s->out_off[p]; o < s->out_off[p + 1]; o++) {
+        int32_t a = s->out_act[o];
+        for (int32_t j = s->cons_off[a]; j < s->cons_off[a + 1]; j++) {
+          int32_t c = s->cons[j];
+          if (key[c] != k && c < maxpos && stamp[c] != k) {
+            stamp[c] = k;
+            stack[sp++] = c;
+          }
+        }
+      }
+    }
+    while (sp > 0) {
+      int32_t q = stack[--sp];
+      for (int32_t o = s->out_off[q]; o < s->out_off[q + 1]; o++) {
+        int32_t a = s->out_act[o];
+        for (int32_t j = s->cons_off[a]; j < s->cons_off[a + 1]; j++) {
+          int32_t c = s->cons[j];
+          if (key[c] == k) {
+            group_names(s, k_pos + lo, hi - lo, names, sizeof names);
+            rc = gopt_error_set(err, GOPT_EINVAL,
+                                "fusion: group %d (%s) is not convex: a path leaves it and "
+                                "returns through node '%s' into node '%s'",
+                                gid ? gid[k] : k, names, gopt_node_name(s->g, s->order[q]),
+                                gopt_node_name(s->g, s->order[c]));
+            goto done;
+          }
+          if (c < maxpos && stamp[c] != k) {
+            stamp[c] = k;
+            stack[sp++] = c;
+          }
+        }
+      }
+    }
+  }
+  /* Kahn's algorithm on the quotient graph; ready keys by smallest first position */
+  for (int32_t k = 0; k < K; k++) kminpos[k] = k_pos[k_off[k]];
+  for (int32_t a = 0; a < A; a++) {
+    int32_t pk = key[s->act_prod[a]];
+    for (int32_t j = s->cons_off[a]; j < s->cons_off[a + 1]; j++)
+      if (key[s->cons[j]] != pk) indeg[key[s->cons[j]]]++;
+  }
+  int32_t hn = 0, U = 0;
+#define HLESS(x, y) (kminpos[x] < kminpos[y])
+#define HPUSH(v)                                                          \
+  do {                                                                    \
+    int32_t i_ = hn++;                                                    \
+    hp[i_] = (v);                                                         \
+    while (i_ > 0 && HLESS(hp[i_], hp[(i_ - 1) / 2])) {                   \
+      int32_t t_ = hp[i_]; hp[i_] = hp[(i_ - 1) / 2]; hp[(i_ - 1) / 2] = t_; \
+      i_ = (i_ - 1) / 2;                                                  \
+    }                                                                     \
+  } while (0)
+  for (int32_t k = 0; k < K; k++)
+    if (!indeg[k]) HPUSH(k);
+  while (hn > 0) {
+    int32_t k = hp[0];
+    hp[0] = hp[--hn];
+    for (int32_t i = 0;;) {
+      int32_t l = 2 * i + 1, r = l + 1, m = i;
+      if (l < hn && HLESS(hp[l], hp[m])) m = l;
+      if (r < hn && HLESS(hp[r], hp[m])) m = r;
+      if (m == i) break;
+      int32_t t = hp[i]; hp[i] = hp[m]; hp[m] = t;
+      i = m;
+    }
+    unit[k] = U;
+    korder[U++] = k;
+    for (int32_t i = k_off[k]; i < k_off[k + 1]; i++) {
+      int32_t p = k_pos[i];
+      for (int32_t o = s->out_off[p]; o < s->out_off[p + 1]; o++) {
+        int32_t a = s->out_act[o];
+        for (int32_t j = s->cons_off[a]; j < s->cons_off[a + 1]; j++) {
+          int32_t ck = key[s->cons[j]];
+          if (ck != k && --indeg[ck] == 0) HPUSH(ck);
+        }
+      }
+    }
+  }
+#undef HPUSH
+#undef HLESS
+  if (U < K) {
+    for (int32_t k = 0; k < ng; k++)
+      if (indeg[k]) {
+        group_names(s, k_pos + k_off[k], k_off[k + 1] - k_off[k], names, sizeof names);
+        rc = gopt_error_set(err, GOPT_EINVAL,
+                            "fusion: group %d (%s) and another group depend on each other (fusing "
+                            "both would make a cycle)", gid ? gid[k] : k, names);
+        goto done;
+      }
+    rc = gopt_error_set(err, GOPT_EINVAL, "fusion: groups form a cycle");
+    goto done;
+  }
+  /* unit arrays */
+  if (ALLOC(u_off, U + 1) || ALLOC(u_pos, n) || ALLOC(unit_of, n) || ALLOC(in_off, U + 1) ||
+      ALLOC(out_off, U + 1) || ALLOC(cons_off, A + 1) || ALLOC(aprod, A) ||
+      ALLOC(in, s->in_off[n]) || ALLOC(out, A) || ALLOC(cons, s->in_off[n]) ||
+      ALLOC(cost, (size_t)U * D) || ALLOC(dprio, U) || ALLOC(flops, U) || ALLOC(bytes, U))
+    goto oom;
+  for (int32_t u = 0, kk = 0; u < U; u++) {
+    int32_t k = korder[u];
+    u_off[u] = kk;
+    for (int32_t i = k_off[k]; i < k_off[k + 1]; i++) {
+      u_pos[kk++] = k_pos[i];
+      unit_of[k_pos[i]] = u;
+    }
+    u_off[u + 1] = kk;
+  }
+  for (int32_t a = 0; a < A; a++) aprod[a] = unit_of[s->act_prod[a]];
+  /* inputs (distinct acts from other units) and boundary outputs */
+  for (int32_t a = 0; a < A; a++) stamp[a] = -1;
+  int32_t ki = 0, ko = 0;
+  for (int32_t u = 0; u < U; u++) {
+    in_off[u] = ki;
+    out_off[u] = ko;
+    for (int32_t i = u_off[u]; i < u_off[u + 1]; i++) {
+      int32_t p = u_pos[i];
+      for (int32_t j = s->in_off[p]; j < s->in_off[p + 1]; j++) {
+        int32_t a = s->in_act[j];
+        if (aprod[a] != u && stamp[a] != u) {
+          stamp[a] = u;
+          in[ki++] = a;
+        }
+      }
+      for (int32_t j = s->out_off[p]; j < s->out_off[p + 1]; j++) {
+        int32_t a = s->out_act[j];
+        int boundary = s->act_out[a] || s->cons_off[a] == s->cons_off[a + 1];
+        for (int32_t c = s->cons_off[a]; c < s->cons_off[a + 1] && !boundary; c++)
+          boundary = unit_of[s->cons[c]] != u;
+        if (boundary) out[ko++] = a;
+      }
+    }
+  }
+  in_off[U] = ki;
+  out_off[U] = ko;
+  /* consumers: distinct units other than the producer */
+  for (int32_t a = 0; a < A; a++) stamp[a] = -1;
+  int32_t kc = 0;
+  for (int32_t a = 0; a < A; a++) {
+    cons_off[a] = kc;
+    for (int32_t j = s->cons_off[a]; j < s->cons_off[a + 1]; j++) {
+      int32_t cu = unit_of[s->cons[j]];
+      if (cu == aprod[a]) continue;
+      int dup = 0;
+      for (int32_t q = cons_off[a]; q < kc && !dup; q++) dup = cons[q] == cu;
+      if (!dup) cons[kc++] = cu;
+    }
+  }
+  cons_off[A] = kc;
+  /* costs: singletons keep theirs; a group is one kernel with summed FLOPs and boundary bytes */
+  int32_t *rstamp = NULL;
+  if (ALLOC(rstamp, s->n_res + 1)) goto oom;
+  for (int32_t r = 0; r < s->n_res; r++) rstamp[r] = -1;
+  for (int32_t u = 0; u < U; u++) {
+    int32_t cnt = u_off[u + 1] - u_off[u];
+    if (cnt == 1) {
+      int32_t p = u_pos[u_off[u]];
+      memcpy(cost + (size_t)u * D, s->ncost + (size_t)p * D, (size_t)D * sizeof *cost);
+      flops[u] = s->nflops[p];
+      bytes[u] = s->nbytes[p];
+      continue;
+    }
+    double f = 0, b = 0;
+    int32_t best = -1;
+    for (int32_t i = u_off[u]; i < u_off[u + 1]; i++) {
+      int32_t p = u_pos[i];
+      f += s->nflops[p];
+      if (s->ncls[p] != GOPT_OPC_SHAPE && (best < 0 || s->nflops[p] > s->nflops[best])) best = p;
+      for (int32_t j = s->nres_off[p]; j < s->nres_off[p + 1]; j++)
+        if (rstamp[s->nres[j]] != u) {
+          rstamp[s->nres[j]] = u;
+          b += s->res_bytes[s->nres[j]];
+        }
+    }
+    for (int32_t j = in_off[u]; j < in_off[u + 1]; j++) b += s->act_bytes[in[j]];
+    for (int32_t j = out_off[u]; j < out_off[u + 1]; j++) b += s->act_bytes[out[j]];
+    int cls = best >= 0 ? s->ncls[best] : GOPT_OPC_SHAPE;
+    int dt = best >= 0 ? s->ndt[best] : s->ndt[u_pos[u_off[u]]];
+    for (int d = 0; d < D; d++)
+      cost[(size_t)u * D + d] = gopt_device_kernel_time(&s->cl->devices[d], cls, dt, f, b);
+    flops[u] = f;
+    bytes[u] = b;
+  }
+  free(rstamp);
+  /* default priority: bottom level on the quotient graph */
+  double mx = 0;
+  for (int32_t u = U - 1; u >= 0; u--) {
+    double best = 0;
+    for (int32_t o = out_off[u]; o < out_off[u + 1]; o++) {
+      int32_t a = out[o];
+      for (int32_t j = cons_off[a]; j < cons_off[a + 1]; j++)
+        if (dprio[cons[j]] > best) best = dprio[cons[j]];
+    }
+    dprio[u] = cost[(size_t)u * D] + best;
+    if (dprio[u] > mx) mx = dprio[u];
+  }
+  for (int32_t u = 0; u < U; u++) dprio[u] = mx > 0 ? dprio[u] / mx : 0;
+  /* install */
+  free_fused(st);
+  st->fused = 1;
+  st->U = U;
+  st->unit_of = unit_of;
+  st->u_off = u_off;
+  st->u_pos = u_pos;
+  st->f_in_off = in_off;
+  st->f_in = in;
+  st->f_out_off = out_off;
+  st->f_out = out;
+  st->f_cons_off = cons_off;
+  st->f_cons = cons;
+  st->f_aprod = aprod;
+  st->f_cost = cost;
+  st->f_dprio = dprio;
+  st->f_flops = flops;
+  st->f_bytes = bytes;
+  st->in_off = in_off;
+  st->in_act = in;
+  st->out_off = out_off;
+  st->out_act = out;
+  st->cons_off = cons_off;
+  st->cons = cons;
+  st->aprod = aprod;
+  st->ucost = cost;
+  st->udprio = dprio;
+  unit_of = u_off = u_pos = in_off = in = out_off = out = cons_off = cons = aprod = NULL;
+  cost = dprio = flops = bytes = NULL;
+  goto done;
+oom:
+  rc = gopt_error_set(err, GOPT_ENOMEM, "fusion: out of memory");
+done:
+  free(key); free(k_off); free(k_pos); free(indeg); free(hp); free(unit); free(stamp);
+  free(stack); free(kminpos); free(korder);
+  free(u_off); free(u_pos); free(unit_of); free(in_off); free(in); free(out_off); free(out);
+  free(cons_off); free(cons); free(aprod); free(cost); free(dprio); free(flops); free(bytes);
+  return rc;
+}
+
+/* Recomputes the unit priority of u from its members' explicit priorities (max) or default. */
+static void unit_priority(gopt_sim_state *st, int32_t u) {
+  double v = NAN;
+  if (st->fused) {
+    for (int32_t i = st->u_off[u]; i < st->u_off[u + 1]; i++) {
+      double q = st->pprio[st->u_pos[i]];
+      if (!isnan(q) && (isnan(v) || q > v)) v = q;
+    }
+  } else {
+    v = st->pprio[u];
+  }
+  st->uprio[u] = isnan(v) ? st->udprio[u] : v;
+}
+
+int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error *err) {
+  const gopt_sim *s = st->s;
+  const gopt_graph *g = s->g;
+  const int32_t n = s->n;
+  int rc = GOPT_OK;
+  int32_t *grp = NULL, *gid = NULL, *gmap = NULL;
+  if (d && d->n_nodes != g->nodes.n)
+    return gopt_error_set(err, GOPT_EINVAL, "decisions: made for %zu nodes, the graph has %zu",
+                          d->n_nodes, g->nodes.n);
+  /* placement */
+  if (d && d->placement)
+    for (int32_t p = 0; p < n; p++) {
+      int32_t v = d->placement[s->order[p]];
+      if (v < -1 || v >= s->D)
+        return gopt_error_set(err, GOPT_EINVAL,
+                              "placement: node '%s' on device %d, the cluster has %d devices",
+                              gopt_node_name(g, s->order[p]), v, s->D);
+    }
+  /* order: a permutation consistent with the dataflow */
+  if (d && d->order) {
+    if (ALLOC(gmap, n)) goto oom;
+    for (int32_t p = 0; p < n; p++) gmap[p] = -1;
+    for (size_t i = 0; i < d->n_order; i++) {
+      int32_t nid = d->order[i];
+      int32_t p = (nid >= 0 && (size_t)nid < g->nodes.n) ? s->pos[nid] : -1;
+      if (p < 0 || gmap[p] >= 0) {
+        rc = gopt_error_set(err, GOPT_EINVAL, "order: entry %zu is not a live node or repeats one", i);
+        goto done;
+      }
+      gmap[p] = (int32_t)i;
+    }
+    if (d->n_order != (size_t)n) {
+      rc = gopt_error_set(err, GOPT_EINVAL, "order: lists %zu nodes, the graph has %d", d->n_order, n);
+      goto done;
+    }
+    for (int32_t a = 0; a < s->n_act; a++)
+      for (int32_t j = s->cons_off[a]; j < s->cons_off[a + 1]; j++)
+        if (gmap[s->cons[j]] < gmap[s->act_prod[a]]) {
+          rc = gopt_error_set(err, GOPT_EINVAL, "order: node '%s' comes before '%s', which produces its input",
+                              gopt_node_name(g, s->order[s->cons[j]]), gopt_node_name(g, s->order[s->act_prod[a]]));
+          goto done;
+        }
+  }
+  /* fusion */
+  int32_t ng = 0;
+  if (d && d->group) {
+    if (ALLOC(grp, n)) goto oom;
+    int32_t maxg = -1;
+    for (int32_t p = 0; p < n; p++) {
+      grp[p] = d->group[s->order[p]];
+      if (grp[p] > maxg) maxg = grp[p];
+    }
+    if (maxg >= 0) {
+      int32_t *remap = NULL;
+      if (ALLOC(remap, (size_t)maxg + 1) || ALLOC(gid, (size_t)maxg + 1)) {
+        free(remap);
+        goto oom;
+      }
+      for (int32_t i = 0; i <= maxg; i++) remap[i] = -1;
+      for (int32_t p = 0; p < n; p++)
+        if (grp[p] >= 0) {
+          if (remap[grp[p]] < 0) {
+            gid[ng] = grp[p];
+            remap[grp[p]] = ng++;
+          }
+          grp[p] = remap[grp[p]];
+        } else {
+          grp[p] = -1;
+        }
+      free(remap);
+    }
+  }
+  /* commit: fusion first (may fail), then the rest */
+  if (ng > 0) {
+    /* check placements agree inside each group before building */
+    if (d->placement) {
+      int32_t *gdev = NULL, *gfirst = NULL;
+      if (ALLOC(gdev, ng) || ALLOC(gfirst, ng)) {
+        free(gdev);
+        free(gfirst);
+        goto oom;
+      }
+      for (int32_t k = 0; k < ng; k++) gdev[k] = -1;
+      for (int32_t p = 0; p < n && rc == GOPT_OK; p++) {
+        int32_t k = grp[p], v = d->placement[s->order[p]];
+        if (k < 0 || v < 0) continue;
+        if (gdev[k] < 0) {
+          gdev[k] = v;
+          gfirst[k] = p;
+        } else if (gdev[k] != v) {
+          rc = gopt_error_set(err, GOPT_EINVAL,
+                              "fusion: group %d has node '%s' on device %d and node '%s' on device "
+                              "%d; a group runs on one device", gid[k],
+                              gopt_node_name(g, s->order[gfirst[k]]), gdev[k],
+                              gopt_node_name(g, s->order[p]), v);
+        }
+      }
+      free(gdev);
+      free(gfirst);
+      if (rc) goto done;
+    }
+    if ((rc = build_fused(st, grp, ng, gid, err))) goto done;
+  } else {
+    sim_state_unfuse(st);
+  }
+  for (int32_t p = 0; p < n; p++) {
+    st->pdev[p] = (d && d->placement) ? d->placement[s->order[p]] : -1;
+    st->pprio[p] = (d && d->priority) ? d->priority[s->order[p]] : NAN;
+  }
+  for (int32_t u = 0; u < st->U; u++) st->udev[u] = 0;
+  for (int32_t p = 0; p < n; p++)
+    if (st->pdev[p] >= 0) st->udev[sim_unit(st, p)] = st->pdev[p];
+  for (int32_t u = 0; u < st->U; u++) unit_priority(st, u);
+  st->strict = d && d->order;
+  if (st->strict) {
+    for (int32_t p = 0; p < n; p++) st->prank[p] = gmap[p];
+    /* unit rank = smallest member rank; units listed by rank */
+    for (int32_t u = 0; u < st->U; u++) st->ukey[u] = -INFINITY;
+    for (int32_t p = 0; p < n; p++) {
+      int32_t u = sim_unit(st, p);
+      if (-(double)gmap[p] > st->ukey[u]) st->ukey[u] = -(double)gmap[p];
+    }
+    /* ukey holds -rank; bucket by rank (ranks < n, distinct per unit) */
+    for (int32_t p = 0; p < n; p++) st->seq[p] = -1;
+    for (int32_t u = 0; u < st->U; u++) st->seq[(int32_t)(-st->ukey[u])] = u;
+    int32_t k = 0;
+    for (int32_t r = 0; r < n; r++)
+      if (st->seq[r] >= 0) st->rorder[k++] = st->seq[r];
+    /* a fused group must still respect the order between units */
+    for (int32_t a = 0; a < s->n_act && st->fused; a++)
+      for (int32_t j = st->cons_off[a]; j < st->cons_off[a + 1]; j++)
+        if (st->ukey[st->cons[j]] > st->ukey[st->aprod[a]]) {
+          rc = gopt_error_set(err, GOPT_EINVAL,
+                              "order: fused group of node '%s' must run before its input's "
+                              "producer '%s'", gopt_node_name(g, s->order[sim_unit_first(st, st->cons[j])]),
+                              gopt_node_name(g, s->order[sim_unit_first(st, st->aprod[a])]));
+          free(grp);
+          free(gid);
+          free(gmap);
+          gopt_sim_state_apply(st, NULL, NULL); /* back to the defaults */
+          return rc;
+        }
+  }
+  goto done;
+oom:
+  rc = gopt_error_set(err, GOPT_ENOMEM, "decisions: out of memory");
+done:
+  free(grp);
+  free(gid);
+  free(gmap);
+  return rc;
+}
+
+int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
+  const gopt_sim *s = st->s;
+  if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0 || device < 0 || device >= s->D)
+    return GOPT_EINVAL;
+  int32_t u = sim_unit(st, s->pos[nid]);
+  if (st->fused) {
+    for (int32_t i = st->u_off[u]; i < st->u_off[u + 1]; i++) st->pdev[st->u_pos[i]] = device;
+  } else {
+    st->pdev[u] = device;
+  }
+  st->udev[u] = device;
+  return GOPT_OK;
+}
+
+int gopt_sim_state_set_priority(gopt_sim_state *st, int32_t nid, double priority) {
+  const gopt_sim *s = st->s;
+  if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0) return GOPT_EINVAL;
+  st->pprio[s->pos[nid]] = priority;
+  unit_priority(st, sim_unit(st, s->pos[nid]));
+  return GOPT_OK;
+}
+
+int gopt_sim_state_device(const gopt_sim_state *st, int32_t nid) {
+  const gopt_sim *s = st->s;
+  if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0) return -1;
+  return st->udev[sim_unit(st, s->pos[nid])];
+}
+
+size_t gopt_sim_unit_nodes(const gopt_sim_state *st, int32_t nid, int32_t *nodes, size_t max) {
+  const gopt_sim *s = st->s;
+  if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0) return 0;
+  int32_t u = sim_unit(st, s->pos[nid]);
+  if (!st->fused) {
+    if (max) nodes[0] = nid;
+    return 1;
+  }
+  size_t cnt = (size_t)(st->u_off[u + 1] - st->u_off[u]);
+  for (size_t i = 0; i < cnt && i < max; i++) nodes[i] = s->order[st->u_pos[st->u_off[u] + (int32_t)i]];
+  return cnt;
+}

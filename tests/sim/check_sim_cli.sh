@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# check_sim_cli.sh GOPT PYTHON: `gopt simulate --json --trace` on every corpus model and every zoo
+# model (default sizes) on two presets, and on every preset for three models; then
+# check_trace.py validates each JSON result and trace (trace-event fields, no overlap per track,
+# last event at the step time). Run from the source root.
+set -u
+gopt="$1"; py="$2"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+n=0; fails=0
+run() { # model cluster
+  n=$((n + 1))
+  if ! "$gopt" simulate "$1" --cluster "$2" --json --trace "$dir/t$n.trace.json" >"$dir/t$n.out.json" 2>"$dir/t$n.err"; then
+    echo "FAIL: gopt simulate $1 --cluster $2: $(grep -v warning "$dir/t$n.err")"; fails=$((fails + 1))
+    rm -f "$dir/t$n.out.json" "$dir/t$n.trace.json"
+  fi
+}
+zoo=$("$py" -c 'import json,sys; print(" ".join(m["name"] for m in json.load(sys.stdin)))' < <("$gopt" zoo --json))
+for m in corpus/*.onnx $zoo; do
+  for c in 4xV100-nvlink 2xhost; do run "$m" "$c"; done
+done
+for m in corpus/resnet18.onnx bert gnmt; do
+  for c in V100 A100 H100 TPUv3 host 8xH100 2xV100-pcie 4xTPUv3 tests/sim/fixtures/cluster_mixed.json; do run "$m" "$c"; done
+done
+# placement, fusion and schedule files on a multi-device run
+n=$((n + 1))
+"$gopt" simulate resnet50 --cluster 2xV100-pcie --placement tests/sim/fixtures/resnet50_split.json \
+  --fusion tests/sim/fixtures/resnet50_fusion.json --json --trace "$dir/t$n.trace.json" >"$dir/t$n.out.json" \
+  || { echo "FAIL: decisions run"; fails=$((fails + 1)); }
+"$py" "$(dirname "$0")/check_trace.py" "$dir" || fails=$((fails + 1))
+echo "$n runs, $fails failures"
+[ "$fails" -eq 0 ]
