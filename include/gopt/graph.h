@@ -185,6 +185,7 @@ typedef struct gopt_graph {
   GOPT_ARRAY(struct gopt_graph *) subgraphs;
   GOPT_ARRAY(gopt_opset) opsets;
   GOPT_ARRAY(int32_t) tensor_of_str; /* string id -> tensor id (-1) for name lookup */
+  GOPT_ARRAY(int32_t) sym_of_str;    /* string id -> symbol id (-1) for named symbols */
   int64_t ir_version;              /* of the source format, 0 when none */
   size_t n_dead;                   /* dead nodes not yet compacted */
   uint32_t n_unnamed;              /* counter for generated names */

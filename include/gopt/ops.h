@@ -72,11 +72,14 @@ const char *gopt_graph_batch_symbol(const gopt_graph *g);
 /* Cost facts of node n (shapes must be inferred; symbolic dims count as 1). */
 void gopt_node_cost(const gopt_graph *g, int32_t n, gopt_cost *c);
 
-/* Model totals. params is the total element count of parameter constants (each counted once,
- * however many nodes read it); flops and bytes are sums over live nodes. */
+/* Model totals. params is the total element count of the model's initializers (GOPT_T_INIT:
+ * weights, BatchNorm statistics, any dtype; as python-onnx counts graph.initializer), each
+ * counted once however many nodes read it; trainable counts the float parameters
+ * (GOPT_T_PARAM). flops and bytes are sums over live nodes. */
 typedef struct gopt_graph_stats {
   size_t nodes, edges, tensors;
   int64_t params;
+  int64_t trainable;
   int64_t param_bytes;
   double flops;
   double bytes;         /* bytes read + written over all nodes */

@@ -116,6 +116,7 @@ static int print_json(const gopt_graph *g, const gopt_graph_stats *s, op_row *ro
   json_object_set_new(o, "tensors_count", json_integer((json_int_t)s->tensors));
   json_object_set_new(o, "params", json_integer(s->params));
   json_object_set_new(o, "param_bytes", json_integer(s->param_bytes));
+  json_object_set_new(o, "trainable", json_integer(s->trainable));
   json_object_set_new(o, "flops", json_real(s->flops));
   json_object_set_new(o, "bytes", json_real(s->bytes));
   json_object_set_new(o, "ir_bytes", json_integer((json_int_t)gopt_graph_memory(g, 0)));
@@ -154,7 +155,8 @@ static void print_table(const gopt_graph *g, const gopt_graph_stats *s, op_row *
   printf("nodes    %zu\nedges    %zu\ntensors  %zu\n", s->nodes, s->edges, s->tensors);
   human((double)s->params, a, sizeof a);
   human((double)s->param_bytes, b, sizeof b);
-  printf("params   %lld (%s, %sB)\n", (long long)s->params, a, b);
+  printf("params   %lld (%s, %sB; %lld trainable)\n", (long long)s->params, a, b,
+         (long long)s->trainable);
   human(s->flops, a, sizeof a);
   human(s->bytes, b, sizeof b);
   human((double)gopt_graph_memory(g, 0), c, sizeof c);

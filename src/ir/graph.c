@@ -75,6 +75,7 @@ void gopt_graph_free(gopt_graph *g) {
   GOPT_ARR_FREE(g->subgraphs);
   GOPT_ARR_FREE(g->opsets);
   GOPT_ARR_FREE(g->tensor_of_str);
+  GOPT_ARR_FREE(g->sym_of_str);
   gopt_strtab_free(g->strs);
   free(g);
 }
@@ -109,6 +110,7 @@ gopt_graph *gopt_graph_clone(const gopt_graph *g) {
   bad |= CLONE_ARR(c->syms, g->syms);
   bad |= CLONE_ARR(c->opsets, g->opsets);
   bad |= CLONE_ARR(c->tensor_of_str, g->tensor_of_str);
+  bad |= CLONE_ARR(c->sym_of_str, g->sym_of_str);
   c->strs = gopt_strtab_clone(g->strs);
   if (bad || !c->strs) goto fail;
   if (GOPT_ARR_GROW(c->consts, g->consts.n)) goto fail;
@@ -255,20 +257,42 @@ int gopt_tensor_is_static(const gopt_graph *g, int32_t t) {
   return 1;
 }
 
+/* Records symbol k under string id sid (-1 fills the gaps). Returns 0 or -1 on out of memory. */
+static int index_symbol(gopt_graph *g, uint32_t sid, uint32_t k) {
+  if (sid >= g->sym_of_str.n) {
+    size_t n = g->sym_of_str.n;
+    if (GOPT_ARR_GROW(g->sym_of_str, sid + 1 - n)) return -1;
+    for (size_t i = n; i <= sid; i++) g->sym_of_str.a[i] = -1;
+    g->sym_of_str.n = sid + 1;
+  }
+  g->sym_of_str.a[sid] = (int32_t)k;
+  return 0;
+}
+
 uint32_t gopt_graph_symbol(gopt_graph *g, const char *name) {
   uint32_t sid = gopt_graph_intern(g, name);
-  for (size_t k = 0; k < g->syms.n; k++)
-    if (g->syms.a[k] == sid) return (uint32_t)k;
+  if (sid == UINT32_MAX) return 0;
+  if (sid < g->sym_of_str.n && g->sym_of_str.a[sid] >= 0) return (uint32_t)g->sym_of_str.a[sid];
   if (GOPT_ARR_PUSH(g->syms, sid)) return 0;
-  return (uint32_t)(g->syms.n - 1);
+  uint32_t k = (uint32_t)(g->syms.n - 1);
+  if (index_symbol(g, sid, k)) return 0;
+  return k;
 }
 
 uint32_t gopt_graph_new_symbol(gopt_graph *g) {
   char buf[32];
-  snprintf(buf, sizeof buf, "unk__%zu", g->syms.n);
-  uint32_t sid = gopt_graph_intern(g, buf);
+  uint32_t sid;
+  /* A fresh name: unk__N not used by any symbol yet (a source may name its own dims so). */
+  size_t n = g->syms.n;
+  do {
+    snprintf(buf, sizeof buf, "unk__%zu", n++);
+    sid = gopt_graph_intern(g, buf);
+    if (sid == UINT32_MAX) return 0;
+  } while (sid < g->sym_of_str.n && g->sym_of_str.a[sid] >= 0);
   if (GOPT_ARR_PUSH(g->syms, sid)) return 0;
-  return (uint32_t)(g->syms.n - 1);
+  uint32_t k = (uint32_t)(g->syms.n - 1);
+  if (index_symbol(g, sid, k)) return 0;
+  return k;
 }
 
 int gopt_tensor_set_const(gopt_graph *g, int32_t t, const void *data, size_t nbytes,
@@ -601,6 +625,7 @@ size_t gopt_graph_memory(const gopt_graph *g, int include_data) {
   m += g->strids.cap * sizeof *g->strids.a + g->consts.cap * sizeof *g->consts.a;
   m += g->inputs.cap * sizeof(int32_t) + g->outputs.cap * sizeof(int32_t);
   m += g->syms.cap * sizeof(uint32_t) + g->tensor_of_str.cap * sizeof(int32_t);
+  m += g->sym_of_str.cap * sizeof(int32_t);
   m += g->opsets.cap * sizeof(gopt_opset) + g->subgraphs.cap * sizeof(void *);
   for (size_t i = 0; i < g->subgraphs.n; i++) m += gopt_graph_memory(g->subgraphs.a[i], include_data);
   if (include_data)

@@ -60,6 +60,14 @@ int64_t gopt_graph_topo(const gopt_graph *g, int32_t *order, gopt_error *err) {
   return rc;
 }
 
+/* Whether a tensor named like t exists in an enclosing graph (an outer-scope reference). */
+static int outer_scope(const gopt_graph *g, int32_t t) {
+  const char *name = gopt_graph_str(g, g->tensors.a[t].name);
+  for (const gopt_graph *p = g->parent; p; p = p->parent)
+    if (gopt_graph_find_tensor(p, name) >= 0) return 1;
+  return 0;
+}
+
 int gopt_graph_validate(const gopt_graph *g, gopt_error *err) {
   int rc = GOPT_OK;
   int32_t *order = NULL;
@@ -79,7 +87,7 @@ int gopt_graph_validate(const gopt_graph *g, gopt_error *err) {
       if (t < 0) continue;
       uses[t]++;
       const gopt_tensor *x = &g->tensors.a[t];
-      if (x->producer < 0 && !(x->flags & (GOPT_T_INPUT | GOPT_T_CONST))) {
+      if (x->producer < 0 && !(x->flags & (GOPT_T_INPUT | GOPT_T_CONST)) && !outer_scope(g, t)) {
         rc = gopt_error_set(err, GOPT_EGRAPH,
                             "node '%s' (op %s): input '%s' is not produced by any node, not a "
                             "graph input and not a constant",
@@ -162,8 +170,10 @@ uint64_t gopt_attr_hash_(const gopt_graph *g, const gopt_attr *a) {
   case GOPT_ATTR_INT: return gopt_hash_mix(h, (uint64_t)a->v.i);
   case GOPT_ATTR_FLOAT: return gopt_hash_mix(h, gopt_hash_bytes(&a->v.f, sizeof a->v.f, 0));
   case GOPT_ATTR_STRING: return gopt_hash_mix(h, hash_str(g, a->v.s));
-  case GOPT_ATTR_INTS: return gopt_hash_mix(h, gopt_hash_bytes(g->ints.a + a->v.off, a->n * sizeof(int64_t), 0));
-  case GOPT_ATTR_FLOATS: return gopt_hash_mix(h, gopt_hash_bytes(g->floats.a + a->v.off, a->n * sizeof(float), 0));
+  case GOPT_ATTR_INTS:
+    return gopt_hash_mix(h, a->n ? gopt_hash_bytes(g->ints.a + a->v.off, a->n * sizeof(int64_t), 0) : 0);
+  case GOPT_ATTR_FLOATS:
+    return gopt_hash_mix(h, a->n ? gopt_hash_bytes(g->floats.a + a->v.off, a->n * sizeof(float), 0) : 0);
   case GOPT_ATTR_STRINGS:
     for (uint32_t i = 0; i < a->n; i++) h = gopt_hash_mix(h, hash_str(g, g->strids.a[a->v.off + i]));
     return h;

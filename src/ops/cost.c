@@ -211,8 +211,10 @@ void gopt_graph_stats_compute(const gopt_graph *g, gopt_graph_stats *s) {
   unsigned mask = have_init ? GOPT_T_INIT : GOPT_T_PARAM;
   for (size_t t = 0; t < g->tensors.n; t++) {
     const gopt_tensor *x = &g->tensors.a[t];
-    if (!(x->flags & mask) || (x->flags & GOPT_T_NOSHAPE)) continue;
+    if (x->flags & GOPT_T_NOSHAPE) continue;
     int64_t ne = gopt_tensor_numel(g, (int32_t)t);
+    if (x->flags & GOPT_T_PARAM) s->trainable += ne;
+    if (!(x->flags & mask)) continue;
     s->params += ne;
     s->param_bytes += ne * (int64_t)gopt_dtype_size(x->dtype);
   }

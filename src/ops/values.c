@@ -47,8 +47,8 @@ static int64_t static_shape(ictx *c, int32_t t, oshape *s) {
   int64_t n = 1;
   for (int i = 0; i < s->rank; i++) {
     if (s->d[i] < 0) return -1;
+    if (s->d[i] > 0 && n > OPS_MAX_CONST_VALS / s->d[i]) return OPS_MAX_CONST_VALS + 1;
     n *= s->d[i];
-    if (n > OPS_MAX_CONST_VALS) return OPS_MAX_CONST_VALS + 1;
   }
   return n;
 }

@@ -129,6 +129,9 @@ static zt make_const(zb *b, const char *name_in, int dtype, zt s, const void *da
     return s;
   }
   if (param) b->g->tensors.a[s.id].flags |= GOPT_T_PARAM;
+  /* Data-less constants are the model's state (weights, BatchNorm statistics): what an exported
+   * model holds as initializers, and what graph stats count as params. */
+  if (!data) b->g->tensors.a[s.id].flags |= GOPT_T_INIT;
   return s;
 }
 

@@ -233,7 +233,13 @@ static void test_resnet50(void) {
   gopt_graph_stats s;
   memset(&s, 0, sizeof s);
   gopt_graph_stats_compute(g, &s);
-  CHECK_EQ_INT(s.params, 25557032);
+  CHECK_EQ_INT(s.trainable, 25557032);
+  /* params also counts the BatchNorm running mean and variance (2 per BN channel): the stem's 64,
+   * and per bottleneck block 2*width + 4*width, plus 4*width for each stage's downsample. */
+  int64_t bn_channels = 64;
+  const int64_t widths[4] = {64, 128, 256, 512}, blocks[4] = {3, 4, 6, 3};
+  for (int st = 0; st < 4; st++) bn_channels += blocks[st] * 6 * widths[st] + 4 * widths[st];
+  CHECK_EQ_INT(s.params, 25557032 + 2 * bn_channels);
   double macs = resnet50_macs();
   CHECK_NEAR(macs / 1e9, 4.1, 0.02 * 4.1);  /* published ~4.1 GMACs */
   CHECK_NEAR(s.flops / 1e9, 8.2, 0.02 * 8.2); /* ~8.2 GFLOPs (MAC = 2 FLOPs) */
