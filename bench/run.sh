@@ -26,7 +26,7 @@ ms = lambda s: f"{s*1e3:.1f} ms"
 print(f"| {g['model']} | {g['nodes']} | {ms(g['load_s'])} | {ms(g['infer_s'])} | {mb(g['peak_rss'])} | {g['ir_bytes_per_node']:.0f} | {ms(p['load_s'])} | {ms(p['infer_s'])} | {mb(p['peak_rss'])} | {(p['load_s']+p['infer_s'])/(g['load_s']+g['infer_s']):.1f}x |")
 PY
   done
-  for m in ${ZOO_SPECS:-"gnmt:layers=8,steps=160" "gnmt:layers=8,steps=2000"}; do
+  for m in ${ZOO_SPECS:-"gnmt:steps=311" "inception_v3:repeat=309" "gnmt:steps=3876" "inception_v3:repeat=3861"}; do
     g=$(build/bench/bench_import "$m" 3)
     /usr/bin/python3 - "$g" <<'PY'
 import json, sys
