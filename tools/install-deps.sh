@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config clang
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
-  libjansson-dev libopenblas-dev
+  libjansson-dev libopenblas-dev libdnnl-dev libmetis-dev libglpk-dev
   python3-numpy python3-onnx python3-torch python3-torchvision
 )
 

@@ -1,0 +1,122 @@
+/* gopt/exec.h: the CPU executor: runs a graph for real on this host (oneDNN for convolution,
+ * matmul, pooling and normalisation; gopt's own C for the rest), with a buffer planner that tracks
+ * live activation bytes, an explicit op order (a schedule), fused elementwise groups compiled to
+ * one loop each, per-op profiling into the measured-cost database, and tensor files in ONNX
+ * TensorProto (.pb) and NumPy (.npy) form. docs/EXECUTOR.md describes the design and choices. */
+#ifndef GOPT_EXEC_H
+#define GOPT_EXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gopt/costdb.h"
+#include "gopt/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A tensor held in host memory (inputs, outputs, tensor files). data is malloc'd and owned by
+ * whoever holds the struct; gopt_host_tensor_clear frees it. name may be NULL. */
+typedef struct gopt_host_tensor {
+  int dtype; /* gopt_dtype */
+  int rank;
+  int64_t dims[GOPT_MAX_RANK];
+  void *data;
+  size_t nbytes;
+  char *name;
+} gopt_host_tensor;
+
+void gopt_host_tensor_clear(gopt_host_tensor *t); /* frees data and name; accepts NULL */
+int64_t gopt_host_tensor_numel(const gopt_host_tensor *t);
+
+/* Reads a tensor file: ONNX TensorProto (".pb", any other extension) or NumPy (".npy", v1-3,
+ * little-endian, C order). Errors name the file and what is wrong. */
+int gopt_exec_tensor_read(const char *path, gopt_host_tensor *t, gopt_error *err);
+/* Writes t atomically as .npy when path ends in ".npy", otherwise as an ONNX TensorProto. */
+int gopt_exec_tensor_write(const char *path, const gopt_host_tensor *t, gopt_error *err);
+
+typedef struct gopt_exec gopt_exec;
+
+/* Whether node n can join a fused elementwise group: a float elementwise/broadcast op (Where's
+ * condition may be BOOL; Clip's bounds constant scalars) with one output. */
+int gopt_exec_fusable(const gopt_graph *g, int32_t n);
+/* Automatic fusion groups: every maximal tree of fusable ops whose intermediate results each feed
+ * exactly one other member and have the group's loop size becomes one group. Writes g->nodes.n
+ * entries to group (-1 = unfused; singletons stay -1) and returns the number of groups. */
+int32_t gopt_exec_auto_fusion(const gopt_graph *g, int32_t *group);
+
+typedef struct gopt_exec_opts {
+  int threads;          /* OpenMP threads for every kernel; <= 0: the OpenMP default */
+  uint64_t seed;        /* random weights for constants without data */
+  const int32_t *order; /* n_order live node ids: the execution order; NULL: topological order */
+  size_t n_order;
+  const int32_t *group; /* g->nodes.n entries: fusion group per node (-1 unfused); NULL: none */
+  int check_nan;        /* after each op, look for the first NaN/Inf it produced (warning) */
+} gopt_exec_opts;
+
+/* Prepares g for execution: every live node gets a kernel (oneDNN primitives are created here,
+ * weights reordered once), every tensor must have a static shape, constants without data get
+ * deterministic random values from opts->seed (*n_random counts them; may be NULL). g must stay
+ * alive and unchanged while the executor exists. Fails naming the node and op type for an
+ * unsupported op or attribute, an order that is not a valid permutation, a fusion group with a
+ * non-elementwise op or one that cannot run as one loop. */
+int gopt_exec_new(const gopt_graph *g, const gopt_exec_opts *opts, gopt_exec **out,
+                  size_t *n_random, gopt_error *err);
+void gopt_exec_free(gopt_exec *x); /* accepts NULL */
+
+/* Number of graph inputs to feed (graph inputs that are not constants), and input i's tensor. */
+size_t gopt_exec_n_inputs(const gopt_exec *x);
+int32_t gopt_exec_input_tensor(const gopt_exec *x, size_t i);
+size_t gopt_exec_n_outputs(const gopt_exec *x);
+int32_t gopt_exec_output_tensor(const gopt_exec *x, size_t i);
+
+/* Copies t into input i; its dtype and shape must equal the graph input's. */
+int gopt_exec_set_input(gopt_exec *x, size_t i, const gopt_host_tensor *t, gopt_error *err);
+/* Fills every input with deterministic random values from seed: floats uniform in [-1, 1),
+ * integers in [0, n) where n is the size of the dimension they index (Gather) or 2. */
+int gopt_exec_random_inputs(gopt_exec *x, uint64_t seed, gopt_error *err);
+
+/* Runs the graph once. Inputs must have been set. Returns 0 or an error naming the node. */
+int gopt_exec_run(gopt_exec *x, gopt_error *err);
+/* Output i of the last run, copied into t (caller clears it). */
+int gopt_exec_get_output(const gopt_exec *x, size_t i, gopt_host_tensor *t, gopt_error *err);
+/* Peak live activation bytes of the last run: buffers allocated when produced and freed after
+ * their last use in the execution order; graph inputs count until their last use, graph outputs
+ * until the end. Constants (weights) are not activations. */
+size_t gopt_exec_peak_bytes(const gopt_exec *x);
+/* Number of execution steps (nodes, a fused group counting as one). */
+size_t gopt_exec_n_steps(const gopt_exec *x);
+
+/* One step's profile. */
+typedef struct gopt_exec_op_time {
+  int32_t node;      /* node id, or the first node of a fused group */
+  int32_t group;     /* fusion group, -1 when unfused */
+  uint64_t sig;      /* cost-database signature */
+  double seconds;    /* median of the timed runs (or the cached value) */
+  int cached;        /* 1 when taken from the cost database */
+} gopt_exec_op_time;
+
+typedef struct gopt_exec_profile {
+  double seconds;          /* end-to-end: median of `reps` whole runs after `warmup` */
+  double sum_op_seconds;   /* sum of the per-step times */
+  size_t peak_bytes;       /* peak live activation bytes */
+  size_t n_steps;
+  gopt_exec_op_time *steps; /* in execution order */
+  size_t n_measured;       /* distinct signatures measured in this call */
+} gopt_exec_profile;
+
+/* Profiles the graph as TASO measures ops: `warmup` runs, then the median of `reps` timed runs,
+ * for each step in isolation (its inputs computed by one whole run first) and end to end. Steps
+ * whose signature (gopt_op_signature; fused groups combine their members') is in db are not
+ * measured again; newly measured ones are added to db (db may be NULL). Inputs must be set. */
+int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db,
+                          gopt_exec_profile *p, gopt_error *err);
+void gopt_exec_profile_clear(gopt_exec_profile *p); /* accepts NULL */
+/* End-to-end time only: `warmup` runs, then the median of `reps` timed runs into *seconds. */
+int gopt_exec_time_run(gopt_exec *x, int warmup, int reps, double *seconds, gopt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,670 @@
+/* cmd_run.c: `gopt run MODEL`: executes a model on this CPU (inputs from ONNX TensorProto/.npy files
+ * or random), writes or checks outputs, profiles per-op and end-to-end time and peak activation
+ * memory (cached in the cost database), and runs a given op order or fusion decisions. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "gopt/costdb.h"
+#include "gopt/decisions.h"
+#include "gopt/exec.h"
+#include "gopt/onnx.h"
+#include "gopt/ops.h"
+#include "gopt/util.h"
+#include "gopt/zoo.h"
+
+int cli_run(int argc, char **argv);
+
+static const char run_help[] =
+    "usage: gopt run MODEL [options]\n"
+    "  runs MODEL (an .onnx file with weights, or a zoo spec) on this CPU\n"
+    "  --inputs DIR|F1,F2  input tensors: a folder with input_0.pb/.npy ... (or test_data_set_0/),\n"
+    "                      or a comma-separated list of .pb/.npy files (default: random from --seed)\n"
+    "  --outputs DIR       write output_0.pb ... into DIR (created when missing)\n"
+    "  --format pb|npy     file format of --outputs (default pb)\n"
+    "  --check DIR         run a test-data folder (ONNX backend layout: input_N.pb/output_N.pb, or a\n"
+    "                      folder of test_data_set_*) and compare each output; exit 1 on a mismatch\n"
+    "  --rtol R --atol A   tolerances of --check: |got-want| <= atol + rtol*|want| (1e-3, 1e-4)\n"
+    "  --seed N            seed of random inputs and of random weights for data-less models (0)\n"
+    "  --batch N           bind the symbolic batch dimension when no inputs are given (default 1)\n"
+    "  --threads N         OpenMP threads (default: all cores)\n"
+    "  --profile           time each op (warm-ups, then the median of timed runs) and the whole run\n"
+    "  --time              end-to-end time only (warm-ups, then the median of timed runs)\n"
+    "  --warmup N --reps N warm-up and timed runs of --profile and --time (8, 32, as TASO)\n"
+    "  --costdb FILE       measured-cost database: ops found there are not measured again; new\n"
+    "                      measurements are added and the file rewritten\n"
+    "  --json              print one JSON object (summary, checks, profile)\n"
+    "  --order FILE        decisions JSON with \"order\": run the ops in that order\n"
+    "  --fusion FILE|auto  decisions JSON with \"fusion\": run each group as one fused loop; auto:\n"
+    "                      fuse every chain of elementwise ops (gopt_exec_auto_fusion)\n"
+    "  --no-fold           keep shape subgraphs as ops (they run as integer ops)\n"
+    "  --no-nan-check      do not look for the first op that produced NaN/Inf\n";
+
+typedef struct run_opts {
+  const char *model, *inputs, *outputs, *check, *costdb, *order, *fusion, *format;
+  double rtol, atol;
+  long seed, batch, threads, warmup, reps;
+  int profile, time, json, no_fold, no_nan;
+} run_opts;
+
+/* ---- file helpers ------------------------------------------------------------------------------------- */
+
+static int is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+static int is_file(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Path of DIR/PREFIX_i.pb or .npy into buf; 0 when neither exists. */
+static int find_tensor_file(const char *dir, const char *prefix, size_t i, char *buf, size_t len) {
+  if (snprintf(buf, len, "%s/%s_%zu.pb", dir, prefix, i) >= (int)len) return 0;
+  if (is_file(buf)) return 1;
+  if (snprintf(buf, len, "%s/%s_%zu.npy", dir, prefix, i) >= (int)len) return 0;
+  return is_file(buf);
+}
+
+typedef struct tensor_list {
+  gopt_host_tensor *t;
+  size_t n;
+} tensor_list;
+
+static void tensor_list_clear(tensor_list *l) {
+  for (size_t i = 0; i < l->n; i++) gopt_host_tensor_clear(&l->t[i]);
+  free(l->t);
+  l->t = NULL;
+  l->n = 0;
+}
+
+static int tensor_list_add(tensor_list *l, const char *path) {
+  gopt_host_tensor *a = realloc(l->t, (l->n + 1) * sizeof *a);
+  if (!a) return -1;
+  l->t = a;
+  gopt_error err = {0};
+  if (gopt_exec_tensor_read(path, &l->t[l->n], &err)) {
+    fprintf(stderr, "gopt run: %s\n", err.msg);
+    return -1;
+  }
+  l->n++;
+  return 0;
+}
+
+/* Reads PREFIX_0.., from dir (as many as exist). */
+static int read_dir_tensors(const char *dir, const char *prefix, tensor_list *l) {
+  char path[4096];
+  for (size_t i = 0; find_tensor_file(dir, prefix, i, path, sizeof path); i++)
+    if (tensor_list_add(l, path)) return -1;
+  return 0;
+}
+
+/* --inputs: a folder (input_N files, or test_data_set_0/) or a comma-separated file list. */
+static int read_inputs(const char *spec, tensor_list *l) {
+  if (is_dir(spec)) {
+    char path[4096], sub[4096];
+    if (!find_tensor_file(spec, "input", 0, path, sizeof path)) {
+      snprintf(sub, sizeof sub, "%s/test_data_set_0", spec);
+      if (is_dir(sub) && find_tensor_file(sub, "input", 0, path, sizeof path)) return read_dir_tensors(sub, "input", l);
+      fprintf(stderr, "gopt run: --inputs %s: no input_0.pb or input_0.npy in that folder\n", spec);
+      return -1;
+    }
+    return read_dir_tensors(spec, "input", l);
+  }
+  char *s = strdup(spec);
+  if (!s) return -1;
+  int rc = 0;
+  for (char *tok = strtok(s, ","); tok && !rc; tok = strtok(NULL, ",")) {
+    if (!is_file(tok)) {
+      fprintf(stderr, "gopt run: --inputs: '%s' is not a file or folder\n", tok);
+      rc = -1;
+    } else {
+      rc = tensor_list_add(l, tok);
+    }
+  }
+  free(s);
+  return rc;
+}
+
+/* ---- model ------------------------------------------------------------------------------------------- */
+
+static int looks_like_file(const char *model) {
+  size_t n = strlen(model);
+  return strchr(model, '/') || (n > 5 && !strcmp(model + n - 5, ".onnx"));
+}
+
+static void shape_str(const gopt_host_tensor *t, char *buf, size_t cap) {
+  size_t k = (size_t)snprintf(buf, cap, "%s[", gopt_dtype_name(t->dtype));
+  for (int i = 0; i < t->rank && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+  if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+/* Loads the model, binds symbolic dims from the first inputs (or --batch), infers shapes. */
+static gopt_graph *load_model(const run_opts *o, const tensor_list *in) {
+  gopt_error err = {0};
+  gopt_graph *g = NULL;
+  int rc;
+  if (looks_like_file(o->model)) rc = gopt_onnx_load(o->model, NULL, &g, &err);
+  else rc = gopt_zoo_build(o->model, &g, &err);
+  if (rc) goto fail;
+  if (in && in->n) {
+    size_t k = 0;
+    for (size_t i = 0; i < g->inputs.n; i++) {
+      int32_t t = g->inputs.a[i];
+      if (g->tensors.a[t].flags & GOPT_T_CONST) continue;
+      if (k >= in->n) break;
+      const gopt_host_tensor *h = &in->t[k++];
+      if (h->rank != g->tensors.a[t].rank || h->dtype != g->tensors.a[t].dtype) {
+        char want[256], got[256];
+        size_t w = (size_t)snprintf(want, sizeof want, "%s[", gopt_dtype_name(g->tensors.a[t].dtype));
+        for (int j = 0; j < g->tensors.a[t].rank && w < sizeof want; j++) {
+          int64_t d = gopt_tensor_dims(g, t)[j];
+          if (GOPT_DIM_IS_SYM(d))
+            w += (size_t)snprintf(want + w, sizeof want - w, "%s%s", j ? "," : "",
+                                  gopt_graph_str(g, g->syms.a[GOPT_DIM_SYM_ID(d)]));
+          else
+            w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", j ? "," : "", (long long)d);
+        }
+        if (w < sizeof want) snprintf(want + w, sizeof want - w, "]");
+        shape_str(h, got, sizeof got);
+        rc = gopt_error_set(&err, GOPT_ESHAPE, "%s: input '%s': expected %s, got %s", o->model,
+                            gopt_graph_str(g, g->tensors.a[t].name), want, got);
+        goto fail;
+      }
+      for (int j = 0; j < h->rank; j++) {
+        int64_t d = gopt_tensor_dims(g, t)[j];
+        if (GOPT_DIM_IS_SYM(d))
+          gopt_graph_bind_symbol(g, gopt_graph_str(g, g->syms.a[GOPT_DIM_SYM_ID(d)]), h->dims[j]);
+      }
+    }
+  } else {
+    const char *sym = gopt_graph_batch_symbol(g);
+    if (sym) gopt_graph_bind_symbol(g, sym, o->batch > 0 ? o->batch : 1);
+  }
+  gopt_infer_opts io = {.fold_constants = !o->no_fold, .keep_source_shapes = 1};
+  rc = gopt_infer_shapes(g, &io, &err);
+  if (rc) {
+    gopt_error_prefix(&err, "%s: ", o->model);
+    goto fail;
+  }
+  return g;
+fail:
+  fprintf(stderr, "gopt run: %s\n", err.msg);
+  gopt_graph_free(g);
+  return NULL;
+}
+
+
+static int set_inputs(gopt_exec *x, const run_opts *o, const tensor_list *in) {
+  gopt_error err = {0};
+  int rc;
+  if (in->n) {
+    if (in->n != gopt_exec_n_inputs(x)) {
+      fprintf(stderr, "gopt run: %s: the model has %zu inputs, %zu tensor files were given\n", o->model,
+              gopt_exec_n_inputs(x), in->n);
+      return -1;
+    }
+    for (size_t i = 0; i < in->n; i++)
+      if ((rc = gopt_exec_set_input(x, i, &in->t[i], &err))) break;
+  } else {
+    rc = gopt_exec_random_inputs(x, (uint64_t)o->seed, &err);
+  }
+  if (rc) {
+    fprintf(stderr, "gopt run: %s: %s\n", o->model, err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- check -------------------------------------------------------------------------------------------- */
+
+/* Compares got with want; fills a JSON record; returns 1 when they match within tolerances. */
+static int compare(const gopt_host_tensor *got, const gopt_host_tensor *want, const run_opts *o,
+                   const char *name, json_t *rec, int quiet) {
+  char gs[256], ws[256];
+  shape_str(got, gs, sizeof gs);
+  shape_str(want, ws, sizeof ws);
+  json_object_set_new(rec, "output", json_string(name));
+  int same = got->dtype == want->dtype && got->rank == want->rank;
+  for (int i = 0; same && i < got->rank; i++) same = got->dims[i] == want->dims[i];
+  if (!same) {
+    json_object_set_new(rec, "ok", json_false());
+    json_object_set_new(rec, "error", json_sprintf("got %s, expected %s", gs, ws));
+    if (!quiet) fprintf(stderr, "  output '%s': got %s, expected %s: FAIL\n", name, gs, ws);
+    return 0;
+  }
+  int64_t n = gopt_host_tensor_numel(got), bad = 0;
+  double max_abs = 0, max_rel = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double a, b;
+    switch (got->dtype) {
+      case GOPT_DT_FLOAT: a = ((const float *)got->data)[i]; b = ((const float *)want->data)[i]; break;
+      case GOPT_DT_DOUBLE: a = ((const double *)got->data)[i]; b = ((const double *)want->data)[i]; break;
+      case GOPT_DT_INT64: a = (double)((const int64_t *)got->data)[i]; b = (double)((const int64_t *)want->data)[i]; break;
+      case GOPT_DT_INT32: a = ((const int32_t *)got->data)[i]; b = ((const int32_t *)want->data)[i]; break;
+      case GOPT_DT_BOOL: case GOPT_DT_UINT8: a = ((const uint8_t *)got->data)[i]; b = ((const uint8_t *)want->data)[i]; break;
+      default: a = b = 0; break;
+    }
+    if (isnan(a) || isnan(b)) {
+      if (!(isnan(a) && isnan(b))) bad++;
+      continue;
+    }
+    if (isinf(a) || isinf(b)) {
+      if (a != b) bad++;
+      continue;
+    }
+    double d = fabs(a - b);
+    double r = d / (fabs(b) > 1e-30 ? fabs(b) : 1e-30);
+    if (d > max_abs) max_abs = d;
+    if (d > 0 && r > max_rel) max_rel = r;
+    if (d > o->atol + o->rtol * fabs(b)) bad++;
+  }
+  json_object_set_new(rec, "shape", json_string(gs));
+  json_object_set_new(rec, "max_abs_err", json_real(max_abs));
+  json_object_set_new(rec, "max_rel_err", json_real(max_rel));
+  json_object_set_new(rec, "mismatches", json_integer(bad));
+  json_object_set_new(rec, "elements", json_integer(n));
+  json_object_set_new(rec, "ok", json_boolean(bad == 0));
+  if (!quiet)
+    fprintf(stderr, "  output '%s' %s: max abs err %.3g, max rel err %.3g, %lld of %lld beyond tolerance: %s\n",
+            name, gs, max_abs, max_rel, (long long)bad, (long long)n, bad ? "FAIL" : "ok");
+  return bad == 0;
+}
+
+/* Runs one test_data_set folder; returns 1 when every output matched, 0 on mismatch, -1 on error. */
+static int check_set(gopt_exec *x, const run_opts *o, const char *dir, json_t *sets) {
+  tensor_list in = {0}, want = {0};
+  int ok = -1;
+  gopt_error err = {0};
+  json_t *set = json_object();
+  json_t *outs = json_array();
+  json_object_set_new(set, "dir", json_string(dir));
+  json_object_set_new(set, "outputs", outs);
+  json_array_append_new(sets, set);
+  if (read_dir_tensors(dir, "input", &in) || read_dir_tensors(dir, "output", &want)) goto done;
+  if (!in.n && gopt_exec_n_inputs(x)) {
+    fprintf(stderr, "gopt run: --check %s: no input_0.pb or input_0.npy\n", dir);
+    goto done;
+  }
+  if (!want.n) {
+    fprintf(stderr, "gopt run: --check %s: no output_0.pb or output_0.npy to compare with\n", dir);
+    goto done;
+  }
+  if (want.n != gopt_exec_n_outputs(x)) {
+    fprintf(stderr, "gopt run: --check %s: %zu expected outputs, the model has %zu\n", dir, want.n,
+            gopt_exec_n_outputs(x));
+    goto done;
+  }
+  if (set_inputs(x, o, &in)) goto done;
+  if (gopt_exec_run(x, &err)) {
+    fprintf(stderr, "gopt run: %s: %s\n", o->model, err.msg);
+    goto done;
+  }
+  if (!o->json) fprintf(stderr, "check %s:\n", dir);
+  ok = 1;
+  for (size_t i = 0; i < want.n; i++) {
+    gopt_host_tensor got = {0};
+    if (gopt_exec_get_output(x, i, &got, &err)) {
+      fprintf(stderr, "gopt run: %s\n", err.msg);
+      ok = -1;
+      break;
+    }
+    json_t *rec = json_object();
+    json_array_append_new(outs, rec);
+    if (!compare(&got, &want.t[i], o, got.name ? got.name : "?", rec, o->json)) ok = 0;
+    gopt_host_tensor_clear(&got);
+  }
+done:
+  json_object_set_new(set, "ok", json_boolean(ok == 1));
+  tensor_list_clear(&in);
+  tensor_list_clear(&want);
+  return ok;
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* --check DIR: DIR is a test-data set, or holds test_data_set_* folders. */
+static int run_check(gopt_exec *x, const run_opts *o, json_t *out) {
+  char path[4096];
+  json_t *sets = json_array();
+  json_object_set_new(out, "check", sets);
+  if (find_tensor_file(o->check, "output", 0, path, sizeof path)) return check_set(x, o, o->check, sets);
+  DIR *d = opendir(o->check);
+  if (!d) {
+    fprintf(stderr, "gopt run: --check %s: %s\n", o->check, strerror(errno));
+    return -1;
+  }
+  char **names = NULL;
+  size_t n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "test_data_set_", 14)) continue;
+    char **a = realloc(names, (n + 1) * sizeof *a);
+    if (!a) break;
+    names = a;
+    names[n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  int rc = 1;
+  if (!n) {
+    fprintf(stderr, "gopt run: --check %s: no output_0.pb there and no test_data_set_* folders\n", o->check);
+    rc = -1;
+  }
+  qsort(names, n, sizeof *names, name_cmp);
+  for (size_t i = 0; i < n; i++) {
+    snprintf(path, sizeof path, "%s/%s", o->check, names[i] ? names[i] : "");
+    int r = names[i] ? check_set(x, o, path, sets) : -1;
+    if (r < 0) rc = -1;
+    else if (r == 0 && rc > 0) rc = 0;
+    free(names[i]);
+  }
+  free(names);
+  return rc;
+}
+
+/* ---- outputs ------------------------------------------------------------------------------------------- */
+
+static int write_outputs(gopt_exec *x, const run_opts *o) {
+  gopt_error err = {0};
+  if (mkdir(o->outputs, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "gopt run: --outputs %s: %s\n", o->outputs, strerror(errno));
+    return -1;
+  }
+  int npy = o->format && !strcmp(o->format, "npy");
+  for (size_t i = 0; i < gopt_exec_n_outputs(x); i++) {
+    gopt_host_tensor t = {0};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/output_%zu.%s", o->outputs, i, npy ? "npy" : "pb");
+    int rc = gopt_exec_get_output(x, i, &t, &err);
+    if (!rc) rc = gopt_exec_tensor_write(path, &t, &err);
+    gopt_host_tensor_clear(&t);
+    if (rc) {
+      fprintf(stderr, "gopt run: %s\n", err.msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* ---- profile ------------------------------------------------------------------------------------------- */
+
+static int run_profile(gopt_exec *x, const gopt_graph *g, const run_opts *o, json_t *out) {
+  gopt_error err = {0};
+  gopt_costdb *db = NULL;
+  gopt_exec_profile p = {0};
+  int rc = -1;
+  if (o->costdb) {
+    if (is_file(o->costdb)) {
+      if (gopt_costdb_load(o->costdb, &db, &err)) {
+        fprintf(stderr, "gopt run: %s\n", err.msg);
+        return -1;
+      }
+    } else {
+      char host[256];
+      gopt_costdb_this_host(host, sizeof host);
+      db = gopt_costdb_new(host, (int)(o->threads > 0 ? o->threads : 0));
+      if (!db) return -1;
+    }
+  }
+  if (gopt_exec_profile_run(x, (int)o->warmup, (int)o->reps, db, &p, &err)) {
+    fprintf(stderr, "gopt run: %s: %s\n", o->model, err.msg);
+    goto done;
+  }
+  if (db && p.n_measured && gopt_costdb_save(db, o->costdb, &err)) {
+    fprintf(stderr, "gopt run: %s\n", err.msg);
+    goto done;
+  }
+  json_t *pj = json_object();
+  json_object_set_new(out, "profile", pj);
+  json_object_set_new(pj, "warmup", json_integer(o->warmup));
+  json_object_set_new(pj, "reps", json_integer(o->reps));
+  json_object_set_new(pj, "seconds", json_real(p.seconds));
+  json_object_set_new(pj, "sum_op_seconds", json_real(p.sum_op_seconds));
+  json_object_set_new(pj, "peak_bytes", json_integer((json_int_t)p.peak_bytes));
+  json_object_set_new(pj, "measured", json_integer((json_int_t)p.n_measured));
+  json_t *ops = json_array();
+  json_object_set_new(pj, "ops", ops);
+  if (!o->json)
+    printf("%-40s %-20s %12s %s\n", "node", "op", "time_us", "");
+  for (size_t i = 0; i < p.n_steps; i++) {
+    const gopt_exec_op_time *s = &p.steps[i];
+    char sig[20];
+    snprintf(sig, sizeof sig, "%016llx", (unsigned long long)s->sig);
+    const char *op = s->group >= 0 ? "FusedElementwise" : gopt_node_type(g, s->node);
+    json_t *e = json_object();
+    json_object_set_new(e, "node", json_string(gopt_node_name(g, s->node)));
+    json_object_set_new(e, "op", json_string(op));
+    if (s->group >= 0) json_object_set_new(e, "group", json_integer(s->group));
+    json_object_set_new(e, "sig", json_string(sig));
+    json_object_set_new(e, "seconds", json_real(s->seconds));
+    json_object_set_new(e, "cached", json_boolean(s->cached));
+    json_array_append_new(ops, e);
+    if (!o->json)
+      printf("%-40s %-20s %12.2f %s\n", gopt_node_name(g, s->node), op, s->seconds * 1e6,
+             s->cached ? "(cached)" : "");
+  }
+  if (!o->json)
+    printf("end-to-end %.3f ms (median of %ld after %ld warm-ups), sum of ops %.3f ms, peak live "
+           "activations %.2f MB, %zu signatures measured\n",
+           p.seconds * 1e3, o->reps, o->warmup, p.sum_op_seconds * 1e3, (double)p.peak_bytes / 1e6,
+           p.n_measured);
+  rc = 0;
+done:
+  gopt_exec_profile_clear(&p);
+  gopt_costdb_free(db);
+  return rc;
+}
+
+/* ---- main -------------------------------------------------------------------------------------------- */
+
+static int parse_double(const char *flag, const char *s, double *out) {
+  char *end = NULL;
+  double v = s ? strtod(s, &end) : 0;
+  if (!s || !*s || *end || !(v >= 0)) {
+    cli_usage_error("run", "%s: expected a non-negative number, got '%s'", flag, s ? s : "(nothing)");
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+int cli_run(int argc, char **argv) {
+  run_opts o = {.rtol = 1e-3, .atol = 1e-4, .warmup = 8, .reps = 32};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define STR_FLAG(name, field)                                              \
+  if (!strcmp(a, name)) {                                                  \
+    if (!v) return cli_usage_error("run", "%s needs a value", name);       \
+    o.field = v;                                                           \
+    i++;                                                                   \
+    continue;                                                              \
+  }
+#define LONG_FLAG(name, field, lo, hi)                                                   \
+  if (!strcmp(a, name)) {                                                                \
+    if (cli_parse_long("run", name, v, lo, hi, &o.field)) return 2;                       \
+    i++;                                                                                 \
+    continue;                                                                            \
+  }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(run_help, stdout);
+      return 0;
+    }
+    STR_FLAG("--inputs", inputs)
+    STR_FLAG("--outputs", outputs)
+    STR_FLAG("--check", check)
+    STR_FLAG("--costdb", costdb)
+    STR_FLAG("--order", order)
+    STR_FLAG("--fusion", fusion)
+    STR_FLAG("--format", format)
+    LONG_FLAG("--seed", seed, 0, 1L << 62)
+    LONG_FLAG("--batch", batch, 1, 1L << 30)
+    LONG_FLAG("--threads", threads, 1, 4096)
+    LONG_FLAG("--warmup", warmup, 0, 1000000)
+    LONG_FLAG("--reps", reps, 1, 1000000)
+    if (!strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
+      if (parse_double(a, v, a[2] == 'r' ? &o.rtol : &o.atol)) return 2;
+      i++;
+      continue;
+    }
+    if (!strcmp(a, "--profile")) { o.profile = 1; continue; }
+    if (!strcmp(a, "--time")) { o.time = 1; continue; }
+    if (!strcmp(a, "--json")) { o.json = 1; continue; }
+    if (!strcmp(a, "--no-fold")) { o.no_fold = 1; continue; }
+    if (!strcmp(a, "--no-nan-check")) { o.no_nan = 1; continue; }
+    if (a[0] == '-' && a[1]) return cli_usage_error("run", "unknown flag '%s' (see gopt run --help)", a);
+    if (o.model) return cli_usage_error("run", "more than one MODEL given");
+    o.model = a;
+#undef STR_FLAG
+#undef LONG_FLAG
+  }
+  if (!o.model) return cli_usage_error("run", "missing MODEL (see gopt run --help)");
+  if (o.format && strcmp(o.format, "pb") && strcmp(o.format, "npy"))
+    return cli_usage_error("run", "--format: expected pb or npy, got '%s'", o.format);
+  if (o.check && o.inputs) return cli_usage_error("run", "--check reads its own inputs; drop --inputs");
+  if (o.check && !is_dir(o.check))
+    return cli_usage_error("run", "--check %s: not a folder", o.check);
+
+  int status = 1;
+  tensor_list in = {0};
+  gopt_graph *g = NULL;
+  gopt_exec *x = NULL;
+  gopt_decisions dec;
+  int have_dec = 0;
+  int32_t *auto_group = NULL;
+  json_t *out = json_object();
+  gopt_error err = {0};
+
+  if (o.inputs && read_inputs(o.inputs, &in)) goto done;
+  if (o.check) {
+    /* shapes of the check's first set bind the symbolic dims */
+    char path[4096], sub[4096];
+    const char *dir = o.check;
+    if (!find_tensor_file(dir, "input", 0, path, sizeof path)) {
+      snprintf(sub, sizeof sub, "%s/test_data_set_0", o.check);
+      dir = sub;
+    }
+    if (is_dir(dir) && read_dir_tensors(dir, "input", &in)) goto done;
+  }
+  g = load_model(&o, &in);
+  if (!g) goto done;
+  if (o.check) tensor_list_clear(&in);
+  gopt_exec_opts eo = {.threads = (int)o.threads, .seed = (uint64_t)o.seed, .check_nan = !o.no_nan};
+  int fuse_auto = o.fusion && !strcmp(o.fusion, "auto");
+  if (fuse_auto) {
+    auto_group = malloc((g->nodes.n + 1) * sizeof *auto_group);
+    if (!auto_group) goto done;
+    int32_t ng = gopt_exec_auto_fusion(g, auto_group);
+    eo.group = auto_group;
+    json_object_set_new(out, "fusion_groups", json_integer(ng));
+    if (!o.json) fprintf(stderr, "gopt run: %s: --fusion auto: %d groups\n", o.model, (int)ng);
+  }
+  if (o.order || (o.fusion && !fuse_auto)) {
+    gopt_decisions_init(&dec, g);
+    have_dec = 1;
+    if ((o.order && gopt_decisions_load(&dec, g, o.order, &err)) ||
+        (o.fusion && !fuse_auto && gopt_decisions_load(&dec, g, o.fusion, &err))) {
+      fprintf(stderr, "gopt run: %s\n", err.msg);
+      goto done;
+    }
+    if (o.order && !dec.order) {
+      fprintf(stderr, "gopt run: --order %s: the file has no \"order\"\n", o.order);
+      goto done;
+    }
+    if (o.fusion && !fuse_auto && !dec.group) {
+      fprintf(stderr, "gopt run: --fusion %s: the file has no \"fusion\" groups\n", o.fusion);
+      goto done;
+    }
+    if (o.order) {
+      eo.order = dec.order;
+      eo.n_order = dec.n_order;
+    }
+    if (o.fusion && !fuse_auto) eo.group = dec.group;
+  }
+  size_t n_random = 0;
+  if (gopt_exec_new(g, &eo, &x, &n_random, &err)) {
+    fprintf(stderr, "gopt run: %s: %s\n", o.model, err.msg);
+    goto done;
+  }
+  if (n_random)
+    fprintf(stderr, "gopt run: %s: %zu weight tensors have no data (structure-only model): using "
+            "deterministic random weights (seed %ld)\n", o.model, n_random, o.seed);
+  json_object_set_new(out, "model", json_string(o.model));
+  json_object_set_new(out, "steps", json_integer((json_int_t)gopt_exec_n_steps(x)));
+  json_object_set_new(out, "random_weights", json_integer((json_int_t)n_random));
+  if (o.check) {
+    int r = run_check(x, &o, out);
+    if (r < 0) goto done;
+    json_object_set_new(out, "check_ok", json_boolean(r == 1));
+    if (r == 0) {
+      if (o.json) {
+        json_dumpf(out, stdout, JSON_INDENT(1));
+        putchar('\n');
+      }
+      fprintf(stderr, "gopt run: %s: check FAILED (rtol %g, atol %g)\n", o.model, o.rtol, o.atol);
+      goto done;
+    }
+  } else {
+    if (set_inputs(x, &o, &in)) goto done;
+    double t0 = gopt_now();
+    if (gopt_exec_run(x, &err)) {
+      fprintf(stderr, "gopt run: %s: %s\n", o.model, err.msg);
+      goto done;
+    }
+    double dt = gopt_now() - t0;
+    json_object_set_new(out, "seconds", json_real(dt));
+    json_object_set_new(out, "peak_bytes", json_integer((json_int_t)gopt_exec_peak_bytes(x)));
+    json_t *outs = json_array();
+    json_object_set_new(out, "outputs", outs);
+    for (size_t i = 0; i < gopt_exec_n_outputs(x); i++) {
+      gopt_host_tensor t = {0};
+      if (gopt_exec_get_output(x, i, &t, &err)) {
+        fprintf(stderr, "gopt run: %s\n", err.msg);
+        goto done;
+      }
+      char s[256];
+      shape_str(&t, s, sizeof s);
+      json_array_append_new(outs, json_pack("{s:s,s:s}", "name", t.name ? t.name : "", "shape", s));
+      if (!o.json && !o.profile && !o.time) printf("output '%s' %s\n", t.name ? t.name : "", s);
+      gopt_host_tensor_clear(&t);
+    }
+    if (!o.json && !o.profile && !o.time)
+      printf("%s: %zu steps in %.3f ms, peak live activations %.2f MB (%zu bytes)\n", o.model,
+             gopt_exec_n_steps(x), dt * 1e3, (double)gopt_exec_peak_bytes(x) / 1e6,
+             gopt_exec_peak_bytes(x));
+    if (o.outputs && write_outputs(x, &o)) goto done;
+  }
+  if (o.profile && run_profile(x, g, &o, out)) goto done;
+  if (o.time) {
+    double sec = 0;
+    if (gopt_exec_time_run(x, (int)o.warmup, (int)o.reps, &sec, &err)) {
+      fprintf(stderr, "gopt run: %s: %s\n", o.model, err.msg);
+      goto done;
+    }
+    json_object_set_new(out, "time", json_pack("{s:f,s:i,s:i,s:i}", "seconds", sec, "warmup", (int)o.warmup,
+                                               "reps", (int)o.reps, "threads", (int)o.threads));
+    if (!o.json) printf("end-to-end %.3f ms (median of %ld after %ld warm-ups)\n", sec * 1e3, o.reps, o.warmup);
+  }
+  if (o.json) {
+    json_dumpf(out, stdout, JSON_INDENT(1));
+    putchar('\n');
+  }
+  status = 0;
+done:
+  json_decref(out);
+  if (have_dec) gopt_decisions_clear(&dec);
+  free(auto_group);
+  gopt_exec_free(x);
+  gopt_graph_free(g);
+  tensor_list_clear(&in);
+  return status;
+}

@@ -1,0 +1,112 @@
+/* exec_internal.h: the executor's internal structures shared by its files: runtime tensor values,
+ * kernels (one per node or fused group), the oneDNN context, and the kernel entry points. */
+#ifndef GOPT_EXEC_INTERNAL_H
+#define GOPT_EXEC_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gopt/exec.h"
+#include "gopt/ops.h"
+
+typedef struct ex_kernel ex_kernel;
+typedef int (*ex_run_fn)(gopt_exec *x, ex_kernel *k, gopt_error *err);
+
+/* One executable step: a node's kernel, or a fused elementwise group. */
+struct ex_kernel {
+  int32_t node;       /* node id (first member for a fused group) */
+  int32_t group;      /* fusion group or -1 */
+  int n_members;      /* nodes in the step (1, or the fused group's size) */
+  uint64_t sig;       /* cost-database signature (gopt_op_signature; groups combine members') */
+  int n_in, n_out;    /* tensors read from / written to the value table (externally visible) */
+  int32_t *in, *out;  /* tensor ids (-1: omitted optional input) */
+  ex_run_fn run;
+  void (*fini)(void *st);
+  void *st;           /* kernel state (oneDNN primitives, fused program, parameters) */
+};
+
+/* Runtime value of a tensor. */
+typedef struct ex_val {
+  void *data;         /* NULL when not live */
+  size_t nbytes;
+  uint8_t kind;       /* EX_V_* */
+} ex_val;
+
+enum { EX_V_ACT = 0, EX_V_CONST = 1, EX_V_INPUT = 2 };
+
+/* Free buffers kept for reuse, by exact size. */
+typedef struct ex_pool_ent {
+  size_t nbytes;
+  void *p;
+} ex_pool_ent;
+
+struct gopt_exec {
+  const gopt_graph *g;
+  int threads;
+  int check_nan;
+  int opset;                 /* default-domain opset of the model */
+  ex_val *vals;              /* per tensor */
+  void **owned_consts;       /* random weights / reordered copies to free */
+  size_t n_owned, cap_owned;
+  ex_kernel *steps;          /* in execution order */
+  size_t n_steps;
+  int32_t *last_use;         /* per tensor: last step reading it (-1 none) */
+  int32_t *inputs;           /* fed graph inputs */
+  size_t n_inputs;
+  void **input_data;         /* persistent copies of the inputs */
+  ex_pool_ent *pool;
+  size_t n_pool, cap_pool;
+  size_t live_bytes, peak_bytes;
+  int ran;                   /* outputs of a run are live */
+  void *dnnl;                /* ex_dnnl context (engine, stream) */
+  int profiling;             /* keep every buffer alive (per-step profiling) */
+};
+
+/* ---- helpers (exec.c) ---------------------------------------------------------------------------- */
+static inline const int64_t *ex_dims(const gopt_exec *x, int32_t t) { return gopt_tensor_dims(x->g, t); }
+static inline int ex_rank(const gopt_exec *x, int32_t t) { return x->g->tensors.a[t].rank; }
+static inline int ex_dtype(const gopt_exec *x, int32_t t) { return x->g->tensors.a[t].dtype; }
+static inline void *ex_data(const gopt_exec *x, int32_t t) { return t < 0 ? NULL : x->vals[t].data; }
+int64_t ex_numel(const gopt_exec *x, int32_t t);
+/* Keeps p (malloc'd) until the executor is freed. Returns 0 or GOPT_ENOMEM (p freed). */
+int ex_own(gopt_exec *x, void *p);
+/* Error naming node n: "node 'NAME' (TYPE): MESSAGE". */
+int ex_node_error(const gopt_exec *x, int32_t n, gopt_error *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+/* Reads an integer constant-or-runtime tensor as int64 values (count = numel, at most cap). */
+int ex_read_ints(const gopt_exec *x, int32_t t, int64_t *v, size_t cap, size_t *count);
+/* Whether tensor t's data is known at plan time (a constant). */
+int ex_is_const(const gopt_exec *x, int32_t t);
+
+/* ---- kernel preparation: each fills k->run / k->st for node k->node ------------------------------- */
+int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* Conv, MatMul, Gemm, pools, BN, LN, Softmax */
+int ex_prepare_elem(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* elementwise / broadcast */
+int ex_prepare_data(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* layout, indexing, shape ops */
+int ex_prepare_misc(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* reductions, LSTM, pooling extras */
+/* Whether ex_prepare_X handles op (used for dispatch). */
+int ex_dnnl_handles(int op);
+int ex_elem_handles(const gopt_exec *x, int32_t n);
+int ex_data_handles(int op);
+int ex_misc_handles(int op);
+
+/* Fused group: compiles the members (node ids, in a valid order) into one loop. */
+int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *members, int n_members,
+                     gopt_error *err);
+/* Whether node n can be a member of a fused group (float elementwise/broadcast op). */
+int ex_fusable(const gopt_exec *x, int32_t n);
+
+/* oneDNN context. */
+int ex_dnnl_init(gopt_exec *x, gopt_error *err);
+void ex_dnnl_fini(gopt_exec *x);
+
+/* Returns every activation buffer to the pool (outputs of the last run included). */
+void ex_release_acts(gopt_exec *x);
+
+/* ---- NaN / Inf scan --------------------------------------------------------------------------------- */
+/* Counts non-finite floats in n elements. */
+size_t ex_count_nonfinite(const float *p, int64_t n, size_t *n_nan);
+
+#endif

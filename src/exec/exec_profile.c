@@ -1,0 +1,140 @@
+/* exec_profile.c: profiling as TASO measures ops: warm-up runs, then the median of timed runs, for
+ * every execution step in isolation and for the whole graph; distinct signatures are measured once
+ * and cached in the measured-cost database (gopt_costdb). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+#include "gopt/util.h"
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Describes step k for the database: the node's signature, or the fused group's members. */
+static void step_desc(const gopt_exec *x, const ex_kernel *k, char *buf, size_t len) {
+  if (k->group < 0) {
+    gopt_op_signature_desc(x->g, k->node, buf, len);
+    return;
+  }
+  int n = snprintf(buf, len, "fused group of %d ops from %s:", k->n_members, gopt_node_name(x->g, k->node));
+  for (int j = 0; j < k->n_out && n > 0 && (size_t)n < len; j++) {
+    int32_t t = k->out[j];
+    n += snprintf(buf + n, len - (size_t)n, " -> %s[%lld]", gopt_dtype_name(ex_dtype(x, t)), (long long)ex_numel(x, t));
+  }
+}
+
+int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db, gopt_exec_profile *p,
+                          gopt_error *err) {
+  int rc = GOPT_OK;
+  int saved_nan = x->check_nan;
+  double *t = NULL;
+  memset(p, 0, sizeof *p);
+  if (reps < 1) reps = 1;
+  if (warmup < 0) warmup = 0;
+  t = malloc((size_t)reps * sizeof *t);
+  p->steps = calloc(x->n_steps + 1, sizeof *p->steps);
+  if (!t || !p->steps) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  x->check_nan = 0;
+  /* end to end */
+  for (int i = 0; i < warmup; i++)
+    if ((rc = gopt_exec_run(x, err))) goto done;
+  for (int i = 0; i < reps; i++) {
+    double t0 = gopt_now();
+    if ((rc = gopt_exec_run(x, err))) goto done;
+    t[i] = gopt_now() - t0;
+  }
+  p->seconds = median(t, reps);
+  p->peak_bytes = x->peak_bytes;
+  /* per step: one run that keeps every buffer, then each step alone */
+  x->profiling = 1;
+  rc = gopt_exec_run(x, err);
+  if (rc) goto done;
+  p->n_steps = x->n_steps;
+  for (size_t s = 0; s < x->n_steps; s++) {
+    ex_kernel *k = &x->steps[s];
+    gopt_exec_op_time *o = &p->steps[s];
+    o->node = k->node;
+    o->group = k->group;
+    o->sig = k->sig;
+    gopt_cost_entry e;
+    if (db && gopt_costdb_get(db, k->sig, &e)) {
+      o->seconds = e.seconds;
+      o->cached = 1;
+    } else {
+      int found = 0;
+      for (size_t q = 0; q < s && !found; q++)
+        if (p->steps[q].sig == k->sig) {
+          o->seconds = p->steps[q].seconds;
+          o->cached = p->steps[q].cached;
+          found = 1;
+        }
+      if (!found) {
+        for (int i = 0; i < warmup; i++)
+          if ((rc = k->run(x, k, err))) goto done;
+        for (int i = 0; i < reps; i++) {
+          double t0 = gopt_now();
+          if ((rc = k->run(x, k, err))) goto done;
+          t[i] = gopt_now() - t0;
+        }
+        o->seconds = median(t, reps);
+        p->n_measured++;
+        if (db) {
+          char desc[512];
+          step_desc(x, k, desc, sizeof desc);
+          e.sig = k->sig;
+          e.op = k->group >= 0 ? "FusedElementwise" : gopt_node_type(x->g, k->node);
+          e.desc = desc;
+          e.seconds = o->seconds;
+          e.reps = reps;
+          if (gopt_costdb_put(db, &e)) {
+            rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+            goto done;
+          }
+        }
+      }
+    }
+    p->sum_op_seconds += o->seconds;
+  }
+done:
+  x->profiling = 0;
+  x->check_nan = saved_nan;
+  ex_release_acts(x);
+  free(t);
+  if (rc) gopt_exec_profile_clear(p);
+  return rc;
+}
+
+int gopt_exec_time_run(gopt_exec *x, int warmup, int reps, double *seconds, gopt_error *err) {
+  int rc = GOPT_OK, saved_nan = x->check_nan;
+  if (reps < 1) reps = 1;
+  double *t = malloc((size_t)reps * sizeof *t);
+  if (!t) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  x->check_nan = 0;
+  for (int i = 0; i < warmup && !rc; i++) rc = gopt_exec_run(x, err);
+  for (int i = 0; i < reps && !rc; i++) {
+    double t0 = gopt_now();
+    rc = gopt_exec_run(x, err);
+    t[i] = gopt_now() - t0;
+  }
+  if (!rc) *seconds = median(t, reps);
+  x->check_nan = saved_nan;
+  free(t);
+  return rc;
+}
+
+void gopt_exec_profile_clear(gopt_exec_profile *p) {
+  if (!p) return;
+  free(p->steps);
+  memset(p, 0, sizeof *p);
+}

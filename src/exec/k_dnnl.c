@@ -1,0 +1,691 @@
+/* k_dnnl.c: kernels backed by oneDNN (libdnnl 2.6, OpenMP runtime): Conv (1-D/2-D/3-D, groups,
+ * dilations; constant weights reordered once into the layout the primitive prefers), MatMul
+ * (batched, broadcast) and Gemm (matmul primitive; transposes as strides), MaxPool/AveragePool,
+ * BatchNormalization (inference), LayerNormalization, Softmax/LogSoftmax. Primitives are created
+ * when the executor is prepared; a run only points their memories at the current buffers. Gemm with
+ * alpha/beta other than 1 uses OpenBLAS sgemm. */
+#include <cblas.h>
+#undef I /* complex.h (through cblas.h) defines I */
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+typedef struct ex_dnnl {
+  dnnl_engine_t eng;
+  dnnl_stream_t stream;
+  void *scr[2];     /* shared scratch for blocked-layout conv input/output (steps run one by one) */
+  size_t scr_n[2];
+} ex_dnnl;
+
+/* Grows shared scratch buffer i to at least n bytes. */
+static int scratch_reserve(ex_dnnl *d, int i, size_t n) {
+  if (d->scr_n[i] >= n) return GOPT_OK;
+  void *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
+  if (!p) return GOPT_ENOMEM;
+  free(d->scr[i]);
+  d->scr[i] = p;
+  d->scr_n[i] = n;
+  return GOPT_OK;
+}
+
+int ex_dnnl_init(gopt_exec *x, gopt_error *err) {
+  ex_dnnl *d = calloc(1, sizeof *d);
+  if (!d) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  x->dnnl = d;
+  if (dnnl_engine_create(&d->eng, dnnl_cpu, 0) != dnnl_success ||
+      dnnl_stream_create(&d->stream, d->eng, dnnl_stream_default_flags) != dnnl_success)
+    return gopt_error_set(err, GOPT_EUNSUP, "oneDNN: cannot create a CPU engine");
+  return GOPT_OK;
+}
+
+void ex_dnnl_fini(gopt_exec *x) {
+  ex_dnnl *d = x->dnnl;
+  if (!d) return;
+  if (d->stream) dnnl_stream_destroy(d->stream);
+  if (d->eng) dnnl_engine_destroy(d->eng);
+  free(d->scr[0]);
+  free(d->scr[1]);
+  free(d);
+  x->dnnl = NULL;
+}
+
+int ex_dnnl_handles(int op) {
+  switch (op) {
+    case GOPT_OP_CONV: case GOPT_OP_MATMUL: case GOPT_OP_GEMM: case GOPT_OP_MAX_POOL:
+    case GOPT_OP_AVERAGE_POOL: case GOPT_OP_BATCH_NORM: case GOPT_OP_LAYER_NORM:
+    case GOPT_OP_SOFTMAX: case GOPT_OP_LOG_SOFTMAX:
+      return 1;
+    default: return 0;
+  }
+}
+
+#define DN_MAX_ARGS 8
+
+/* A primitive and the memories of its arguments. tensor[i] >= 0: the memory points at that
+ * tensor's buffer on each run; -1: fixed memory (reordered weights) owned here. */
+typedef struct dn_st {
+  dnnl_primitive_t prim;
+  int n;
+  int arg[DN_MAX_ARGS];
+  int32_t tensor[DN_MAX_ARGS];
+  dnnl_memory_t mem[DN_MAX_ARGS];
+  void *fixed;          /* buffer of a fixed memory */
+  /* blocked-layout conv: reorder the input into scratch 0, run into scratch 1, reorder back */
+  dnnl_primitive_t re_in, re_out;
+  dnnl_memory_t m_usr_in, m_usr_out;  /* plain views of the tensors */
+  int scr_arg[2];                      /* index in mem[] of the memories on scratch 0 / 1 */
+  /* Gemm fallback (alpha/beta) */
+  int blas;
+  int64_t M, N, K;
+  int ta, tb;
+  float alpha, beta;
+  int c_rank;
+  int64_t c_dims[2];
+} dn_st;
+
+static void dn_free(void *p) {
+  dn_st *s = p;
+  if (!s) return;
+  for (int i = 0; i < s->n; i++)
+    if (s->mem[i]) dnnl_memory_destroy(s->mem[i]);
+  if (s->prim) dnnl_primitive_destroy(s->prim);
+  if (s->re_in) dnnl_primitive_destroy(s->re_in);
+  if (s->re_out) dnnl_primitive_destroy(s->re_out);
+  if (s->m_usr_in) dnnl_memory_destroy(s->m_usr_in);
+  if (s->m_usr_out) dnnl_memory_destroy(s->m_usr_out);
+  free(s->fixed);
+  free(s);
+}
+
+static int dn_fail(gopt_exec *x, ex_kernel *k, gopt_error *err, const char *what, dnnl_status_t st) {
+  return ex_node_error(x, k->node, err, GOPT_EUNSUP, "oneDNN %s failed: %s", what, dnnl_status2str(st));
+}
+
+#define DN(call, what)                                   \
+  do {                                                   \
+    dnnl_status_t st_ = (call);                          \
+    if (st_ != dnnl_success) {                           \
+      rc = dn_fail(x, k, err, what, st_);                \
+      goto done;                                         \
+    }                                                    \
+  } while (0)
+
+static int dn_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  dn_st *s = k->st;
+  ex_dnnl *d = x->dnnl;
+  dnnl_exec_arg_t args[DN_MAX_ARGS];
+  dnnl_status_t st = dnnl_success;
+  for (int i = 0; i < s->n; i++) {
+    if (s->tensor[i] >= 0) dnnl_memory_set_data_handle(s->mem[i], ex_data(x, s->tensor[i]));
+    args[i].arg = s->arg[i];
+    args[i].memory = s->mem[i];
+  }
+  if (s->re_in) {
+    dnnl_memory_t in = s->mem[s->scr_arg[0]], out = s->mem[s->scr_arg[1]];
+    dnnl_memory_set_data_handle(in, d->scr[0]);
+    dnnl_memory_set_data_handle(out, d->scr[1]);
+    dnnl_memory_set_data_handle(s->m_usr_in, ex_data(x, k->in[0]));
+    dnnl_memory_set_data_handle(s->m_usr_out, ex_data(x, k->out[0]));
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->m_usr_in}, {DNNL_ARG_TO, in}};
+    st = dnnl_primitive_execute(s->re_in, d->stream, 2, ra);
+    if (st == dnnl_success) st = dnnl_primitive_execute(s->prim, d->stream, s->n, args);
+    dnnl_exec_arg_t rb[2] = {{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, s->m_usr_out}};
+    if (st == dnnl_success) st = dnnl_primitive_execute(s->re_out, d->stream, 2, rb);
+    if (st == dnnl_success) st = dnnl_stream_wait(d->stream);
+    if (st != dnnl_success) return dn_fail(x, k, err, "execute", st);
+    return GOPT_OK;
+  }
+  st = dnnl_primitive_execute(s->prim, d->stream, s->n, args);
+  if (st == dnnl_success) st = dnnl_stream_wait(d->stream);
+  if (st != dnnl_success) return dn_fail(x, k, err, "execute", st);
+  return GOPT_OK;
+}
+
+/* Plain row-major descriptor of dims. */
+static void md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+  dnnl_dims_t d, s;
+  int64_t a = 1;
+  if (rank == 0) {
+    d[0] = 1;
+    s[0] = 1;
+    rank = 1;
+  } else {
+    for (int i = rank - 1; i >= 0; i--) {
+      d[i] = dims[i];
+      s[i] = a;
+      a *= dims[i] ? dims[i] : 1;
+    }
+  }
+  dnnl_memory_desc_init_by_strides(md, rank, d, dnnl_f32, s);
+}
+
+/* Adds an argument memory of descriptor md bound to tensor t (or to fixed data when t < 0). */
+static dnnl_status_t dn_add(dn_st *s, ex_dnnl *d, int arg, const dnnl_memory_desc_t *md, int32_t t, void *fixed) {
+  s->arg[s->n] = arg;
+  s->tensor[s->n] = t;
+  dnnl_status_t st = dnnl_memory_create(&s->mem[s->n], md, d->eng, t >= 0 ? DNNL_MEMORY_NONE : fixed);
+  if (st == dnnl_success) s->n++;
+  return st;
+}
+
+static int float_io(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  for (int i = 0; i < k->n_in; i++)
+    if (k->in[i] >= 0 && ex_dtype(x, k->in[i]) != GOPT_DT_FLOAT)
+      return ex_node_error(x, k->node, err, GOPT_EUNSUP, "input %d is %s (FLOAT only)", i,
+                           gopt_dtype_name(ex_dtype(x, k->in[i])));
+  return GOPT_OK;
+}
+
+/* Creates the primitive for pd (destroyed here). */
+static dnnl_status_t dn_make(dn_st *s, dnnl_primitive_desc_t pd) {
+  dnnl_status_t st = dnnl_primitive_create(&s->prim, pd);
+  dnnl_primitive_desc_destroy(pd);
+  return st;
+}
+
+/* ---- Conv ------------------------------------------------------------------------------------------ */
+
+static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+  dnnl_primitive_t reorder = NULL;
+  dnnl_memory_t usr = NULL;
+  int32_t X = k->in[0], W = k->in[1], B = k->n_in > 2 ? k->in[2] : -1, Y = k->out[0];
+  int r = ex_rank(x, X), sp = r - 2;
+  if (sp < 1 || sp > 3) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "%d-D convolution", sp);
+  const int64_t *xd = ex_dims(x, X), *wd = ex_dims(x, W), *yd = ex_dims(x, Y);
+  int64_t groups = gopt_node_get_int(g, k->node, "group", 1);
+  size_t c;
+  const int64_t *a;
+  dnnl_dims_t strides, dil, pl, pr;
+  int64_t kd[3];
+  for (int i = 0; i < sp; i++) {
+    kd[i] = wd[2 + i];
+    strides[i] = 1;
+    dil[i] = 0;
+    pl[i] = 0;
+  }
+  if ((a = gopt_node_get_ints(g, k->node, "strides", &c)) && c == (size_t)sp)
+    for (int i = 0; i < sp; i++) strides[i] = a[i];
+  if ((a = gopt_node_get_ints(g, k->node, "dilations", &c)) && c == (size_t)sp)
+    for (int i = 0; i < sp; i++) dil[i] = a[i] - 1;
+  const char *ap = gopt_node_get_string(g, k->node, "auto_pad", "NOTSET");
+  const int64_t *pads = gopt_node_get_ints(g, k->node, "pads", &c);
+  int have_pads = pads && c == (size_t)(2 * sp);
+  for (int i = 0; i < sp; i++) {
+    int64_t range = (kd[i] - 1) * (dil[i] + 1) + 1;
+    int64_t total = (yd[2 + i] - 1) * strides[i] + range - xd[2 + i];
+    if (total < 0) total = 0;
+    if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+      pl[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
+      pr[i] = total - pl[i];
+    } else if (!strcmp(ap, "VALID")) {
+      pl[i] = pr[i] = 0;
+    } else {
+      pl[i] = have_pads ? pads[i] : 0;
+      pr[i] = have_pads ? pads[sp + i] : 0;
+    }
+  }
+  dnnl_memory_desc_t src_md, dst_md, w_any, w_usr, b_md;
+  md_plain(&src_md, r, xd);
+  md_plain(&dst_md, r, yd);
+  int64_t wdims[6];
+  int wr = 0;
+  if (groups > 1) {
+    wdims[wr++] = groups;
+    wdims[wr++] = wd[0] / groups;
+  } else {
+    wdims[wr++] = wd[0];
+  }
+  for (int i = 1; i < r; i++) wdims[wr++] = wd[i];
+  md_plain(&w_usr, wr, wdims);
+  int wconst = ex_is_const(x, W);
+  if (wconst) {
+    dnnl_dims_t dd;
+    for (int i = 0; i < wr; i++) dd[i] = wdims[i];
+    dnnl_memory_desc_init_by_tag(&w_any, wr, dd, dnnl_f32, dnnl_format_tag_any);
+  } else {
+    w_any = w_usr;
+  }
+  if (B >= 0) md_plain(&b_md, 1, &wd[0]);
+  dnnl_convolution_desc_t cd;
+  dnnl_memory_desc_t src_any = src_md, dst_any = dst_md;
+  int blocked = 0;
+  if (wconst) {
+    /* let oneDNN pick the activation layout too (blocked layouts run its direct JIT kernels,
+     * plain NCHW only its im2col+GEMM); the input and output are reordered around the conv */
+    dnnl_dims_t sd, dd;
+    for (int i = 0; i < r; i++) {
+      sd[i] = xd[i];
+      dd[i] = yd[i];
+    }
+    dnnl_memory_desc_init_by_tag(&src_any, r, sd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dst_any, r, dd, dnnl_f32, dnnl_format_tag_any);
+    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+                                                   &src_any, &w_any, B >= 0 ? &b_md : NULL, &dst_any,
+                                                   strides, dil, pl, pr) == dnnl_success &&
+        dnnl_primitive_desc_create(&pd, &cd, NULL, d->eng, NULL) == dnnl_success) {
+      src_any = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+      dst_any = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+      blocked = !dnnl_memory_desc_equal(&src_any, &src_md) || !dnnl_memory_desc_equal(&dst_any, &dst_md);
+      if (!blocked) {
+        dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+      }
+    } else {
+      pd = NULL;
+    }
+  }
+  if (!blocked) {
+    src_any = src_md;
+    dst_any = dst_md;
+    DN(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+                                                  &src_md, &w_any, B >= 0 ? &b_md : NULL, &dst_md,
+                                                  strides, dil, pl, pr),
+       "convolution descriptor");
+    DN(dnnl_primitive_desc_create(&pd, &cd, NULL, d->eng, NULL), "convolution");
+  }
+  const dnnl_memory_desc_t *w_pd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  dnnl_memory_desc_t w_want = *w_pd;
+  DN(dn_make(s, pd), "convolution primitive");
+  pd = NULL;
+  if (blocked) {
+    dnnl_primitive_desc_t r1 = NULL, r2 = NULL;
+    if (scratch_reserve(d, 0, dnnl_memory_desc_get_size(&src_any)) ||
+        scratch_reserve(d, 1, dnnl_memory_desc_get_size(&dst_any))) {
+      rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+      goto done;
+    }
+    DN(dnnl_memory_create(&s->m_usr_in, &src_md, d->eng, DNNL_MEMORY_NONE), "memory");
+    DN(dnnl_memory_create(&s->m_usr_out, &dst_md, d->eng, DNNL_MEMORY_NONE), "memory");
+    DN(dnnl_reorder_primitive_desc_create(&r1, &src_md, d->eng, &src_any, d->eng, NULL), "reorder");
+    dnnl_status_t st1 = dnnl_primitive_create(&s->re_in, r1);
+    dnnl_primitive_desc_destroy(r1);
+    DN(st1, "reorder");
+    DN(dnnl_reorder_primitive_desc_create(&r2, &dst_any, d->eng, &dst_md, d->eng, NULL), "reorder");
+    st1 = dnnl_primitive_create(&s->re_out, r2);
+    dnnl_primitive_desc_destroy(r2);
+    DN(st1, "reorder");
+    s->scr_arg[0] = s->n;
+    DN(dn_add(s, d, DNNL_ARG_SRC, &src_any, -1, d->scr[0]), "memory");
+  } else {
+    DN(dn_add(s, d, DNNL_ARG_SRC, &src_md, X, NULL), "memory");
+  }
+  if (wconst && !dnnl_memory_desc_equal(&w_want, &w_usr)) {
+    size_t sz = dnnl_memory_desc_get_size(&w_want);
+    s->fixed = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+    if (!s->fixed) {
+      rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+      goto done;
+    }
+    DN(dnnl_memory_create(&usr, &w_usr, d->eng, ex_data(x, W)), "memory");
+    DN(dn_add(s, d, DNNL_ARG_WEIGHTS, &w_want, -1, s->fixed), "memory");
+    DN(dnnl_reorder_primitive_desc_create(&rpd, &w_usr, d->eng, &w_want, d->eng, NULL), "reorder");
+    DN(dnnl_primitive_create(&reorder, rpd), "reorder");
+    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, usr}, {DNNL_ARG_TO, s->mem[s->n - 1]}};
+    DN(dnnl_primitive_execute(reorder, d->stream, 2, ra), "reorder");
+    DN(dnnl_stream_wait(d->stream), "reorder");
+  } else {
+    DN(dn_add(s, d, DNNL_ARG_WEIGHTS, &w_usr, W, NULL), "memory");
+  }
+  if (B >= 0) DN(dn_add(s, d, DNNL_ARG_BIAS, &b_md, B, NULL), "memory");
+  if (blocked) {
+    s->scr_arg[1] = s->n;
+    DN(dn_add(s, d, DNNL_ARG_DST, &dst_any, -1, d->scr[1]), "memory");
+  } else {
+    DN(dn_add(s, d, DNNL_ARG_DST, &dst_md, Y, NULL), "memory");
+  }
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (rpd) dnnl_primitive_desc_destroy(rpd);
+  if (reorder) dnnl_primitive_destroy(reorder);
+  if (usr) dnnl_memory_destroy(usr);
+  return rc;
+}
+
+/* ---- MatMul / Gemm ---------------------------------------------------------------------------------- */
+
+static int prep_matmul(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t pd = NULL;
+  int32_t A = k->in[0], Bt = k->in[1], Y = k->out[0];
+  int ra = ex_rank(x, A), rb = ex_rank(x, Bt);
+  const int64_t *ad = ex_dims(x, A), *bd = ex_dims(x, Bt);
+  int64_t a2[GOPT_MAX_RANK + 2], b2[GOPT_MAX_RANK + 2], y2[GOPT_MAX_RANK + 2];
+  int na = 0, nb = 0;
+  if (ra == 1) {
+    a2[na++] = 1;
+    a2[na++] = ad[0];
+  } else {
+    for (int i = 0; i < ra; i++) a2[na++] = ad[i];
+  }
+  if (rb == 1) {
+    b2[nb++] = bd[0];
+    b2[nb++] = 1;
+  } else {
+    for (int i = 0; i < rb; i++) b2[nb++] = bd[i];
+  }
+  /* B 2-D: fold A's batch dims into M */
+  if (nb == 2 && na > 2) {
+    int64_t m = 1;
+    for (int i = 0; i < na - 1; i++) m *= a2[i];
+    a2[0] = m;
+    a2[1] = a2[na - 1];
+    na = 2;
+  }
+  int nd = na > nb ? na : nb;
+  if (nd > 12) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "rank too large");
+  /* right-align batch dims */
+  int64_t A_[12], B_[12];
+  for (int i = 0; i < nd; i++) {
+    A_[i] = i < nd - na ? 1 : a2[i - (nd - na)];
+    B_[i] = i < nd - nb ? 1 : b2[i - (nd - nb)];
+  }
+  for (int i = 0; i < nd - 2; i++) y2[i] = A_[i] > B_[i] ? A_[i] : B_[i];
+  y2[nd - 2] = A_[nd - 2];
+  y2[nd - 1] = B_[nd - 1];
+  int64_t yn = 1;
+  for (int i = 0; i < nd; i++) yn *= y2[i];
+  if (yn != ex_numel(x, Y) || A_[nd - 1] != B_[nd - 2])
+    return ex_node_error(x, k->node, err, GOPT_ESHAPE, "MatMul shapes do not match");
+  dnnl_memory_desc_t am, bm, ym;
+  md_plain(&am, nd, A_);
+  md_plain(&bm, nd, B_);
+  md_plain(&ym, nd, y2);
+  dnnl_matmul_desc_t md;
+  DN(dnnl_matmul_desc_init(&md, &am, &bm, NULL, &ym), "matmul descriptor");
+  DN(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL), "matmul");
+  DN(dn_make(s, pd), "matmul primitive");
+  pd = NULL;
+  DN(dn_add(s, d, DNNL_ARG_SRC, &am, A, NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_WEIGHTS, &bm, Bt, NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_DST, &ym, Y, NULL), "memory");
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return rc;
+}
+
+/* gemm_blas_forward: Y[M,N] = alpha * op(A) op(B) + beta * C (C broadcast to [M,N]). */
+static int gemm_blas_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  dn_st *s = k->st;
+  (void)err;
+  float *Y = ex_data(x, k->out[0]);
+  const float *A = ex_data(x, k->in[0]), *B = ex_data(x, k->in[1]);
+  const float *C = k->n_in > 2 && k->in[2] >= 0 ? ex_data(x, k->in[2]) : NULL;
+  float beta = 0.0f;
+  if (C && s->beta != 0.0f) {
+    int64_t cm = s->c_rank == 2 ? s->c_dims[0] : 1, cn = s->c_rank >= 1 ? s->c_dims[s->c_rank - 1] : 1;
+    for (int64_t i = 0; i < s->M; i++)
+      for (int64_t j = 0; j < s->N; j++) Y[i * s->N + j] = C[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
+    beta = s->beta;
+  }
+  cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
+              (int)s->M, (int)s->N, (int)s->K, s->alpha, A, s->ta ? (int)s->M : (int)s->K, B,
+              s->tb ? (int)s->K : (int)s->N, beta, Y, (int)s->N);
+  return GOPT_OK;
+}
+
+static int prep_gemm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t pd = NULL;
+  int32_t A = k->in[0], Bt = k->in[1], C = k->n_in > 2 ? k->in[2] : -1, Y = k->out[0];
+  if (ex_rank(x, A) != 2 || ex_rank(x, Bt) != 2)
+    return ex_node_error(x, k->node, err, GOPT_ESHAPE, "Gemm needs 2-D A and B");
+  s->ta = (int)gopt_node_get_int(g, k->node, "transA", 0);
+  s->tb = (int)gopt_node_get_int(g, k->node, "transB", 0);
+  s->alpha = (float)gopt_node_get_float(g, k->node, "alpha", 1.0);
+  s->beta = (float)gopt_node_get_float(g, k->node, "beta", 1.0);
+  const int64_t *ad = ex_dims(x, A), *bd = ex_dims(x, Bt);
+  s->M = s->ta ? ad[1] : ad[0];
+  s->K = s->ta ? ad[0] : ad[1];
+  s->N = s->tb ? bd[0] : bd[1];
+  if ((s->tb ? bd[1] : bd[0]) != s->K) return ex_node_error(x, k->node, err, GOPT_ESHAPE, "K differs");
+  if (C >= 0) {
+    s->c_rank = ex_rank(x, C);
+    if (s->c_rank > 2) return ex_node_error(x, k->node, err, GOPT_ESHAPE, "C rank > 2");
+    for (int i = 0; i < s->c_rank; i++) s->c_dims[i] = ex_dims(x, C)[i];
+  }
+  if (s->alpha != 1.0f || (C >= 0 && s->beta != 1.0f)) {
+    openblas_set_num_threads(x->threads); /* OpenBLAS has its own thread pool */
+    s->blas = 1;
+    k->run = gemm_blas_run;
+    return GOPT_OK;
+  }
+  dnnl_memory_desc_t am, bm, cm, ym;
+  dnnl_dims_t dims, st;
+  dims[0] = s->M;
+  dims[1] = s->K;
+  st[0] = s->ta ? 1 : s->K;
+  st[1] = s->ta ? s->M : 1;
+  dnnl_memory_desc_init_by_strides(&am, 2, dims, dnnl_f32, st);
+  dims[0] = s->K;
+  dims[1] = s->N;
+  st[0] = s->tb ? 1 : s->N;
+  st[1] = s->tb ? s->K : 1;
+  dnnl_memory_desc_init_by_strides(&bm, 2, dims, dnnl_f32, st);
+  int64_t yd[2] = {s->M, s->N};
+  md_plain(&ym, 2, yd);
+  if (C >= 0) {
+    int64_t cd[2] = {1, 1};
+    if (s->c_rank == 1) cd[1] = s->c_dims[0];
+    if (s->c_rank == 2) {
+      cd[0] = s->c_dims[0];
+      cd[1] = s->c_dims[1];
+    }
+    md_plain(&cm, 2, cd);
+  }
+  dnnl_matmul_desc_t md;
+  DN(dnnl_matmul_desc_init(&md, &am, &bm, C >= 0 ? &cm : NULL, &ym), "matmul descriptor");
+  DN(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL), "matmul");
+  DN(dn_make(s, pd), "matmul primitive");
+  pd = NULL;
+  DN(dn_add(s, d, DNNL_ARG_SRC, &am, A, NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_WEIGHTS, &bm, Bt, NULL), "memory");
+  if (C >= 0) DN(dn_add(s, d, DNNL_ARG_BIAS, &cm, C, NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_DST, &ym, Y, NULL), "memory");
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return rc;
+}
+
+/* ---- pooling -------------------------------------------------------------------------------------- */
+
+static int prep_pool(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t pd = NULL;
+  int32_t X = k->in[0], Y = k->out[0];
+  int op = g->nodes.a[k->node].op;
+  if (k->n_out > 1 && k->out[1] >= 0 && gopt_tensor_use_count(g, k->out[1]) > 0)
+    return ex_node_error(x, k->node, err, GOPT_EUNSUP, "the Indices output is not supported");
+  int r = ex_rank(x, X), sp = r - 2;
+  if (sp < 1 || sp > 3) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "%d-D pooling", sp);
+  const int64_t *xd = ex_dims(x, X), *yd = ex_dims(x, Y);
+  size_t c, ck;
+  const int64_t *ks = gopt_node_get_ints(g, k->node, "kernel_shape", &ck), *a;
+  if (!ks || ck != (size_t)sp) return ex_node_error(x, k->node, err, GOPT_EINVAL, "kernel_shape missing");
+  dnnl_dims_t kern, strides, dil, pl, pr;
+  for (int i = 0; i < sp; i++) {
+    kern[i] = ks[i];
+    strides[i] = 1;
+    dil[i] = 0;
+    pl[i] = 0;
+  }
+  if ((a = gopt_node_get_ints(g, k->node, "strides", &c)) && c == (size_t)sp)
+    for (int i = 0; i < sp; i++) strides[i] = a[i];
+  if ((a = gopt_node_get_ints(g, k->node, "dilations", &c)) && c == (size_t)sp)
+    for (int i = 0; i < sp; i++) dil[i] = a[i] - 1;
+  const char *ap = gopt_node_get_string(g, k->node, "auto_pad", "NOTSET");
+  const int64_t *pads = gopt_node_get_ints(g, k->node, "pads", &c);
+  int have_pads = pads && c == (size_t)(2 * sp) && !strcmp(ap, "NOTSET");
+  int include = (int)gopt_node_get_int(g, k->node, "count_include_pad", 0);
+  for (int i = 0; i < sp; i++) {
+    int64_t range = (kern[i] - 1) * (dil[i] + 1) + 1;
+    int64_t total = (yd[2 + i] - 1) * strides[i] + range - xd[2 + i];
+    if (have_pads) pl[i] = pads[i];
+    else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"))
+      pl[i] = !strcmp(ap, "SAME_UPPER") ? (total > 0 ? total / 2 : 0) : (total > 0 ? total - total / 2 : 0);
+    pr[i] = total - pl[i];
+    if (pr[i] < 0) pr[i] = 0;
+    int64_t declared = have_pads ? pads[sp + i] : pr[i];
+    if (pr[i] < declared) pr[i] = declared;
+    if (op == GOPT_OP_AVERAGE_POOL && include && pr[i] > declared)
+      return ex_node_error(x, k->node, err, GOPT_EUNSUP,
+                           "ceil_mode with count_include_pad=1 is not supported");
+  }
+  dnnl_memory_desc_t src_md, dst_md;
+  md_plain(&src_md, r, xd);
+  md_plain(&dst_md, r, yd);
+  dnnl_alg_kind_t alg = op == GOPT_OP_MAX_POOL ? dnnl_pooling_max
+                        : include ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
+  dnnl_pooling_v2_desc_t pdsc;
+  DN(dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, &src_md, &dst_md, strides,
+                                       kern, dil, pl, pr),
+     "pooling descriptor");
+  DN(dnnl_primitive_desc_create(&pd, &pdsc, NULL, d->eng, NULL), "pooling");
+  DN(dn_make(s, pd), "pooling primitive");
+  pd = NULL;
+  DN(dn_add(s, d, DNNL_ARG_SRC, &src_md, X, NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_DST, &dst_md, Y, NULL), "memory");
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return rc;
+}
+
+/* ---- normalisation, softmax ---------------------------------------------------------------------------- */
+
+static int prep_bnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t pd = NULL;
+  if (k->n_in < 5) return ex_node_error(x, k->node, err, GOPT_EINVAL, "needs 5 inputs");
+  if (gopt_node_get_int(g, k->node, "training_mode", 0) || (k->n_out > 1 && k->out[1] >= 0))
+    return ex_node_error(x, k->node, err, GOPT_EUNSUP, "training mode is not supported");
+  int32_t X = k->in[0], Y = k->out[0];
+  int r = ex_rank(x, X);
+  if (r < 2) return ex_node_error(x, k->node, err, GOPT_ESHAPE, "rank < 2");
+  dnnl_memory_desc_t md, cm;
+  md_plain(&md, r, ex_dims(x, X));
+  md_plain(&cm, 1, &ex_dims(x, X)[1]);
+  float eps = (float)gopt_node_get_float(g, k->node, "epsilon", 1e-5);
+  dnnl_batch_normalization_desc_t bd;
+  DN(dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &md, eps,
+                                                dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift),
+     "batch normalization descriptor");
+  DN(dnnl_primitive_desc_create(&pd, &bd, NULL, d->eng, NULL), "batch normalization");
+  DN(dn_make(s, pd), "batch normalization primitive");
+  pd = NULL;
+  DN(dn_add(s, d, DNNL_ARG_SRC, &md, X, NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_SCALE, &cm, k->in[1], NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_SHIFT, &cm, k->in[2], NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_MEAN, &cm, k->in[3], NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_VARIANCE, &cm, k->in[4], NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_DST, &md, Y, NULL), "memory");
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return rc;
+}
+
+static int prep_lnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t pd = NULL;
+  int32_t X = k->in[0], Y = k->out[0];
+  int32_t S = k->n_in > 1 ? k->in[1] : -1, Bi = k->n_in > 2 ? k->in[2] : -1;
+  for (int i = 1; i < k->n_out; i++)
+    if (k->out[i] >= 0 && gopt_tensor_use_count(g, k->out[i]) > 0)
+      return ex_node_error(x, k->node, err, GOPT_EUNSUP, "the Mean/InvStdDev outputs are not supported");
+  int r = ex_rank(x, X);
+  int64_t axis = gopt_node_get_int(g, k->node, "axis", -1);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) return ex_node_error(x, k->node, err, GOPT_EINVAL, "axis out of range");
+  int64_t dd[2] = {1, 1};
+  for (int i = 0; i < r; i++) dd[i < axis ? 0 : 1] *= ex_dims(x, X)[i];
+  if (S >= 0 && ex_numel(x, S) != dd[1]) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "Scale must cover the normalized dims");
+  if (Bi >= 0 && ex_numel(x, Bi) != dd[1]) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "B must cover the normalized dims");
+  dnnl_memory_desc_t md, cm;
+  md_plain(&md, 2, dd);
+  md_plain(&cm, 1, &dd[1]);
+  float eps = (float)gopt_node_get_float(g, k->node, "epsilon", 1e-5);
+  unsigned flags = (S >= 0 ? dnnl_use_scale : 0) | (Bi >= 0 ? dnnl_use_shift : 0);
+  dnnl_layer_normalization_desc_t ld;
+  DN(dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &md, NULL, eps, flags),
+     "layer normalization descriptor");
+  DN(dnnl_primitive_desc_create(&pd, &ld, NULL, d->eng, NULL), "layer normalization");
+  DN(dn_make(s, pd), "layer normalization primitive");
+  pd = NULL;
+  DN(dn_add(s, d, DNNL_ARG_SRC, &md, X, NULL), "memory");
+  if (S >= 0) DN(dn_add(s, d, DNNL_ARG_SCALE, &cm, S, NULL), "memory");
+  if (Bi >= 0) DN(dn_add(s, d, DNNL_ARG_SHIFT, &cm, Bi, NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_DST, &md, Y, NULL), "memory");
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return rc;
+}
+
+static int prep_softmax(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t pd = NULL;
+  int32_t X = k->in[0], Y = k->out[0];
+  int r = ex_rank(x, X);
+  int op = g->nodes.a[k->node].op;
+  int64_t axis = gopt_node_get_int(g, k->node, "axis", x->opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= (r ? r : 1)) return ex_node_error(x, k->node, err, GOPT_EINVAL, "axis out of range");
+  dnnl_memory_desc_t md;
+  int ax = (int)axis;
+  if (x->opset < 13) {
+    int64_t dd[2] = {1, 1};
+    for (int i = 0; i < r; i++) dd[i < axis ? 0 : 1] *= ex_dims(x, X)[i];
+    md_plain(&md, 2, dd);
+    ax = 1;
+  } else {
+    md_plain(&md, r, ex_dims(x, X));
+  }
+  dnnl_softmax_v2_desc_t sd;
+  DN(dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
+                                       op == GOPT_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate,
+                                       &md, &md, ax),
+     "softmax descriptor");
+  DN(dnnl_primitive_desc_create(&pd, &sd, NULL, d->eng, NULL), "softmax");
+  DN(dn_make(s, pd), "softmax primitive");
+  pd = NULL;
+  DN(dn_add(s, d, DNNL_ARG_SRC, &md, X, NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_DST, &md, Y, NULL), "memory");
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return rc;
+}
+
+int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  int rc = float_io(x, k, err);
+  if (rc) return rc;
+  dn_st *s = calloc(1, sizeof *s);
+  if (!s) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = s;
+  k->fini = dn_free;
+  k->run = dn_run;
+  switch (x->g->nodes.a[k->node].op) {
+    case GOPT_OP_CONV: return prep_conv(x, k, s, err);
+    case GOPT_OP_MATMUL: return prep_matmul(x, k, s, err);
+    case GOPT_OP_GEMM: return prep_gemm(x, k, s, err);
+    case GOPT_OP_MAX_POOL: case GOPT_OP_AVERAGE_POOL: return prep_pool(x, k, s, err);
+    case GOPT_OP_BATCH_NORM: return prep_bnorm(x, k, s, err);
+    case GOPT_OP_LAYER_NORM: return prep_lnorm(x, k, s, err);
+    case GOPT_OP_SOFTMAX: case GOPT_OP_LOG_SOFTMAX: return prep_softmax(x, k, s, err);
+    default: return ex_node_error(x, k->node, err, GOPT_EUNSUP, "not a oneDNN op");
+  }
+}

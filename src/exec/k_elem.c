@@ -1,0 +1,754 @@
+/* k_elem.c: elementwise and broadcast ops. Float ops (alone or as a fused group) compile to a small
+ * per-element program: loads of the external inputs with broadcast-aware index math, one
+ * instruction per op over register blocks, stores of the group's outputs; one OpenMP-parallel
+ * loop over blocks of the output, so a fused group makes one pass over memory with no
+ * intermediate buffers. Integer/bool ops and casts take a generic (scalar) broadcast path. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+#define FX_BLK 512
+
+enum {
+  FX_COPY, FX_RELU, FX_LEAKY, FX_ELU, FX_SIGMOID, FX_HSIGMOID, FX_HSWISH, FX_TANH, FX_EXP, FX_LOG,
+  FX_SQRT, FX_RECIP, FX_NEG, FX_ABS, FX_ERF, FX_FLOOR, FX_CEIL, FX_SIN, FX_COS, FX_SOFTPLUS,
+  FX_CLIP, FX_ADD, FX_SUB, FX_MUL, FX_DIV, FX_POW, FX_MAX, FX_MIN, FX_PRELU, FX_WHERE, FX_ROUND,
+  FX_SIGN
+};
+
+typedef struct fx_load {
+  const void *base;   /* set at run time from the tensor */
+  int32_t tensor;
+  int is_bool;        /* uint8 source converted to 0/1 */
+  int kind;           /* 0 general, 1 contiguous full, 2 scalar */
+  int64_t strides[GOPT_MAX_RANK]; /* element strides over the loop dims (0 = broadcast) */
+} fx_load;
+
+typedef struct fx_instr {
+  uint8_t op;
+  int16_t dst, a, b, c;
+  float p0, p1;
+} fx_instr;
+
+typedef struct fx_store {
+  int32_t tensor;
+  int16_t reg;
+} fx_store;
+
+typedef struct fx_prog {
+  int rank;
+  int64_t dims[GOPT_MAX_RANK];
+  int64_t numel;
+  int n_loads, n_instr, n_stores, n_regs;
+  int n_members;      /* registers 0..n_members-1 hold member outputs; loads follow */
+  fx_load *loads;
+  fx_instr *instr;
+  fx_store *stores;
+  float *scratch; /* n_threads * n_regs * FX_BLK */
+  int n_threads;
+} fx_prog;
+
+static void fx_free(void *p) {
+  fx_prog *f = p;
+  if (!f) return;
+  free(f->loads);
+  free(f->instr);
+  free(f->stores);
+  free(f->scratch);
+  free(f);
+}
+
+/* ---- which ops ------------------------------------------------------------------------------------ */
+
+static int fx_opcode(int op) {
+  switch (op) {
+    case GOPT_OP_IDENTITY: case GOPT_OP_DROPOUT: case GOPT_OP_EXPAND: case GOPT_OP_CAST: return FX_COPY;
+    case GOPT_OP_RELU: return FX_RELU;
+    case GOPT_OP_LEAKY_RELU: return FX_LEAKY;
+    case GOPT_OP_ELU: return FX_ELU;
+    case GOPT_OP_SIGMOID: return FX_SIGMOID;
+    case GOPT_OP_HARD_SIGMOID: return FX_HSIGMOID;
+    case GOPT_OP_HARD_SWISH: return FX_HSWISH;
+    case GOPT_OP_TANH: return FX_TANH;
+    case GOPT_OP_EXP: return FX_EXP;
+    case GOPT_OP_LOG: return FX_LOG;
+    case GOPT_OP_SQRT: return FX_SQRT;
+    case GOPT_OP_RECIPROCAL: return FX_RECIP;
+    case GOPT_OP_NEG: return FX_NEG;
+    case GOPT_OP_ABS: return FX_ABS;
+    case GOPT_OP_ERF: return FX_ERF;
+    case GOPT_OP_FLOOR: return FX_FLOOR;
+    case GOPT_OP_CEIL: return FX_CEIL;
+    case GOPT_OP_ROUND: return FX_ROUND;
+    case GOPT_OP_SIGN: return FX_SIGN;
+    case GOPT_OP_SIN: return FX_SIN;
+    case GOPT_OP_COS: return FX_COS;
+    case GOPT_OP_SOFTPLUS: return FX_SOFTPLUS;
+    case GOPT_OP_CLIP: return FX_CLIP;
+    case GOPT_OP_ADD: case GOPT_OP_SUM: return FX_ADD;
+    case GOPT_OP_SUB: return FX_SUB;
+    case GOPT_OP_MUL: return FX_MUL;
+    case GOPT_OP_DIV: return FX_DIV;
+    case GOPT_OP_POW: return FX_POW;
+    case GOPT_OP_MAX: return FX_MAX;
+    case GOPT_OP_MIN: return FX_MIN;
+    case GOPT_OP_PRELU: return FX_PRELU;
+    case GOPT_OP_WHERE: return FX_WHERE;
+    default: return -1;
+  }
+}
+
+int ex_fusable(const gopt_exec *x, int32_t n) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (fx_opcode(nd->op) < 0 || nd->n_out != 1) return 0;
+  if (ex_dtype(x, gopt_node_output(g, n, 0)) != GOPT_DT_FLOAT) return 0;
+  for (int i = 0; i < nd->n_in; i++) {
+    int32_t t = gopt_node_input(g, n, i);
+    if (t < 0) continue;
+    if (nd->op == GOPT_OP_WHERE && i == 0) {
+      if (ex_dtype(x, t) != GOPT_DT_BOOL) return 0;
+      continue;
+    }
+    if (nd->op == GOPT_OP_EXPAND && i == 1) continue;
+    if (nd->op == GOPT_OP_CLIP && i > 0) {
+      if (!ex_is_const(x, t) || ex_numel(x, t) != 1) return 0;
+      continue;
+    }
+    if (ex_dtype(x, t) != GOPT_DT_FLOAT) return 0;
+  }
+  return 1;
+}
+
+int ex_elem_handles(const gopt_exec *x, int32_t n) {
+  int op = x->g->nodes.a[n].op;
+  if (fx_opcode(op) >= 0) return 1;
+  switch (op) {
+    case GOPT_OP_NOT: case GOPT_OP_EQUAL: case GOPT_OP_LESS: case GOPT_OP_LESS_OR_EQUAL:
+    case GOPT_OP_GREATER: case GOPT_OP_GREATER_OR_EQUAL: case GOPT_OP_AND: case GOPT_OP_OR:
+    case GOPT_OP_XOR: case GOPT_OP_MOD: case GOPT_OP_ISNAN:
+      return 1;
+    default: return 0;
+  }
+}
+
+/* ---- the program's kernel ------------------------------------------------------------------------- */
+
+static void fx_load_block(const fx_prog *f, const fx_load *l, int64_t start, int64_t len, float *r) {
+  if (l->kind == 2) {
+    float v = l->is_bool ? (float)(((const uint8_t *)l->base)[0] != 0) : ((const float *)l->base)[0];
+    for (int64_t i = 0; i < len; i++) r[i] = v;
+    return;
+  }
+  if (l->kind == 1) {
+    if (l->is_bool) {
+      const uint8_t *p = (const uint8_t *)l->base + start;
+      for (int64_t i = 0; i < len; i++) r[i] = (float)(p[i] != 0);
+    } else {
+      memcpy(r, (const float *)l->base + start, (size_t)len * sizeof(float));
+    }
+    return;
+  }
+  /* general: coordinates of start, then runs along the last dim */
+  int rank = f->rank;
+  int64_t c[GOPT_MAX_RANK];
+  int64_t rem = start, off = 0;
+  for (int d = rank - 1; d >= 0; d--) {
+    c[d] = rem % f->dims[d];
+    rem /= f->dims[d];
+    off += c[d] * l->strides[d];
+  }
+  int64_t i = 0;
+  int64_t last = f->dims[rank - 1], sl = l->strides[rank - 1];
+  while (i < len) {
+    int64_t run = last - c[rank - 1];
+    if (run > len - i) run = len - i;
+    if (l->is_bool) {
+      const uint8_t *p = (const uint8_t *)l->base;
+      for (int64_t j = 0; j < run; j++) r[i + j] = (float)(p[off + j * sl] != 0);
+    } else {
+      const float *p = (const float *)l->base + off;
+      if (sl == 1) memcpy(r + i, p, (size_t)run * sizeof(float));
+      else if (sl == 0) for (int64_t j = 0; j < run; j++) r[i + j] = p[0];
+      else for (int64_t j = 0; j < run; j++) r[i + j] = p[j * sl];
+    }
+    i += run;
+    off += run * sl;
+    c[rank - 1] += run;
+    for (int d = rank - 1; d > 0 && c[d] == f->dims[d]; d--) {
+      off -= c[d] * l->strides[d];
+      c[d] = 0;
+      c[d - 1]++;
+      off += l->strides[d - 1];
+    }
+  }
+}
+
+/* exp(x) for float, written so that loops over it auto-vectorize (no libm call): x = n ln2 + r,
+ * |r| <= ln2/2, exp(r) by a degree-6 polynomial (Cephes' coefficients, ~1 ulp), times 2^n built
+ * in the exponent bits. Saturates to 0 / +Inf outside [-87.3, 88.7]; NaN stays NaN. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define EX_NOTRAP __attribute__((optimize("no-trapping-math")))
+#else
+#define EX_NOTRAP
+#endif
+EX_NOTRAP static inline float ex_expf(float x) {
+  float xc = x < -87.3f ? -87.3f : x;
+  xc = xc > 88.7f ? 88.7f : xc;
+  float t = xc * 1.44269504088896341f;
+  int32_t n = (int32_t)(t + (t < 0.0f ? -0.5f : 0.5f));
+  float fn = (float)n;
+  float r = xc - fn * 0.693359375f + fn * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = (n + 127) * (1 << 23);
+  float sc;
+  memcpy(&sc, &bits, sizeof sc);
+  float y = p * sc;
+  y = x > 88.7f ? INFINITY : y;
+  y = x < -87.3f ? 0.0f : y;
+  return x != x ? x : y;
+}
+EX_NOTRAP static inline float sigm(float v) { return 1.0f / (1.0f + ex_expf(-v)); }
+/* min(max(v, lo), hi) as selects (NaN passes through as fmaxf/fminf would not) */
+EX_NOTRAP static inline float clampf(float v, float lo, float hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+/* tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); a short odd polynomial near 0 keeps the relative
+ * error small there. */
+EX_NOTRAP static inline float ex_tanhf(float x) {
+  float a = fabsf(x);
+  float e = ex_expf(2.0f * (a < 9.0f ? a : 9.0f));
+  float big = 1.0f - 2.0f / (e + 1.0f);
+  float x2 = x * x;
+  float small = a * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * -0.0539682540f)));
+  float y = a < 0.0625f ? small : big;
+  y = x < 0 ? -y : y;
+  return x != x ? x : y;
+}
+
+/* Comparisons may not trap here, so GCC if-converts the selects above and vectorizes the loops. */
+EX_NOTRAP static void fx_exec_instr(const fx_instr *in, float *regs, int64_t len) {
+  float *d = regs + (size_t)in->dst * FX_BLK;
+  const float *a = regs + (size_t)in->a * FX_BLK;
+  const float *b = in->b >= 0 ? regs + (size_t)in->b * FX_BLK : NULL;
+  const float *c = in->c >= 0 ? regs + (size_t)in->c * FX_BLK : NULL;
+  float p0 = in->p0, p1 = in->p1;
+  int64_t i;
+  switch (in->op) {
+    case FX_COPY: memcpy(d, a, (size_t)len * sizeof(float)); break;
+    case FX_RELU: for (i = 0; i < len; i++) d[i] = a[i] > 0 ? a[i] : 0; break;
+    case FX_LEAKY: for (i = 0; i < len; i++) d[i] = a[i] >= 0 ? a[i] : p0 * a[i]; break;
+    case FX_ELU: for (i = 0; i < len; i++) d[i] = a[i] >= 0 ? a[i] : p0 * (ex_expf(a[i]) - 1); break;
+    case FX_SIGMOID: for (i = 0; i < len; i++) d[i] = sigm(a[i]); break;
+    case FX_HSIGMOID: for (i = 0; i < len; i++) d[i] = clampf(p0 * a[i] + p1, 0.f, 1.f); break;
+    case FX_HSWISH:
+      for (i = 0; i < len; i++) d[i] = a[i] * clampf(a[i] / 6.0f + 0.5f, 0.f, 1.f);
+      break;
+    case FX_TANH: for (i = 0; i < len; i++) d[i] = ex_tanhf(a[i]); break;
+    case FX_EXP: for (i = 0; i < len; i++) d[i] = ex_expf(a[i]); break;
+    case FX_LOG: for (i = 0; i < len; i++) d[i] = logf(a[i]); break;
+    case FX_SQRT: for (i = 0; i < len; i++) d[i] = sqrtf(a[i]); break;
+    case FX_RECIP: for (i = 0; i < len; i++) d[i] = 1.0f / a[i]; break;
+    case FX_NEG: for (i = 0; i < len; i++) d[i] = -a[i]; break;
+    case FX_ABS: for (i = 0; i < len; i++) d[i] = fabsf(a[i]); break;
+    case FX_ERF: for (i = 0; i < len; i++) d[i] = erff(a[i]); break;
+    case FX_FLOOR: for (i = 0; i < len; i++) d[i] = floorf(a[i]); break;
+    case FX_CEIL: for (i = 0; i < len; i++) d[i] = ceilf(a[i]); break;
+    case FX_ROUND: for (i = 0; i < len; i++) d[i] = nearbyintf(a[i]); break;
+    case FX_SIGN: for (i = 0; i < len; i++) d[i] = (float)((a[i] > 0) - (a[i] < 0)); break;
+    case FX_SIN: for (i = 0; i < len; i++) d[i] = sinf(a[i]); break;
+    case FX_COS: for (i = 0; i < len; i++) d[i] = cosf(a[i]); break;
+    case FX_SOFTPLUS: for (i = 0; i < len; i++) d[i] = log1pf(expf(a[i])); break;
+    case FX_CLIP: for (i = 0; i < len; i++) d[i] = fminf(fmaxf(a[i], p0), p1); break;
+    case FX_ADD: for (i = 0; i < len; i++) d[i] = a[i] + b[i]; break;
+    case FX_SUB: for (i = 0; i < len; i++) d[i] = a[i] - b[i]; break;
+    case FX_MUL: for (i = 0; i < len; i++) d[i] = a[i] * b[i]; break;
+    case FX_DIV: for (i = 0; i < len; i++) d[i] = a[i] / b[i]; break;
+    case FX_POW: for (i = 0; i < len; i++) d[i] = powf(a[i], b[i]); break;
+    case FX_MAX: for (i = 0; i < len; i++) d[i] = a[i] >= b[i] || isnan(a[i]) ? a[i] : b[i]; break;
+    case FX_MIN: for (i = 0; i < len; i++) d[i] = a[i] <= b[i] || isnan(a[i]) ? a[i] : b[i]; break;
+    case FX_PRELU: for (i = 0; i < len; i++) d[i] = a[i] < 0 ? b[i] * a[i] : a[i]; break;
+    case FX_WHERE: for (i = 0; i < len; i++) d[i] = a[i] != 0 ? b[i] : c[i]; break;
+    default: break;
+  }
+}
+
+/* fx_forward: out_k[i] = program(in_0[bcast(i)], ...) for i in [0, numel) (shapes in f). */
+static int fx_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  fx_prog *f = k->st;
+  for (int l = 0; l < f->n_loads; l++) f->loads[l].base = ex_data(x, f->loads[l].tensor);
+  int64_t nblk = (f->numel + FX_BLK - 1) / FX_BLK;
+  int nt = f->n_threads;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nblk > 8)
+  for (int64_t b = 0; b < nblk; b++) {
+    int tid = omp_get_thread_num();
+    float *regs = f->scratch + (size_t)tid * (size_t)f->n_regs * FX_BLK;
+    int64_t start = b * FX_BLK;
+    int64_t len = f->numel - start < FX_BLK ? f->numel - start : FX_BLK;
+    for (int l = 0; l < f->n_loads; l++) fx_load_block(f, &f->loads[l], start, len, regs + (size_t)(f->n_members + l) * FX_BLK);
+    for (int j = 0; j < f->n_instr; j++) fx_exec_instr(&f->instr[j], regs, len);
+    for (int s = 0; s < f->n_stores; s++) {
+      float *o = (float *)ex_data(x, f->stores[s].tensor) + start;
+      memcpy(o, regs + (size_t)f->stores[s].reg * FX_BLK, (size_t)len * sizeof(float));
+    }
+  }
+  (void)err;
+  return GOPT_OK;
+}
+
+/* ---- compiling a group ------------------------------------------------------------------------------ */
+
+/* Broadcast strides of tensor t over loop dims (right-aligned); -1 when t does not broadcast. */
+static int bcast_strides(const gopt_exec *x, int32_t t, int rank, const int64_t *dims, int64_t *st) {
+  int r = ex_rank(x, t);
+  const int64_t *d = ex_dims(x, t);
+  if (r > rank) return -1;
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    int j = i - (rank - r);
+    if (j < 0) {
+      st[i] = 0;
+      continue;
+    }
+    if (d[j] == dims[i]) {
+      st[i] = dims[i] == 1 ? 0 : s;
+    } else if (d[j] == 1) {
+      st[i] = 0;
+    } else {
+      return -1;
+    }
+    s *= d[j];
+  }
+  return 0;
+}
+
+static float const_scalar(const gopt_exec *x, int32_t t, float dflt) {
+  if (t < 0 || !ex_data(x, t)) return dflt;
+  switch (ex_dtype(x, t)) {
+    case GOPT_DT_FLOAT: return ((const float *)ex_data(x, t))[0];
+    case GOPT_DT_DOUBLE: return (float)((const double *)ex_data(x, t))[0];
+    default: return dflt;
+  }
+}
+
+int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  int rc = GOPT_OK;
+  fx_prog *f = calloc(1, sizeof *f);
+  int32_t *reg_of = NULL; /* tensor -> register + 1 for tensors defined so far */
+  size_t nt = g->tensors.n;
+  int max_in = 0;
+  if (!f) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = f;
+  k->fini = fx_free;
+  k->run = fx_run;
+  for (int m = 0; m < n_mem; m++) max_in += g->nodes.a[mem[m]].n_in;
+  f->loads = calloc((size_t)max_in + 1, sizeof *f->loads);
+  f->instr = calloc((size_t)(max_in + n_mem) + 1, sizeof *f->instr);
+  f->stores = calloc((size_t)n_mem + 1, sizeof *f->stores);
+  reg_of = calloc(nt + 1, sizeof *reg_of);
+  free(k->in);
+  free(k->out);
+  k->in = malloc(((size_t)max_in + 1) * sizeof *k->in);
+  k->out = malloc(((size_t)n_mem + 1) * sizeof *k->out);
+  k->n_in = k->n_out = 0;
+  if (!f->loads || !f->instr || !f->stores || !reg_of || !k->in || !k->out) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  /* loop shape: the largest member output */
+  int64_t best = -1;
+  for (int m = 0; m < n_mem; m++) {
+    int32_t t = gopt_node_output(g, mem[m], 0);
+    if (ex_numel(x, t) > best || (ex_numel(x, t) == best && ex_rank(x, t) > f->rank)) {
+      best = ex_numel(x, t);
+      f->rank = ex_rank(x, t);
+      memcpy(f->dims, ex_dims(x, t), (size_t)f->rank * sizeof(int64_t));
+    }
+  }
+  f->numel = best;
+  if (f->rank == 0) {
+    f->rank = 1;
+    f->dims[0] = 1;
+  }
+  /* member outputs are registers 0..n_mem-1 by member index; loads follow */
+  uint8_t *in_group = calloc((size_t)g->nodes.n + 1, 1);
+  if (!in_group) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (int m = 0; m < n_mem; m++) in_group[mem[m]] = 1;
+  int16_t next_reg = (int16_t)n_mem;
+  for (int m = 0; m < n_mem && !rc; m++) {
+    int32_t n = mem[m];
+    const gopt_node *nd = &g->nodes.a[n];
+    int32_t out = gopt_node_output(g, n, 0);
+    int64_t tmp[GOPT_MAX_RANK];
+    if (bcast_strides(x, out, f->rank, f->dims, tmp) < 0) {
+      rc = ex_node_error(x, n, err, GOPT_EUNSUP, "fusion group: output shape does not broadcast "
+                         "to the group's loop shape");
+      break;
+    }
+    int16_t src[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    int nsrc = 0;
+    for (int i = 0; i < nd->n_in && nsrc < 8; i++) {
+      int32_t t = gopt_node_input(g, n, i);
+      if (t < 0) continue;
+      if (nd->op == GOPT_OP_EXPAND && i == 1) continue;
+      if (nd->op == GOPT_OP_CLIP && i > 0) continue;
+      if (reg_of[t]) {
+        src[nsrc++] = (int16_t)(reg_of[t] - 1);
+        continue;
+      }
+      /* a new load */
+      fx_load *l = &f->loads[f->n_loads];
+      l->tensor = t;
+      l->is_bool = ex_dtype(x, t) == GOPT_DT_BOOL;
+      if (bcast_strides(x, t, f->rank, f->dims, l->strides) < 0) {
+        rc = ex_node_error(x, n, err, GOPT_EUNSUP, "input '%s' does not broadcast to the loop shape",
+                           gopt_graph_str(g, g->tensors.a[t].name));
+        break;
+      }
+      int64_t tn = ex_numel(x, t);
+      l->kind = tn == 1 ? 2 : tn == f->numel ? 1 : 0;
+      reg_of[t] = next_reg + 1;
+      src[nsrc++] = next_reg++;
+      f->n_loads++;
+      k->in[k->n_in++] = t;
+    }
+    if (rc) break;
+    fx_instr *in = &f->instr[f->n_instr++];
+    in->op = (uint8_t)fx_opcode(nd->op);
+    in->dst = (int16_t)m;
+    in->a = src[0];
+    in->b = in->c = -1;
+    if (nsrc >= 2) in->b = src[1];
+    if (nsrc >= 3) in->c = src[2];
+    switch (nd->op) {
+      case GOPT_OP_LEAKY_RELU: in->p0 = (float)gopt_node_get_float(g, n, "alpha", 0.01); break;
+      case GOPT_OP_ELU: in->p0 = (float)gopt_node_get_float(g, n, "alpha", 1.0); break;
+      case GOPT_OP_HARD_SIGMOID:
+        in->p0 = (float)gopt_node_get_float(g, n, "alpha", 0.2);
+        in->p1 = (float)gopt_node_get_float(g, n, "beta", 0.5);
+        break;
+      case GOPT_OP_CLIP:
+        if (nd->n_in > 1) {
+          in->p0 = const_scalar(x, nd->n_in > 1 ? gopt_node_input(g, n, 1) : -1, -INFINITY);
+          in->p1 = const_scalar(x, nd->n_in > 2 ? gopt_node_input(g, n, 2) : -1, INFINITY);
+        } else {
+          in->p0 = (float)gopt_node_get_float(g, n, "min", -INFINITY);
+          in->p1 = (float)gopt_node_get_float(g, n, "max", INFINITY);
+        }
+        break;
+      default: break;
+    }
+    int need = nd->op == GOPT_OP_WHERE ? 3 : (in->op >= FX_ADD && in->op <= FX_PRELU) ? 2 : 1;
+    if (nsrc < need) {
+      rc = ex_node_error(x, n, err, GOPT_EINVAL, "expected %d inputs", need);
+      break;
+    }
+    /* variadic Sum/Max/Min: chain the remaining inputs */
+    for (int j = 2; j < nsrc && nd->op != GOPT_OP_WHERE; j++) {
+      fx_instr *c2 = &f->instr[f->n_instr++];
+      *c2 = *in;
+      c2->a = (int16_t)m;
+      c2->b = src[j];
+    }
+    reg_of[out] = m + 1;
+  }
+  if (!rc) {
+    /* stores: member outputs read outside the group or graph outputs */
+    for (int m = 0; m < n_mem && !rc; m++) {
+      int32_t out = gopt_node_output(g, mem[m], 0);
+      int ext = 0;
+      for (int32_t s = g->tensors.a[out].first_use; s >= 0 && !ext; s = g->slots.a[s].next_use) {
+        int32_t c = g->slots.a[s].node;
+        if (gopt_node_alive(g, c) && !in_group[c]) ext = 1;
+      }
+      for (size_t i = 0; i < g->outputs.n && !ext; i++) ext = g->outputs.a[i] == out;
+      if (!ext) continue;
+      if (ex_numel(x, out) != f->numel) {
+        rc = ex_node_error(x, mem[m], err, GOPT_EUNSUP,
+                           "fusion group: output '%s' is used outside the group but is smaller "
+                           "than the group's loop (%lld of %lld elements)",
+                           gopt_graph_str(g, g->tensors.a[out].name), (long long)ex_numel(x, out),
+                           (long long)f->numel);
+        break;
+      }
+      f->stores[f->n_stores++] = (fx_store){out, (int16_t)m};
+      k->out[k->n_out++] = out;
+    }
+  }
+  free(in_group);
+  if (rc) goto done;
+  f->n_regs = next_reg;
+  f->n_members = n_mem;
+  f->n_threads = x->threads > 0 ? x->threads : 1;
+  f->scratch = aligned_alloc(64, (size_t)f->n_threads * (size_t)f->n_regs * FX_BLK * sizeof(float));
+  if (!f->scratch) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+done:
+  free(reg_of);
+  return rc;
+}
+
+/* ---- generic (non-float) path ------------------------------------------------------------------------- */
+
+typedef struct gen_st {
+  int op;
+  int to;  /* Cast target */
+  int n_in;
+  int rank;
+  int64_t dims[GOPT_MAX_RANK];
+  int64_t st[3][GOPT_MAX_RANK];
+} gen_st;
+
+static double get_d(const void *p, int dt, int64_t i) {
+  switch (dt) {
+    case GOPT_DT_FLOAT: return ((const float *)p)[i];
+    case GOPT_DT_DOUBLE: return ((const double *)p)[i];
+    case GOPT_DT_INT64: return (double)((const int64_t *)p)[i];
+    case GOPT_DT_INT32: return ((const int32_t *)p)[i];
+    case GOPT_DT_INT16: return ((const int16_t *)p)[i];
+    case GOPT_DT_INT8: return ((const int8_t *)p)[i];
+    case GOPT_DT_UINT8: case GOPT_DT_BOOL: return ((const uint8_t *)p)[i];
+    default: return 0;
+  }
+}
+static int64_t get_i(const void *p, int dt, int64_t i) {
+  switch (dt) {
+    case GOPT_DT_FLOAT: return (int64_t)((const float *)p)[i];
+    case GOPT_DT_DOUBLE: return (int64_t)((const double *)p)[i];
+    case GOPT_DT_INT64: return ((const int64_t *)p)[i];
+    case GOPT_DT_INT32: return ((const int32_t *)p)[i];
+    case GOPT_DT_INT16: return ((const int16_t *)p)[i];
+    case GOPT_DT_INT8: return ((const int8_t *)p)[i];
+    case GOPT_DT_UINT8: case GOPT_DT_BOOL: return ((const uint8_t *)p)[i];
+    default: return 0;
+  }
+}
+static int is_int_dt(int dt) {
+  return dt == GOPT_DT_INT64 || dt == GOPT_DT_INT32 || dt == GOPT_DT_INT16 || dt == GOPT_DT_INT8 ||
+         dt == GOPT_DT_UINT8 || dt == GOPT_DT_BOOL;
+}
+static void put(void *p, int dt, int64_t i, double d, int64_t v, int use_int) {
+  switch (dt) {
+    case GOPT_DT_FLOAT: ((float *)p)[i] = use_int ? (float)v : (float)d; break;
+    case GOPT_DT_DOUBLE: ((double *)p)[i] = use_int ? (double)v : d; break;
+    case GOPT_DT_INT64: ((int64_t *)p)[i] = use_int ? v : (int64_t)d; break;
+    case GOPT_DT_INT32: ((int32_t *)p)[i] = (int32_t)(use_int ? v : (int64_t)d); break;
+    case GOPT_DT_INT16: ((int16_t *)p)[i] = (int16_t)(use_int ? v : (int64_t)d); break;
+    case GOPT_DT_INT8: ((int8_t *)p)[i] = (int8_t)(use_int ? v : (int64_t)d); break;
+    case GOPT_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)(use_int ? v : (int64_t)d); break;
+    case GOPT_DT_BOOL: ((uint8_t *)p)[i] = (uint8_t)(use_int ? v != 0 : d != 0); break;
+    default: break;
+  }
+}
+
+static int64_t floordiv_mod(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+/* gen_forward: out[i] = op(in_0[bcast i], in_1[...], in_2[...]) in double or int64 arithmetic. */
+static int gen_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  gen_st *s = k->st;
+  int32_t o = k->out[0];
+  void *out = ex_data(x, o);
+  int odt = ex_dtype(x, o);
+  const void *in[3] = {0};
+  int dt[3] = {0};
+  int all_int = 1;
+  int ni = 0;
+  for (int j = 0; j < k->n_in && ni < 3; j++) {
+    if (k->in[j] < 0) continue;
+    if (s->op == GOPT_OP_EXPAND && j == 1) continue;
+    if (s->op == GOPT_OP_CLIP && j > 0) continue;
+    in[ni] = ex_data(x, k->in[j]);
+    dt[ni] = ex_dtype(x, k->in[j]);
+    if (!(s->op == GOPT_OP_WHERE && ni == 0) && !is_int_dt(dt[ni])) all_int = 0;
+    ni++;
+  }
+  int64_t n = ex_numel(x, o);
+  int rank = s->rank;
+  int64_t c[GOPT_MAX_RANK] = {0};
+  int64_t off[3] = {0, 0, 0};
+  for (int64_t i = 0; i < n; i++) {
+    double a = ni > 0 ? get_d(in[0], dt[0], off[0]) : 0, b = ni > 1 ? get_d(in[1], dt[1], off[1]) : 0;
+    int64_t ia = ni > 0 ? get_i(in[0], dt[0], off[0]) : 0, ib = ni > 1 ? get_i(in[1], dt[1], off[1]) : 0;
+    double rd = 0;
+    int64_t ri = 0;
+    int ui = all_int;
+    switch (s->op) {
+      case GOPT_OP_CAST: case GOPT_OP_IDENTITY: case GOPT_OP_DROPOUT: case GOPT_OP_EXPAND:
+        ui = is_int_dt(dt[0]);
+        rd = a;
+        ri = ia;
+        if (s->op == GOPT_OP_CAST && odt == GOPT_DT_BOOL) { ri = ui ? ia != 0 : a != 0; ui = 1; }
+        break;
+      case GOPT_OP_NOT: ri = !ia; ui = 1; break;
+      case GOPT_OP_ISNAN: ri = isnan(a); ui = 1; break;
+      case GOPT_OP_NEG: rd = -a; ri = -ia; break;
+      case GOPT_OP_ABS: rd = fabs(a); ri = ia < 0 ? -ia : ia; break;
+      case GOPT_OP_RELU: rd = a > 0 ? a : 0; ri = ia > 0 ? ia : 0; break;
+      case GOPT_OP_SIGN: rd = (a > 0) - (a < 0); ri = (ia > 0) - (ia < 0); break;
+      case GOPT_OP_ADD: case GOPT_OP_SUM: rd = a + b; ri = ia + ib; break;
+      case GOPT_OP_SUB: rd = a - b; ri = ia - ib; break;
+      case GOPT_OP_MUL: rd = a * b; ri = ia * ib; break;
+      case GOPT_OP_DIV: rd = a / b; ri = ib ? ia / ib : 0; break;
+      case GOPT_OP_MOD: rd = fmod(a, b); ri = floordiv_mod(ia, ib); break;
+      case GOPT_OP_POW: rd = pow(a, b); ui = 0; break;
+      case GOPT_OP_MAX: rd = a > b ? a : b; ri = ia > ib ? ia : ib; break;
+      case GOPT_OP_MIN: rd = a < b ? a : b; ri = ia < ib ? ia : ib; break;
+      case GOPT_OP_EQUAL: ri = all_int ? ia == ib : a == b; ui = 1; break;
+      case GOPT_OP_LESS: ri = all_int ? ia < ib : a < b; ui = 1; break;
+      case GOPT_OP_LESS_OR_EQUAL: ri = all_int ? ia <= ib : a <= b; ui = 1; break;
+      case GOPT_OP_GREATER: ri = all_int ? ia > ib : a > b; ui = 1; break;
+      case GOPT_OP_GREATER_OR_EQUAL: ri = all_int ? ia >= ib : a >= b; ui = 1; break;
+      case GOPT_OP_AND: ri = ia && ib; ui = 1; break;
+      case GOPT_OP_OR: ri = ia || ib; ui = 1; break;
+      case GOPT_OP_XOR: ri = (ia != 0) != (ib != 0); ui = 1; break;
+      case GOPT_OP_WHERE:
+        ui = is_int_dt(dt[1]);
+        rd = ia ? b : get_d(in[2], dt[2], off[2]);
+        ri = ia ? ib : get_i(in[2], dt[2], off[2]);
+        break;
+      default:
+        return ex_node_error(x, k->node, err, GOPT_EUNSUP, "no %s kernel for dtype %s",
+                             gopt_node_type(x->g, k->node), gopt_dtype_name(dt[0]));
+    }
+    put(out, odt, i, rd, ri, ui);
+    /* advance coordinates */
+    for (int d = rank - 1; d >= 0; d--) {
+      c[d]++;
+      for (int j = 0; j < ni; j++) off[j] += s->st[j][d];
+      if (c[d] < s->dims[d]) break;
+      for (int j = 0; j < ni; j++) off[j] -= s->st[j][d] * c[d];
+      c[d] = 0;
+    }
+  }
+  return GOPT_OK;
+}
+
+int ex_prepare_elem(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  int32_t n = k->node;
+  if (ex_fusable(x, n)) {
+    int32_t one = n;
+    return ex_prepare_fused(x, k, &one, 1, err);
+  }
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (nd->op == GOPT_OP_CLIP)
+    return ex_node_error(x, n, err, GOPT_EUNSUP, "Clip runs on FLOAT with constant scalar min/max only");
+  switch (nd->op) {
+    case GOPT_OP_CAST: case GOPT_OP_IDENTITY: case GOPT_OP_DROPOUT: case GOPT_OP_EXPAND:
+    case GOPT_OP_NOT: case GOPT_OP_ISNAN: case GOPT_OP_NEG: case GOPT_OP_ABS: case GOPT_OP_RELU:
+    case GOPT_OP_SIGN: case GOPT_OP_ADD: case GOPT_OP_SUB: case GOPT_OP_MUL:
+    case GOPT_OP_DIV: case GOPT_OP_MOD: case GOPT_OP_POW: case GOPT_OP_EQUAL: case GOPT_OP_LESS:
+    case GOPT_OP_LESS_OR_EQUAL: case GOPT_OP_GREATER: case GOPT_OP_GREATER_OR_EQUAL:
+    case GOPT_OP_AND: case GOPT_OP_OR: case GOPT_OP_XOR: case GOPT_OP_WHERE:
+      break;
+    case GOPT_OP_SUM: case GOPT_OP_MAX: case GOPT_OP_MIN:
+      if (nd->n_in == 2) break;
+      /* fall through */
+    default:
+      return ex_node_error(x, n, err, GOPT_EUNSUP, "no kernel for these input dtypes (%s)",
+                           nd->n_in ? gopt_dtype_name(ex_dtype(x, k->in[0] >= 0 ? k->in[0] : k->out[0])) : "-");
+  }
+  gen_st *s = calloc(1, sizeof *s);
+  if (!s) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = s;
+  k->fini = free;
+  k->run = gen_run;
+  s->op = nd->op;
+  int32_t o = k->out[0];
+  s->rank = ex_rank(x, o);
+  memcpy(s->dims, ex_dims(x, o), (size_t)s->rank * sizeof(int64_t));
+  if (s->rank == 0) {
+    s->rank = 1;
+    s->dims[0] = 1;
+  }
+  int ni = 0;
+  for (int j = 0; j < k->n_in && ni < 3; j++) {
+    int32_t t = k->in[j];
+    if (t < 0 || (s->op == GOPT_OP_EXPAND && j == 1) || (s->op == GOPT_OP_CLIP && j > 0)) continue;
+    if (ex_dtype(x, t) == GOPT_DT_STRING || gopt_dtype_size(ex_dtype(x, t)) == 0 ||
+        ex_dtype(x, t) == GOPT_DT_FLOAT16 || ex_dtype(x, t) == GOPT_DT_BFLOAT16 ||
+        ex_dtype(x, t) >= GOPT_DT_UINT32)
+      return ex_node_error(x, n, err, GOPT_EUNSUP, "dtype %s is not supported",
+                           gopt_dtype_name(ex_dtype(x, t)));
+    if (bcast_strides(x, t, s->rank, s->dims, s->st[ni]) < 0)
+      return ex_node_error(x, n, err, GOPT_ESHAPE, "input %d does not broadcast to the output", j);
+    ni++;
+  }
+  s->n_in = ni;
+  int odt = ex_dtype(x, o);
+  if (odt == GOPT_DT_STRING || odt == GOPT_DT_FLOAT16 || odt == GOPT_DT_BFLOAT16 || odt >= GOPT_DT_UINT32)
+    return ex_node_error(x, n, err, GOPT_EUNSUP, "output dtype %s is not supported", gopt_dtype_name(odt));
+  return GOPT_OK;
+}
+
+/* ---- automatic fusion groups ------------------------------------------------------------------------ */
+
+int gopt_exec_fusable(const gopt_graph *g, int32_t n) {
+  gopt_exec x = {0};
+  x.g = g;
+  return gopt_node_alive(g, n) && ex_fusable(&x, n);
+}
+
+int32_t gopt_exec_auto_fusion(const gopt_graph *g, int32_t *group) {
+  size_t nn = g->nodes.n;
+  int32_t next = 0;
+  for (size_t i = 0; i < nn; i++) group[i] = -1;
+  int32_t *order = malloc((nn + 1) * sizeof *order);
+  if (!order) return 0;
+  int64_t cnt = gopt_graph_topo(g, order, NULL);
+  for (int64_t i = 0; i < cnt; i++) {
+    int32_t n = order[i];
+    if (!gopt_exec_fusable(g, n)) continue;
+    int32_t out = gopt_node_output(g, n, 0);
+    int64_t size = gopt_tensor_numel(g, out);
+    for (int j = 0; j < g->nodes.a[n].n_in; j++) {
+      int32_t t = gopt_node_input(g, n, j);
+      if (t < 0) continue;
+      int32_t p = g->tensors.a[t].producer;
+      if (p < 0 || !gopt_exec_fusable(g, p)) continue;
+      if (gopt_tensor_use_count(g, t) != 1 || gopt_tensor_numel(g, t) != size) continue;
+      int is_out = 0;
+      for (size_t o = 0; o < g->outputs.n; o++) is_out |= g->outputs.a[o] == t;
+      if (is_out) continue;
+      if (group[p] < 0) group[p] = next++;
+      if (group[n] < 0) {
+        group[n] = group[p];
+      } else if (group[n] != group[p]) {
+        int32_t from = group[p];
+        for (size_t q = 0; q < nn; q++)
+          if (group[q] == from) group[q] = group[n];
+      }
+    }
+  }
+  free(order);
+  /* renumber densely */
+  int32_t *map = malloc(((size_t)next + 1) * sizeof *map);
+  if (!map) return 0;
+  for (int32_t i = 0; i < next; i++) map[i] = -1;
+  int32_t ng = 0;
+  for (size_t q = 0; q < nn; q++)
+    if (group[q] >= 0) {
+      if (map[group[q]] < 0) map[group[q]] = ng++;
+      group[q] = map[group[q]];
+    }
+  free(map);
+  return ng;
+}

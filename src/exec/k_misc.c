@@ -1,0 +1,329 @@
+/* k_misc.c: reductions (ReduceMean/Sum/Max/Min/Prod/L2/SumSquare), global pooling, and the ONNX
+ * LSTM (all gates at once with OpenBLAS sgemm: the input projection for every step in one call,
+ * the recurrent one per step; gate order i, o, f, c as ONNX defines it). */
+#include <cblas.h>
+#undef I /* complex.h (through cblas.h) defines I */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+int ex_misc_handles(int op) {
+  switch (op) {
+    case GOPT_OP_REDUCE_MEAN: case GOPT_OP_REDUCE_SUM: case GOPT_OP_REDUCE_MAX:
+    case GOPT_OP_REDUCE_MIN: case GOPT_OP_REDUCE_PROD: case GOPT_OP_REDUCE_L2:
+    case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_GLOBAL_AVG_POOL: case GOPT_OP_GLOBAL_MAX_POOL:
+    case GOPT_OP_LSTM:
+      return 1;
+    default: return 0;
+  }
+}
+
+/* ---- reductions ------------------------------------------------------------------------------------ */
+
+typedef struct red_st {
+  int op;
+  int contiguous;         /* reduced axes form one block: [outer, red, inner] */
+  int64_t outer, red, inner;
+  int rank;
+  int64_t dims[GOPT_MAX_RANK];
+  uint8_t reduced[GOPT_MAX_RANK];
+} red_st;
+
+static float red_init(int op) {
+  switch (op) {
+    case GOPT_OP_REDUCE_MAX: case GOPT_OP_GLOBAL_MAX_POOL: return -INFINITY;
+    case GOPT_OP_REDUCE_MIN: return INFINITY;
+    case GOPT_OP_REDUCE_PROD: return 1.0f;
+    default: return 0.0f;
+  }
+}
+static inline float red_step(int op, float acc, float v) {
+  switch (op) {
+    case GOPT_OP_REDUCE_MAX: case GOPT_OP_GLOBAL_MAX_POOL: return v > acc || isnan(v) ? v : acc;
+    case GOPT_OP_REDUCE_MIN: return v < acc || isnan(v) ? v : acc;
+    case GOPT_OP_REDUCE_PROD: return acc * v;
+    case GOPT_OP_REDUCE_L2: case GOPT_OP_REDUCE_SUM_SQUARE: return acc + v * v;
+    default: return acc + v;
+  }
+}
+static inline float red_final(int op, float acc, int64_t n) {
+  switch (op) {
+    case GOPT_OP_REDUCE_MEAN: case GOPT_OP_GLOBAL_AVG_POOL: return n ? acc / (float)n : NAN;
+    case GOPT_OP_REDUCE_L2: return sqrtf(acc);
+    default: return acc;
+  }
+}
+
+/* reduce_forward: out[o, i] = reduce_r in[o, r, i] (in [outer, red, inner], out [outer, inner]). */
+static void reduce_forward(float *out, const float *in, int op, int64_t outer, int64_t red, int64_t inner) {
+  if (inner == 1) {
+#pragma omp parallel for schedule(static) if (outer * red > 32768)
+    for (int64_t o = 0; o < outer; o++) {
+      const float *p = in + o * red;
+      float acc = red_init(op);
+      if (op == GOPT_OP_REDUCE_MEAN || op == GOPT_OP_REDUCE_SUM || op == GOPT_OP_GLOBAL_AVG_POOL) {
+        double s = 0;
+        for (int64_t r = 0; r < red; r++) s += p[r];
+        acc = (float)s;
+      } else {
+        for (int64_t r = 0; r < red; r++) acc = red_step(op, acc, p[r]);
+      }
+      out[o] = red_final(op, acc, red);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static) if (outer * red * inner > 32768)
+  for (int64_t o = 0; o < outer; o++) {
+    float *q = out + o * inner;
+    for (int64_t i = 0; i < inner; i++) q[i] = red_init(op);
+    for (int64_t r = 0; r < red; r++) {
+      const float *p = in + (o * red + r) * inner;
+      for (int64_t i = 0; i < inner; i++) q[i] = red_step(op, q[i], p[i]);
+    }
+    for (int64_t i = 0; i < inner; i++) q[i] = red_final(op, q[i], red);
+  }
+}
+
+static int reduce_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  red_st *s = k->st;
+  (void)err;
+  const float *in = ex_data(x, k->in[0]);
+  float *out = ex_data(x, k->out[0]);
+  if (s->contiguous) {
+    reduce_forward(out, in, s->op, s->outer, s->red, s->inner);
+    return GOPT_OK;
+  }
+  /* general: scatter every input element onto its output */
+  int64_t on = ex_numel(x, k->out[0]), n = ex_numel(x, k->in[0]), cnt = n / (on ? on : 1);
+  for (int64_t i = 0; i < on; i++) out[i] = red_init(s->op);
+  int64_t ost[GOPT_MAX_RANK], a = 1;
+  for (int i = s->rank - 1; i >= 0; i--) {
+    ost[i] = s->reduced[i] ? 0 : a;
+    if (!s->reduced[i]) a *= s->dims[i];
+  }
+  for (int64_t e = 0; e < n; e++) {
+    int64_t rem = e, o = 0;
+    for (int i = s->rank - 1; i >= 0; i--) {
+      o += (rem % s->dims[i]) * ost[i];
+      rem /= s->dims[i];
+    }
+    out[o] = red_step(s->op, out[o], in[e]);
+  }
+  for (int64_t i = 0; i < on; i++) out[i] = red_final(s->op, out[i], cnt);
+  return GOPT_OK;
+}
+
+static int prep_reduce(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  int32_t in = k->in[0];
+  if (ex_dtype(x, in) != GOPT_DT_FLOAT)
+    return ex_node_error(x, k->node, err, GOPT_EUNSUP, "reductions run on FLOAT only");
+  red_st *s = calloc(1, sizeof *s);
+  if (!s) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = s;
+  k->fini = free;
+  k->run = reduce_run;
+  s->op = g->nodes.a[k->node].op;
+  int r = ex_rank(x, in);
+  s->rank = r;
+  memcpy(s->dims, ex_dims(x, in), (size_t)r * sizeof(int64_t));
+  int64_t axes[GOPT_MAX_RANK];
+  size_t na = 0;
+  if (s->op == GOPT_OP_GLOBAL_AVG_POOL || s->op == GOPT_OP_GLOBAL_MAX_POOL) {
+    for (int i = 2; i < r; i++) axes[na++] = i;
+  } else if (k->n_in >= 2 && k->in[1] >= 0) {
+    if (!ex_is_const(x, k->in[1]) || ex_read_ints(x, k->in[1], axes, GOPT_MAX_RANK, &na))
+      return ex_node_error(x, k->node, err, GOPT_EUNSUP, "axes must be a constant");
+  } else {
+    size_t c = 0;
+    const int64_t *a = gopt_node_get_ints(g, k->node, "axes", &c);
+    for (na = 0; a && na < c && na < GOPT_MAX_RANK; na++) axes[na] = a[na];
+  }
+  if (na == 0 && !gopt_node_get_int(g, k->node, "noop_with_empty_axes", 0))
+    for (int i = 0; i < r; i++) axes[na++] = i;
+  for (size_t i = 0; i < na; i++) {
+    int64_t a = axes[i] < 0 ? axes[i] + r : axes[i];
+    if (a < 0 || a >= r) return ex_node_error(x, k->node, err, GOPT_EINVAL, "axis out of range");
+    s->reduced[a] = 1;
+  }
+  int lo = -1, hi = -1;
+  for (int i = 0; i < r; i++)
+    if (s->reduced[i]) {
+      if (lo < 0) lo = i;
+      hi = i;
+    }
+  s->contiguous = 1;
+  for (int i = lo; lo >= 0 && i <= hi; i++)
+    if (!s->reduced[i]) s->contiguous = 0;
+  s->outer = s->red = s->inner = 1;
+  for (int i = 0; i < r; i++) {
+    if (lo < 0 || i < lo) s->outer *= s->dims[i];
+    else if (i <= hi) s->red *= s->dims[i];
+    else s->inner *= s->dims[i];
+  }
+  if (ex_numel(x, k->out[0]) * s->red != ex_numel(x, in) && s->contiguous)
+    return ex_node_error(x, k->node, err, GOPT_ESHAPE, "output size does not match the reduction");
+  return GOPT_OK;
+}
+
+/* ---- LSTM ------------------------------------------------------------------------------------------- */
+
+typedef struct lstm_st {
+  int64_t T, B, I, H;
+  int dirs, reverse, layout;
+  float *xw;      /* [T*B, 4H] scratch */
+  float *gates;   /* [B, 4H] */
+  float *h, *c;   /* [B, H] */
+} lstm_st;
+
+static void lstm_free(void *p) {
+  lstm_st *s = p;
+  if (!s) return;
+  free(s->xw);
+  free(s->gates);
+  free(s->h);
+  free(s->c);
+  free(s);
+}
+
+static inline float sigmf(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+/* lstm_forward for one direction d: X [T,B,I] (or [B,T,I] with layout 1), W [4H,I], R [4H,H],
+ * Bias [8H] or NULL, P [3H] or NULL, h0/c0 [B,H] or NULL; writes Y (may be NULL), Yh, Yc. */
+static int lstm_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  lstm_st *s = k->st;
+  (void)err;
+  int64_t T = s->T, B = s->B, I = s->I, H = s->H, G = 4 * H;
+  const float *X = ex_data(x, k->in[0]);
+  const float *Wa = ex_data(x, k->in[1]), *Ra = ex_data(x, k->in[2]);
+  const float *Ba = k->n_in > 3 && k->in[3] >= 0 ? ex_data(x, k->in[3]) : NULL;
+  const float *h0 = k->n_in > 5 && k->in[5] >= 0 ? ex_data(x, k->in[5]) : NULL;
+  const float *c0 = k->n_in > 6 && k->in[6] >= 0 ? ex_data(x, k->in[6]) : NULL;
+  const float *Pa = k->n_in > 7 && k->in[7] >= 0 ? ex_data(x, k->in[7]) : NULL;
+  float *Y = k->n_out > 0 && k->out[0] >= 0 ? ex_data(x, k->out[0]) : NULL;
+  float *Yh = k->n_out > 1 && k->out[1] >= 0 ? ex_data(x, k->out[1]) : NULL;
+  float *Yc = k->n_out > 2 && k->out[2] >= 0 ? ex_data(x, k->out[2]) : NULL;
+  for (int d = 0; d < s->dirs; d++) {
+    const float *W = Wa + (size_t)d * G * I, *R = Ra + (size_t)d * G * H;
+    const float *Bw = Ba ? Ba + (size_t)d * 2 * G : NULL, *Br = Ba ? Bw + G : NULL;
+    const float *P = Pa ? Pa + (size_t)d * 3 * H : NULL;
+    int rev = s->reverse || (s->dirs == 2 && d == 1);
+    /* input projection for all steps: xw[t*B+b] = X[t,b] W^T */
+    if (s->layout == 0) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(T * B), (int)G, (int)I, 1.0f, X,
+                  (int)I, W, (int)I, 0.0f, s->xw, (int)G);
+    } else {
+      for (int64_t b = 0; b < B; b++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)G, (int)I, 1.0f,
+                    X + (size_t)b * T * I, (int)I, W, (int)I, 0.0f, s->xw + (size_t)b * G,
+                    (int)(B * G));
+    }
+    for (int64_t i = 0; i < B * H; i++) {
+      s->h[i] = h0 ? h0[(size_t)d * B * H + i] : 0.0f;
+      s->c[i] = c0 ? c0[(size_t)d * B * H + i] : 0.0f;
+    }
+    for (int64_t step = 0; step < T; step++) {
+      int64_t t = rev ? T - 1 - step : step;
+      memcpy(s->gates, s->xw + (size_t)t * B * G, (size_t)(B * G) * sizeof(float));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)G, (int)H, 1.0f, s->h,
+                  (int)H, R, (int)H, 1.0f, s->gates, (int)G);
+      for (int64_t b = 0; b < B; b++) {
+        float *gt = s->gates + b * G;
+        float *hb = s->h + b * H, *cb = s->c + b * H;
+        for (int64_t j = 0; j < H; j++) {
+          float gi = gt[j], go = gt[H + j], gf = gt[2 * H + j], gc = gt[3 * H + j];
+          if (Bw) {
+            gi += Bw[j] + Br[j];
+            go += Bw[H + j] + Br[H + j];
+            gf += Bw[2 * H + j] + Br[2 * H + j];
+            gc += Bw[3 * H + j] + Br[3 * H + j];
+          }
+          float cp = cb[j];
+          if (P) {
+            gi += P[j] * cp;
+            gf += P[2 * H + j] * cp;
+          }
+          float it = sigmf(gi), ft = sigmf(gf), ct = tanhf(gc);
+          float cn = ft * cp + it * ct;
+          if (P) go += P[H + j] * cn;
+          float ot = sigmf(go);
+          cb[j] = cn;
+          hb[j] = ot * tanhf(cn);
+        }
+        if (Y) {
+          float *y = s->layout == 0 ? Y + (((size_t)t * s->dirs + d) * B + b) * H
+                                    : Y + (((size_t)b * T + t) * s->dirs + d) * H;
+          memcpy(y, hb, (size_t)H * sizeof(float));
+        }
+      }
+    }
+    for (int64_t b = 0; b < B; b++) {
+      size_t o = s->layout == 0 ? ((size_t)d * B + b) * H : ((size_t)b * s->dirs + d) * H;
+      if (Yh) memcpy(Yh + o, s->h + b * H, (size_t)H * sizeof(float));
+      if (Yc) memcpy(Yc + o, s->c + b * H, (size_t)H * sizeof(float));
+    }
+  }
+  return GOPT_OK;
+}
+
+static int prep_lstm(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  int32_t n = k->node;
+  if (k->n_in < 3) return ex_node_error(x, n, err, GOPT_EINVAL, "needs X, W, R");
+  for (int i = 0; i < k->n_in; i++)
+    if (k->in[i] >= 0 && i != 4 && ex_dtype(x, k->in[i]) != GOPT_DT_FLOAT)
+      return ex_node_error(x, n, err, GOPT_EUNSUP, "LSTM runs on FLOAT only");
+  if (gopt_node_attr(g, n, "clip") || gopt_node_get_int(g, n, "input_forget", 0))
+    return ex_node_error(x, n, err, GOPT_EUNSUP, "clip and input_forget are not supported");
+  size_t na = 0;
+  const gopt_attr *acts = gopt_node_attr(g, n, "activations");
+  if (acts && acts->kind == GOPT_ATTR_STRINGS) {
+    na = acts->n;
+    static const char *want[] = {"Sigmoid", "Tanh", "Tanh"};
+    for (size_t i = 0; i < na; i++)
+      if (strcmp(gopt_graph_str(g, g->strids.a[acts->v.off + i]), want[i % 3]))
+        return ex_node_error(x, n, err, GOPT_EUNSUP, "only the default activations are supported");
+  }
+  lstm_st *s = calloc(1, sizeof *s);
+  if (!s) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = s;
+  k->fini = lstm_free;
+  k->run = lstm_run;
+  s->layout = (int)gopt_node_get_int(g, n, "layout", 0);
+  const int64_t *xd = ex_dims(x, k->in[0]);
+  if (ex_rank(x, k->in[0]) != 3) return ex_node_error(x, n, err, GOPT_ESHAPE, "X must be 3-D");
+  s->T = s->layout ? xd[1] : xd[0];
+  s->B = s->layout ? xd[0] : xd[1];
+  s->I = xd[2];
+  s->H = gopt_node_get_int(g, n, "hidden_size", ex_dims(x, k->in[2])[2]);
+  const char *dir = gopt_node_get_string(g, n, "direction", "forward");
+  s->dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
+  s->reverse = !strcmp(dir, "reverse");
+  const int64_t *wd = ex_dims(x, k->in[1]);
+  if (ex_rank(x, k->in[1]) != 3 || wd[0] != s->dirs || wd[1] != 4 * s->H || wd[2] != s->I)
+    return ex_node_error(x, n, err, GOPT_ESHAPE, "W shape does not match");
+  if (k->n_in > 4 && k->in[4] >= 0) {
+    int64_t v[1024];
+    size_t c = 0;
+    if (!ex_is_const(x, k->in[4]) || ex_read_ints(x, k->in[4], v, 1024, &c))
+      return ex_node_error(x, n, err, GOPT_EUNSUP, "sequence_lens must be constant");
+    for (size_t i = 0; i < c; i++)
+      if (v[i] != s->T) return ex_node_error(x, n, err, GOPT_EUNSUP, "ragged sequence_lens");
+  }
+  size_t G = (size_t)(4 * s->H);
+  s->xw = malloc((size_t)(s->T * s->B) * G * sizeof(float) + 64);
+  s->gates = malloc((size_t)s->B * G * sizeof(float) + 64);
+  s->h = malloc((size_t)(s->B * s->H) * sizeof(float) + 64);
+  s->c = malloc((size_t)(s->B * s->H) * sizeof(float) + 64);
+  if (!s->xw || !s->gates || !s->h || !s->c) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  return GOPT_OK;
+}
+
+int ex_prepare_misc(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  int op = x->g->nodes.a[k->node].op;
+  openblas_set_num_threads(x->threads); /* OpenBLAS has its own thread pool */
+  if (op == GOPT_OP_LSTM) return prep_lstm(x, k, err);
+  return prep_reduce(x, k, err);
+}

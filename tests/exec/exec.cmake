@@ -1,0 +1,76 @@
+# Executor tests (label exec): every op case in tests/exec/data/ops runs with `gopt run --check`
+# against numpy/PyTorch references; every corpus model is exported with weights by
+# tools/make_testdata.py into the build folder (fixture exec_corpus_data, needs Debian torch) and
+# must match PyTorch's outputs (rtol 1e-3, atol 1e-4); bad inputs give one clear error line;
+# tests/exec/check_exec_cli.sh covers outputs, NaN reports, orders, fusion and the cost database.
+set(EXEC_OPS ${CMAKE_SOURCE_DIR}/tests/exec/data/ops)
+set(EXEC_DATA ${CMAKE_BINARY_DIR}/exec-testdata)
+
+file(GLOB exec_op_cases LIST_DIRECTORIES true ${EXEC_OPS}/*)
+foreach(dir ${exec_op_cases})
+  if(IS_DIRECTORY ${dir}/test_data_set_0)
+    get_filename_component(case ${dir} NAME)
+    add_test(NAME exec_op_${case} COMMAND ${GOPT_BIN} run ${dir}/model.onnx --check ${dir} --threads 2
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(exec_op_${case} PROPERTIES LABELS exec TIMEOUT 60)
+  endif()
+endforeach()
+add_test(NAME exec_op_shape_chain_nofold
+         COMMAND ${GOPT_BIN} run ${EXEC_OPS}/shape_chain/model.onnx --check ${EXEC_OPS}/shape_chain --no-fold
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_op_shape_chain_nofold PROPERTIES LABELS exec TIMEOUT 60)
+add_test(NAME exec_op_chain_fused
+         COMMAND ${GOPT_BIN} run ${EXEC_OPS}/chain/model.onnx --check ${EXEC_OPS}/chain --fusion ${EXEC_OPS}/chain/fusion.json
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_op_chain_fused PROPERTIES LABELS exec TIMEOUT 60)
+
+# bad input: one error line naming what is wrong, non-zero exit, no crash
+set(EXPECT_ERROR_SH ${CMAKE_SOURCE_DIR}/tests/cli/expect_error.sh)
+function(exec_error name regex)
+  add_test(NAME exec_err_${name} COMMAND ${EXPECT_ERROR_SH} "${regex}" ${GOPT_BIN} run ${ARGN}
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(exec_err_${name} PROPERTIES LABELS exec TIMEOUT 60)
+endfunction()
+exec_error(unsupported_op "node 'acosh_0' \\(Acosh\\): op type not supported by the executor"
+           ${EXEC_OPS}/_errors/unsupported.onnx)
+exec_error(missing_input "--inputs: '.*nope.pb' is not a file or folder" ${EXEC_OPS}/Relu/model.onnx
+           --inputs ${EXEC_OPS}/nope.pb)
+exec_error(wrong_shape "input 'x': expected FLOAT\\[2,3,4,5\\], got FLOAT\\[4,5\\]" ${EXEC_OPS}/Relu/model.onnx
+           --inputs ${EXEC_OPS}/Where/test_data_set_0/input_1.pb)
+exec_error(wrong_dtype "input 'x': expected FLOAT\\[2,3,4,5\\], got BOOL\\[4,5\\]" ${EXEC_OPS}/Relu/model.onnx
+           --inputs ${EXEC_OPS}/Where/test_data_set_0/input_0.pb)
+exec_error(input_count "the model has 1 inputs, 2 tensor files were given" ${EXEC_OPS}/Relu/model.onnx
+           --inputs ${EXEC_OPS}/Add/test_data_set_0)
+exec_error(not_a_tensor "model.onnx: (not an ONNX TensorProto|data type|raw_data|no data)" ${EXEC_OPS}/Relu/model.onnx
+           --inputs ${EXEC_OPS}/Relu/model.onnx)
+exec_error(bad_order "order: node 'a2' runs before 'a1', which produces its input 'a1'"
+           ${EXEC_OPS}/branches/model.onnx --order ${EXEC_OPS}/branches/order_bad.json)
+exec_error(fusion_nonelem "node 'mm' \\(MatMul\\): fusion group 0: only float elementwise"
+           ${EXEC_OPS}/chain/model.onnx --fusion ${EXEC_OPS}/chain/fusion_bad.json)
+exec_error(check_not_dir "--check .*: not a folder" ${EXEC_OPS}/Relu/model.onnx --check ${EXEC_OPS}/nope)
+exec_error(input_rank "input .src.: expected INT64\\[batch,12\\], got FLOAT\\[2,3,4\\]" corpus/lstm_seq2seq.onnx
+           --inputs ${EXEC_OPS}/Shape/test_data_set_0/input_0.pb,${EXEC_OPS}/Shape/test_data_set_0/input_0.pb)
+
+add_test(NAME exec_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/exec/check_exec_cli.sh ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_cli PROPERTIES LABELS exec TIMEOUT 120)
+
+# corpus models with weights vs PyTorch
+add_test(NAME exec_corpus_data
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tools/make_testdata.py corpus --out ${EXEC_DATA}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_corpus_data PROPERTIES LABELS exec TIMEOUT 900 FIXTURES_SETUP exec_corpus)
+foreach(m resnet18 mobilenet_v2 squeezenet1_1 densenet121 efficientnet_b0 inception_v3
+          shufflenet_v2_x1_0 vgg11 lraspp_mobilenet_v3_large lstm_seq2seq bert_tiny gpt2_tiny wavenet)
+  add_test(NAME exec_corpus_${m} COMMAND ${GOPT_BIN} run ${EXEC_DATA}/${m}/model.onnx --check ${EXEC_DATA}/${m}
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(exec_corpus_${m} PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
+endforeach()
+# shape subgraphs executed as integer ops instead of folded, and automatic fusion, on the
+# models with the most shape computation and elementwise chains
+foreach(m gpt2_tiny bert_tiny wavenet shufflenet_v2_x1_0)
+  add_test(NAME exec_corpus_${m}_nofold_fused
+           COMMAND ${GOPT_BIN} run ${EXEC_DATA}/${m}/model.onnx --check ${EXEC_DATA}/${m} --no-fold --fusion auto
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(exec_corpus_${m}_nofold_fused PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
+endforeach()
