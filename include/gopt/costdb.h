@@ -5,8 +5,10 @@
  * A signature covers the op type, its attributes, and every input's and output's dtype and shape,
  * so ops with equal signatures cost the same on one host. The file is JSON:
  *   {"format":"gopt-costdb","version":1,"host":"...","threads":N,
- *    "entries":[{"sig":"16 hex digits","op":"Conv","desc":"...","seconds":1.2e-4,"reps":32},...]}
- * and is written atomically. */
+ *    "entries":[{"sig":"16 hex digits","op":"Conv","desc":"...","seconds":1.2e-4,"reps":32},...],
+ *    "steps":[{"model":"corpus/resnet18.onnx","seconds":0.0123},...]}
+ * and is written atomically. "steps" holds measured end-to-end times of whole models (the
+ * fidelity report compares them with simulated steps). */
 #ifndef GOPT_COSTDB_H
 #define GOPT_COSTDB_H
 
@@ -46,6 +48,10 @@ size_t gopt_costdb_size(const gopt_costdb *db);
 const gopt_cost_entry *gopt_costdb_at(const gopt_costdb *db, size_t i);
 const char *gopt_costdb_host(const gopt_costdb *db);
 int gopt_costdb_threads(const gopt_costdb *db);
+/* Records the measured end-to-end seconds of a model (replacing an earlier record). */
+int gopt_costdb_put_step(gopt_costdb *db, const char *model, double seconds);
+/* Measured end-to-end seconds of model, or -1 when none is recorded. */
+double gopt_costdb_step(const gopt_costdb *db, const char *model);
 /* This machine's identification: CPU model name and core count. */
 void gopt_costdb_this_host(char *buf, size_t len);
 

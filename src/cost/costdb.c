@@ -16,6 +16,9 @@ struct gopt_costdb {
   size_t n, cap;
   int32_t *slots; /* open addressing: entry index + 1, 0 = empty */
   size_t nslots;
+  char **step_model; /* measured end-to-end times of whole models */
+  double *step_s;
+  size_t nsteps;
 };
 
 uint64_t gopt_op_signature(const gopt_graph *g, int32_t n) {
@@ -76,6 +79,9 @@ void gopt_costdb_free(gopt_costdb *db) {
     free((char *)db->e[i].op);
     free((char *)db->e[i].desc);
   }
+  for (size_t i = 0; i < db->nsteps; i++) free(db->step_model[i]);
+  free(db->step_model);
+  free(db->step_s);
   free(db->e);
   free(db->slots);
   free(db->host);
@@ -147,6 +153,36 @@ oom:
   return GOPT_ENOMEM;
 }
 
+int gopt_costdb_put_step(gopt_costdb *db, const char *model, double seconds) {
+  for (size_t i = 0; i < db->nsteps; i++)
+    if (!strcmp(db->step_model[i], model)) {
+      db->step_s[i] = seconds;
+      return GOPT_OK;
+    }
+  char *m = strdup(model);
+  char **nm = m ? realloc(db->step_model, (db->nsteps + 1) * sizeof *nm) : NULL;
+  if (!nm) {
+    free(m);
+    return GOPT_ENOMEM;
+  }
+  db->step_model = nm;
+  double *ns = realloc(db->step_s, (db->nsteps + 1) * sizeof *ns);
+  if (!ns) {
+    free(m);
+    return GOPT_ENOMEM;
+  }
+  db->step_s = ns;
+  db->step_model[db->nsteps] = m;
+  db->step_s[db->nsteps++] = seconds;
+  return GOPT_OK;
+}
+
+double gopt_costdb_step(const gopt_costdb *db, const char *model) {
+  for (size_t i = 0; i < db->nsteps; i++)
+    if (!strcmp(db->step_model[i], model)) return db->step_s[i];
+  return -1;
+}
+
 size_t gopt_costdb_size(const gopt_costdb *db) { return db->n; }
 const gopt_cost_entry *gopt_costdb_at(const gopt_costdb *db, size_t i) {
   return i < db->n ? &db->e[i] : NULL;
@@ -216,6 +252,24 @@ int gopt_costdb_load(const char *path, gopt_costdb **out, gopt_error *err) {
       goto done;
     }
   }
+  json_t *steps = json_object_get(root, "steps");
+  if (steps && !json_is_array(steps)) {
+    rc = gopt_error_set(err, GOPT_EPARSE, "%s: \"steps\" must be an array", path);
+    goto done;
+  }
+  json_array_foreach(steps, i, it) {
+    const char *model = json_string_value(json_object_get(it, "model"));
+    json_t *sec = json_object_get(it, "seconds");
+    if (!model || !json_is_number(sec) || json_number_value(sec) < 0) {
+      rc = gopt_error_set(err, GOPT_EPARSE, "%s: steps entry %zu: needs a model and seconds >= 0",
+                          path, i);
+      goto done;
+    }
+    if (gopt_costdb_put_step(db, model, json_number_value(sec))) {
+      rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+      goto done;
+    }
+  }
   *out = db;
   db = NULL;
 done:
@@ -242,6 +296,16 @@ int gopt_costdb_save(const gopt_costdb *db, const char *path, gopt_error *err) {
     json_array_append_new(arr, e);
   }
   json_object_set_new(root, "entries", arr);
+  if (db->nsteps) {
+    json_t *steps = json_array();
+    for (size_t i = 0; i < db->nsteps; i++) {
+      json_t *e = json_object();
+      json_object_set_new(e, "model", json_string(db->step_model[i]));
+      json_object_set_new(e, "seconds", json_real(db->step_s[i]));
+      json_array_append_new(steps, e);
+    }
+    json_object_set_new(root, "steps", steps);
+  }
   char *text = json_dumps(root, JSON_INDENT(1));
   json_decref(root);
   if (!text) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);

@@ -121,7 +121,7 @@ static pval pv_bin(ictx *c, int op, const pval *a, const pval *b, int fl, int fm
   }
   if (a->s == PV_UNK || b->s == PV_UNK) return pv_unk();
   /* at least one symbol */
-  int64_t da, db;
+  int64_t da = 0, db = 0;
   int ia = as_dim(a, fl, &da), ib = as_dim(b, fl, &db);
   if (cmp_op(op)) {
     if (a->s >= 0 && b->s == a->s)

@@ -40,6 +40,10 @@ int main(void) {
   }
   gopt_cost_entry e = {7 * 0x9e3779b97f4a7c15ULL, "Relu", "y", 0.5, 8};
   gopt_costdb_put(db, &e); /* replace */
+  CHECK_EQ_INT(gopt_costdb_put_step(db, "corpus/resnet18.onnx", 0.25), 0);
+  CHECK_EQ_INT(gopt_costdb_put_step(db, "bert", 0.5), 0);
+  CHECK_EQ_INT(gopt_costdb_put_step(db, "corpus/resnet18.onnx", 0.125), 0); /* replace */
+  CHECK(gopt_costdb_step(db, "nope") == -1);
   CHECK_EQ_INT(gopt_costdb_size(db), 1000);
   char path[] = "/tmp/gopt_costdb_XXXXXX";
   int fd = mkstemp(path);
@@ -55,6 +59,7 @@ int main(void) {
   CHECK(db2 && gopt_costdb_get(db2, 999 * 0x9e3779b97f4a7c15ULL, &got) && got.seconds == 1e-6 * 999);
   CHECK(db2 && !gopt_costdb_get(db2, 12345, &got));
   CHECK(db2 && !strcmp(gopt_costdb_host(db2), host));
+  CHECK(db2 && gopt_costdb_step(db2, "corpus/resnet18.onnx") == 0.125 && gopt_costdb_step(db2, "bert") == 0.5);
   /* malformed files */
   FILE *f = fopen(path, "w");
   fputs("{\"format\":\"gopt-costdb\",\"version\":1,\"entries\":[{\"sig\":\"zz\",\"seconds\":1}]}", f);

@@ -1,0 +1,283 @@
+/* search.c: the search front end (search.h): the method table, applicability, the run driver
+ * (argument checks, the thread pool of evaluation workspaces, the start point evaluated first as
+ * the initial best), the stop flag, and the helpers every method uses (budgets, best tracking,
+ * deterministic batch evaluation, progress line). */
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gopt/util.h"
+#include "search/search_internal.h"
+
+static volatile sig_atomic_t g_stop = 0;
+
+void gopt_search_request_stop(void) { g_stop = 1; }
+void gopt_search_clear_stop(void) { g_stop = 0; }
+int search_stop_requested(void) { return g_stop != 0; }
+
+typedef struct method_entry {
+  const char *name;
+  int (*run)(search_ctx *c);
+  int exact;
+  int parallel; /* evaluates batches: one workspace per thread (else one workspace) */
+} method_entry;
+
+static const method_entry k_methods[] = {
+    {"random", search_random, 0, 1}, {"local", search_local, 0, 0}, {"anneal", search_anneal, 0, 0},
+    {"gibbs", search_gibbs, 0, 1},   {"brkga", search_brkga, 0, 1}, {"ilp", search_ilp, 1, 0},
+    {"dp", search_dp, 1, 0},
+};
+#define N_METHODS (sizeof k_methods / sizeof k_methods[0])
+
+size_t gopt_search_method_count(void) { return N_METHODS; }
+const char *gopt_search_method_name(size_t i) { return i < N_METHODS ? k_methods[i].name : NULL; }
+
+static const method_entry *find_method(const char *name) {
+  if (!name) return NULL;
+  for (size_t i = 0; i < N_METHODS; i++)
+    if (strcmp(k_methods[i].name, name) == 0) return &k_methods[i];
+  return NULL;
+}
+
+int gopt_search_applicable(const char *method, const gopt_env *e, const char **why) {
+  const char *dummy;
+  if (!why) why = &dummy;
+  *why = NULL;
+  const method_entry *m = find_method(method);
+  if (!m) {
+    *why = "unknown search method (random, local, anneal, gibbs, brkga, ilp, dp)";
+    return 0;
+  }
+  if (!e) {
+    *why = "no environment";
+    return 0;
+  }
+  if (gopt_env_nvars(e) == 0) {
+    *why = "the task has no decision variables on this graph";
+    return 0;
+  }
+  if (strcmp(m->name, "ilp") == 0) return search_ilp_applicable(e, why);
+  if (strcmp(m->name, "dp") == 0) return search_dp_applicable(e, why);
+  return 1;
+}
+
+long search_env_knob(const char *name, long dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  char *end;
+  long v = strtol(s, &end, 10);
+  return (*end == 0 && v > 0) ? v : dflt;
+}
+
+/* ---- context helpers ------------------------------------------------------------------------ */
+double search_elapsed(const search_ctx *c) { return gopt_now() - c->t0; }
+
+uint64_t search_evals_left(const search_ctx *c) {
+  if (c->o->budget_evals == 0) return UINT64_MAX;
+  return c->evals >= c->o->budget_evals ? 0 : c->o->budget_evals - c->evals;
+}
+
+int search_done(search_ctx *c) {
+  if (g_stop) {
+    c->interrupted = 1;
+    return 1;
+  }
+  if (search_evals_left(c) == 0) return 1;
+  if (c->o->budget_seconds > 0 && search_elapsed(c) >= c->o->budget_seconds) return 1;
+  return 0;
+}
+
+double search_rel(const search_ctx *c, double a, double b) {
+  double s = fabs(c->start_obj);
+  return (b - a) / (s > 0 ? s : 1.0);
+}
+
+void search_progress(search_ctx *c, int force) {
+  if (!c->o->progress) return;
+  double now = gopt_now();
+  if (!force && now - c->last_progress < 0.2) return;
+  c->last_progress = now;
+  fprintf(stderr, "\r%s: %llu evals  best %.6g  %.1f s%s", c->method,
+          (unsigned long long)c->evals, c->best.objective, now - c->t0, force ? "\n" : "   ");
+  fflush(stderr);
+}
+
+void search_offer(search_ctx *c, const double *x, const gopt_env_result *r) {
+  if (c->o->on_sample) c->o->on_sample(x, r, c->o->user);
+  if (r->objective < c->best.objective) {
+    c->best = *r;
+    memcpy(c->best_x, x, c->nv * sizeof *x);
+    if (c->o->on_improve) c->o->on_improve(c->evals, search_elapsed(c), r->objective, c->o->user);
+  }
+  search_progress(c, 0);
+}
+
+int search_eval(search_ctx *c, gopt_env_ws *w, const double *x, gopt_env_result *r) {
+  int rc = gopt_env_evaluate(w, x, r, NULL, c->err);
+  if (rc) return rc;
+  c->evals++;
+  search_offer(c, x, r);
+  return 0;
+}
+
+int search_eval_delta(search_ctx *c, gopt_env_ws *w, const double *x, const size_t *idx, size_t k,
+                      gopt_env_result *r) {
+  int rc = gopt_env_evaluate_delta(w, x, idx, k, r, c->err);
+  if (rc) return rc;
+  c->evals++;
+  search_offer(c, x, r);
+  return 0;
+}
+
+int search_eval_batch_raw(search_ctx *c, const double *xs, size_t n, gopt_env_result *out) {
+  if (n == 0) return 0;
+  int *rcs = calloc(n, sizeof *rcs);
+  if (!rcs) return gopt_error_set(c->err, GOPT_ENOMEM, "search: out of memory");
+  const size_t nv = c->nv;
+  int T = c->threads < (int)n ? c->threads : (int)n;
+  if (T <= 1) {
+    for (size_t i = 0; i < n; i++) rcs[i] = gopt_env_evaluate(c->ws[0], xs + i * nv, &out[i], NULL, NULL);
+  } else {
+    gopt_env_ws **ws = c->ws;
+#pragma omp parallel for num_threads(T) schedule(dynamic, 1)
+    for (size_t i = 0; i < n; i++)
+      rcs[i] = gopt_env_evaluate(ws[omp_get_thread_num()], xs + i * nv, &out[i], NULL, NULL);
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++)
+    if (rcs[i]) /* repeat the first failure sequentially for its message */
+      rc = gopt_env_evaluate(c->ws[0], xs + i * nv, &out[i], NULL, c->err);
+  free(rcs);
+  if (rc) return rc;
+  c->evals += n;
+  return 0;
+}
+
+int search_eval_batch(search_ctx *c, const double *xs, size_t n, gopt_env_result *out) {
+  int rc = search_eval_batch_raw(c, xs, n, out);
+  if (rc) return rc;
+  for (size_t i = 0; i < n; i++) search_offer(c, xs + i * c->nv, &out[i]);
+  return 0;
+}
+
+size_t search_movable_vars(const search_ctx *c, size_t *idx) {
+  size_t k = 0;
+  for (size_t i = 0; i < c->nv; i++)
+    if (c->vars[i].kind == GOPT_VAR_PRIORITY || c->vars[i].card > 1) idx[k++] = i;
+  return k;
+}
+
+double search_random_value(search_rng *r, const gopt_env_var *v) {
+  if (v->kind == GOPT_VAR_PRIORITY || v->card <= 0) return search_rng_uniform(r);
+  return (double)search_rng_below(r, (uint32_t)v->card);
+}
+
+/* ---- driver --------------------------------------------------------------------------------- */
+/* Checks that x is a valid decision vector (integers in range for discrete kinds, [0,1] for
+ * priorities). */
+static int check_x(const gopt_env_var *vars, size_t nv, const double *x, gopt_error *err) {
+  for (size_t i = 0; i < nv; i++) {
+    double v = x[i];
+    if (!isfinite(v))
+      return gopt_error_set(err, GOPT_EINVAL, "search: start point: variable %zu is not finite", i);
+    if (vars[i].kind == GOPT_VAR_PRIORITY) {
+      if (v < 0 || v > 1)
+        return gopt_error_set(err, GOPT_EINVAL,
+                              "search: start point: priority variable %zu = %g is outside [0, 1]", i, v);
+    } else if (v != floor(v) || v < 0 || v >= vars[i].card) {
+      return gopt_error_set(err, GOPT_EINVAL,
+                            "search: start point: variable %zu = %g is not an integer in [0, %d)", i,
+                            v, (int)vars[i].card);
+    }
+  }
+  return 0;
+}
+
+int gopt_search_run(const char *method, gopt_env *e, const gopt_search_opts *o, double *x_best,
+                    gopt_search_result *res, gopt_error *err) {
+  int rc = 0;
+  search_ctx c;
+  memset(&c, 0, sizeof c);
+  gopt_search_opts dflt;
+  memset(&dflt, 0, sizeof dflt);
+  if (!o) o = &dflt;
+  if (res) memset(res, 0, sizeof *res);
+  const method_entry *m = find_method(method);
+  if (!m)
+    return gopt_error_set(err, GOPT_EINVAL,
+                          "search: unknown method '%s' (random, local, anneal, gibbs, brkga, ilp, dp)",
+                          method ? method : "(null)");
+  if (!e || !x_best || !res) return gopt_error_set(err, GOPT_EINVAL, "search: missing argument");
+  const char *why = NULL;
+  if (!gopt_search_applicable(method, e, &why))
+    return gopt_error_set(err, GOPT_EINVAL, "search: method '%s' does not apply: %s", method, why);
+  if (!m->exact && o->budget_evals == 0 && !(o->budget_seconds > 0))
+    return gopt_error_set(err, GOPT_EINVAL,
+                          "search: method '%s' needs a budget (evaluations or seconds)", method);
+  if (o->budget_seconds < 0 || isnan(o->budget_seconds))
+    return gopt_error_set(err, GOPT_EINVAL, "search: negative time budget");
+  if (o->elite_frac < 0 || o->elite_frac >= 1 || o->mutant_frac < 0 || o->mutant_frac >= 1 ||
+      o->elite_frac + o->mutant_frac >= 1 || o->elite_bias < 0 || o->elite_bias > 1 ||
+      o->population < 0 || o->temperature < 0)
+    return gopt_error_set(err, GOPT_EINVAL,
+                          "search: bad method parameter (elite/mutant fractions in [0,1) summing below 1, "
+                          "bias in [0,1], population and temperature >= 0)");
+
+  c.e = e;
+  c.o = o;
+  c.method = m->name;
+  c.nv = gopt_env_nvars(e);
+  c.vars = gopt_env_vars(e);
+  c.err = err;
+  c.threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+  if (c.threads < 1 || !m->parallel) c.threads = 1;
+  c.t0 = gopt_now();
+  c.last_progress = c.t0;
+  c.ws = calloc((size_t)c.threads, sizeof *c.ws);
+  c.best_x = malloc(c.nv * sizeof *c.best_x);
+  double *x = malloc(c.nv * sizeof *x);
+  if (!c.ws || !c.best_x || !x) goto oom;
+  for (int t = 0; t < c.threads; t++)
+    if (!(c.ws[t] = gopt_env_ws_new(e))) goto oom;
+
+  /* the start point is always evaluated first and is the initial best */
+  if (o->x0) {
+    if ((rc = check_x(c.vars, c.nv, o->x0, err))) goto done;
+    memcpy(x, o->x0, c.nv * sizeof *x);
+  } else {
+    gopt_env_default(e, x);
+  }
+  memcpy(c.best_x, x, c.nv * sizeof *x);
+  c.best.objective = INFINITY;
+  gopt_env_result r0;
+  if ((rc = gopt_env_evaluate(c.ws[0], x, &r0, NULL, err))) goto done;
+  c.evals = 1;
+  c.best = r0;
+  c.start_obj = r0.objective;
+  if (o->on_sample) o->on_sample(x, &r0, o->user);
+  if (o->on_improve) o->on_improve(1, search_elapsed(&c), r0.objective, o->user);
+
+  if (!search_done(&c)) rc = m->run(&c);
+  else if (m->exact) rc = m->run(&c); /* exact methods decide themselves what they can do */
+  if (rc) goto done;
+  memcpy(x_best, c.best_x, c.nv * sizeof *x_best);
+  res->best = c.best;
+  res->evals = c.evals;
+  res->seconds = search_elapsed(&c);
+  res->interrupted = c.interrupted;
+  res->optimal = c.optimal && !res->interrupted;
+  search_progress(&c, 1);
+  goto done;
+oom:
+  rc = gopt_error_set(err, GOPT_ENOMEM, "search: out of memory");
+done:
+  if (c.ws)
+    for (int t = 0; t < c.threads; t++) gopt_env_ws_free(c.ws[t]);
+  free(c.ws);
+  free(c.best_x);
+  free(x);
+  return rc;
+}
