@@ -14,7 +14,8 @@ int cli_convert(int argc, char **argv);
 
 /* Options common to commands that load a model. */
 typedef struct cli_model_opts {
-  long batch;      /* > 0: bind the symbolic batch dim */
+  long batch;      /* > 0: bind the symbolic batch dim (an error when the model has none) */
+  long default_batch; /* > 0 and batch unset: bind the symbolic batch dim when there is one */
   int training;    /* build the training step */
   int no_fold;     /* keep shape subgraphs as ops */
 } cli_model_opts;

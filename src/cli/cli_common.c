@@ -56,6 +56,9 @@ gopt_graph *cli_load_model(const char *model, const cli_model_opts *o) {
       goto fail;
     }
     gopt_graph_bind_symbol(g, sym, o->batch);
+  } else if (o && o->default_batch > 0) {
+    const char *sym = gopt_graph_batch_symbol(g);
+    if (sym) gopt_graph_bind_symbol(g, sym, o->default_batch);
   }
   gopt_infer_opts io = {.fold_constants = !(o && o->no_fold), .keep_source_shapes = 1};
   rc = gopt_infer_shapes(g, &io, &err);

@@ -74,7 +74,8 @@ int cli_calibrate(int argc, char **argv) {
     }
   }
   for (int m = 0; m < nm; m++) {
-    cli_model_opts mo = {0};
+    /* A symbolic batch is bound to 1, as gopt run does when profiling, so signatures match. */
+    cli_model_opts mo = {.default_batch = 1};
     gopt_graph *g = cli_load_model(models[m], &mo);
     if (!g) goto done;
     for (size_t n = 0; n < g->nodes.n; n++) {

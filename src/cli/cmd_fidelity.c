@@ -85,7 +85,8 @@ int cli_fidelity(int argc, char **argv) {
     printf("%-28s %7s %8s %8s %9s %12s %12s %9s %12s\n", "model", "nodes", "matched", "tau",
            "MdAPE %", "pred step ms", "meas step ms", "step err%", "e2e meas ms");
   for (int m = 0; m < nm; m++) {
-    cli_model_opts mo = {0};
+    /* A symbolic batch is bound to 1, as gopt run does when profiling, so signatures match. */
+    cli_model_opts mo = {.default_batch = 1};
     gopt_graph *g = cli_load_model(models[m], &mo);
     if (!g) goto done;
     gopt_sim *s = NULL;
