@@ -1,13 +1,18 @@
 /* bench_sim.c: simulator throughput on zoo graphs: full evaluations per second (apply a whole
- * random placement + simulate) and incremental ones (move one node + simulate), on one thread and
- * on all threads (one state per thread), next to the time of one sequential pass over the
- * simulator's own input arrays measured in the same run (the memory-bandwidth reference).
- * Usage: bench_sim SPEC [CLUSTER [REPS]]; prints one JSON object. Medians over REPS. */
+ * random placement + simulate), the same one-node change simulated from time 0 (incremental
+ * off), and incremental ones (move one random node to another device, or change one random
+ * node's priority, then simulate: replayed from a checkpoint), on one thread and on all threads (one state per
+ * thread), next to the time of one sequential pass over the simulator's own input arrays
+ * measured in the same run (the memory-bandwidth reference). One-thread rates and the pass are
+ * timed in thread CPU time (robust to the machine being shared: time-slicing does not count),
+ * all-thread rates in wall time. Usage: bench_sim SPEC [CLUSTER [REPS]]; prints one JSON object.
+ * Medians over REPS. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gopt/ops.h"
 #include "gopt/sim.h"
@@ -22,11 +27,24 @@ static double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, dcmp);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+/* Seconds of CPU time this thread has used. */
+static double cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 static uint64_t xs(uint64_t *s) {
   *s ^= *s << 13;
   *s ^= *s >> 7;
   *s ^= *s << 17;
   return *s;
+}
+/* Moves one random node to a random other device (a real change: never its current one). */
+static void move_one(gopt_sim_state *st, const int32_t *live, size_t nlive, int D, uint64_t *seed) {
+  int32_t n = live[xs(seed) % nlive];
+  int cur = gopt_sim_state_device(st, n), dv = (int)(xs(seed) % (uint64_t)(D > 1 ? D - 1 : 1));
+  if (D > 1 && dv >= cur) dv++;
+  gopt_sim_state_set_device(st, n, D > 1 ? dv : 0);
 }
 
 #define MAXREP 64
@@ -78,41 +96,70 @@ int main(int argc, char **argv) {
   }
   gopt_sim_state *st = gopt_sim_state_new(s);
   gopt_sim_result r;
-  double full[MAXREP], inc[MAXREP], pass[MAXREP], fullT[MAXREP], incT[MAXREP];
+  double full[MAXREP], resim[MAXREP], inc[MAXREP], incp[MAXREP], pass[MAXREP], fullT[MAXREP],
+      incT[MAXREP], repl[MAXREP];
   double chk = 0, step = 0;
   size_t transfers = 0;
   /* calibrate the number of evaluations per repetition to ~0.3 s */
   gopt_sim_state_apply(st, &ds[0], &err);
-  t0 = gopt_now();
+  gopt_sim_evaluate(st, &r, &err); /* warm: first touch of the state's pages */
+  gopt_sim_state_apply(st, &ds[1], &err);
+  t0 = cpu_now();
   gopt_sim_evaluate(st, &r, &err);
-  double one = gopt_now() - t0;
+  double one = cpu_now() - t0;
   int K = (int)(0.3 / (one > 1e-7 ? one : 1e-7));
   if (K < 3) K = 3;
   if (K > 100000) K = 100000;
   for (int rep = 0; rep < reps; rep++) {
     /* pass over the input arrays */
     int PK = 20;
-    t0 = gopt_now();
+    t0 = cpu_now();
     for (int k = 0; k < PK; k++) chk += gopt_sim_input_pass(s);
-    pass[rep] = (gopt_now() - t0) / PK;
+    pass[rep] = (cpu_now() - t0) / PK;
     /* full: apply a whole placement + evaluate */
-    t0 = gopt_now();
+    t0 = cpu_now();
     for (int k = 0; k < K; k++) {
       gopt_sim_state_apply(st, &ds[k % P], &err);
       gopt_sim_evaluate(st, &r, &err);
       step += r.step_time;
       transfers = r.n_transfers;
     }
-    full[rep] = K / (gopt_now() - t0);
-    /* incremental: move one node, evaluate */
+    full[rep] = K / (cpu_now() - t0);
+    /* one-node moves simulated from time 0 (incremental off) */
     gopt_sim_state_apply(st, &ds[0], &err);
-    t0 = gopt_now();
+    gopt_sim_state_set_incremental(st, 0);
+    t0 = cpu_now();
     for (int k = 0; k < K; k++) {
-      gopt_sim_state_set_device(st, live[xs(&seed) % nlive], (int)(xs(&seed) % (uint64_t)D));
+      move_one(st, live, nlive, D, &seed);
       gopt_sim_evaluate(st, &r, &err);
       step += r.step_time;
     }
-    inc[rep] = K / (gopt_now() - t0);
+    resim[rep] = K / (cpu_now() - t0);
+    gopt_sim_state_set_incremental(st, 1);
+    /* incremental: move one node, evaluate */
+    gopt_sim_state_apply(st, &ds[0], &err);
+    gopt_sim_evaluate(st, &r, &err);
+    gopt_sim_inc_stats is0, is1;
+    gopt_sim_state_inc_stats(st, &is0);
+    t0 = cpu_now();
+    for (int k = 0; k < K; k++) {
+      move_one(st, live, nlive, D, &seed);
+      gopt_sim_evaluate(st, &r, &err);
+      step += r.step_time;
+    }
+    inc[rep] = K / (cpu_now() - t0);
+    gopt_sim_state_inc_stats(st, &is1);
+    /* share of the event-loop iterations the replays ran */
+    repl[rep] = (double)(is1.iters_replayed - is0.iters_replayed + is1.iters_full - is0.iters_full) /
+                ((double)K * (is1.last_iters > 0 ? is1.last_iters : 1));
+    /* incremental: change one node's priority, evaluate */
+    t0 = cpu_now();
+    for (int k = 0; k < K; k++) {
+      gopt_sim_state_set_priority(st, live[xs(&seed) % nlive], (double)(xs(&seed) % 1000000) / 1e6);
+      gopt_sim_evaluate(st, &r, &err);
+      step += r.step_time;
+    }
+    incp[rep] = K / (cpu_now() - t0);
     /* all threads: each thread its own state */
     int KT = K * T;
     t0 = gopt_now();
@@ -140,7 +187,7 @@ int main(int argc, char **argv) {
       gopt_sim_state_apply(ts, &ds[0], &te);
 #pragma omp for schedule(static)
       for (int k = 0; k < KT; k++) {
-        gopt_sim_state_set_device(ts, live[xs(&sd) % nlive], (int)(xs(&sd) % (uint64_t)D));
+        move_one(ts, live, nlive, D, &sd);
         gopt_sim_evaluate(ts, &tr, &te);
         step += tr.step_time;
       }
@@ -148,17 +195,25 @@ int main(int argc, char **argv) {
     }
     incT[rep] = KT / (gopt_now() - t0);
   }
-  double mfull = median(full, reps), minc = median(inc, reps), mpass = median(pass, reps);
+  double mfull = median(full, reps), mresim = median(resim, reps), minc = median(inc, reps);
+  double mincp = median(incp, reps), mpass = median(pass, reps), mrepl = median(repl, reps);
   double mfullT = median(fullT, reps), mincT = median(incT, reps);
   size_t bytes = gopt_sim_input_bytes(s);
+  gopt_sim_inc_stats is;
+  gopt_sim_state_inc_stats(st, &is);
   printf("{\"model\":\"%s\",\"nodes\":%zu,\"cluster\":\"%s\",\"threads\":%d,\"reps\":%d,"
-         "\"evals_per_rep\":%d,\"setup_s\":%.6f,\"transfers\":%zu,"
-         "\"full_per_s\":%.2f,\"incremental_per_s\":%.2f,\"full_per_s_all\":%.2f,"
-         "\"incremental_per_s_all\":%.2f,\"input_bytes\":%zu,\"pass_s\":%.9f,\"pass_gb_s\":%.3f,"
-         "\"full_over_pass\":%.2f,\"incremental_over_pass\":%.2f,\"checksum\":%.6g}\n",
-         spec, nlive, cspec, T, reps, K, setup_s, transfers, mfull, minc, mfullT, mincT, bytes,
-         mpass, bytes / mpass / 1e9, (1.0 / mfull) / mpass, (1.0 / minc) / mpass,
-         fmod(chk + step, 1000.0));
+         "\"evals_per_rep\":%d,\"setup_s\":%.6f,\"transfers\":%zu,\"iterations\":%d,"
+         "\"full_per_s\":%.2f,\"resim_per_s\":%.2f,\"incremental_per_s\":%.2f,"
+         "\"incremental_prio_per_s\":%.2f,\"full_per_s_all\":%.2f,"
+         "\"incremental_per_s_all\":%.2f,\"replayed_share\":%.3f,\"record_bytes\":%zu,"
+         "\"input_bytes\":%zu,\"pass_s\":%.9f,\"pass_gb_s\":%.3f,"
+         "\"full_over_pass\":%.2f,\"resim_over_pass\":%.2f,\"incremental_over_pass\":%.2f,"
+         "\"speedup_vs_full\":%.2f,\"speedup_vs_resim\":%.2f,\"prio_speedup_vs_resim\":%.2f,"
+         "\"checksum\":%.6g}\n",
+         spec, nlive, cspec, T, reps, K, setup_s, transfers, is.last_iters, mfull, mresim, minc,
+         mincp, mfullT, mincT, mrepl, is.record_bytes, bytes, mpass, bytes / mpass / 1e9,
+         (1.0 / mfull) / mpass, (1.0 / mresim) / mpass, (1.0 / minc) / mpass, minc / mfull,
+         minc / mresim, mincp / mresim, fmod(chk + step, 1000.0));
   for (int i = 0; i < P; i++) gopt_decisions_clear(&ds[i]);
   free(ds);
   free(live);

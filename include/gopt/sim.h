@@ -113,8 +113,32 @@ typedef struct gopt_sim_result {
 } gopt_sim_result;
 
 /* Runs one step with the state's decisions. No allocation. Returns 0, or an error (a schedule
- * that cannot complete). */
+ * that cannot complete). After set_device / set_priority changes it replays only from the last
+ * checkpoint before the earliest moment a change can influence (exact: bit-identical to a full
+ * evaluation; docs/SIMULATOR.md), and with no change since the last evaluation it returns that
+ * evaluation's results; after gopt_sim_state_apply it runs in full. */
 int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err);
+
+/* Incremental re-evaluation on (default) or off. On, every evaluation also records what a replay
+ * needs (per-unit iteration numbers, decrement logs, at most 256 checkpoints of the O(D + L)
+ * event-loop state); off, nothing is recorded and every evaluation runs in full (what
+ * gopt_sim_evaluate_batch uses). Results are identical either way. */
+void gopt_sim_state_set_incremental(gopt_sim_state *st, int on);
+
+/* How the state's evaluations ran (for tests and benchmarks). */
+typedef struct gopt_sim_inc_stats {
+  uint64_t full;          /* evaluations run from time 0 */
+  uint64_t incremental;   /* evaluations replayed from a checkpoint */
+  uint64_t cached;        /* evaluations with no change since the previous one */
+  uint64_t iters_full;    /* event-loop iterations run by full evaluations */
+  uint64_t iters_replayed;/* event-loop iterations run by incremental ones */
+  int32_t last_iters;     /* iterations of the last evaluation's timeline */
+  int32_t last_from;      /* iteration the last evaluation started from (0: full) */
+  int32_t checkpoints;    /* checkpoints held now, ... */
+  int32_t ck_every;       /* ... one every this many iterations */
+  size_t record_bytes;    /* memory of the logs and checkpoints */
+} gopt_sim_inc_stats;
+void gopt_sim_state_inc_stats(const gopt_sim_state *st, gopt_sim_inc_stats *out);
 
 /* Timeline of the last evaluation. */
 typedef struct gopt_sim_item {

@@ -14,7 +14,7 @@ void gopt_sim_free(gopt_sim *s) {
                   s->lat, s->inv_bw, s->route, s->act_tensor, s->act_of, s->act_prod,
                   s->act_bytes, s->act_out, s->in_off, s->in_act, s->out_off, s->out_act,
                   s->cons_off, s->cons, s->res_tensor, s->res_bytes, s->res_off, s->res_cons,
-                  s->nres_off, s->nres};
+                  s->nres_off, s->nres, s->gout, s->out_bytes, s->drank, s->drunit};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   free(s);
 }
@@ -123,6 +123,13 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
     int32_t t = g->outputs.a[i];
     if (t >= 0 && (size_t)t < NT && s->act_of[t] >= 0) s->act_out[s->act_of[t]] = 1;
   }
+  /* graph-output acts (released at the end of the step) and summed output bytes per position */
+  if (ALLOC(s->gout, n_act) || ALLOC(s->out_bytes, s->n)) goto oom;
+  for (int32_t a = 0; a < n_act; a++)
+    if (s->act_out[a]) s->gout[s->n_gout++] = a;
+  for (int32_t p = 0; p < s->n; p++)
+    for (int32_t j = s->out_off[p]; j < s->out_off[p + 1]; j++)
+      s->out_bytes[p] += s->act_bytes[s->out_act[j]];
   s->n_res = n_res;
   if (ALLOC(s->in_act, n_in) || ALLOC(s->nres, n_rin) || ALLOC(s->cons_off, n_act + 1) ||
       ALLOC(s->cons, n_in) || ALLOC(s->res_tensor, n_res) || ALLOC(s->res_bytes, n_res) ||
@@ -193,7 +200,7 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
       s->n_measured++;
     }
     for (int d = 0; d < D; d++)
-      s->ncost[(size_t)p * D + d] =
+      s->ncost[(size_t)d * s->n + p] =
           (meas >= 0 && c->devices[d].measured)
               ? meas
               : gopt_device_kernel_time(&c->devices[d], s->ncls[p], s->ndt[p], s->nflops[p],
@@ -208,10 +215,27 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
       for (int32_t j = s->cons_off[a]; j < s->cons_off[a + 1]; j++)
         if (bl[s->cons[j]] > best) best = bl[s->cons[j]];
     }
-    bl[p] = s->ncost[(size_t)p * D] + best;
+    bl[p] = s->ncost[p] + best;
     if (bl[p] > mx) mx = bl[p];
   }
   for (int32_t p = 0; p < s->n; p++) s->dprio[p] = mx > 0 ? bl[p] / mx : 0;
+  /* ranks of the default priorities (the ready-queue order of a state without explicit ones) */
+  {
+    uint64_t *key = NULL, *kb = NULL;
+    int32_t *ub = NULL;
+    if (ALLOC(s->drank, s->n) || ALLOC(s->drunit, s->n) || ALLOC(key, s->n) ||
+        ALLOC(kb, 2 * (size_t)s->n) || ALLOC(ub, 2 * (size_t)s->n)) {
+      free(key);
+      free(kb);
+      free(ub);
+      goto oom;
+    }
+    for (int32_t p = 0; p < s->n; p++) key[p] = sim_key(s->dprio[p]);
+    sim_rank_keys(key, s->n, s->drank, s->drunit, kb, ub);
+    free(key);
+    free(kb);
+    free(ub);
+  }
   *out = s;
   s = NULL;
   goto done;
@@ -228,12 +252,51 @@ done:
   return rc;
 }
 
+void sim_rank_keys(const uint64_t *key, int32_t U, int32_t *rank, int32_t *runit, uint64_t *kbuf,
+                   int32_t *ubuf) {
+  uint64_t *ka = kbuf, *kb = kbuf + U;
+  int32_t *ua = ubuf, *ub = ubuf + U;
+  int32_t cnt[8][256];
+  memset(cnt, 0, sizeof cnt);
+  for (int32_t u = 0; u < U; u++) {
+    uint64_t k = key[u];
+    ka[u] = k;
+    ua[u] = u;
+    for (int b = 0; b < 8; b++) cnt[b][(k >> (8 * b)) & 255]++;
+  }
+  for (int b = 0; b < 8 && U > 0; b++) {
+    int32_t *c = cnt[b];
+    if (c[(ka[0] >> (8 * b)) & 255] == U) continue; /* every key has this byte */
+    int32_t sum = 0;
+    for (int v = 0; v < 256; v++) {
+      int32_t t = c[v];
+      c[v] = sum;
+      sum += t;
+    }
+    for (int32_t i = 0; i < U; i++) {
+      int32_t at = c[(ka[i] >> (8 * b)) & 255]++;
+      kb[at] = ka[i];
+      ub[at] = ua[i];
+    }
+    uint64_t *tk = ka;
+    ka = kb;
+    kb = tk;
+    int32_t *tu = ua;
+    ua = ub;
+    ub = tu;
+  }
+  for (int32_t r = 0; r < U; r++) {
+    runit[r] = ua[r];
+    rank[ua[r]] = r;
+  }
+}
+
 size_t gopt_sim_node_count(const gopt_sim *s) { return (size_t)s->n; }
 size_t gopt_sim_measured_count(const gopt_sim *s) { return s->n_measured; }
 
 double gopt_sim_node_time(const gopt_sim *s, int32_t n, int d) {
   if (n < 0 || (size_t)n >= s->g->nodes.n || s->pos[n] < 0 || d < 0 || d >= s->D) return 0;
-  return s->ncost[(size_t)s->pos[n] * s->D + d];
+  return s->ncost[(size_t)d * s->n + s->pos[n]];
 }
 
 size_t gopt_sim_input_bytes(const gopt_sim *s) {
@@ -241,7 +304,7 @@ size_t gopt_sim_input_bytes(const gopt_sim *s) {
   size_t ni = (size_t)s->in_off[s->n], nr = (size_t)s->nres_off[s->n];
   return (n + 1) * 4 * 3 + ni * 4 * 2 + a * 4 /* out_act */ + (a + 1) * 4 /* cons_off */ +
          a * (4 + 8 + 1) /* prod, bytes, out */ + n * (size_t)s->D * 8 /* ncost */ + n * 8 /* dprio */ +
-         (r + 1) * 4 + nr * 4 * 2 + r * 8;
+         n * 8 /* out_bytes */ + (size_t)s->n_gout * 4 + (r + 1) * 4 + nr * 4 * 2 + r * 8;
 }
 
 /* Sums every array the evaluation reads, front to back. */
@@ -256,7 +319,8 @@ double gopt_sim_input_pass(const gopt_sim *s) {
   iacc += s->cons_off[a];
   for (size_t i = 0; i < a; i++) acc += s->act_bytes[i];
   for (size_t i = 0; i < n * (size_t)s->D; i++) acc += s->ncost[i];
-  for (size_t i = 0; i < n; i++) acc += s->dprio[i];
+  for (size_t i = 0; i < n; i++) acc += s->dprio[i] + s->out_bytes[i];
+  for (int32_t i = 0; i < s->n_gout; i++) iacc += s->gout[i];
   for (size_t i = 0; i <= r; i++) iacc += s->res_off[i];
   for (size_t i = 0; i < nr; i++) iacc += s->res_cons[i] + s->nres[i];
   for (size_t i = 0; i < r; i++) acc += s->res_bytes[i];

@@ -12,8 +12,10 @@ int gopt_sim_evaluate_batch(const gopt_sim *s, const gopt_decisions *d, size_t n
   gopt_sim_state **sts = calloc((size_t)threads, sizeof *sts);
   if (!sts) return gopt_error_set(err, GOPT_ENOMEM, "simulate: out of memory");
   int rc = GOPT_OK;
-  for (int t = 0; t < threads; t++)
+  for (int t = 0; t < threads; t++) {
     if (!(sts[t] = gopt_sim_state_new(s))) rc = GOPT_ENOMEM;
+    else gopt_sim_state_set_incremental(sts[t], 0); /* every item is a fresh apply: no replays */
+  }
   if (rc) {
     for (int t = 0; t < threads; t++) gopt_sim_state_free(sts[t]);
     free(sts);

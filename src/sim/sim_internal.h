@@ -3,10 +3,18 @@
  * Indexing: a node's "position" is its index in the topological order (0..n-1); an unfused unit
  * is a position, so unit ids are topological. Fused units are numbered in a topological order of
  * the quotient graph. An "act" is a tensor produced by a live node (activations); constants and
- * graph inputs are "resident" tensors. */
+ * graph inputs are "resident" tensors.
+ *
+ * Incremental re-evaluation (sim_run.c has the proof of exactness): a recording evaluation keeps,
+ * besides the timeline, the iteration of the event loop in which each unit became ready and in
+ * which it finished, logs of every counter decrement and of the start order, and small snapshots
+ * of the O(D + L) event-loop state every `ck_every` iterations. Decisions changed afterwards give
+ * the earliest iteration that can observe them (st->inc_from); the next evaluation rolls the
+ * state back to the last snapshot at or before it and replays from there. */
 #ifndef GOPT_SIM_INTERNAL_H
 #define GOPT_SIM_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gopt/sim.h"
@@ -18,11 +26,12 @@ struct gopt_sim {
   int32_t n;                   /* live nodes */
   int32_t *order;              /* [n] position -> node id */
   int32_t *pos;                /* [g->nodes.n] node id -> position (-1: dead) */
-  double *ncost;               /* [n * D] kernel seconds of position p on device d */
+  double *ncost;               /* [D * n] kernel seconds of position p on device d at d * n + p */
   double *nflops, *nbytes;     /* [n] cost facts */
   uint8_t *ncls, *ndt;         /* [n] op class, dtype of the first output */
   size_t n_measured;           /* positions whose time came from the cost database */
   double *dprio;               /* [n] default priority: bottom level / max, in [0, 1] */
+  int32_t *drank, *drunit;     /* [n] rank of each position by (dprio desc, position), and back */
   double *lat;                 /* [L] link latency, [L] reciprocal bandwidth follow */
   double *inv_bw;
   int32_t *route;              /* [D * D] */
@@ -33,6 +42,9 @@ struct gopt_sim {
   int32_t *act_prod;           /* [n_act] producing position */
   double *act_bytes;           /* [n_act] */
   uint8_t *act_out;            /* [n_act] 1 for graph outputs */
+  int32_t n_gout;              /* acts that are graph outputs ... */
+  int32_t *gout;               /* [n_gout] ... ascending */
+  double *out_bytes;           /* [n] bytes of the acts each position produces (summed) */
   int32_t *in_off, *in_act;    /* CSR [n + 1]: distinct acts each position reads */
   int32_t *out_off, *out_act;  /* CSR [n + 1]: acts each position produces */
   int32_t *cons_off, *cons;    /* CSR [n_act + 1]: distinct consumer positions of each act */
@@ -65,6 +77,78 @@ typedef struct sim_ev {
   int32_t id;
 } sim_ev;
 
+
+/* Per-act run state, written when its producer finishes. */
+typedef struct sim_act {
+  int32_t ref;    /* holders of the original buffer: local consumers, transfers, graph output */
+  int32_t dev;    /* device of the producer */
+  int32_t xhead;  /* first transfer of the act (-1: none) */
+} sim_act;
+
+/* Per-unit state in one cache line: the run-time fields the event loop writes, and the unit's
+ * device, ready-queue rank and output bytes (kept by apply / set_device / set_priority). */
+typedef struct sim_ur {
+  double ready_t, start, end;  /* seconds: became ready, started, ended */
+  double obytes;               /* bytes of its outputs, allocated when it starts */
+  int32_t pending;             /* inputs not yet present on its device */
+  int32_t dev;                 /* device */
+  int32_t rank;                /* ready-queue rank: position in the (key, unit) order */
+  int32_t dep, cause;          /* SIM_CAUSE: what made it ready; what it started after */
+  int32_t ready_it;            /* loop iteration whose processing made it ready (-1: at reset) */
+  int32_t fin_it;              /* loop iteration whose processing ended it */
+  int32_t spare;
+} sim_ur;
+
+/* Per-device run state. */
+typedef struct sim_dev {
+  double busy, mem, dpeak;     /* busy seconds; non-resident bytes allocated now, their peak */
+  int32_t running;             /* unit running (-1: idle) */
+  int32_t prev_unit;           /* unit that ran last (-1: none) */
+  int32_t hn;                  /* units in the ready queue */
+  int32_t seqpos;              /* strict order: next position in the device's sequence */
+  int32_t dmark, dcount;       /* scratch while an act's transfers are issued */
+  int32_t flag;                /* on the dirty list */
+  int32_t spare;
+} sim_dev;
+
+/* Per-link run state. */
+typedef struct sim_link {
+  double bytes, busy;
+  int32_t qhead, qtail;        /* FIFO of transfers (chained by next_q) */
+  int32_t run, prev;           /* transfer in flight (-1: none); the last one */
+  int32_t flag;                /* on the dirty list */
+  int32_t spare;
+} sim_link;
+
+/* The event loop's scalar variables. */
+typedef struct sim_lv {
+  double now, step;            /* current instant; last kernel end so far */
+  int32_t it, done, nd, nl;    /* iteration, kernels finished, dirty devices / links */
+  int32_t np, nr, nxr, ns;     /* log lengths (pending, act ref, transfer ref, starts) */
+  int32_t next_ck;             /* iteration of the next checkpoint */
+} sim_lv;
+
+/* Checkpoint header (the device and link records, pending events and dirty lists follow it in
+ * the checkpoint's blob; sim_run.c lays them out). */
+typedef struct sim_ck {
+  sim_lv v;
+  uint64_t evseq;
+  int32_t nx, nev;
+} sim_ck;
+
+/* Encoded ready-queue key of priority v: ascending in the order "higher priority first"; -0.0
+ * and 0.0 encode alike (they compare equal as doubles). */
+static inline uint64_t sim_key(double v) {
+  union {
+    double d;
+    uint64_t u;
+  } x;
+  x.d = v + 0.0; /* -0.0 -> 0.0 */
+  uint64_t b = x.u;
+  uint64_t asc = (b >> 63) ? ~b : (b | 0x8000000000000000ULL); /* ascending in v */
+  return ~asc;
+}
+
 struct gopt_sim_state {
   const gopt_sim *s;
   int D, L;
@@ -80,40 +164,65 @@ struct gopt_sim_state {
   int32_t *unit_of;            /* [n] position -> unit (identity when unfused) */
   int32_t *u_off, *u_pos;      /* CSR [U + 1]: positions of each unit, topological */
   int32_t *f_in_off, *f_in, *f_out_off, *f_out, *f_cons_off, *f_cons, *f_aprod;
-  double *f_cost, *f_dprio, *f_flops, *f_bytes;
+  double *f_cost, *f_dprio, *f_flops, *f_bytes, *f_obytes;
+  int32_t *f_drank, *f_drunit;
   const int32_t *in_off, *in_act, *out_off, *out_act, *cons_off, *cons, *aprod;
-  const double *ucost, *udprio;
+  const double *ucost, *udprio, *uobytes; /* unit u on device d: ucost[d * U + u] */
+  const int32_t *udrank, *udrunit; /* ranks of the default priorities */
   /* per unit */
-  int32_t *udev;               /* maintained by apply / set_device */
+  sim_ur *ur;                  /* [n] (64-byte aligned) */
   double *uprio;               /* maintained by apply / set_priority */
-  double *ukey;                /* strict: -rank */
+  uint64_t *ukey;              /* encoded ready-queue key: of uprio, or of the rank when strict */
+  int32_t *runit;              /* unit of each rank */
+  uint64_t *sk;                /* [2n] sort scratch (keys) ... */
+  int32_t *su;                 /* [3n] ... (units, and ranks) */
   int32_t *rorder;             /* strict: units by rank */
-  int32_t *pending;
-  double *ready_t, *start, *end;
-  int32_t *dep, *cause;
-  int32_t *heap, *seq;
+  /* ready queues: per device a three-level bitmap over ranks (level k at word offset bm_off[k]
+   * of the device's bm_words words; sim_run.c) */
+  uint64_t *bm;
+  size_t bm_off[3], bm_words;
+  int32_t *seq;                /* strict: each device's units in rank order, region hbase[d] */
   /* per act */
-  int32_t *ref, *xhead;
+  sim_act *act;
   /* transfers */
   sim_xfer *x;
   size_t nx, capx;
   /* per device */
-  int32_t *hbase, *hn, *seqpos, *running, *prev_unit, *dmark, *dcount, *dlist;
-  double *mem, *peak, *over, *busy, *resid, *endmem;
-  int32_t *ddirty;
-  uint8_t *dflag;
+  sim_dev *dv;
+  int32_t *dcnt;               /* units on each device (maintained with the devices) */
+  int32_t *hbase, *ddirty, *dlist;
+  double *peak, *over, *busy, *resid, *endmem; /* results */
+  /* per resident tensor and device: consumer positions there (valid when res_valid) */
+  int32_t *rescnt;
+  int res_valid;
   /* per link */
-  int32_t *qhead, *qtail, *lrun, *lprev, *ldirty;
-  uint8_t *lflag;
-  double *lbytes, *lbusy;
-  /* event heap (at most D + L entries) */
+  sim_link *lk;
+  int32_t *ldirty;
+  double *lbytes, *lbusy;      /* results */
+  /* pending events (at most D + L), sorted latest first */
   sim_ev *ev;
   int nev;
   uint64_t evseq;
   int evaluated;               /* the timeline arrays hold an evaluation */
   double step;
+  /* incremental re-evaluation */
+  int incremental;             /* record and replay (gopt_sim_state_set_incremental) */
+  int inc_valid;               /* the records describe the current timeline */
+  int32_t inc_from;            /* earliest iteration a change since then can affect (INT32_MAX:
+                                  none) */
+  int32_t *slog;               /* [U] units in start order */
+  int32_t *plog, *rlog, *xlog; /* [capl] pending / act ref / transfer ref decrements */
+  int32_t np, nr, nxr, ns;
+  size_t capl;
+  int32_t iters;               /* iterations of the last evaluation */
+  int32_t ck_every, nck, ck_max;
+  size_t ck_size;              /* bytes per checkpoint */
+  unsigned char *ck;           /* [ck_max * ck_size] */
+  gopt_sim_inc_stats stats;
 };
 
+/* Device of unit u. */
+static inline int32_t sim_udev(const gopt_sim_state *st, int32_t u) { return st->ur[u].dev; }
 /* Position -> unit. */
 static inline int32_t sim_unit(const gopt_sim_state *st, int32_t p) {
   return st->unit_of ? st->unit_of[p] : p;
@@ -125,5 +234,13 @@ static inline int32_t sim_unit_first(const gopt_sim_state *st, int32_t u) {
 
 /* Frees the fused-unit arrays and points the state at the unfused ones. */
 void sim_state_unfuse(gopt_sim_state *st);
+/* Ranks units 0..U-1 by (key[u], u) ascending into rank[u] and runit[rank] (a stable LSD radix
+ * sort over the key bytes that differ); kbuf and ubuf hold 2U entries (sim.c). */
+void sim_rank_keys(const uint64_t *key, int32_t U, int32_t *rank, int32_t *runit, uint64_t *kbuf,
+                   int32_t *ubuf);
+/* Bytes of one checkpoint for D devices and L links (sim_run.c). */
+size_t sim_ck_size(int D, int L);
+/* Most checkpoints a state keeps. */
+#define SIM_CK_MAX 256
 
 #endif

@@ -1,343 +1,659 @@
-/* sim_run.c: one event-driven step simulation over a state's decisions (gopt_sim_evaluate).
+/* sim_run.c: one event-driven step simulation over a state's decisions (gopt_sim_evaluate), run
+ * in full or replayed from a checkpoint after incremental changes.
  *
  * Events are kernel completions (one per device at a time) and transfer completions (one per
- * link at a time), so the event heap holds at most D + L entries. All events at one instant are
- * processed before idle devices and links pick new work, so simultaneous completions never
- * depend on processing order. Nothing is allocated here. */
+ * link at a time), so at most D + L are pending (a small sorted array). All events at one
+ * instant are processed before idle devices and links pick new work, so simultaneous completions
+ * never depend on processing order. Nothing is allocated here.
+ *
+ * Loop structure: iteration `it` = (checkpoint if due) + dispatch idle devices and links at `now`
+ * + advance `now` to the next event time and process every event at that instant. The loop is
+ * one always-inline function instantiated for one device (no transfer code) or many, recording
+ * (incremental on) or not. Ready queues are per-device bitmaps over unit ranks: a unit's rank is
+ * its position in the order (priority descending, unit ascending), computed by apply (known for
+ * the default priorities, a radix sort for explicit ones, the order for a strict one) and kept
+ * by set_priority; a pop takes the smallest rank, exactly the unit a (key, unit) heap pops.
+ *
+ * ---- Exact incremental re-evaluation -------------------------------------------------------
+ * A recording run stores in each unit's line ready_it (iteration whose processing phase put it
+ * on a ready queue, -1 for units ready at reset) and fin_it (iteration whose processing phase
+ * handled its completion), the start order (slog), logs of every decrement of a unit's pending
+ * count (plog), an act's buffer references (rlog) and a transfer's consumer references (xlog),
+ * and every `ck_every` iterations a checkpoint of the O(D + L) loop state: scalars, log lengths,
+ * the per-device records (running unit, previous unit, order position, busy, memory, peak,
+ * dirty flag), the per-link records (queue head and tail, transfer in flight, previous one,
+ * bytes, busy, dirty flag), the dirty lists and the pending events.
+ *
+ * Claim: let K be the first iteration whose processing phase reads a changed decision value in
+ * the old run. Then the old and the new run are identical up to the top of iteration K (by
+ * induction: every step before reads only unchanged values). Where are decisions read?
+ *   - the device of a unit v: (a) at reset, to queue an initially ready v (K = 0: full run);
+ *     (b) when a producer of v finishes (local consumer or transfer destination): processing
+ *     phase of min over v's producers of fin_it; (c) when a transfer of v's input completes (its
+ *     producer finished earlier, so later than (b)); (d) when v or a consumer of v's outputs
+ *     finishes, or a transfer of v's output completes (after v started, after (b)); (e) the
+ *     dispatch phase reads only the device being dispatched and the popped unit's own cost, and
+ *     v cannot be popped before it is ready (after (b)); (f) resident bytes and the per-device
+ *     unit counts are not loop state (resid, dcnt: kept current by set_device); (g) with an
+ *     explicit order each device's sequence is built from the placement at reset, so a device
+ *     change there runs in full.
+ *   So for a device change of v, K = min over v's input producers of fin_it (0 with no input).
+ *   - the priority of v: only through ranks. A change moves v's rank; the others keep their
+ *     relative order (numbers between shift by one), and a queue pops by relative order only. v's
+ *     rank is read when v is queued, in the processing phase of ready_it[v] (-1: at reset, a
+ *     full run), so K = ready_it[v]. With an explicit order priorities are not used at all.
+ * Restoring the state at the top of a checkpoint iteration C <= K: the loop scalars, device and
+ * link records and pending events come from the checkpoint; every counter decremented after C is
+ * re-incremented from the logs (decrements are by one, so the logs are the undo); the ready
+ * queues at C hold exactly the units with ready_it < C that started at or after C (the start
+ * log's suffix), queued again with their current ranks; a link's queue is the chain of next_q
+ * links from its saved head, whose tail may have gained a successor after C (reset to -1); per-
+ * unit and per-transfer fields written after C (start, end, cause, ready_t, dep, ready_it,
+ * fin_it, a transfer's times, transfers past the saved count) and per-act fields (ref, producer
+ * device, first transfer: set when the act is produced) are rewritten by the replay before they
+ * are read. The replay is then the same deterministic computation a full run does from C on.
+ * Memory is tracked as the non-resident bytes (mem, dpeak); the reported peak is resident +
+ * dpeak, exact because byte counts are integers (sums below 2^53 are exact, so summation order
+ * never matters), which is also why this equals the former resident-inclusive accounting bit for
+ * bit.
+ *
+ * Memory bound of the records, per state: the start log (U ints), three logs of at most (input
+ * edges + graph outputs) ints each, the resident-consumer counts (resident tensors x D ints), and
+ * at most SIM_CK_MAX (256) checkpoints of sizeof(sim_ck) + D sizeof(sim_dev) + L sizeof(sim_link)
+ * + (D + L) (sizeof(sim_ev) + 4) bytes (under 3 KiB for 8 devices and 28 links); when a run needs
+ * more checkpoints every other one is dropped and the spacing doubles, so a replay starts at most
+ * 2 * iterations / SIM_CK_MAX iterations before the earliest affected one. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "sim/sim_internal.h"
 
-/* ---- event heap: earliest time first, then insertion order ---------------------------------- */
+/* ---- pending events: at most D + L, kept sorted latest first, so the earliest is the last ---- */
 static inline int ev_less(const sim_ev *a, const sim_ev *b) {
   return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static void ev_push(gopt_sim_state *st, double t, int32_t kind, int32_t id) {
-  int i = st->nev++;
-  sim_ev e = {t, st->evseq++, kind, id};
-  while (i > 0) {
-    int p = (i - 1) / 2;
-    if (!ev_less(&e, &st->ev[p])) break;
-    st->ev[i] = st->ev[p];
-    i = p;
+static inline void ev_push(sim_ev *ev, int *nev, uint64_t *evseq, double t, int32_t kind,
+                           int32_t id) {
+  int i = (*nev)++;
+  sim_ev e = {t, (*evseq)++, kind, id};
+  while (i > 0 && ev_less(&ev[i - 1], &e)) {
+    ev[i] = ev[i - 1];
+    i--;
   }
-  st->ev[i] = e;
+  ev[i] = e;
 }
 
-static sim_ev ev_pop(gopt_sim_state *st) {
-  sim_ev top = st->ev[0], last = st->ev[--st->nev];
-  int i = 0, n = st->nev;
-  for (;;) {
-    int l = 2 * i + 1, r = l + 1, m = i;
-    const sim_ev *best = &last;
-    if (l < n && ev_less(&st->ev[l], best)) {
-      m = l;
-      best = &st->ev[l];
+/* ---- per-device ready queues: bitmaps over unit ranks, smallest rank (highest priority, then
+ * lowest unit) first. Three levels: b0 has a bit per rank, b1 a bit per b0 word, b2 a bit per b1
+ * word; b2 has more than one word only beyond 2^18 units (scanned from the start). ---------- */
+typedef struct bm_q {
+  uint64_t *b0, *b1, *b2;
+} bm_q;
+
+static inline bm_q bm_at(const gopt_sim_state *st, int d) {
+  uint64_t *b = st->bm + (size_t)d * st->bm_words;
+  bm_q q = {b, b + st->bm_off[1], b + st->bm_off[2]};
+  return q;
+}
+
+static inline void bm_push(bm_q q, int32_t r) {
+  uint32_t x = (uint32_t)r;
+  q.b0[x >> 6] |= 1ULL << (x & 63);
+  q.b1[x >> 12] |= 1ULL << ((x >> 6) & 63);
+  q.b2[x >> 18] |= 1ULL << ((x >> 12) & 63);
+}
+
+/* Smallest rank in the (non-empty) queue. */
+static inline int32_t bm_min(bm_q q) {
+  uint32_t i2 = 0;
+  while (!q.b2[i2]) i2++;
+  uint32_t j1 = (i2 << 6) | (uint32_t)__builtin_ctzll(q.b2[i2]);
+  uint32_t j0 = (j1 << 6) | (uint32_t)__builtin_ctzll(q.b1[j1]);
+  return (int32_t)((j0 << 6) | (uint32_t)__builtin_ctzll(q.b0[j0]));
+}
+
+/* Removes and returns the smallest rank (the lowest set bit of every word on its path). */
+static inline int32_t bm_pop(bm_q q) {
+  uint32_t i2 = 0;
+  while (!q.b2[i2]) i2++;
+  uint64_t w2 = q.b2[i2];
+  uint32_t j1 = (i2 << 6) | (uint32_t)__builtin_ctzll(w2);
+  uint64_t w1 = q.b1[j1];
+  uint32_t j0 = (j1 << 6) | (uint32_t)__builtin_ctzll(w1);
+  uint64_t w0 = q.b0[j0];
+  uint32_t r = (j0 << 6) | (uint32_t)__builtin_ctzll(w0);
+  w0 &= w0 - 1;
+  q.b0[j0] = w0;
+  if (!w0) {
+    w1 &= w1 - 1;
+    q.b1[j1] = w1;
+    if (!w1) q.b2[i2] = w2 & (w2 - 1);
+  }
+  return (int32_t)r;
+}
+
+/* ---- checkpoints ---------------------------------------------------------------------------- */
+typedef struct ck_view {
+  sim_ck *h;
+  sim_dev *dv;    /* [D] */
+  sim_link *lk;   /* [L] */
+  sim_ev *ev;     /* [D + L] */
+  int32_t *dirty; /* ddirty[D], ldirty[L] */
+} ck_view;
+
+static size_t al8(size_t x) { return (x + 7) & ~(size_t)7; }
+
+size_t sim_ck_size(int D, int L) {
+  return al8(sizeof(sim_ck)) + (size_t)D * sizeof(sim_dev) + (size_t)L * sizeof(sim_link) +
+         (size_t)(D + L) * sizeof(sim_ev) + al8((size_t)(D + L) * sizeof(int32_t));
+}
+
+static ck_view ck_at(gopt_sim_state *st, int32_t c) {
+  unsigned char *b = st->ck + (size_t)c * st->ck_size;
+  ck_view v;
+  v.h = (sim_ck *)(void *)b;
+  v.dv = (sim_dev *)(void *)(b + al8(sizeof(sim_ck)));
+  v.lk = (sim_link *)(void *)(v.dv + st->D);
+  v.ev = (sim_ev *)(void *)(v.lk + st->L);
+  v.dirty = (int32_t *)(void *)(v.ev + st->D + st->L);
+  return v;
+}
+
+#define CPY(dst, src, cnt) memcpy((dst), (src), (size_t)(cnt) * sizeof *(src))
+
+/* Saves the loop state at the top of iteration lv->it (before dispatch) as the next checkpoint;
+ * when all are used, keeps every other one and doubles the spacing first. */
+static void ck_save(gopt_sim_state *st, const sim_lv *lv, const sim_ev *ev, int nev,
+                    uint64_t evseq, size_t nx) {
+  if (st->nck == st->ck_max) {
+    for (int32_t i = 1; i < st->ck_max / 2; i++)
+      memcpy(st->ck + (size_t)i * st->ck_size, st->ck + (size_t)(2 * i) * st->ck_size, st->ck_size);
+    st->nck = st->ck_max / 2;
+    st->ck_every *= 2;
+  }
+  ck_view v = ck_at(st, st->nck++);
+  v.h->v = *lv;
+  v.h->evseq = evseq;
+  v.h->nx = (int32_t)nx;
+  v.h->nev = nev;
+  CPY(v.dv, st->dv, st->D);
+  CPY(v.lk, st->lk, st->L);
+  CPY(v.ev, ev, nev);
+  CPY(v.dirty, st->ddirty, lv->nd);
+  CPY(v.dirty + st->D, st->ldirty, lv->nl);
+}
+
+/* Empties the ready queues (a run that could not complete leaves entries) and lays out the
+ * strict sequences: device d's units in seq[hbase[d] .. hbase[d] + dcnt[d]). */
+static void queues_reset(gopt_sim_state *st) {
+  st->hbase[0] = 0;
+  for (int d = 0; d < st->D; d++) {
+    st->hbase[d + 1] = st->hbase[d] + st->dcnt[d];
+    if (st->dv[d].hn) memset(st->bm + (size_t)d * st->bm_words, 0, st->bm_words * sizeof *st->bm);
+    st->dv[d].hn = 0;
+  }
+}
+
+/* Rolls the state back to checkpoint c of the last (recording, successful) run, for replaying
+ * with the current decisions; the caller guarantees no change is visible before its iteration
+ * (see the top of this file). Fills *lv. */
+static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
+  const int D = st->D, L = st->L;
+  ck_view v = ck_at(st, c);
+  const sim_lv *o = &v.h->v;
+  sim_ur *ur = st->ur;
+  /* undo the decrements made after the checkpoint */
+  for (int32_t i = o->np; i < st->np; i++) ur[st->plog[i]].pending++;
+  for (int32_t i = o->nr; i < st->nr; i++) st->act[st->rlog[i]].ref++;
+  for (int32_t i = o->nxr; i < st->nxr; i++) st->x[st->xlog[i]].refs++;
+  /* devices and links as they were (queues refilled below, dirty flags from the lists) */
+  CPY(st->dv, v.dv, D);
+  CPY(st->lk, v.lk, L);
+  for (int d = 0; d < D; d++) st->dv[d].hn = 0; /* the queues are empty after a complete run */
+  st->hbase[0] = 0;
+  for (int d = 0; d < D; d++) st->hbase[d + 1] = st->hbase[d] + st->dcnt[d];
+  /* ready queues: ready before the checkpoint, started at or after it */
+  for (int32_t i = o->ns; i < st->ns; i++) {
+    int32_t u = st->slog[i];
+    if (ur[u].ready_it < o->it) {
+      int d = ur[u].dev;
+      bm_push(bm_at(st, d), ur[u].rank);
+      st->dv[d].hn++;
     }
-    if (r < n && ev_less(&st->ev[r], best)) m = r;
-    if (m == i) break;
-    st->ev[i] = st->ev[m];
-    i = m;
   }
-  if (n > 0) st->ev[i] = last;
-  return top;
+  *lv = *o;
+  lv->next_ck = o->it + st->ck_every;
+  st->nck = c + 1;
+  st->evseq = v.h->evseq;
+  st->nx = (size_t)v.h->nx;
+  st->nev = v.h->nev;
+  CPY(st->ev, v.ev, st->nev);
+  CPY(st->ddirty, v.dirty, o->nd);
+  CPY(st->ldirty, v.dirty + D, o->nl);
+  for (int l = 0; l < L; l++)
+    if (st->lk[l].qtail >= 0) st->x[st->lk[l].qtail].next_q = -1;
+  st->np = o->np;
+  st->nr = o->nr;
+  st->nxr = o->nxr;
+  st->ns = o->ns;
 }
 
-/* ---- per-device ready heaps: highest key first, then lowest unit id (topological) ----------- */
-static inline int rq_before(const double *key, int32_t a, int32_t b) {
-  return key[a] > key[b] || (key[a] == key[b] && a < b);
-}
-
-static void rq_push(gopt_sim_state *st, const double *key, int d, int32_t u) {
-  int32_t *h = st->heap + st->hbase[d];
-  int32_t i = st->hn[d]++;
-  while (i > 0) {
-    int32_t p = (i - 1) / 2;
-    if (!rq_before(key, u, h[p])) break;
-    h[i] = h[p];
-    i = p;
+/* Resident bytes per device: each resident tensor counts once on every device with a consumer. */
+static void resident_bytes(gopt_sim_state *st) {
+  const gopt_sim *s = st->s;
+  const int D = st->D;
+  for (int d = 0; d < D; d++) {
+    st->resid[d] = 0;
+    st->dv[d].dmark = -1;
   }
-  h[i] = u;
-}
-
-static int32_t rq_pop(gopt_sim_state *st, const double *key, int d) {
-  int32_t *h = st->heap + st->hbase[d];
-  int32_t top = h[0], last = h[--st->hn[d]], n = st->hn[d], i = 0;
-  for (;;) {
-    int32_t l = 2 * i + 1, r = l + 1, m = -1;
-    int32_t best = last;
-    if (l < n && rq_before(key, h[l], best)) {
-      m = l;
-      best = h[l];
+  if (D == 1) {
+    for (int32_t q = 0; q < s->n_res; q++) st->resid[0] += s->res_bytes[q];
+    return;
+  }
+  for (int32_t q = 0; q < s->n_res; q++)
+    for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++) {
+      int d = st->ur[sim_unit(st, s->res_cons[j])].dev;
+      if (st->dv[d].dmark != q) {
+        st->dv[d].dmark = q;
+        st->resid[d] += s->res_bytes[q];
+      }
     }
-    if (r < n && rq_before(key, h[r], best)) m = r;
-    if (m < 0) break;
-    h[i] = h[m];
-    i = m;
-  }
-  if (n > 0) h[i] = last;
-  return top;
+  for (int d = 0; d < D; d++) st->dv[d].dmark = -1;
 }
 
-static inline void mark_dev(gopt_sim_state *st, int d, int *nd) {
-  if (!st->dflag[d]) {
-    st->dflag[d] = 1;
-    st->ddirty[(*nd)++] = d;
+/* Resets everything for a run from time 0 and pushes the initially ready units. */
+static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
+  const int D = st->D, L = st->L;
+  const int32_t U = st->U;
+  const int32_t *in_off = st->in_off;
+  sim_ur *ur = st->ur;
+  queues_reset(st);
+  for (int32_t u = 0; u < U; u++) ur[u].pending = in_off[u + 1] - in_off[u];
+  for (int d = 0; d < D; d++) {
+    sim_dev *v = &st->dv[d];
+    v->running = v->prev_unit = v->dmark = -1;
+    v->busy = v->mem = v->dpeak = 0;
+    v->seqpos = 0;
+    st->ddirty[d] = d; /* every device is dirty at the start */
+    v->flag = 1;
   }
-}
-static inline void mark_link(gopt_sim_state *st, int l, int *nl) {
-  if (!st->lflag[l]) {
-    st->lflag[l] = 1;
-    st->ldirty[(*nl)++] = l;
+  for (int l = 0; l < L; l++) {
+    sim_link *k = &st->lk[l];
+    k->qhead = k->qtail = k->run = k->prev = -1;
+    k->bytes = k->busy = 0;
+    k->flag = 0;
+  }
+  if (st->strict) { /* each device's units in rank order */
+    for (int d = 0; d < D; d++) st->dv[d].dcount = st->hbase[d];
+    for (int32_t i = 0; i < U; i++) {
+      int32_t u = st->rorder[i];
+      st->seq[st->dv[ur[u].dev].dcount++] = u;
+    }
+  }
+  st->nx = 0;
+  st->nev = 0;
+  st->evseq = 0;
+  resident_bytes(st);
+  for (int32_t u = 0; u < U; u++)
+    if (ur[u].pending == 0) {
+      int d = ur[u].dev;
+      ur[u].ready_t = 0;
+      ur[u].dep = -1;
+      ur[u].ready_it = -1;
+      bm_push(bm_at(st, d), ur[u].rank);
+      st->dv[d].hn++;
+    }
+  memset(lv, 0, sizeof *lv);
+  lv->nd = D;
+  st->np = st->nr = st->nxr = st->ns = 0;
+  if (rec) {
+    int32_t every = U / (st->ck_max / 2);
+    st->ck_every = every < 8 ? 8 : every;
+    st->nck = 0;
   }
 }
 
-static inline void alloc_mem(gopt_sim_state *st, int d, double b) {
-  st->mem[d] += b;
-  if (st->mem[d] > st->peak[d]) st->peak[d] = st->mem[d];
+/* The event loop from the state in *lv (and st) to the end. `one`: a single device (no links);
+ * `rec`: record for incremental re-evaluation. Constant arguments specialise the inlined copies. */
+static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, sim_lv *lv,
+                                                          const int one, const int rec) {
+  const gopt_sim *s = st->s;
+  const int D = one ? 1 : st->D;
+  const int32_t U = st->U;
+  const int strict = st->strict;
+  const int32_t *in_off = st->in_off, *in_act = st->in_act, *out_off = st->out_off,
+                *out_act = st->out_act, *cons_off = st->cons_off, *cons = st->cons;
+  const double *ucost = st->ucost, *abytes = s->act_bytes;
+  const uint8_t *aout = s->act_out;
+  sim_ur *ur = st->ur;
+  sim_dev *dv = st->dv;
+  sim_link *lk = st->lk;
+  sim_act *act = st->act;
+  sim_xfer *xs = st->x;
+  int32_t *ddirty = st->ddirty, *ldirty = st->ldirty;
+  sim_ev *ev = st->ev;
+  int nev = st->nev;
+  uint64_t evseq = st->evseq;
+  size_t nx = st->nx;
+  double now = lv->now, step = lv->step;
+  int32_t it = lv->it, done = lv->done, nd = lv->nd, nl = lv->nl, next_ck = lv->next_ck;
+  int32_t np = st->np, nr = st->nr, nxr = st->nxr, ns = st->ns;
+
+#define MARK_DEV(d_)            \
+  do {                          \
+    if (!dv[d_].flag) {         \
+      dv[d_].flag = 1;          \
+      ddirty[nd++] = (d_);      \
+    }                           \
+  } while (0)
+#define MARK_LINK(l_)           \
+  do {                          \
+    if (!lk[l_].flag) {         \
+      lk[l_].flag = 1;          \
+      ldirty[nl++] = (l_);      \
+    }                           \
+  } while (0)
+#define READY(c_, dv_, why_)                 \
+  do {                                       \
+    (c_)->ready_t = now;                     \
+    (c_)->dep = (why_);                      \
+    (c_)->ready_it = it;                     \
+    bm_push(bm_at(st, dv_), (c_)->rank);     \
+    dv[dv_].hn++;                            \
+    MARK_DEV(dv_);                           \
+  } while (0)
+
+  for (;;) {
+    if (rec && it == next_ck) {
+      lv->now = now;
+      lv->step = step;
+      lv->it = it;
+      lv->done = done;
+      lv->nd = nd;
+      lv->nl = nl;
+      lv->np = np;
+      lv->nr = nr;
+      lv->nxr = nxr;
+      lv->ns = ns;
+      ck_save(st, lv, ev, nev, evseq, nx);
+      next_ck = it + st->ck_every;
+    }
+    /* dispatch idle devices and links */
+    for (int i = 0; i < nd; i++) {
+      int d = ddirty[i];
+      sim_dev *v = &dv[d];
+      v->flag = 0;
+      if (v->running >= 0 || v->hn == 0) continue;
+      bm_q q = bm_at(st, d);
+      if (strict && bm_min(q) != ur[st->seq[st->hbase[d] + v->seqpos]].rank) continue;
+      int32_t u = st->runit[bm_pop(q)];
+      sim_ur *W = &ur[u];
+      v->hn--;
+      if (strict) v->seqpos++;
+      W->start = now;
+      W->cause = (W->ready_t < now && v->prev_unit >= 0) ? SIM_CAUSE_UNIT(v->prev_unit) : W->dep;
+      double dur = ucost[(size_t)d * U + u];
+      W->end = now + dur;
+      v->busy += dur;
+      v->mem += W->obytes;
+      if (v->mem > v->dpeak) v->dpeak = v->mem;
+      v->running = u;
+      /* its consumers are read when it ends: start fetching (the first few of) their lines */
+      for (int32_t j = out_off[u]; j < out_off[u + 1]; j++) {
+        int32_t c0 = cons_off[out_act[j]], c1 = cons_off[out_act[j] + 1];
+        if (c1 > c0 + 4) c1 = c0 + 4;
+        for (int32_t c = c0; c < c1; c++) __builtin_prefetch(&ur[cons[c]], 1);
+      }
+      ev_push(ev, &nev, &evseq, now + dur, 0, d);
+      if (rec) st->slog[ns++] = u;
+    }
+    nd = 0;
+    if (!one) {
+      for (int i = 0; i < nl; i++) {
+        int l = ldirty[i];
+        sim_link *k = &lk[l];
+        k->flag = 0;
+        if (k->run >= 0 || k->qhead < 0) continue;
+        int32_t xi = k->qhead;
+        sim_xfer *x = &xs[xi];
+        k->qhead = x->next_q;
+        if (k->qhead < 0) k->qtail = -1;
+        double b = abytes[x->act], dur = b * s->inv_bw[l] + s->lat[l];
+        x->start = now;
+        x->end = now + dur;
+        x->cause = (x->req < now && k->prev >= 0) ? SIM_CAUSE_XFER(k->prev)
+                                                  : SIM_CAUSE_UNIT(st->aprod[x->act]);
+        k->bytes += b;
+        k->busy += dur;
+        sim_dev *v = &dv[x->dst];
+        v->mem += b;
+        if (v->mem > v->dpeak) v->dpeak = v->mem;
+        k->run = xi;
+        ev_push(ev, &nev, &evseq, x->end, 1, l);
+      }
+      nl = 0;
+    }
+    if (nev == 0) break;
+    /* process every event at the next instant */
+    now = ev[nev - 1].t;
+    while (nev > 0 && ev[nev - 1].t == now) {
+      sim_ev e = ev[--nev];
+      if (one || e.kind == 0) {
+        int d = e.id;
+        sim_dev *v = &dv[d];
+        int32_t u = v->running;
+        v->running = -1;
+        v->prev_unit = u;
+        done++;
+        ur[u].fin_it = it;
+        step = now;
+        MARK_DEV(d);
+        /* inputs: drop this unit's reference to the buffer it read on d */
+        for (int32_t j = in_off[u]; j < in_off[u + 1]; j++) {
+          int32_t a = in_act[j];
+          sim_act *A = &act[a];
+          if (one || A->dev == d) {
+            if (--A->ref == 0) v->mem -= abytes[a];
+            if (rec) st->rlog[nr++] = a;
+          } else {
+            int32_t xi = A->xhead;
+            while (xi >= 0 && xs[xi].dst != d) xi = xs[xi].next_act;
+            if (xi >= 0) {
+              if (--xs[xi].refs == 0) v->mem -= abytes[a];
+              if (rec) st->xlog[nxr++] = xi;
+            }
+          }
+        }
+        /* outputs: wake local consumers, send one copy to every other device that needs it */
+        for (int32_t j = out_off[u]; j < out_off[u + 1]; j++) {
+          int32_t a = out_act[j], local = 0, ndst = 0;
+          sim_act *A = &act[a];
+          for (int32_t c = cons_off[a]; c < cons_off[a + 1]; c++) {
+            int32_t cu = cons[c];
+            sim_ur *C = &ur[cu];
+            int cd = one ? 0 : C->dev;
+            if (one || cd == d) {
+              local++;
+              if (rec) st->plog[np++] = cu;
+              if (--C->pending == 0) READY(C, cd, SIM_CAUSE_UNIT(u));
+            } else {
+              if (dv[cd].dmark != a) {
+                dv[cd].dmark = a;
+                dv[cd].dcount = 0;
+                st->dlist[ndst++] = cd;
+              }
+              dv[cd].dcount++;
+            }
+          }
+          A->dev = d;
+          A->xhead = -1;
+          if (!one)
+            for (int32_t k = 0; k < ndst; k++) {
+              int dd = st->dlist[k];
+              dv[dd].dmark = -1;
+              int l = s->route[d * D + dd];
+              int32_t xi = (int32_t)nx++;
+              sim_xfer *x = &xs[xi];
+              x->act = a;
+              x->src = d;
+              x->dst = dd;
+              x->link = l;
+              x->req = now;
+              x->start = x->end = 0;
+              x->next_q = -1;
+              x->next_act = A->xhead;
+              A->xhead = xi;
+              x->refs = dv[dd].dcount;
+              x->cause = -1;
+              if (lk[l].qtail >= 0) xs[lk[l].qtail].next_q = xi;
+              else lk[l].qhead = xi;
+              lk[l].qtail = xi;
+              MARK_LINK(l);
+            }
+          A->ref = local + ndst + aout[a];
+          if (A->ref == 0) v->mem -= abytes[a];
+        }
+      } else {
+        int l = e.id;
+        sim_link *k = &lk[l];
+        int32_t xi = k->run;
+        sim_xfer *x = &xs[xi];
+        k->run = -1;
+        k->prev = xi;
+        MARK_LINK(l);
+        int32_t a = x->act;
+        sim_act *A = &act[a];
+        if (--A->ref == 0) dv[A->dev].mem -= abytes[a];
+        if (rec) st->rlog[nr++] = a;
+        int dst = x->dst;
+        for (int32_t c = cons_off[a]; c < cons_off[a + 1]; c++) {
+          int32_t cu = cons[c];
+          sim_ur *C = &ur[cu];
+          if (C->dev != dst) continue;
+          if (rec) st->plog[np++] = cu;
+          if (--C->pending == 0) READY(C, dst, SIM_CAUSE_XFER(xi));
+        }
+      }
+    }
+    it++;
+  }
+#undef READY
+#undef MARK_LINK
+#undef MARK_DEV
+  lv->now = now;
+  lv->step = step;
+  lv->it = it;
+  lv->done = done;
+  lv->nd = nd;
+  lv->nl = nl;
+  lv->next_ck = next_ck;
+  st->nev = nev;
+  st->evseq = evseq;
+  st->nx = nx;
+  st->np = np;
+  st->nr = nr;
+  st->nxr = nxr;
+  st->ns = ns;
 }
 
-/* Drops one reference to act a's original buffer on its producer's device. */
-static inline void release_orig(gopt_sim_state *st, int32_t a) {
-  if (--st->ref[a] == 0) st->mem[st->udev[st->aprod[a]]] -= st->s->act_bytes[a];
+static void fill_result(gopt_sim_state *st, gopt_sim_result *r) {
+  double tb = 0;
+  for (int l = 0; l < st->L; l++) tb += st->lbytes[l];
+  int feasible = 1;
+  for (int d = 0; d < st->D; d++)
+    if (st->over[d] > 0) feasible = 0;
+  r->step_time = st->step;
+  r->feasible = feasible;
+  r->n_devices = st->D;
+  r->n_links = st->L;
+  r->n_kernels = (size_t)st->U;
+  r->n_transfers = st->nx;
+  r->transfer_bytes = tb;
+  r->busy = st->busy;
+  r->peak_mem = st->peak;
+  r->mem_over = st->over;
+  r->resident = st->resid;
+  r->end_mem = st->endmem;
+  r->link_bytes = st->lbytes;
+  r->link_busy = st->lbusy;
 }
 
 int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   const gopt_sim *s = st->s;
   const int D = st->D;
-  const int32_t U = st->U, A = s->n_act;
-  const double *key = st->strict ? st->ukey : st->uprio;
-  const int32_t *udev = st->udev;
-  int nd = 0, nl = 0;
-
-  /* reset */
-  for (int d = 0; d <= D; d++) st->hbase[d] = 0;
-  for (int32_t u = 0; u < U; u++) {
-    st->pending[u] = st->in_off[u + 1] - st->in_off[u];
-    st->hbase[udev[u] + 1]++;
+  const int32_t U = st->U;
+  const int rec = st->incremental;
+  if (rec && st->inc_valid && st->inc_from == INT32_MAX) { /* nothing changed */
+    st->stats.cached++;
+    st->stats.last_from = st->iters;
+    if (r) fill_result(st, r);
+    return GOPT_OK;
   }
-  for (int d = 0; d < D; d++) {
-    st->hbase[d + 1] += st->hbase[d];
-    st->hn[d] = 0;
-    st->running[d] = st->prev_unit[d] = st->dmark[d] = -1;
-    st->busy[d] = st->resid[d] = 0;
-    st->dflag[d] = 0;
-    st->seqpos[d] = 0;
+  sim_lv lv;
+  int32_t c = -1;
+  if (rec && st->inc_valid && st->nck > 0) {
+    c = st->inc_from / st->ck_every;
+    if (c >= st->nck) c = st->nck - 1;
   }
-  for (int l = 0; l < st->L; l++) {
-    st->qhead[l] = st->qtail[l] = st->lrun[l] = st->lprev[l] = -1;
-    st->lbytes[l] = st->lbusy[l] = 0;
-    st->lflag[l] = 0;
+  if (c >= 1) {
+    ck_restore(st, c, &lv);
+  } else {
+    if (!rec) st->nck = 0;
+    full_reset(st, &lv, rec);
   }
-  if (st->strict) { /* each device's units in rank order */
-    for (int d = 0; d < D; d++) st->dcount[d] = st->hbase[d];
-    for (int32_t i = 0; i < U; i++) {
-      int32_t u = st->rorder[i];
-      st->seq[st->dcount[udev[u]]++] = u;
-    }
+  int32_t from = lv.it;
+  st->inc_valid = 0;
+  st->inc_from = INT32_MAX;
+  if (D == 1) {
+    if (rec) run_loop(st, &lv, 1, 1);
+    else run_loop(st, &lv, 1, 0);
+  } else {
+    if (rec) run_loop(st, &lv, 0, 1);
+    else run_loop(st, &lv, 0, 0);
   }
-  for (int32_t a = 0; a < A; a++) st->xhead[a] = -1;
-  st->nx = 0;
-  st->nev = 0;
-  st->evseq = 0;
-  /* resident tensors: on every device with a consumer */
-  for (int32_t q = 0; q < s->n_res; q++)
-    for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++) {
-      int d = udev[sim_unit(st, s->res_cons[j])];
-      if (st->dmark[d] != q) {
-        st->dmark[d] = q;
-        st->resid[d] += s->res_bytes[q];
-      }
-    }
-  for (int d = 0; d < D; d++) {
-    st->mem[d] = st->peak[d] = st->resid[d];
-    st->dmark[d] = -1;
-  }
-  for (int32_t u = 0; u < U; u++)
-    if (st->pending[u] == 0) {
-      st->ready_t[u] = 0;
-      st->dep[u] = -1;
-      rq_push(st, key, udev[u], u);
-    }
-  for (int d = 0; d < D; d++) mark_dev(st, d, &nd);
-
-  double now = 0;
-  int32_t done = 0;
-  for (;;) {
-    /* dispatch idle devices and links */
-    for (int i = 0; i < nd; i++) {
-      int d = st->ddirty[i];
-      st->dflag[d] = 0;
-      if (st->running[d] >= 0 || st->hn[d] == 0) continue;
-      if (st->strict && st->heap[st->hbase[d]] != st->seq[st->hbase[d] + st->seqpos[d]]) continue;
-      int32_t u = rq_pop(st, key, d);
-      if (st->strict) st->seqpos[d]++;
-      st->start[u] = now;
-      st->cause[u] = (st->ready_t[u] < now && st->prev_unit[d] >= 0) ? SIM_CAUSE_UNIT(st->prev_unit[d])
-                                                                      : st->dep[u];
-      double dur = st->ucost[(size_t)u * D + d];
-      st->end[u] = now + dur;
-      st->busy[d] += dur;
-      for (int32_t j = st->out_off[u]; j < st->out_off[u + 1]; j++)
-        alloc_mem(st, d, s->act_bytes[st->out_act[j]]);
-      st->running[d] = u;
-      ev_push(st, now + dur, 0, d);
-    }
-    nd = 0;
-    for (int i = 0; i < nl; i++) {
-      int l = st->ldirty[i];
-      st->lflag[l] = 0;
-      if (st->lrun[l] >= 0 || st->qhead[l] < 0) continue;
-      int32_t xi = st->qhead[l];
-      sim_xfer *x = &st->x[xi];
-      st->qhead[l] = x->next_q;
-      if (st->qhead[l] < 0) st->qtail[l] = -1;
-      double b = s->act_bytes[x->act], dur = b * s->inv_bw[l] + s->lat[l];
-      x->start = now;
-      x->end = now + dur;
-      x->cause = (x->req < now && st->lprev[l] >= 0) ? SIM_CAUSE_XFER(st->lprev[l])
-                                                      : SIM_CAUSE_UNIT(st->aprod[x->act]);
-      st->lbytes[l] += b;
-      st->lbusy[l] += dur;
-      alloc_mem(st, x->dst, b);
-      st->lrun[l] = xi;
-      ev_push(st, x->end, 1, l);
-    }
-    nl = 0;
-    if (st->nev == 0) break;
-    /* process every event at the next instant */
-    now = st->ev[0].t;
-    while (st->nev > 0 && st->ev[0].t == now) {
-      sim_ev e = ev_pop(st);
-      if (e.kind == 0) {
-        int d = e.id;
-        int32_t u = st->running[d];
-        st->running[d] = -1;
-        st->prev_unit[d] = u;
-        done++;
-        mark_dev(st, d, &nd);
-        /* inputs: drop this unit's reference to the buffer it read on d */
-        for (int32_t j = st->in_off[u]; j < st->in_off[u + 1]; j++) {
-          int32_t a = st->in_act[j];
-          if (udev[st->aprod[a]] == d) {
-            release_orig(st, a);
-          } else {
-            int32_t xi = st->xhead[a];
-            while (xi >= 0 && st->x[xi].dst != d) xi = st->x[xi].next_act;
-            if (xi >= 0 && --st->x[xi].refs == 0) st->mem[d] -= s->act_bytes[a];
-          }
-        }
-        /* outputs: wake local consumers, send one copy to every other device that needs it */
-        for (int32_t j = st->out_off[u]; j < st->out_off[u + 1]; j++) {
-          int32_t a = st->out_act[j], local = 0, ndst = 0;
-          for (int32_t c = st->cons_off[a]; c < st->cons_off[a + 1]; c++) {
-            int32_t cu = st->cons[c];
-            int dv = udev[cu];
-            if (dv == d) {
-              local++;
-              if (--st->pending[cu] == 0) {
-                st->ready_t[cu] = now;
-                st->dep[cu] = SIM_CAUSE_UNIT(u);
-                rq_push(st, key, dv, cu);
-                mark_dev(st, dv, &nd);
-              }
-            } else {
-              if (st->dmark[dv] != a) {
-                st->dmark[dv] = a;
-                st->dcount[dv] = 0;
-                st->dlist[ndst++] = dv;
-              }
-              st->dcount[dv]++;
-            }
-          }
-          for (int32_t k = 0; k < ndst; k++) {
-            int dv = st->dlist[k];
-            st->dmark[dv] = -1;
-            int l = s->route[d * D + dv];
-            int32_t xi = (int32_t)st->nx++;
-            sim_xfer *x = &st->x[xi];
-            x->act = a;
-            x->src = d;
-            x->dst = dv;
-            x->link = l;
-            x->req = now;
-            x->start = x->end = 0;
-            x->next_q = -1;
-            x->next_act = st->xhead[a];
-            st->xhead[a] = xi;
-            x->refs = st->dcount[dv];
-            x->cause = -1;
-            if (st->qtail[l] >= 0) st->x[st->qtail[l]].next_q = xi;
-            else st->qhead[l] = xi;
-            st->qtail[l] = xi;
-            mark_link(st, l, &nl);
-          }
-          st->ref[a] = local + ndst + s->act_out[a];
-          if (st->ref[a] == 0) st->mem[d] -= s->act_bytes[a];
-        }
-      } else {
-        int l = e.id;
-        int32_t xi = st->lrun[l];
-        sim_xfer *x = &st->x[xi];
-        st->lrun[l] = -1;
-        st->lprev[l] = xi;
-        mark_link(st, l, &nl);
-        release_orig(st, x->act);
-        int32_t a = x->act;
-        for (int32_t c = st->cons_off[a]; c < st->cons_off[a + 1]; c++) {
-          int32_t cu = st->cons[c];
-          if (udev[cu] == x->dst && --st->pending[cu] == 0) {
-            st->ready_t[cu] = now;
-            st->dep[cu] = SIM_CAUSE_XFER(xi);
-            rq_push(st, key, x->dst, cu);
-            mark_dev(st, x->dst, &nd);
-          }
-        }
-      }
-    }
+  st->iters = lv.it;
+  st->stats.last_iters = lv.it;
+  st->stats.last_from = from;
+  if (from > 0) {
+    st->stats.incremental++;
+    st->stats.iters_replayed += (uint64_t)(lv.it - from);
+  } else {
+    st->stats.full++;
+    st->stats.iters_full += (uint64_t)lv.it;
   }
   st->evaluated = 1;
-  if (done < U) {
+  if (lv.done < U) {
     st->evaluated = 0;
     for (int32_t u = 0; u < U; u++)
-      if (st->pending[u] > 0 || st->hn[udev[u]] > 0)
+      if (st->ur[u].pending > 0 || st->dv[st->ur[u].dev].hn > 0)
         return gopt_error_set(err, GOPT_EINVAL,
                               "simulate: the schedule cannot complete: node '%s' never runs",
                               gopt_node_name(s->g, s->order[sim_unit_first(st, u)]));
     return gopt_error_set(err, GOPT_EINVAL, "simulate: the schedule cannot complete");
   }
-  double step = 0, tb = 0;
-  for (int32_t u = 0; u < U; u++)
-    if (st->end[u] > step) step = st->end[u];
-  st->step = step;
-  /* graph outputs are released at the end of the step */
-  for (int32_t a = 0; a < A; a++)
-    if (s->act_out[a]) release_orig(st, a);
-  int feasible = 1;
+  st->step = U > 0 ? lv.step : 0;
+  /* graph outputs are released at the end of the step (logged: a replay undoes them too) */
+  for (int32_t i = 0; i < s->n_gout; i++) {
+    int32_t a = s->gout[i];
+    sim_act *A = &st->act[a];
+    if (--A->ref == 0) st->dv[A->dev].mem -= s->act_bytes[a];
+    if (rec) st->rlog[st->nr++] = a;
+  }
   for (int d = 0; d < D; d++) {
-    st->endmem[d] = st->mem[d];
+    const sim_dev *v = &st->dv[d];
+    st->busy[d] = v->busy;
+    st->endmem[d] = st->resid[d] + v->mem;
+    st->peak[d] = st->resid[d] + v->dpeak;
     double cap = s->cl->devices[d].mem_bytes;
     st->over[d] = st->peak[d] > cap ? st->peak[d] - cap : 0;
-    if (st->over[d] > 0) feasible = 0;
   }
-  for (int l = 0; l < st->L; l++) tb += st->lbytes[l];
-  if (r) {
-    r->step_time = step;
-    r->feasible = feasible;
-    r->n_devices = D;
-    r->n_links = st->L;
-    r->n_kernels = (size_t)U;
-    r->n_transfers = st->nx;
-    r->transfer_bytes = tb;
-    r->busy = st->busy;
-    r->peak_mem = st->peak;
-    r->mem_over = st->over;
-    r->resident = st->resid;
-    r->end_mem = st->endmem;
-    r->link_bytes = st->lbytes;
-    r->link_busy = st->lbusy;
+  for (int l = 0; l < st->L; l++) {
+    st->lbytes[l] = st->lk[l].bytes;
+    st->lbusy[l] = st->lk[l].busy;
   }
+  if (rec) st->inc_valid = 1;
+  if (r) fill_result(st, r);
   return GOPT_OK;
 }

@@ -13,11 +13,12 @@
 static void free_fused(gopt_sim_state *st) {
   void *arrs[] = {st->unit_of, st->u_off, st->u_pos, st->f_in_off, st->f_in, st->f_out_off,
                   st->f_out, st->f_cons_off, st->f_cons, st->f_aprod, st->f_cost, st->f_dprio,
-                  st->f_flops, st->f_bytes};
+                  st->f_flops, st->f_bytes, st->f_obytes, st->f_drank, st->f_drunit};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   st->unit_of = st->u_off = st->u_pos = st->f_in_off = st->f_in = st->f_out_off = st->f_out =
       st->f_cons_off = st->f_cons = st->f_aprod = NULL;
-  st->f_cost = st->f_dprio = st->f_flops = st->f_bytes = NULL;
+  st->f_cost = st->f_dprio = st->f_flops = st->f_bytes = st->f_obytes = NULL;
+  st->f_drank = st->f_drunit = NULL;
 }
 
 void sim_state_unfuse(gopt_sim_state *st) {
@@ -34,18 +35,19 @@ void sim_state_unfuse(gopt_sim_state *st) {
   st->aprod = s->act_prod;
   st->ucost = s->ncost;
   st->udprio = s->dprio;
+  st->uobytes = s->out_bytes;
+  st->udrank = s->drank;
+  st->udrunit = s->drunit;
 }
 
 void gopt_sim_state_free(gopt_sim_state *st) {
   if (!st) return;
   free_fused(st);
-  void *arrs[] = {st->pdev, st->pprio, st->prank, st->udev, st->uprio, st->ukey, st->rorder,
-                  st->pending, st->ready_t, st->start, st->end, st->dep, st->cause, st->heap,
-                  st->seq, st->ref, st->xhead, st->x, st->hbase, st->hn, st->seqpos,
-                  st->running, st->prev_unit, st->dmark, st->dcount, st->dlist, st->mem,
-                  st->peak, st->over, st->busy, st->resid, st->endmem, st->ddirty, st->dflag,
-                  st->qhead, st->qtail, st->lrun, st->lprev, st->ldirty, st->lflag, st->lbytes,
-                  st->lbusy, st->ev};
+  void *arrs[] = {st->pdev, st->pprio, st->prank, st->ur, st->uprio, st->ukey, st->rorder,
+                  st->runit, st->sk, st->su, st->bm, st->seq, st->act, st->x, st->dv, st->dcnt,
+                  st->hbase, st->ddirty, st->dlist, st->peak, st->over, st->busy, st->resid,
+                  st->endmem, st->rescnt, st->lk, st->ldirty, st->lbytes, st->lbusy, st->ev,
+                  st->slog, st->plog, st->rlog, st->xlog, st->ck};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   free(st);
 }
@@ -59,28 +61,50 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
   st->n = s->n;
   size_t n = (size_t)s->n, D = (size_t)s->D, L = (size_t)s->L, A = (size_t)s->n_act;
   st->capx = (size_t)s->in_off[s->n]; /* a transfer needs at least one consumer on its device */
-  if (ALLOC(st->pdev, n) || ALLOC(st->pprio, n) || ALLOC(st->prank, n) || ALLOC(st->udev, n) ||
-      ALLOC(st->uprio, n) || ALLOC(st->ukey, n) || ALLOC(st->rorder, n) || ALLOC(st->pending, n) ||
-      ALLOC(st->ready_t, n) || ALLOC(st->start, n) || ALLOC(st->end, n) || ALLOC(st->dep, n) ||
-      ALLOC(st->cause, n) || ALLOC(st->heap, n) || ALLOC(st->seq, n) || ALLOC(st->ref, A) ||
-      ALLOC(st->xhead, A) || ALLOC(st->x, st->capx) || ALLOC(st->hbase, D + 1) ||
-      ALLOC(st->hn, D) || ALLOC(st->seqpos, D) || ALLOC(st->running, D) ||
-      ALLOC(st->prev_unit, D) || ALLOC(st->dmark, D) || ALLOC(st->dcount, D) ||
-      ALLOC(st->dlist, D) || ALLOC(st->mem, D) || ALLOC(st->peak, D) || ALLOC(st->over, D) ||
-      ALLOC(st->busy, D) || ALLOC(st->resid, D) || ALLOC(st->endmem, D) || ALLOC(st->ddirty, D) ||
-      ALLOC(st->dflag, D) || ALLOC(st->qhead, L) || ALLOC(st->qtail, L) || ALLOC(st->lrun, L) ||
-      ALLOC(st->lprev, L) || ALLOC(st->ldirty, L) || ALLOC(st->lflag, L) ||
-      ALLOC(st->lbytes, L) || ALLOC(st->lbusy, L) || ALLOC(st->ev, D + L + 1)) {
+  /* decrements per run: pending and transfer refs at most one per input edge, act refs one per
+   * consumer (local or via a transfer) plus one per graph output */
+  st->capl = (size_t)s->in_off[s->n] + (size_t)s->n_gout;
+  st->ck_max = SIM_CK_MAX;
+  st->ck_size = sim_ck_size(s->D, s->L);
+  /* ready-queue bitmaps (sim_run.c): 64 ranks per level-0 word, 64 words per level-1 word,
+   * 64 level-1 words per level-2 word */
+  size_t w0 = (n + 63) / 64, w1 = (w0 + 63) / 64, w2 = (w1 + 63) / 64;
+  st->bm_off[0] = 0;
+  st->bm_off[1] = w0 + 1;
+  st->bm_off[2] = w0 + 1 + w1 + 1;
+  st->bm_words = w0 + w1 + w2 + 3;
+  void *ur = NULL;
+  if (posix_memalign(&ur, 64, (n + 1) * sizeof *st->ur)) ur = NULL;
+  st->ur = ur;
+  if (!st->ur || ALLOC(st->pdev, n) || ALLOC(st->pprio, n) || ALLOC(st->prank, n) ||
+      ALLOC(st->uprio, n) || ALLOC(st->ukey, n) || ALLOC(st->rorder, n) ||
+      ALLOC(st->runit, n) || ALLOC(st->sk, 2 * n) || ALLOC(st->su, 3 * n) || ALLOC(st->seq, n) ||
+      ALLOC(st->act, A) || ALLOC(st->x, st->capx) || ALLOC(st->dv, D) || ALLOC(st->dcnt, D) ||
+      ALLOC(st->hbase, D + 1) || ALLOC(st->ddirty, D) || ALLOC(st->dlist, D) ||
+      ALLOC(st->peak, D) || ALLOC(st->over, D) || ALLOC(st->busy, D) || ALLOC(st->resid, D) ||
+      ALLOC(st->endmem, D) || ALLOC(st->rescnt, (size_t)s->n_res * D) || ALLOC(st->lk, L) ||
+      ALLOC(st->ldirty, L) || ALLOC(st->lbytes, L) || ALLOC(st->lbusy, L) ||
+      ALLOC(st->ev, D + L + 1) || ALLOC(st->slog, n) || ALLOC(st->plog, st->capl) ||
+      ALLOC(st->rlog, st->capl) || ALLOC(st->xlog, st->capl) ||
+      ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || ALLOC(st->bm, D * st->bm_words)) {
     gopt_sim_state_free(st);
     return NULL;
   }
+  memset(st->ur, 0, (n + 1) * sizeof *st->ur);
   sim_state_unfuse(st);
   for (size_t p = 0; p < n; p++) {
     st->pdev[p] = -1;
     st->pprio[p] = NAN;
-    st->udev[p] = 0;
+    st->ur[p].dev = 0;
+    st->ur[p].obytes = s->out_bytes[p];
     st->uprio[p] = s->dprio[p];
+    st->ukey[p] = sim_key(s->dprio[p]);
+    st->ur[p].rank = s->drank[p];
+    st->runit[p] = s->drunit[p];
   }
+  st->dcnt[0] = s->n;
+  st->incremental = 1;
+  st->inc_from = INT32_MAX;
   return st;
 }
 
@@ -105,7 +129,8 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
           *stamp = NULL, *stack = NULL, *kminpos = NULL, *korder = NULL;
   int32_t *u_off = NULL, *u_pos = NULL, *unit_of = NULL, *in_off = NULL, *in = NULL,
           *out_off = NULL, *out = NULL, *cons_off = NULL, *cons = NULL, *aprod = NULL;
-  double *cost = NULL, *dprio = NULL, *flops = NULL, *bytes = NULL;
+  double *cost = NULL, *dprio = NULL, *flops = NULL, *bytes = NULL, *obytes = NULL;
+  int32_t *drank = NULL, *drunit = NULL;
   char names[200];
   /* keys: groups 0..ng-1, singletons ng.. */
   int32_t K = ng;
@@ -226,7 +251,8 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
   if (ALLOC(u_off, U + 1) || ALLOC(u_pos, n) || ALLOC(unit_of, n) || ALLOC(in_off, U + 1) ||
       ALLOC(out_off, U + 1) || ALLOC(cons_off, A + 1) || ALLOC(aprod, A) ||
       ALLOC(in, s->in_off[n]) || ALLOC(out, A) || ALLOC(cons, s->in_off[n]) ||
-      ALLOC(cost, (size_t)U * D) || ALLOC(dprio, U) || ALLOC(flops, U) || ALLOC(bytes, U))
+      ALLOC(cost, (size_t)U * D) || ALLOC(dprio, U) || ALLOC(flops, U) || ALLOC(bytes, U) ||
+      ALLOC(obytes, U) || ALLOC(drank, U) || ALLOC(drunit, U))
     goto oom;
   for (int32_t u = 0, kk = 0; u < U; u++) {
     int32_t k = korder[u];
@@ -264,6 +290,8 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
   }
   in_off[U] = ki;
   out_off[U] = ko;
+  for (int32_t u = 0; u < U; u++)
+    for (int32_t j = out_off[u]; j < out_off[u + 1]; j++) obytes[u] += s->act_bytes[out[j]];
   /* consumers: distinct units other than the producer */
   for (int32_t a = 0; a < A; a++) stamp[a] = -1;
   int32_t kc = 0;
@@ -286,7 +314,7 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
     int32_t cnt = u_off[u + 1] - u_off[u];
     if (cnt == 1) {
       int32_t p = u_pos[u_off[u]];
-      memcpy(cost + (size_t)u * D, s->ncost + (size_t)p * D, (size_t)D * sizeof *cost);
+      for (int d = 0; d < D; d++) cost[(size_t)d * U + u] = s->ncost[(size_t)d * n + p];
       flops[u] = s->nflops[p];
       bytes[u] = s->nbytes[p];
       continue;
@@ -308,7 +336,7 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
     int cls = best >= 0 ? s->ncls[best] : GOPT_OPC_SHAPE;
     int dt = best >= 0 ? s->ndt[best] : s->ndt[u_pos[u_off[u]]];
     for (int d = 0; d < D; d++)
-      cost[(size_t)u * D + d] = gopt_device_kernel_time(&s->cl->devices[d], cls, dt, f, b);
+      cost[(size_t)d * U + u] = gopt_device_kernel_time(&s->cl->devices[d], cls, dt, f, b);
     flops[u] = f;
     bytes[u] = b;
   }
@@ -322,10 +350,13 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
       for (int32_t j = cons_off[a]; j < cons_off[a + 1]; j++)
         if (dprio[cons[j]] > best) best = dprio[cons[j]];
     }
-    dprio[u] = cost[(size_t)u * D] + best;
+    dprio[u] = cost[u] + best;
     if (dprio[u] > mx) mx = dprio[u];
   }
   for (int32_t u = 0; u < U; u++) dprio[u] = mx > 0 ? dprio[u] / mx : 0;
+  /* their ranks (st->ukey as key scratch: apply rewrites it next) */
+  for (int32_t u = 0; u < U; u++) st->ukey[u] = sim_key(dprio[u]);
+  sim_rank_keys(st->ukey, U, drank, drunit, st->sk, st->su);
   /* install */
   free_fused(st);
   st->fused = 1;
@@ -344,6 +375,12 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
   st->f_dprio = dprio;
   st->f_flops = flops;
   st->f_bytes = bytes;
+  st->f_obytes = obytes;
+  st->uobytes = obytes;
+  st->f_drank = drank;
+  st->f_drunit = drunit;
+  st->udrank = drank;
+  st->udrunit = drunit;
   st->in_off = in_off;
   st->in_act = in;
   st->out_off = out_off;
@@ -354,7 +391,8 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
   st->ucost = cost;
   st->udprio = dprio;
   unit_of = u_off = u_pos = in_off = in = out_off = out = cons_off = cons = aprod = NULL;
-  cost = dprio = flops = bytes = NULL;
+  cost = dprio = flops = bytes = obytes = NULL;
+  drank = drunit = NULL;
   goto done;
 oom:
   rc = gopt_error_set(err, GOPT_ENOMEM, "fusion: out of memory");
@@ -363,6 +401,7 @@ done:
   free(stack); free(kminpos); free(korder);
   free(u_off); free(u_pos); free(unit_of); free(in_off); free(in); free(out_off); free(out);
   free(cons_off); free(cons); free(aprod); free(cost); free(dprio); free(flops); free(bytes);
+  free(obytes); free(drank); free(drunit);
   return rc;
 }
 
@@ -485,33 +524,76 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
   } else {
     sim_state_unfuse(st);
   }
-  for (int32_t p = 0; p < n; p++) {
-    st->pdev[p] = (d && d->placement) ? d->placement[s->order[p]] : -1;
-    st->pprio[p] = (d && d->priority) ? d->priority[s->order[p]] : NAN;
+  st->inc_valid = 0; /* the next evaluation runs in full */
+  st->res_valid = 0;
+  const int32_t *pl = (d && d->placement) ? d->placement : NULL;
+  const double *pr = (d && d->priority) ? d->priority : NULL;
+  for (int dv = 0; dv < s->D; dv++) st->dcnt[dv] = 0;
+  if (!st->fused) { /* one pass: units are positions */
+    for (int32_t p = 0; p < n; p++) {
+      int32_t nid = s->order[p], v = pl ? pl[nid] : -1;
+      double q = pr ? pr[nid] : NAN;
+      sim_ur *w = &st->ur[p];
+      st->pdev[p] = v;
+      st->pprio[p] = q;
+      w->dev = v >= 0 ? v : 0;
+      st->dcnt[w->dev]++;
+      w->obytes = s->out_bytes[p];
+      w->rank = s->drank[p];
+      st->uprio[p] = isnan(q) ? s->dprio[p] : q;
+    }
+  } else {
+    for (int32_t p = 0; p < n; p++) {
+      st->pdev[p] = pl ? pl[s->order[p]] : -1;
+      st->pprio[p] = pr ? pr[s->order[p]] : NAN;
+    }
+    for (int32_t u = 0; u < st->U; u++) {
+      st->ur[u].dev = 0;
+      st->ur[u].obytes = st->uobytes[u];
+      st->ur[u].rank = st->udrank[u];
+    }
+    for (int32_t p = 0; p < n; p++)
+      if (st->pdev[p] >= 0) st->ur[sim_unit(st, p)].dev = st->pdev[p];
+    for (int32_t u = 0; u < st->U; u++) {
+      unit_priority(st, u);
+      st->dcnt[st->ur[u].dev]++;
+    }
   }
-  for (int32_t u = 0; u < st->U; u++) st->udev[u] = 0;
-  for (int32_t p = 0; p < n; p++)
-    if (st->pdev[p] >= 0) st->udev[sim_unit(st, p)] = st->pdev[p];
-  for (int32_t u = 0; u < st->U; u++) unit_priority(st, u);
   st->strict = d && d->order;
-  if (st->strict) {
+  if (!st->strict) {
+    for (int32_t u = 0; u < st->U; u++) st->ukey[u] = sim_key(st->uprio[u]);
+    if (pr) { /* ranks by sorting (scratch: sk, su; the ranks land in su + 2n first) */
+      int32_t *rk = st->su + 2 * (size_t)st->n;
+      sim_rank_keys(st->ukey, st->U, rk, st->runit, st->sk, st->su);
+      for (int32_t u = 0; u < st->U; u++) st->ur[u].rank = rk[u];
+    } else { /* default priorities: their ranks (set above) are known */
+      memcpy(st->runit, st->udrunit, (size_t)st->U * sizeof *st->runit);
+    }
+  } else {
     for (int32_t p = 0; p < n; p++) st->prank[p] = gmap[p];
-    /* unit rank = smallest member rank; units listed by rank */
-    for (int32_t u = 0; u < st->U; u++) st->ukey[u] = -INFINITY;
+    /* unit rank = smallest member rank (scratch: su); units listed by rank; the queue key is
+     * the encoded -rank */
+    int32_t *urank = st->su;
+    for (int32_t u = 0; u < st->U; u++) urank[u] = INT32_MAX;
     for (int32_t p = 0; p < n; p++) {
       int32_t u = sim_unit(st, p);
-      if (-(double)gmap[p] > st->ukey[u]) st->ukey[u] = -(double)gmap[p];
+      if (gmap[p] < urank[u]) urank[u] = gmap[p];
     }
-    /* ukey holds -rank; bucket by rank (ranks < n, distinct per unit) */
+    /* bucket by rank (ranks < n, distinct per unit) */
     for (int32_t p = 0; p < n; p++) st->seq[p] = -1;
-    for (int32_t u = 0; u < st->U; u++) st->seq[(int32_t)(-st->ukey[u])] = u;
+    for (int32_t u = 0; u < st->U; u++) st->seq[urank[u]] = u;
     int32_t k = 0;
     for (int32_t r = 0; r < n; r++)
       if (st->seq[r] >= 0) st->rorder[k++] = st->seq[r];
+    for (int32_t u = 0; u < st->U; u++) st->ukey[u] = sim_key(-(double)urank[u]);
+    for (int32_t r = 0; r < st->U; r++) {
+      st->runit[r] = st->rorder[r];
+      st->ur[st->rorder[r]].rank = r;
+    }
     /* a fused group must still respect the order between units */
     for (int32_t a = 0; a < s->n_act && st->fused; a++)
       for (int32_t j = st->cons_off[a]; j < st->cons_off[a + 1]; j++)
-        if (st->ukey[st->cons[j]] > st->ukey[st->aprod[a]]) {
+        if (urank[st->cons[j]] < urank[st->aprod[a]]) {
           rc = gopt_error_set(err, GOPT_EINVAL,
                               "order: fused group of node '%s' must run before its input's "
                               "producer '%s'", gopt_node_name(g, s->order[sim_unit_first(st, st->cons[j])]),
@@ -533,6 +615,43 @@ done:
   return rc;
 }
 
+/* Lowers the earliest iteration the next evaluation must replay from. */
+static inline void inc_note(gopt_sim_state *st, int32_t it) {
+  if (it < st->inc_from) st->inc_from = it;
+}
+
+/* Builds the per-(resident tensor, device) consumer counts from the current placement and the
+ * resident bytes from them (the same sums resident_bytes in sim_run.c makes). */
+static void res_build(gopt_sim_state *st) {
+  const gopt_sim *s = st->s;
+  const int D = st->D;
+  memset(st->rescnt, 0, (size_t)s->n_res * (size_t)D * sizeof *st->rescnt);
+  for (int32_t q = 0; q < s->n_res; q++)
+    for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++)
+      st->rescnt[(size_t)q * D + st->ur[sim_unit(st, s->res_cons[j])].dev]++;
+  for (int d = 0; d < D; d++) st->resid[d] = 0;
+  for (int32_t q = 0; q < s->n_res; q++)
+    for (int d = 0; d < D; d++)
+      if (st->rescnt[(size_t)q * D + d]) st->resid[d] += s->res_bytes[q];
+  st->res_valid = 1;
+}
+
+/* Moves position p's resident inputs from device d0 to d1 in the counts and resident bytes. */
+static void res_move(gopt_sim_state *st, int32_t p, int d0, int d1) {
+  const gopt_sim *s = st->s;
+  const int D = st->D;
+  for (int32_t j = s->nres_off[p]; j < s->nres_off[p + 1]; j++) {
+    int32_t q = s->nres[j];
+    int32_t *c = st->rescnt + (size_t)q * D;
+    if (--c[d0] == 0) st->resid[d0] -= s->res_bytes[q];
+    if (c[d1]++ == 0) st->resid[d1] += s->res_bytes[q];
+  }
+}
+
+/* Besides recording the decision: when the last evaluation is replayable, notes the earliest
+ * iteration that reads the unit's device (the first completion of one of its input producers;
+ * sim_run.c explains why nothing earlier can), and keeps the resident bytes and per-device unit
+ * counts current. */
 int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
   const gopt_sim *s = st->s;
   if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0 || device < 0 || device >= s->D)
@@ -543,22 +662,99 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
   } else {
     st->pdev[u] = device;
   }
-  st->udev[u] = device;
+  int old = st->ur[u].dev;
+  if (old == device) return GOPT_OK;
+  if (st->inc_valid) {
+    if (st->strict) {
+      st->inc_valid = 0; /* each device's sequence changes: run in full */
+    } else {
+      int32_t k = st->in_off[u] == st->in_off[u + 1] ? 0 : INT32_MAX;
+      for (int32_t j = st->in_off[u]; j < st->in_off[u + 1]; j++) {
+        int32_t f = st->ur[st->aprod[st->in_act[j]]].fin_it;
+        if (f < k) k = f;
+      }
+      inc_note(st, k);
+    }
+  }
+  if (st->inc_valid) {
+    if (!st->res_valid) res_build(st);
+    if (st->fused) {
+      for (int32_t i = st->u_off[u]; i < st->u_off[u + 1]; i++) res_move(st, st->u_pos[i], old, device);
+    } else {
+      res_move(st, u, old, device);
+    }
+  } else {
+    st->res_valid = 0;
+  }
+  st->dcnt[old]--;
+  st->dcnt[device]++;
+  st->ur[u].dev = device;
   return GOPT_OK;
 }
 
+/* Unit u's key changed: moves it to its place in the rank order (the others keep their relative
+ * order; those between shift by one). */
+static void rank_move(gopt_sim_state *st, int32_t u) {
+  const uint64_t *key = st->ukey;
+  sim_ur *ur = st->ur;
+  int32_t *runit = st->runit;
+  int32_t r = ur[u].rank;
+  uint64_t k = key[u];
+#define BEFORE(v) (key[v] < k || (key[v] == k && (v) < u)) /* v ranks before u */
+  while (r > 0 && !BEFORE(runit[r - 1])) {
+    runit[r] = runit[r - 1];
+    ur[runit[r]].rank = r;
+    r--;
+  }
+  while (r + 1 < st->U && BEFORE(runit[r + 1])) {
+    runit[r] = runit[r + 1];
+    ur[runit[r]].rank = r;
+    r++;
+  }
+#undef BEFORE
+  runit[r] = u;
+  ur[u].rank = r;
+}
+
+/* Besides recording the decision: when the unit's queue key changes and the last evaluation is
+ * replayable, notes the iteration that pushed the unit on its ready queue (the only read of the
+ * key; none with an explicit order, where ranks are the keys). */
 int gopt_sim_state_set_priority(gopt_sim_state *st, int32_t nid, double priority) {
   const gopt_sim *s = st->s;
   if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0) return GOPT_EINVAL;
   st->pprio[s->pos[nid]] = priority;
-  unit_priority(st, sim_unit(st, s->pos[nid]));
+  int32_t u = sim_unit(st, s->pos[nid]);
+  unit_priority(st, u);
+  if (st->strict) return GOPT_OK;
+  uint64_t k = sim_key(st->uprio[u]);
+  if (k != st->ukey[u]) {
+    st->ukey[u] = k;
+    rank_move(st, u);
+    if (st->inc_valid) inc_note(st, st->ur[u].ready_it < 0 ? 0 : st->ur[u].ready_it);
+  }
   return GOPT_OK;
+}
+
+void gopt_sim_state_set_incremental(gopt_sim_state *st, int on) {
+  st->incremental = on != 0;
+  st->inc_valid = 0;
+  st->inc_from = INT32_MAX;
+}
+
+void gopt_sim_state_inc_stats(const gopt_sim_state *st, gopt_sim_inc_stats *out) {
+  *out = st->stats;
+  out->checkpoints = st->nck;
+  out->ck_every = st->ck_every;
+  size_t n = (size_t)st->n;
+  out->record_bytes = n * sizeof(int32_t) + st->capl * 3 * sizeof(int32_t) +
+                      (size_t)st->ck_max * st->ck_size +
+                      (size_t)st->s->n_res * (size_t)st->D * sizeof(int32_t);
 }
 
 int gopt_sim_state_device(const gopt_sim_state *st, int32_t nid) {
   const gopt_sim *s = st->s;
   if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0) return -1;
-  return st->udev[sim_unit(st, s->pos[nid])];
+  return st->ur[sim_unit(st, s->pos[nid])].dev;
 }
 
 size_t gopt_sim_unit_nodes(const gopt_sim_state *st, int32_t nid, int32_t *nodes, size_t max) {

@@ -26,11 +26,11 @@ size_t gopt_sim_critical_path(const gopt_sim_state *st, gopt_sim_item *items, si
   const gopt_sim *s = st->s;
   int32_t last = 0;
   for (int32_t u = 1; u < st->U; u++)
-    if (st->end[u] > st->end[last]) last = u;
+    if (st->ur[u].end > st->ur[last].end) last = u;
   /* walk back, counting first, then fill from the end */
   size_t len = 0;
   for (int32_t c = SIM_CAUSE_UNIT(last); c >= 0; len++)
-    c = (c & 1) ? st->x[c >> 1].cause : st->cause[c >> 1];
+    c = (c & 1) ? st->x[c >> 1].cause : st->ur[c >> 1].cause;
   size_t k = len;
   for (int32_t c = SIM_CAUSE_UNIT(last); c >= 0;) {
     k--;
@@ -41,8 +41,9 @@ size_t gopt_sim_critical_path(const gopt_sim_state *st, gopt_sim_item *items, si
       c = x->cause;
     } else {
       int32_t u = c >> 1;
-      it = (gopt_sim_item){0, s->order[sim_unit_first(st, u)], st->udev[u], st->start[u], st->end[u]};
-      c = st->cause[u];
+      const sim_ur *w = &st->ur[u];
+      it = (gopt_sim_item){0, s->order[sim_unit_first(st, u)], w->dev, w->start, w->end};
+      c = w->cause;
     }
     if (k < max) items[k] = it;
   }
@@ -96,7 +97,8 @@ int gopt_sim_write_trace(const gopt_sim_state *st, const char *path, gopt_error 
     int32_t cnt = st->fused ? st->u_off[u + 1] - st->u_off[u] : 1;
     if (cnt > 1) snprintf(buf, sizeof buf, "%s +%d", gopt_node_name(g, nid), cnt - 1);
     else snprintf(buf, sizeof buf, "%s", gopt_node_name(g, nid));
-    json_t *e = span(buf, cnt > 1 ? "fused" : "kernel", 1, st->udev[u] + 1, st->start[u], st->end[u]);
+    json_t *e = span(buf, cnt > 1 ? "fused" : "kernel", 1, st->ur[u].dev + 1, st->ur[u].start,
+                     st->ur[u].end);
     json_t *a = json_object();
     json_object_set_new(a, "op", json_string(gopt_node_type(g, nid)));
     json_object_set_new(a, "flops", json_real(st->fused ? st->f_flops[u] : s->nflops[u]));
