@@ -231,7 +231,8 @@ const void *gopt_tensor_data(const gopt_graph *g, int32_t t);
 int gopt_graph_add_input(gopt_graph *g, int32_t t);
 /* Records an operator-set import (domain "" = the default domain); replaces an existing one. */
 int gopt_graph_set_opset(gopt_graph *g, const char *domain, int64_t version);
-/* Version of the opset imported for domain, or dflt when none. */
+/* Version of the opset imported for domain by g or the nearest enclosing graph that imports it
+ * ("" and "ai.onnx" both name the default domain), or dflt when none. */
 int64_t gopt_graph_opset(const gopt_graph *g, const char *domain, int64_t dflt);
 int gopt_graph_add_output(gopt_graph *g, int32_t t);
 

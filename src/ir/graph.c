@@ -348,9 +348,13 @@ int gopt_graph_set_opset(gopt_graph *g, const char *domain, int64_t version) {
 }
 
 int64_t gopt_graph_opset(const gopt_graph *g, const char *domain, int64_t dflt) {
-  uint32_t d = gopt_strtab_find(g->strs, domain, strlen(domain));
-  for (size_t i = 0; d != UINT32_MAX && i < g->opsets.n; i++)
-    if (g->opsets.a[i].domain == d) return g->opsets.a[i].version;
+  int want_default = !*domain || !strcmp(domain, "ai.onnx");
+  for (; g; g = g->parent)
+    for (size_t i = 0; i < g->opsets.n; i++) {
+      const char *d = gopt_graph_str(g, g->opsets.a[i].domain);
+      int is_default = !*d || !strcmp(d, "ai.onnx");
+      if (want_default ? is_default : !strcmp(d, domain)) return g->opsets.a[i].version;
+    }
   return dflt;
 }
 

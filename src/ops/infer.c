@@ -31,14 +31,7 @@ int ops_is_int_dtype(int dt) {
 }
 
 /* Default-domain opset of g (or of the nearest enclosing graph that declares one); 17 when none. */
-static int64_t graph_opset(const gopt_graph *g) {
-  for (; g; g = g->parent)
-    for (size_t i = 0; i < g->opsets.n; i++) {
-      const char *d = gopt_graph_str(g, g->opsets.a[i].domain);
-      if (!d || !*d || strcmp(d, "ai.onnx") == 0) return g->opsets.a[i].version;
-    }
-  return 17;
-}
+static int64_t graph_opset(const gopt_graph *g) { return gopt_graph_opset(g, "", 17); }
 
 int ops_node_err(ictx *c, int code, const char *fmt, ...) {
   char msg[400];

@@ -32,14 +32,7 @@ int tb_fail(tb *b, int code, const char *fmt, ...) {
 }
 
 /* Default-domain opset of g (or of the nearest enclosing graph that declares one); 17 when none. */
-static int64_t graph_opset(const gopt_graph *g) {
-  for (; g; g = g->parent)
-    for (size_t i = 0; i < g->opsets.n; i++) {
-      const char *d = gopt_graph_str(g, g->opsets.a[i].domain);
-      if (!d || !*d || strcmp(d, "ai.onnx") == 0) return g->opsets.a[i].version;
-    }
-  return 17;
-}
+static int64_t graph_opset(const gopt_graph *g) { return gopt_graph_opset(g, "", 17); }
 
 const char *tb_dname(int i, char *buf, size_t len) {
   snprintf(buf, len, "d%d", i);
