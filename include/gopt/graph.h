@@ -297,6 +297,10 @@ size_t gopt_graph_edge_count(const gopt_graph *g);
  * algorithm, ready nodes taken in id order). Returns the count, or GOPT_EGRAPH with the name of a
  * node on a cycle in err. */
 int64_t gopt_graph_topo(const gopt_graph *g, int32_t *order, gopt_error *err);
+/* Topological order that keeps storage order wherever the dependencies allow (Kahn's algorithm
+ * taking the smallest ready node id first; O(n log n)): a graph imported from a file in a valid
+ * order keeps that order, so export -> import -> export is stable. Same returns as above. */
+int64_t gopt_graph_topo_stable(const gopt_graph *g, int32_t *order, gopt_error *err);
 /* Checks the graph: every input read is produced, an input, or a constant; names unique; no
  * cycle; producer/use links consistent. Returns 0 or the first problem in err. */
 int gopt_graph_validate(const gopt_graph *g, gopt_error *err);

@@ -64,76 +64,6 @@ static Onnx__ValueInfoProto *value_info(ex *x, const gopt_graph *g, int32_t t) {
   return v;
 }
 
-/* Topological order of the live nodes that keeps storage order wherever the dependencies allow
- * (Kahn's algorithm taking the smallest ready node id first), so a graph imported from a file in
- * a valid order is written in that order and export -> import -> export is stable. Returns the
- * count or GOPT_EGRAPH naming a node on a cycle. */
-static int64_t stable_topo(const gopt_graph *g, int32_t *order, gopt_error *err) {
-  size_t nn = g->nodes.n, hn = 0, k = 0, live = 0;
-  int32_t *indeg = calloc(nn ? nn : 1, sizeof *indeg);
-  int32_t *heap = malloc((nn ? nn : 1) * sizeof *heap);
-  int64_t rc;
-  if (!indeg || !heap) {
-    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-    goto done;
-  }
-#define HPUSH(v)                                                         \
-  do {                                                                   \
-    size_t i_ = hn++;                                                    \
-    heap[i_] = (v);                                                      \
-    while (i_ && heap[(i_ - 1) / 2] > heap[i_]) {                        \
-      int32_t t_ = heap[i_]; heap[i_] = heap[(i_ - 1) / 2]; heap[(i_ - 1) / 2] = t_; \
-      i_ = (i_ - 1) / 2;                                                 \
-    }                                                                    \
-  } while (0)
-  for (size_t n = 0; n < nn; n++) {
-    const gopt_node *nd = &g->nodes.a[n];
-    if (nd->flags & GOPT_N_DEAD) continue;
-    live++;
-    for (uint32_t i = 0; i < nd->n_in; i++) {
-      int32_t t = g->slots.a[nd->in + i].tensor;
-      if (t >= 0 && g->tensors.a[t].producer >= 0 && gopt_node_alive(g, g->tensors.a[t].producer))
-        indeg[n]++;
-    }
-    if (indeg[n] == 0) HPUSH((int32_t)n);
-  }
-  while (hn) {
-    int32_t n = heap[0];
-    heap[0] = heap[--hn];
-    for (size_t i = 0;;) {
-      size_t l = 2 * i + 1, r = l + 1, m = i;
-      if (l < hn && heap[l] < heap[m]) m = l;
-      if (r < hn && heap[r] < heap[m]) m = r;
-      if (m == i) break;
-      int32_t t = heap[i]; heap[i] = heap[m]; heap[m] = t;
-      i = m;
-    }
-    order[k++] = n;
-    const gopt_node *nd = &g->nodes.a[n];
-    for (uint32_t o = 0; o < nd->n_out; o++) {
-      int32_t t = g->outs.a[nd->out + o];
-      if (g->tensors.a[t].producer != n) continue;
-      for (int32_t s = g->tensors.a[t].first_use; s >= 0; s = g->slots.a[s].next_use) {
-        int32_t c = g->slots.a[s].node;
-        if (!gopt_node_alive(g, c)) continue;
-        if (--indeg[c] == 0) HPUSH(c);
-      }
-    }
-  }
-#undef HPUSH
-  rc = (int64_t)k;
-  if (k != live) {
-    size_t bad = 0;
-    while (bad < nn && (!gopt_node_alive(g, (int32_t)bad) || indeg[bad] == 0)) bad++;
-    rc = gopt_error_set(err, GOPT_EGRAPH, "graph has a cycle through node '%s' (op %s)",
-                        bad < nn ? gopt_node_name(g, (int32_t)bad) : "?",
-                        bad < nn ? gopt_node_type(g, (int32_t)bad) : "?");
-  }
-done:
-  free(indeg);
-  free(heap);
-  return rc;
-}
 
 static int export_graph(ex *x, const gopt_graph *g, Onnx__GraphProto *gp, gopt_error *err);
 
@@ -303,7 +233,7 @@ static int export_graph(ex *x, const gopt_graph *g, Onnx__GraphProto *gp, gopt_e
   inits = malloc((g->tensors.n ? g->tensors.n : 1) * sizeof *inits);
   cnodes = malloc((g->tensors.n ? g->tensors.n : 1) * sizeof *cnodes);
   if (!order || !used || !inits || !cnodes) goto oom;
-  int64_t cnt = stable_topo(g, order, err);
+  int64_t cnt = gopt_graph_topo_stable(g, order, err);
   if (cnt < 0) {
     rc = (int)cnt;
     goto done;
