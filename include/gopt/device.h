@@ -27,6 +27,16 @@ typedef struct gopt_device {
   double launch_s;                    /* per-kernel launch overhead, seconds */
   double eff[GOPT_SIM_NCLASS];        /* fraction of the roofline reached, per op class */
   int measured;                       /* 1: the cost database measured on this host applies */
+  /* Optional refinements (gopt calibrate fits them for the host; zero = off, i.e. the plain
+   * roofline: the GPU/TPU presets and old cluster files leave them zero). */
+  double eff_mem[GOPT_SIM_NCLASS];    /* memory-regime efficiency per class; 0 = eff[class] */
+  double eff_slope[GOPT_SIM_NCLASS];  /* compute efficiency x (FLOPs/byte)^slope, slope in [-1, 1] */
+  double op_s[GOPT_SIM_NCLASS];       /* fixed per-op overhead per class (s), added to launch_s */
+  double serial;                      /* in [0, 1]: share of the shorter of compute and memory time
+                                       * not hidden behind the longer (0: max, 1: their sum) */
+  double cache_bytes[2];              /* cache levels, smallest first (bytes; 0 = none) ... */
+  double cache_bw[2];                 /* ... and the bandwidth a working set that fits reaches
+                                       * (bytes/s; 0 = mem_bw) */
 } gopt_device;
 
 /* A link is one shared channel: every transfer routed over it queues FIFO behind the others
@@ -77,8 +87,15 @@ void gopt_cluster_free(gopt_cluster *c); /* accepts NULL */
 
 /* Peak FLOP/s of d for dtype (the FLOAT peak when the dtype has none). */
 double gopt_device_peak(const gopt_device *d, int dtype);
-/* Analytical kernel time in seconds: 0 for the SHAPE class (metadata only, no kernel);
- * otherwise launch_s + max(flops / peak(dtype), bytes / mem_bw) / eff[cls]. */
+/* Analytical kernel time in seconds: 0 for the SHAPE class (metadata only, no kernel); otherwise
+ *   tf = flops / peak(dtype) / (eff[cls] * (flops / bytes)^eff_slope[cls])   (no factor when
+ *        the slope, flops or bytes is 0)
+ *   tb = bytes / bw / eff_mem[cls]  (eff_mem 0: eff[cls]; bw = cache_bw[i] of the first cache
+ *        level with bytes <= cache_bytes[i] and cache_bw[i] > 0, else mem_bw)
+ *   t  = launch_s + op_s[cls] + max(tf, tb) + serial * min(tf, tb).
+ * With the refinements zero (every preset but a calibrated host) this is the plain roofline
+ * launch_s + max(flops / peak(dtype), bytes / mem_bw) / eff[cls]. An unknown class counts as
+ * opaque. */
 double gopt_device_kernel_time(const gopt_device *d, int cls, int dtype, double flops,
                                double bytes);
 

@@ -15,13 +15,46 @@
 #include "gopt/util.h"
 
 static const char cal_help[] =
-    "usage: gopt calibrate --costdb FILE [MODEL...] [-o host.json] [--json]\n"
+    "usage: gopt calibrate --costdb FILE [MODEL...] [-o host.json] [--samples F.csv] [--json]\n"
     "  fits the host device (launch overhead, per-op-class efficiency) to measured op times;\n"
     "  MODELs give each signature's FLOPs and bytes (default: corpus/*.onnx)\n"
-    "  -o FILE   write the calibrated host as a cluster JSON file (use it as --cluster FILE)\n";
+    "  -o FILE   write the calibrated host as a cluster JSON file (use it as --cluster FILE)\n"
+    "  --samples FILE  also write the fitted samples as CSV (signature, op, class, dtype, FLOPs,\n"
+    "            bytes, measured and predicted seconds before/after, description) for analysis\n";
+
+/* Writes the samples as CSV (one row per distinct signature) with the predictions of the preset
+ * (before) and the fitted device (after); atomically. */
+static int write_samples(const char *path, const gopt_costdb *db, const uint64_t *sigs,
+                         const int *cnt, const gopt_sim_sample *smp, size_t ns, const gopt_device *before,
+                         const gopt_device *after, gopt_error *err) {
+  size_t cap = 256 + ns * 320, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+  len += (size_t)snprintf(buf, cap, "sig,op,class,dtype,nodes,flops,bytes,seconds,pred_before,pred_after,desc\n");
+  for (size_t i = 0; i < ns && len < cap; i++) {
+    gopt_cost_entry e;
+    if (!gopt_costdb_get(db, sigs[i], &e)) continue;
+    const gopt_sim_sample *x = &smp[i];
+    char desc[200];
+    size_t k = 0;
+    for (const char *q = e.desc ? e.desc : ""; *q && k + 1 < sizeof desc; q++)
+      desc[k++] = *q == ',' ? ';' : *q == '"' ? '\'' : *q; /* keep the CSV one field */
+    desc[k] = 0;
+    len += (size_t)snprintf(buf + len, cap - len, "%016llx,%s,%s,%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s\n",
+                            (unsigned long long)sigs[i], e.op ? e.op : "",
+                            gopt_op_class_name(x->cls), x->dtype, cnt[i], x->flops, x->bytes, x->seconds,
+                            gopt_device_kernel_time(before, x->cls, x->dtype, x->flops, x->bytes),
+                            gopt_device_kernel_time(after, x->cls, x->dtype, x->flops, x->bytes),
+                            desc);
+  }
+  if (len >= cap) len = cap - 1;
+  int rc = gopt_file_write_atomic(path, buf, len, err);
+  free(buf);
+  return rc;
+}
 
 int cli_calibrate(int argc, char **argv) {
-  const char *dbp = NULL, *outp = NULL;
+  const char *dbp = NULL, *outp = NULL, *csvp = NULL;
   const char **models = calloc((size_t)argc + 1, sizeof *models);
   int nm = 0, json = 0, rc = 1;
   glob_t gl;
@@ -29,6 +62,7 @@ int cli_calibrate(int argc, char **argv) {
   gopt_costdb *db = NULL;
   gopt_sim_sample *smp = NULL;
   uint64_t *sigs = NULL;
+  int *cnt = NULL;                   /* nodes per distinct signature (for --samples) */
   size_t ns = 0, cap = 0;
   gopt_cluster *c = NULL;
   char *text = NULL;
@@ -41,12 +75,14 @@ int cli_calibrate(int argc, char **argv) {
       return 0;
     } else if (!strcmp(argv[i], "--json")) {
       json = 1;
-    } else if (!strcmp(argv[i], "--costdb") || !strcmp(argv[i], "-o")) {
+    } else if (!strcmp(argv[i], "--costdb") || !strcmp(argv[i], "-o") ||
+               !strcmp(argv[i], "--samples")) {
       if (i + 1 >= argc) {
         free(models);
         return cli_usage_error("calibrate", "%s needs a value", argv[i]);
       }
       if (!strcmp(argv[i], "-o")) outp = argv[++i];
+      else if (!strcmp(argv[i], "--samples")) csvp = argv[++i];
       else dbp = argv[++i];
     } else if (argv[i][0] == '-') {
       free(models);
@@ -88,9 +124,11 @@ int cli_calibrate(int argc, char **argv) {
         cap = cap ? 2 * cap : 256;
         gopt_sim_sample *a = realloc(smp, cap * sizeof *smp);
         uint64_t *b = realloc(sigs, cap * sizeof *sigs);
+        int *cn = realloc(cnt, cap * sizeof *cnt);
         if (a) smp = a;
         if (b) sigs = b;
-        if (!a || !b) {
+        if (cn) cnt = cn;
+        if (!a || !b || !cn) {
           gopt_graph_free(g);
           fprintf(stderr, "gopt calibrate: out of memory\n");
           goto done;
@@ -98,21 +136,43 @@ int cli_calibrate(int argc, char **argv) {
       }
       /* each signature once: skip ones already taken */
       int dup = 0;
-      for (size_t k = 0; k < ns && !dup; k++) dup = sigs[k] == sig;
+      for (size_t k = 0; k < ns && !dup; k++)
+        if (sigs[k] == sig) {
+          dup = 1;
+          cnt[k]++;
+        }
       if (dup) continue;
       gopt_cost co;
       gopt_node_cost(g, (int32_t)n, &co);
       sigs[ns] = sig;
+      cnt[ns] = 1;
       smp[ns++] = (gopt_sim_sample){gopt_op_class_of(nd->op),
                                      nd->n_out ? g->tensors.a[gopt_node_output(g, (int32_t)n, 0)].dtype : 1,
                                      co.flops, co.bytes_read + co.bytes_written, e.seconds};
     }
     gopt_graph_free(g);
   }
+  /* each node is one sample (a signature weighs as often as it runs, as in the step time) */
+  size_t nn = 0;
+  for (size_t k = 0; k < ns; k++) nn += (size_t)cnt[k];
+  gopt_sim_sample *all = malloc((nn ? nn : 1) * sizeof *all);
+  if (!all) {
+    fprintf(stderr, "gopt calibrate: out of memory\n");
+    goto done;
+  }
+  nn = 0;
+  for (size_t k = 0; k < ns; k++)
+    for (int j = 0; j < cnt[k]; j++) all[nn++] = smp[k];
   gopt_device host = *gopt_device_find_preset("host");
   gopt_sim_fit fit;
-  if (gopt_sim_fit_device(&host, smp, ns, &fit, &err)) {
+  int frc = gopt_sim_fit_device(&host, all, nn, &fit, &err);
+  free(all);
+  if (frc) {
     fprintf(stderr, "gopt calibrate: %s: %s\n", dbp, err.msg);
+    goto done;
+  }
+  if (csvp && write_samples(csvp, db, sigs, cnt, smp, ns, gopt_device_find_preset("host"), &host, &err)) {
+    fprintf(stderr, "gopt calibrate: %s\n", err.msg);
     goto done;
   }
   snprintf(host.name, sizeof host.name, "host");
@@ -134,6 +194,20 @@ int cli_calibrate(int argc, char **argv) {
     json_t *o = json_object(), *cl = json_array();
     json_object_set_new(o, "costdb", json_string(dbp));
     json_object_set_new(o, "samples", json_integer((json_int_t)ns));
+    json_object_set_new(o, "nodes", json_integer((json_int_t)nn));
+    json_object_set_new(o, "op_us_base", json_real(host.launch_s * 1e6));
+    json_object_set_new(o, "serial", json_real(host.serial));
+    json_object_set_new(o, "peak_flops_f32", json_real(host.peak_flops[GOPT_DT_FLOAT]));
+    json_object_set_new(o, "mem_bw", json_real(host.mem_bw));
+    json_t *ca = json_array();
+    for (int k = 0; k < 2; k++)
+      if (host.cache_bytes[k] > 0) {
+        json_t *e = json_object();
+        json_object_set_new(e, "bytes", json_real(host.cache_bytes[k]));
+        json_object_set_new(e, "bw", json_real(host.cache_bw[k] > 0 ? host.cache_bw[k] : host.mem_bw));
+        json_array_append_new(ca, e);
+      }
+    json_object_set_new(o, "caches", ca);
     json_object_set_new(o, "launch_us_before", json_real(orig->launch_s * 1e6));
     json_object_set_new(o, "launch_us", json_real(fit.launch_s * 1e6));
     for (int k = 1; k < GOPT_SIM_NCLASS; k++) {
@@ -142,6 +216,9 @@ int cli_calibrate(int argc, char **argv) {
       json_object_set_new(e, "samples", json_integer(fit.n[k]));
       json_object_set_new(e, "efficiency_before", json_real(orig->eff[k]));
       json_object_set_new(e, "efficiency", json_real(fit.eff[k]));
+      json_object_set_new(e, "efficiency_mem", json_real(host.eff_mem[k] > 0 ? host.eff_mem[k] : host.eff[k]));
+      json_object_set_new(e, "efficiency_slope", json_real(host.eff_slope[k]));
+      json_object_set_new(e, "op_us", json_real(host.op_s[k] * 1e6));
       json_array_append_new(cl, e);
     }
     json_object_set_new(o, "classes", cl);
@@ -154,11 +231,22 @@ int cli_calibrate(int argc, char **argv) {
     fputc('\n', stdout);
     json_decref(o);
   } else {
-    printf("calibrated host from %s: %zu distinct measured signatures over %d model(s)\n", dbp, ns, nm);
-    printf("launch overhead: %.2f us (was %.2f)\n", fit.launch_s * 1e6, orig->launch_s * 1e6);
-    printf("%-10s %8s %12s %12s\n", "class", "samples", "eff before", "eff fitted");
+    printf("calibrated host from %s: %zu distinct measured signatures (%zu nodes) over %d model(s)\n",
+           dbp, ns, nn, nm);
+    printf("launch overhead: %.2f us (was %.2f); peak f32 %.1f GFLOP/s (was %.1f), mem_bw %.1f GB/s "
+           "(was %.1f); serial %.2f\n", fit.launch_s * 1e6, orig->launch_s * 1e6,
+           host.peak_flops[GOPT_DT_FLOAT] / 1e9, orig->peak_flops[GOPT_DT_FLOAT] / 1e9,
+           host.mem_bw / 1e9, orig->mem_bw / 1e9, host.serial);
+    for (int k = 0; k < 2; k++)
+      if (host.cache_bytes[k] > 0)
+        printf("cache level %d: %.0f KiB at %.1f GB/s\n", k + 2, host.cache_bytes[k] / 1024,
+               (host.cache_bw[k] > 0 ? host.cache_bw[k] : host.mem_bw) / 1e9);
+    printf("%-10s %8s %12s %12s %12s %8s %8s\n", "class", "nodes", "eff before", "eff fitted",
+           "eff mem", "slope", "op us");
     for (int k = 1; k < GOPT_SIM_NCLASS; k++)
-      printf("%-10s %8d %12.4f %12.4f\n", gopt_op_class_name(k), fit.n[k], orig->eff[k], fit.eff[k]);
+      printf("%-10s %8d %12.4f %12.4g %12.4g %8.3f %8.3f\n", gopt_op_class_name(k), fit.n[k],
+             orig->eff[k], fit.eff[k], host.eff_mem[k] > 0 ? host.eff_mem[k] : host.eff[k],
+             host.eff_slope[k], host.op_s[k] * 1e6);
     printf("RMS log error %.3f -> %.3f; median |error| %.1f%% -> %.1f%%\n", fit.rms_log_before,
            fit.rms_log_after, fit.mdape_before, fit.mdape_after);
     if (outp) printf("written to %s (use --cluster %s)\n", outp, outp);
@@ -169,6 +257,7 @@ done:
   gopt_cluster_free(c);
   free(smp);
   free(sigs);
+  free(cnt);
   gopt_costdb_free(db);
   if (globbed) globfree(&gl);
   free(models);

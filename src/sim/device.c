@@ -55,6 +55,37 @@ static void mk(preset *p, const char *model, const char *kind, double bw, double
   p->note = note;
 }
 
+/* Reads cpu0's unified/data cache sizes of levels 2 and 3 from sysfs into d->cache_bytes (the
+ * bandwidths stay 0, i.e. mem_bw, until gopt calibrate fits them). Missing files: no caches. */
+static void host_caches(gopt_device *d) {
+  for (int idx = 0; idx < 8; idx++) {
+    char path[96], buf[64];
+    int level = 0;
+    double size = 0;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", idx);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    if (fgets(buf, sizeof buf, f)) level = atoi(buf);
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+    if (!(f = fopen(path, "r"))) continue;
+    if (fgets(buf, sizeof buf, f)) {
+      char *end;
+      size = strtod(buf, &end);
+      if (*end == 'K') size *= 1024;
+      else if (*end == 'M') size *= 1024 * 1024;
+      else if (*end == 'G') size *= GIB;
+    }
+    fclose(f);
+    if ((level == 2 || level == 3) && size > 0 && size > d->cache_bytes[level - 2])
+      d->cache_bytes[level - 2] = size;
+  }
+  if (d->cache_bytes[0] <= 0 && d->cache_bytes[1] > 0) { /* keep them smallest first */
+    d->cache_bytes[0] = d->cache_bytes[1];
+    d->cache_bytes[1] = 0;
+  }
+}
+
 /* Fills the preset table once (the host entry reads this machine's core count and memory). The
  * values are constant for a machine, so concurrent first calls write identical bytes. */
 static void init_presets(void) {
@@ -82,6 +113,7 @@ static void init_presets(void) {
   double f32 = (double)cores * 2.5e9 * 32;
   set_peaks(&presets[4].d, f32, f32 / 4, f32 / 2, f32 / 2, f32);
   presets[4].d.measured = 1;
+  host_caches(&presets[4].d);
   presets_ready = 1;
 }
 
@@ -130,10 +162,22 @@ double gopt_device_kernel_time(const gopt_device *d, int cls, int dtype, double 
                                double bytes) {
   if (cls == GOPT_OPC_SHAPE) return 0;
   if (cls < 0 || cls >= GOPT_SIM_NCLASS) cls = GOPT_OPC_OPAQUE;
-  double p = gopt_device_peak(d, dtype);
-  double tf = p > 0 ? flops / p : 0, tb = d->mem_bw > 0 ? bytes / d->mem_bw : 0;
+  double p = gopt_device_peak(d, dtype), bw = d->mem_bw;
+  for (int i = 0; i < 2; i++)
+    if (d->cache_bw[i] > 0 && d->cache_bytes[i] > 0 && bytes <= d->cache_bytes[i]) {
+      bw = d->cache_bw[i];
+      break;
+    }
+  double tf = p > 0 ? flops / p : 0, tb = bw > 0 ? bytes / bw : 0;
   double e = d->eff[cls] > 0 ? d->eff[cls] : 1;
-  return d->launch_s + (tf > tb ? tf : tb) / e;
+  double em = d->eff_mem[cls] > 0 ? d->eff_mem[cls] : e;
+  double ef = e;
+  if (d->eff_slope[cls] != 0 && flops > 0 && bytes > 0) ef *= pow(flops / bytes, d->eff_slope[cls]);
+  /* divided separately, so that with equal efficiencies this is max(tf, tb) / e bit for bit */
+  tf /= ef;
+  tb /= em;
+  double hi = tf > tb ? tf : tb, lo = tf > tb ? tb : tf;
+  return d->launch_s + d->op_s[cls] + hi + (d->serial > 0 ? d->serial * lo : 0);
 }
 
 /* ---- clusters ------------------------------------------------------------------------------ */
@@ -266,6 +310,41 @@ static int num_field(json_t *o, const char *key, double *v, int required, const 
   return 0;
 }
 
+/* Reads an optional per-class field: a number (every class) or {class: value}; values must lie in
+ * [lo, hi] (lo excluded when lo_open); scale multiplies each value (us -> s). */
+static int class_field(json_t *o, const char *key, double *v, double lo, int lo_open, double hi,
+                       double scale, const char *label, const char *where, gopt_error *err) {
+  json_t *x = json_object_get(o, key);
+  if (!x) return 0;
+#define CF_OK(y) (json_is_number(y) && isfinite(json_number_value(y)) && \
+                  (lo_open ? json_number_value(y) > lo : json_number_value(y) >= lo) && \
+                  json_number_value(y) <= hi)
+  if (json_is_number(x)) {
+    if (!CF_OK(x))
+      return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"%s\" must be in %s%g, %g]", label, where,
+                            key, lo_open ? "(" : "[", lo, hi);
+    for (int c = 0; c < GOPT_SIM_NCLASS; c++) v[c] = json_number_value(x) * scale;
+    return 0;
+  }
+  if (!json_is_object(x))
+    return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"%s\" must be a number or {class: value}",
+                          label, where, key);
+  const char *k;
+  json_t *y;
+  json_object_foreach(x, k, y) {
+    int c = 0;
+    while (c < GOPT_SIM_NCLASS && strcmp(gopt_op_class_name(c), k)) c++;
+    if (c == GOPT_SIM_NCLASS || !CF_OK(y))
+      return gopt_error_set(err, GOPT_EPARSE,
+                            "%s: %s: %s: \"%s\" needs a class (shape, elemwise, broadcast, "
+                            "injective, reduce, conv, opaque) and a value in %s%g, %g]", label,
+                            where, key, k, lo_open ? "(" : "[", lo, hi);
+    v[c] = json_number_value(y) * scale;
+  }
+#undef CF_OK
+  return 0;
+}
+
 /* Reads one device object over *d (which holds the preset or zeros). */
 static int parse_device(json_t *o, gopt_device *d, const char *label, const char *where,
                         gopt_error *err) {
@@ -331,6 +410,39 @@ static int parse_device(json_t *o, gopt_device *d, const char *label, const char
       return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"efficiency\" must be a number or object",
                             label, where);
     }
+  }
+  /* optional refinements (device.h); absent: unchanged (zero = the plain roofline) */
+  if ((rc = class_field(o, "efficiency_mem", d->eff_mem, 0, 1, 1, 1, label, where, err)) ||
+      (rc = class_field(o, "efficiency_slope", d->eff_slope, -1, 0, 1, 1, label, where, err)) ||
+      (rc = class_field(o, "op_us", d->op_s, 0, 0, 1e6, 1e-6, label, where, err)))
+    return rc;
+  if ((x = json_object_get(o, "serial"))) {
+    if (!json_is_number(x) || !(json_number_value(x) >= 0 && json_number_value(x) <= 1))
+      return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"serial\" must be a number in [0, 1]",
+                            label, where);
+    d->serial = json_number_value(x);
+  }
+  if ((x = json_object_get(o, "caches"))) {
+    if (!json_is_array(x) || json_array_size(x) > 2)
+      return gopt_error_set(err, GOPT_EPARSE,
+                            "%s: %s: \"caches\" must be an array of at most 2 {\"bytes\", \"bw\"} "
+                            "(smallest first)", label, where);
+    double cb[2] = {0, 0}, cw[2] = {0, 0};
+    for (size_t i = 0; i < json_array_size(x); i++) {
+      json_t *e = json_array_get(x, i);
+      char w2[96];
+      snprintf(w2, sizeof w2, "%s: caches[%zu]", where, i);
+      if (!json_is_object(e))
+        return gopt_error_set(err, GOPT_EPARSE, "%s: %s: must be an object", label, w2);
+      if ((rc = num_field(e, "bytes", &cb[i], 1, label, w2, err)) ||
+          (rc = num_field(e, "bw", &cw[i], 0, label, w2, err)))
+        return rc;
+    }
+    if (cb[1] > 0 && cb[1] < cb[0])
+      return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"caches\" must be smallest first", label,
+                            where);
+    memcpy(d->cache_bytes, cb, sizeof cb);
+    memcpy(d->cache_bw, cw, sizeof cw);
   }
   for (int c = 0; c < GOPT_SIM_NCLASS; c++)
     if (!(d->eff[c] > 0 && d->eff[c] <= 1))
@@ -515,6 +627,30 @@ char *gopt_cluster_to_json(const gopt_cluster *c) {
     for (int k = 0; k < GOPT_SIM_NCLASS; k++)
       json_object_set_new(ef, gopt_op_class_name(k), json_real(d->eff[k]));
     json_object_set_new(o, "efficiency", ef);
+    /* refinements only when set, so files of plain devices stay as they were */
+    const double *arrs[3] = {d->eff_mem, d->eff_slope, d->op_s};
+    const char *keys[3] = {"efficiency_mem", "efficiency_slope", "op_us"};
+    for (int a = 0; a < 3; a++) {
+      int any = 0;
+      for (int k = 0; k < GOPT_SIM_NCLASS; k++) any |= arrs[a][k] != 0;
+      if (!any) continue;
+      json_t *m = json_object();
+      for (int k = 0; k < GOPT_SIM_NCLASS; k++)
+        if (arrs[a][k] != 0)
+          json_object_set_new(m, gopt_op_class_name(k), json_real(arrs[a][k] * (a == 2 ? 1e6 : 1)));
+      json_object_set_new(o, keys[a], m);
+    }
+    if (d->serial != 0) json_object_set_new(o, "serial", json_real(d->serial));
+    if (d->cache_bytes[0] > 0) {
+      json_t *ca = json_array();
+      for (int k = 0; k < 2 && d->cache_bytes[k] > 0; k++) {
+        json_t *e = json_object();
+        json_object_set_new(e, "bytes", json_real(d->cache_bytes[k]));
+        json_object_set_new(e, "bw", json_real(d->cache_bw[k]));
+        json_array_append_new(ca, e);
+      }
+      json_object_set_new(o, "caches", ca);
+    }
     json_object_set_new(o, "measured", json_boolean(d->measured));
     json_array_append_new(jd, o);
   }
