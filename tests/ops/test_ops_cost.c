@@ -5,7 +5,6 @@
 #include "check.h"
 #include "gopt/graph.h"
 #include "gopt/ops.h"
-#include "ir/ir_internal.h"
 
 static gopt_error err;
 
@@ -32,8 +31,7 @@ static void infer(gopt_graph *g) {
 
 int main(void) {
   gopt_graph *g = gopt_graph_new("cost");
-  gopt_opset os = {gopt_graph_intern(g, ""), 13};
-  GOPT_ARR_PUSH(g->opsets, os);
+  gopt_graph_set_opset(g, "", 13);
 
   /* Conv 1x3x32x32 * 8x3x3x3, stride 2, pad 1, bias -> 1x8x16x16 */
   int64_t xd[] = {1, 3, 32, 32}, wd[] = {8, 3, 3, 3}, bd[] = {8};
@@ -101,6 +99,14 @@ int main(void) {
   int32_t lstm = node(g, "LSTM", 3, lin, ly);
   gopt_node_set_int(g, lstm, "hidden_size", 16);
 
+  /* Gather: an embedding table [1000,64] read by 10 int64 indices -> [10,64] */
+  int64_t ed[] = {1000, 64}, idd[] = {10};
+  int32_t emb = weight(g, "emb", 2, ed), ids = tensor(g, "ids", GOPT_DT_INT64, 1, idd);
+  gopt_graph_add_input(g, ids);
+  int32_t rows = tensor(g, "rows", GOPT_DT_FLOAT, -1, NULL);
+  int32_t gain[] = {emb, ids};
+  int32_t gather = node(g, "Gather", 2, gain, rows);
+
   infer(g);
   gopt_cost c;
 
@@ -140,10 +146,10 @@ int main(void) {
 
   gopt_graph_stats s;
   gopt_graph_stats_compute(g, &s);
-  int64_t want_params = (8 * 27 + 8) + (6 * 2 * 9) + (20 + 5) + 1 + (64 * 10 + 64 * 16);
+  int64_t want_params = (8 * 27 + 8) + (6 * 2 * 9) + (20 + 5) + 1 + (64 * 10 + 64 * 16) + 1000 * 64;
   CHECK_EQ_INT(s.params, want_params);
   CHECK_EQ_INT(s.param_bytes, (want_params - 1) * 4 + 8);
-  CHECK_EQ_INT(s.nodes, 8);
+  CHECK_EQ_INT(s.nodes, 9);
   double total = 0;
   for (int32_t k = 0; k < 8; k++) {
     gopt_node_cost(g, k, &c);
@@ -151,6 +157,11 @@ int main(void) {
   }
   CHECK_NEAR(s.flops, total, 0);
 
+  gopt_cost gcost;
+  gopt_node_cost(g, gather, &gcost);
+  CHECK_NEAR(gcost.bytes_written, 10 * 64 * 4, 0);
+  CHECK_NEAR(gcost.bytes_read, 10 * 64 * 4 + 10 * 8, 0); /* the rows gathered and the indices */
+  CHECK_EQ_INT(gcost.params, 1000 * 64);
   gopt_graph_free(g);
   return check_exit("test_ops_cost");
 }
