@@ -7,6 +7,7 @@
 int cli_run(int argc, char **argv); /* cmd_run.c */
 int cli_simulate(int argc, char **argv), cli_devices(int argc, char **argv),
     cli_calibrate(int argc, char **argv), cli_fidelity(int argc, char **argv); /* simulator */
+int cli_optimize(int argc, char **argv), cli_compare(int argc, char **argv); /* tasks */
 
 static const struct {
   const char *name;
@@ -22,6 +23,8 @@ static const struct {
     {"devices", cli_devices, "list the simulator's device presets and cluster shorthands"},
     {"calibrate", cli_calibrate, "fit the host device's cost model to a measured cost database"},
     {"fidelity", cli_fidelity, "compare predicted with measured op and step times"},
+    {"optimize", cli_optimize, "optimize placement/fusion/schedule/memory decisions with a baseline or search"},
+    {"compare", cli_compare, "run every baseline and search method on one task: table and SVG plot"},
 };
 
 static void usage(FILE *f) {
