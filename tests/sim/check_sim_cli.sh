@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # check_sim_cli.sh GOPT PYTHON: `gopt simulate --json --trace` on every corpus model and every zoo
-# model (default sizes) on two presets, and on every preset for three models; then
+# model (default sizes) on a cluster of every preset (V100, A100, H100, TPU-v3, host), on single
+# devices and a mixed cluster for three models; then
 # check_trace.py validates each JSON result and trace (trace-event fields, no overlap per track,
 # last event at the step time). Run from the source root.
 set -u
@@ -17,10 +18,10 @@ run() { # model cluster
 }
 zoo=$("$py" -c 'import json,sys; print(" ".join(m["name"] for m in json.load(sys.stdin)))' < <("$gopt" zoo --json))
 for m in corpus/*.onnx $zoo; do
-  for c in 4xV100-nvlink 2xhost; do run "$m" "$c"; done
+  for c in 4xV100-nvlink 4xA100 8xH100 4xTPUv3 2xhost; do run "$m" "$c"; done
 done
 for m in corpus/resnet18.onnx bert gnmt; do
-  for c in V100 A100 H100 TPUv3 host 8xH100 2xV100-pcie 4xTPUv3 tests/sim/fixtures/cluster_mixed.json; do run "$m" "$c"; done
+  for c in V100 A100 H100 TPUv3 host 2xV100-pcie tests/sim/fixtures/cluster_mixed.json; do run "$m" "$c"; done
 done
 # placement, fusion and schedule files on a multi-device run
 n=$((n + 1))
