@@ -20,6 +20,11 @@ typedef struct cli_model_opts {
   int no_fold;     /* keep shape subgraphs as ops */
 } cli_model_opts;
 
+/* Parses a model-loading flag at argv[*i] (--batch N, --training, --no-fold), advancing *i past
+ * its value. Returns 1 when it was one, 0 when it is some other argument, -1 after printing a
+ * usage error. */
+int cli_model_flag(const char *cmd, int argc, char **argv, int *i, cli_model_opts *o);
+
 /* Loads MODEL (a .onnx path or a zoo spec), applies --batch/--training, infers shapes.
  * On failure prints one error line to stderr and returns NULL. */
 gopt_graph *cli_load_model(const char *model, const cli_model_opts *o);

@@ -33,6 +33,21 @@ int cli_parse_long(const char *cmd, const char *flag, const char *s, long lo, lo
   return 0;
 }
 
+int cli_model_flag(const char *cmd, int argc, char **argv, int *i, cli_model_opts *o) {
+  const char *a = argv[*i];
+  if (!strcmp(a, "--training")) {
+    o->training = 1;
+  } else if (!strcmp(a, "--no-fold")) {
+    o->no_fold = 1;
+  } else if (!strcmp(a, "--batch")) {
+    const char *v = *i + 1 < argc ? argv[++*i] : NULL;
+    if (cli_parse_long(cmd, "--batch", v, 1, 1L << 30, &o->batch)) return -1;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 static int looks_like_file(const char *model) {
   size_t n = strlen(model);
   return strchr(model, '/') || (n > 5 && !strcmp(model + n - 5, ".onnx"));

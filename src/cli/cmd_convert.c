@@ -12,6 +12,7 @@ static const char convert_help[] =
 int cli_convert(int argc, char **argv) {
   const char *model = NULL, *out = NULL;
   cli_model_opts mo = {0};
+  int mf;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -20,13 +21,8 @@ int cli_convert(int argc, char **argv) {
     } else if (!strcmp(a, "-o")) {
       if (i + 1 >= argc) return cli_usage_error("convert", "-o needs a file name");
       out = argv[++i];
-    } else if (!strcmp(a, "--training")) {
-      mo.training = 1;
-    } else if (!strcmp(a, "--no-fold")) {
-      mo.no_fold = 1;
-    } else if (!strcmp(a, "--batch")) {
-      if (cli_parse_long("convert", "--batch", i + 1 < argc ? argv[++i] : NULL, 1, 1L << 30, &mo.batch))
-        return 2;
+    } else if ((mf = cli_model_flag("convert", argc, argv, &i, &mo)) != 0) {
+      if (mf < 0) return 2;
     } else if (a[0] == '-' && a[1]) {
       return cli_usage_error("convert", "unknown flag '%s' (see gopt convert --help)", a);
     } else if (model) {

@@ -8,7 +8,7 @@
 #include "gopt/util.h"
 
 static const char dot_help[] =
-    "usage: gopt dot MODEL [-o FILE.dot] [--batch N] [--training]\n"
+    "usage: gopt dot MODEL [-o FILE.dot] [--batch N] [--training] [--no-fold]\n"
     "  writes the graph in Graphviz DOT to FILE (default: stdout); render with dot -Tsvg\n";
 
 /* Appends printf output to a growing buffer. */
@@ -69,6 +69,7 @@ static void dims_text(const gopt_graph *g, int32_t t, char *buf, size_t n) {
 int cli_dot(int argc, char **argv) {
   const char *model = NULL, *out = NULL;
   cli_model_opts mo = {0};
+  int mf;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -77,11 +78,8 @@ int cli_dot(int argc, char **argv) {
     } else if (!strcmp(a, "-o")) {
       if (i + 1 >= argc) return cli_usage_error("dot", "-o needs a file name");
       out = argv[++i];
-    } else if (!strcmp(a, "--training")) {
-      mo.training = 1;
-    } else if (!strcmp(a, "--batch")) {
-      if (cli_parse_long("dot", "--batch", i + 1 < argc ? argv[++i] : NULL, 1, 1L << 30, &mo.batch))
-        return 2;
+    } else if ((mf = cli_model_flag("dot", argc, argv, &i, &mo)) != 0) {
+      if (mf < 0) return 2;
     } else if (a[0] == '-' && a[1]) {
       return cli_usage_error("dot", "unknown flag '%s' (see gopt dot --help)", a);
     } else if (model) {

@@ -183,6 +183,7 @@ int cli_info(int argc, char **argv) {
   const char *model = NULL;
   int json = 0, tensors = 0;
   cli_model_opts mo = {0};
+  int mf;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -192,13 +193,8 @@ int cli_info(int argc, char **argv) {
       json = 1;
     } else if (!strcmp(a, "--tensors")) {
       tensors = 1;
-    } else if (!strcmp(a, "--training")) {
-      mo.training = 1;
-    } else if (!strcmp(a, "--no-fold")) {
-      mo.no_fold = 1;
-    } else if (!strcmp(a, "--batch")) {
-      if (cli_parse_long("info", "--batch", i + 1 < argc ? argv[++i] : NULL, 1, 1L << 30, &mo.batch))
-        return 2;
+    } else if ((mf = cli_model_flag("info", argc, argv, &i, &mo)) != 0) {
+      if (mf < 0) return 2;
     } else if (a[0] == '-' && a[1]) {
       return cli_usage_error("info", "unknown flag '%s' (see gopt info --help)", a);
     } else if (model) {

@@ -38,6 +38,7 @@ int cli_simulate(int argc, char **argv) {
   const char *files[16];
   int nfiles = 0, json = 0, rc = 1;
   cli_model_opts mo = {0};
+  int mf;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has = i + 1 < argc;
@@ -46,20 +47,18 @@ int cli_simulate(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--json")) {
       json = 1;
-    } else if (!strcmp(a, "--training")) {
-      mo.training = 1;
+    } else if ((mf = cli_model_flag("simulate", argc, argv, &i, &mo)) != 0) {
+      if (mf < 0) return 2;
     } else if (!strcmp(a, "--cluster") || !strcmp(a, "--costdb") || !strcmp(a, "--trace") ||
                !strcmp(a, "--costs") || !strcmp(a, "--placement") || !strcmp(a, "--fusion") ||
-               !strcmp(a, "--schedule") || !strcmp(a, "--decisions") || !strcmp(a, "--batch")) {
+               !strcmp(a, "--schedule") || !strcmp(a, "--decisions")) {
       if (!has) return cli_usage_error("simulate", "%s needs a value", a);
       const char *v = argv[++i];
       if (!strcmp(a, "--cluster")) cluster = v;
       else if (!strcmp(a, "--costdb")) costdb_path = v;
       else if (!strcmp(a, "--trace")) trace = v;
       else if (!strcmp(a, "--costs")) costs = v;
-      else if (!strcmp(a, "--batch")) {
-        if (cli_parse_long("simulate", "--batch", v, 1, 1L << 30, &mo.batch)) return 2;
-      } else {
+      else {
         if (nfiles == 16) return cli_usage_error("simulate", "at most 16 decisions files");
         files[nfiles++] = v;
       }
