@@ -250,7 +250,7 @@ int cli_compare(int argc, char **argv) {
   /* the method list */
   size_t cap = gopt_baseline_task_count(task) + gopt_search_method_count() + 64, nr = 0;
   row *rows = calloc(cap, sizeof *rows);
-  char (*skipped)[192] = calloc(cap, sizeof *skipped);
+  char (*skipped)[320] = calloc(cap, sizeof *skipped);
   size_t nskip = 0;
   if (!rows || !skipped) {
     free(rows);
