@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run.sh: runs gopt's benchmarks (Release build in build/) and prints markdown tables for
-# docs/BENCHMARKS.md. Usage: bench/run.sh [import|nn|all]
+# docs/BENCHMARKS.md. Usage: bench/run.sh [import|sim|nn|exec|fidelity|all] (default all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -36,6 +36,7 @@ PY
   done
   echo
 fi
-if [ "$what" = nn ] || [ "$what" = all ]; then
-  if [ -x bench/nn/run.sh ]; then bench/nn/run.sh; fi
-fi
+if [ "$what" = sim ] || [ "$what" = all ]; then bench/sim/run.sh build; echo; fi
+if [ "$what" = nn ] || [ "$what" = all ]; then bench/nn/run.sh build 10000 80000; echo; fi
+if [ "$what" = exec ] || [ "$what" = all ]; then GOPT=build/bin/gopt bench/exec/run.sh; echo; fi
+if [ "$what" = fidelity ] || [ "$what" = all ]; then bench/fidelity/run.sh build; echo; fi
