@@ -1,8 +1,14 @@
-/* cli.h: shared pieces of the gopt command's subcommands (model loading, option parsing). */
+/* cli.h: shared pieces of the gopt command's subcommands (model loading, option parsing, the
+ * task commands' flags, environment and method runs). */
 #ifndef GOPT_CLI_H
 #define GOPT_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "gopt/graph.h"
+#include "gopt/search.h"
+#include "gopt/task.h"
 
 /* A subcommand: argc/argv start at the subcommand's own name. Returns the process exit code. */
 typedef int (*cli_cmd_fn)(int argc, char **argv);
@@ -25,6 +31,13 @@ typedef struct cli_model_opts {
  * usage error. */
 int cli_model_flag(const char *cmd, int argc, char **argv, int *i, cli_model_opts *o);
 
+/* Parses the arguments of a command that takes MODEL, -o FILE and the model-loading flags
+ * (convert, dot): --help prints help; MODEL is required, -o is optional (*out stays NULL).
+ * Returns -1 when the command should go on, else its exit code (0 after --help, 2 after printing
+ * a usage error). */
+int cli_model_out_args(const char *cmd, const char *help, int argc, char **argv, const char **model,
+                       const char **out, cli_model_opts *mo);
+
 /* Loads MODEL (a .onnx path or a zoo spec), applies --batch/--training, infers shapes.
  * On failure prints one error line to stderr and returns NULL. */
 gopt_graph *cli_load_model(const char *model, const cli_model_opts *o);
@@ -38,6 +51,69 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Parses a positive integer flag value; returns 0 and sets *out, or prints an error. */
 int cli_parse_long(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out);
 
+/* ---- the task commands (optimize, compare; cli_task.c) ---- */
+
+/* One method's result: the fresh evaluation of its decisions, evaluations and time. */
+typedef struct cli_task_run {
+  gopt_env_result r;
+  uint64_t evals;
+  double seconds;
+  size_t repaired;
+  int interrupted, optimal;
+} cli_task_run;
+
+/* The flags both task commands take. */
+typedef struct cli_task_flags {
+  const char *model, *task, *cluster, *out;
+  long budget, threads, seed;
+  int has_budget;
+  double seconds;
+  int json;
+  cli_model_opts mo;
+} cli_task_flags;
+
+/* A command's own flag taking a value (e.g. --method): *value receives it. */
+typedef struct cli_task_extra {
+  const char *flag;
+  const char **value;
+} cli_task_extra;
+
+int cli_task_method_kind(const char *name);
+const char *cli_task_methods_text(int task, char *buf, size_t n);
+int cli_task_applicable(const char *method, const gopt_env *e, const char **why);
+int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts *so, double *x,
+                        cli_task_run *out, gopt_error *err);
+void cli_task_sigint(int install);
+int cli_task_interrupted(void);
+const char *cli_task_fmt(int task, double v, char *buf, size_t n);
+int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags *f);
+
+/* Parses a task command's arguments into f: --help, the shared flags (cli_task_flag), the
+ * command's own value flags (extra), one MODEL; then requires MODEL, a known --task (*task
+ * receives it) and --cluster. Returns -1 when the command should go on, else its exit code (0
+ * after --help, 2 after printing a usage error). */
+int cli_task_args(const char *cmd, const char *help, int argc, char **argv, const cli_task_extra *extra,
+                  size_t n_extra, cli_task_flags *f, int *task);
+
+/* Parses the cluster, loads the model and makes the task environment into *c, *g, *e (the caller
+ * frees whatever was made). Returns 0, or 1 after printing "gopt CMD: ..." to stderr. */
+int cli_task_env(const char *cmd, const cli_task_flags *f, int task, gopt_cluster **c, gopt_graph **g,
+                 gopt_env **e);
+
+/* Prints that method does not apply to the task (why may be NULL); returns 2. */
+int cli_task_not_applicable(const char *cmd, const char *method, const char *task, const char *why);
+
+/* Evaluates the default decisions (into x) with w into *rd. Returns 0, or 1 after printing. */
+int cli_task_default(const char *cmd, gopt_env *e, gopt_env_ws *w, double *x, gopt_env_result *rd);
+
+/* Evaluations per search method: --budget, else 1000 unless --seconds is given (then 0). */
+uint64_t cli_task_budget(const cli_task_flags *f);
+
+/* Search options from the flags (budget, seconds, seed, threads) and progress; the rest zero. */
+void cli_task_search_opts(const cli_task_flags *f, int progress, gopt_search_opts *so);
+
+/* A new JSON object holding model, nodes, task and cluster (in that order). */
+struct json_t *cli_task_json_head(const cli_task_flags *f, const gopt_graph *g, const gopt_cluster *c);
 
 /* Hooks into modules that may be absent in a build (training). */
 int cli_make_training(const char *model, gopt_graph *g, gopt_error *err);

@@ -48,6 +48,31 @@ int cli_model_flag(const char *cmd, int argc, char **argv, int *i, cli_model_opt
   return 1;
 }
 
+int cli_model_out_args(const char *cmd, const char *help, int argc, char **argv, const char **model,
+                       const char **out, cli_model_opts *mo) {
+  int mf;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(help, stdout);
+      return 0;
+    } else if (!strcmp(a, "-o")) {
+      if (i + 1 >= argc) return cli_usage_error(cmd, "-o needs a file name");
+      *out = argv[++i];
+    } else if ((mf = cli_model_flag(cmd, argc, argv, &i, mo)) != 0) {
+      if (mf < 0) return 2;
+    } else if (a[0] == '-' && a[1]) {
+      return cli_usage_error(cmd, "unknown flag '%s' (see gopt %s --help)", a, cmd);
+    } else if (*model) {
+      return cli_usage_error(cmd, "more than one MODEL given");
+    } else {
+      *model = a;
+    }
+  }
+  if (!*model) return cli_usage_error(cmd, "missing MODEL (see gopt %s --help)", cmd);
+  return -1;
+}
+
 static int looks_like_file(const char *model) {
   size_t n = strlen(model);
   return strchr(model, '/') || (n > 5 && !strcmp(model + n - 5, ".onnx"));

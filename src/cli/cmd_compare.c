@@ -17,32 +17,6 @@
 #include "gopt/task.h"
 #include "gopt/util.h"
 
-/* From cmd_optimize.c. */
-typedef struct cli_task_run {
-  gopt_env_result r;
-  uint64_t evals;
-  double seconds;
-  size_t repaired;
-  int interrupted, optimal;
-} cli_task_run;
-typedef struct cli_task_flags {
-  const char *model, *task, *cluster, *out;
-  long budget, threads, seed;
-  int has_budget;
-  double seconds;
-  int json;
-  cli_model_opts mo;
-} cli_task_flags;
-int cli_task_method_kind(const char *name);
-const char *cli_task_methods_text(int task, char *buf, size_t n);
-int cli_task_applicable(const char *method, const gopt_env *e, const char **why);
-int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts *so, double *x,
-                        cli_task_run *out, gopt_error *err);
-void cli_task_sigint(int install);
-int cli_task_interrupted(void);
-const char *cli_task_fmt(int task, double v, char *buf, size_t n);
-int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags *f);
-
 static const char cmp_help[] =
     "usage: gopt compare MODEL --task T --cluster C [--budget N] [--seconds S] [--seed S]\n"
     "                    [--threads N] [--methods a,b,...] [--json] [--plot FILE.svg] [--batch N] [--training]\n"
@@ -218,33 +192,11 @@ int cli_compare(int argc, char **argv) {
   cli_task_flags f;
   memset(&f, 0, sizeof f);
   const char *methods = NULL, *plot = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(cmp_help, stdout);
-      return 0;
-    }
-    int k = cli_task_flag("compare", argc, argv, &i, &f);
-    if (k < 0) return 2;
-    if (k) continue;
-    if (!strcmp(a, "--methods") || !strcmp(a, "--plot")) {
-      if (i + 1 >= argc) return cli_usage_error("compare", "%s needs a value", a);
-      if (!strcmp(a, "--methods")) methods = argv[++i];
-      else plot = argv[++i];
-    } else if (a[0] == '-' && a[1]) {
-      return cli_usage_error("compare", "unknown flag '%s' (see gopt compare --help)", a);
-    } else if (!f.model) {
-      f.model = a;
-    } else {
-      return cli_usage_error("compare", "unexpected argument '%s' (one MODEL)", a);
-    }
-  }
-  if (!f.model) return cli_usage_error("compare", "missing MODEL (see gopt compare --help)");
-  if (!f.task) return cli_usage_error("compare", "missing --task (placement, fusion, schedule, memory, joint)");
-  int task = gopt_task_from_name(f.task);
-  if (task < 0)
-    return cli_usage_error("compare", "--task: unknown task '%s' (placement, fusion, schedule, memory, joint)", f.task);
-  if (!f.cluster) return cli_usage_error("compare", "missing --cluster (e.g. --cluster 4xV100-nvlink)");
+  const cli_task_extra extra[] = {{"--methods", &methods}, {"--plot", &plot}};
+  int task;
+  int arc = cli_task_args("compare", cmp_help, argc, argv, extra, sizeof extra / sizeof extra[0], &f,
+                          &task);
+  if (arc >= 0) return arc;
   if (methods && !*methods) return cli_usage_error("compare", "--methods: empty list");
 
   /* the method list */
@@ -297,16 +249,7 @@ int cli_compare(int argc, char **argv) {
   gopt_env *e = NULL;
   gopt_env_ws *w = NULL;
   double *x = NULL;
-  if (gopt_cluster_parse(f.cluster, &c, &err)) {
-    fprintf(stderr, "gopt compare: %s\n", err.msg);
-    goto done;
-  }
-  if (!(g = cli_load_model(f.model, &f.mo))) goto done;
-  gopt_env_opts eo = {.task = task, .threads = (int)f.threads};
-  if (gopt_env_new(g, c, &eo, &e, &err)) {
-    fprintf(stderr, "gopt compare: %s\n", err.msg);
-    goto done;
-  }
+  if (cli_task_env("compare", &f, task, &c, &g, &e)) goto done;
   /* applicability: an explicitly asked method must apply; from the full list, skip with reason */
   size_t k = 0;
   for (size_t i = 0; i < nr; i++) {
@@ -317,9 +260,7 @@ int cli_compare(int argc, char **argv) {
       continue;
     }
     if (methods) {
-      fprintf(stderr, "gopt compare: method '%s' does not apply to the %s task: %s\n", rows[i].name, f.task,
-              why ? why : "not applicable");
-      rc = 2;
+      rc = cli_task_not_applicable("compare", rows[i].name, f.task, why);
       goto done;
     }
     snprintf(skipped[nskip++], sizeof skipped[0], "%s (%s)", rows[i].name, why ? why : "not applicable");
@@ -333,22 +274,13 @@ int cli_compare(int argc, char **argv) {
     goto done;
   }
   gopt_env_result rd;
-  gopt_env_default(e, x);
-  if (gopt_env_evaluate(w, x, &rd, NULL, &err)) {
-    fprintf(stderr, "gopt compare: default decisions: %s\n", err.msg);
-    goto done;
-  }
-  uint64_t budget = f.has_budget ? (uint64_t)f.budget : (f.seconds > 0 ? 0 : 1000);
+  if (cli_task_default("compare", e, w, x, &rd)) goto done;
+  uint64_t budget = cli_task_budget(&f);
   int tty = isatty(STDERR_FILENO);
   cli_task_sigint(1);
   for (size_t i = 0; i < nr && !cli_task_interrupted(); i++) {
     gopt_search_opts so;
-    memset(&so, 0, sizeof so);
-    so.budget_evals = budget;
-    so.budget_seconds = f.seconds;
-    so.seed = (uint64_t)f.seed;
-    so.threads = (int)f.threads;
-    so.progress = tty;
+    cli_task_search_opts(&f, tty, &so);
     so.on_improve = on_improve;
     so.user = &rows[i].cv;
     if (tty) fprintf(stderr, "gopt compare: %s ...\n", rows[i].name);
@@ -369,11 +301,7 @@ int cli_compare(int argc, char **argv) {
   else
     snprintf(title, sizeof title, "%s: %s task on %s, %g s per search method", f.model, f.task, c->name, f.seconds);
   if (f.json) {
-    json_t *o = json_object(), *jr = json_array(), *js = json_array();
-    json_object_set_new(o, "model", json_string(f.model));
-    json_object_set_new(o, "nodes", json_integer((json_int_t)gopt_graph_node_count(g)));
-    json_object_set_new(o, "task", json_string(f.task));
-    json_object_set_new(o, "cluster", json_string(c->name));
+    json_t *o = cli_task_json_head(&f, g, c), *jr = json_array(), *js = json_array();
     json_object_set_new(o, "budget", json_integer((json_int_t)budget));
     json_object_set_new(o, "seed", json_integer(f.seed));
     json_object_set_new(o, "objective_unit", json_string(task == GOPT_TASK_MEMORY ? "bytes" : "seconds"));

@@ -69,26 +69,8 @@ static void dims_text(const gopt_graph *g, int32_t t, char *buf, size_t n) {
 int cli_dot(int argc, char **argv) {
   const char *model = NULL, *out = NULL;
   cli_model_opts mo = {0};
-  int mf;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(dot_help, stdout);
-      return 0;
-    } else if (!strcmp(a, "-o")) {
-      if (i + 1 >= argc) return cli_usage_error("dot", "-o needs a file name");
-      out = argv[++i];
-    } else if ((mf = cli_model_flag("dot", argc, argv, &i, &mo)) != 0) {
-      if (mf < 0) return 2;
-    } else if (a[0] == '-' && a[1]) {
-      return cli_usage_error("dot", "unknown flag '%s' (see gopt dot --help)", a);
-    } else if (model) {
-      return cli_usage_error("dot", "more than one MODEL given");
-    } else {
-      model = a;
-    }
-  }
-  if (!model) return cli_usage_error("dot", "missing MODEL (see gopt dot --help)");
+  int arc = cli_model_out_args("dot", dot_help, argc, argv, &model, &out, &mo);
+  if (arc >= 0) return arc;
   gopt_graph *g = cli_load_model(model, &mo);
   if (!g) return 1;
   sbuf b = {0};

@@ -13,26 +13,10 @@
 #include "gopt/ops.h"
 #include "gopt/sim.h"
 #include "gopt/zoo.h"
+#include "sim/sim_test_util.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
-static uint32_t rnd(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng >> 16);
-}
-
-static gopt_graph *zoo(const char *spec) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  int rc = gopt_zoo_build(spec, &g, &err);
-  CHECK_MSG(rc == 0, "%s", err.msg);
-  if (rc) return NULL;
-  gopt_infer_opts io = {1, 1};
-  rc = gopt_infer_shapes(g, &io, &err);
-  CHECK_MSG(rc == 0, "%s", err.msg);
-  return g;
-}
+static uint32_t rnd(void) { return sim_test_rnd(&rng); }
 
 #define MAXCP 20000
 
@@ -135,13 +119,12 @@ static int32_t live_node(const gopt_graph *g) {
 /* Random changes on one graph and cluster: single device moves, single priority changes, and
  * batches of 2-8 mixed changes before one evaluation. */
 static void test_random(const char *spec, const char *cluster, int rounds) {
-  gopt_graph *g = zoo(spec);
+  gopt_graph *g = sim_test_zoo(spec);
   if (!g) return;
-  gopt_cluster *c = NULL;
   gopt_error err = {0};
-  CHECK_EQ_INT(gopt_cluster_parse(cluster, &c, &err), 0);
-  gopt_sim *s = NULL;
-  CHECK_EQ_INT(gopt_sim_new(g, c, NULL, &s, &err), 0);
+  gopt_cluster *c;
+  gopt_sim *s;
+  sim_test_open(g, cluster, &c, &s);
   size_t N = g->nodes.n;
   int D = c->n_devices;
   gopt_decisions d;
@@ -222,7 +205,7 @@ static void test_random(const char *spec, const char *cluster, int rounds) {
 /* Fused groups (producer/consumer pairs that apply accepts), an explicit order, and one device,
  * each followed by incremental changes. */
 static void test_modes(const char *spec) {
-  gopt_graph *g = zoo(spec);
+  gopt_graph *g = sim_test_zoo(spec);
   if (!g) return;
   gopt_error err = {0};
   size_t N = g->nodes.n;
@@ -231,10 +214,9 @@ static void test_modes(const char *spec) {
   snap_init(&a);
   snap_init(&b);
   for (int ci = 0; ci < 2; ci++) {
-    gopt_cluster *c = NULL;
-    CHECK_EQ_INT(gopt_cluster_parse(clusters[ci], &c, &err), 0);
-    gopt_sim *s = NULL;
-    CHECK_EQ_INT(gopt_sim_new(g, c, NULL, &s, &err), 0);
+    gopt_cluster *c;
+    gopt_sim *s;
+    sim_test_open(g, clusters[ci], &c, &s);
     int D = c->n_devices;
     gopt_decisions d;
     gopt_decisions_init(&d, g);
@@ -331,13 +313,12 @@ static void test_modes(const char *spec) {
 /* A change that can only matter late is replayed from late: moving the last node of a chain of
  * a zoo graph replays a small fraction of the iterations; moving a first node replays them all. */
 static void test_replay_point(void) {
-  gopt_graph *g = zoo("gnmt:steps=6");
+  gopt_graph *g = sim_test_zoo("gnmt:steps=6");
   if (!g) return;
-  gopt_cluster *c = NULL;
   gopt_error err = {0};
-  CHECK_EQ_INT(gopt_cluster_parse("4xV100-nvlink", &c, &err), 0);
-  gopt_sim *s = NULL;
-  CHECK_EQ_INT(gopt_sim_new(g, c, NULL, &s, &err), 0);
+  gopt_cluster *c;
+  gopt_sim *s;
+  sim_test_open(g, "4xV100-nvlink", &c, &s);
   gopt_sim_state *st = gopt_sim_state_new(s);
   gopt_sim_result r;
   CHECK_EQ_INT(gopt_sim_evaluate(st, &r, &err), 0);

@@ -16,26 +16,10 @@
 #include "gopt/ops.h"
 #include "gopt/sim.h"
 #include "gopt/zoo.h"
+#include "sim/sim_test_util.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-static uint32_t rnd(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng >> 16);
-}
-
-static gopt_graph *zoo(const char *spec) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  int rc = gopt_zoo_build(spec, &g, &err);
-  CHECK_MSG(rc == 0, "%s", err.msg);
-  if (rc) return NULL;
-  gopt_infer_opts io = {1, 1};
-  rc = gopt_infer_shapes(g, &io, &err);
-  CHECK_MSG(rc == 0, "%s", err.msg);
-  return g;
-}
+static uint32_t rnd(void) { return sim_test_rnd(&rng); }
 
 static int same_result(const gopt_sim_result *a, const gopt_sim_result *b) {
   if (a->step_time != b->step_time || a->feasible != b->feasible || a->n_transfers != b->n_transfers ||
@@ -64,13 +48,12 @@ static void save(saved *s, const gopt_sim_result *r) {
 }
 
 static void test_one_device(const char *spec) {
-  gopt_graph *g = zoo(spec);
+  gopt_graph *g = sim_test_zoo(spec);
   if (!g) return;
-  gopt_cluster *c = NULL;
   gopt_error err = {0};
-  CHECK_EQ_INT(gopt_cluster_parse("V100", &c, &err), 0);
-  gopt_sim *s = NULL;
-  CHECK_EQ_INT(gopt_sim_new(g, c, NULL, &s, &err), 0);
+  gopt_cluster *c;
+  gopt_sim *s;
+  sim_test_open(g, "V100", &c, &s);
   gopt_sim_state *st = gopt_sim_state_new(s);
   gopt_sim_result r;
   CHECK_EQ_INT(gopt_sim_evaluate(st, &r, &err), 0);
@@ -106,13 +89,12 @@ static void test_one_device(const char *spec) {
 /* Incremental single-node changes vs a fresh apply of the whole placement, and batch vs
  * sequential, on a 4-GPU cluster. */
 static void test_incremental_batch(const char *spec) {
-  gopt_graph *g = zoo(spec);
+  gopt_graph *g = sim_test_zoo(spec);
   if (!g) return;
-  gopt_cluster *c = NULL;
   gopt_error err = {0};
-  CHECK_EQ_INT(gopt_cluster_parse("4xV100-nvlink", &c, &err), 0);
-  gopt_sim *s = NULL;
-  CHECK_EQ_INT(gopt_sim_new(g, c, NULL, &s, &err), 0);
+  gopt_cluster *c;
+  gopt_sim *s;
+  sim_test_open(g, "4xV100-nvlink", &c, &s);
   gopt_sim_state *inc = gopt_sim_state_new(s), *full = gopt_sim_state_new(s);
   size_t N = g->nodes.n;
   gopt_decisions d;
@@ -209,13 +191,12 @@ static void test_incremental_batch(const char *spec) {
 
 /* Trace file: parse back, check every event, and that events on one track do not overlap. */
 static void test_trace(void) {
-  gopt_graph *g = zoo("resnet50");
+  gopt_graph *g = sim_test_zoo("resnet50");
   if (!g) return;
-  gopt_cluster *c = NULL;
   gopt_error err = {0};
-  CHECK_EQ_INT(gopt_cluster_parse("2xV100-pcie", &c, &err), 0);
-  gopt_sim *s = NULL;
-  CHECK_EQ_INT(gopt_sim_new(g, c, NULL, &s, &err), 0);
+  gopt_cluster *c;
+  gopt_sim *s;
+  sim_test_open(g, "2xV100-pcie", &c, &s);
   gopt_sim_state *st = gopt_sim_state_new(s);
   for (size_t i = 0; i < g->nodes.n; i++)
     if (gopt_node_alive(g, (int32_t)i) && rnd() % 2) gopt_sim_state_set_device(st, (int32_t)i, 1);

@@ -1,0 +1,229 @@
+/* cli_task.c: the pieces `gopt optimize` and `gopt compare` share: the task flags and their
+ * checks, method lookup, setting up the environment, evaluating the default decisions, running
+ * one method, Ctrl-C handling and objective formatting. */
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "gopt/baselines.h"
+#include "gopt/search.h"
+#include "gopt/task.h"
+#include "gopt/util.h"
+
+/* 1: a baseline (possibly composite), 2: a search method, 0: unknown. */
+int cli_task_method_kind(const char *name) {
+  for (size_t i = 0; i < gopt_search_method_count(); i++)
+    if (!strcmp(gopt_search_method_name(i), name)) return 2;
+  return gopt_baseline_known(name) ? 1 : 0;
+}
+
+/* Comma-separated names of the baselines of a task and the search methods, into buf. */
+const char *cli_task_methods_text(int task, char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < gopt_baseline_task_count(task) && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", gopt_baseline_task_name(task, i));
+  for (size_t i = 0; i < gopt_search_method_count() && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", gopt_search_method_name(i));
+  return buf;
+}
+
+/* Whether method applies to e; *why says why not. */
+int cli_task_applicable(const char *method, const gopt_env *e, const char **why) {
+  if (cli_task_method_kind(method) == 2) return gopt_search_applicable(method, e, why);
+  return gopt_baseline_applicable(method, e, why);
+}
+
+/* Runs a method: a baseline is one evaluation of its vector; a search method runs under so.
+ * x receives the decision vector. Returns 0 or an error in err. */
+int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts *so, double *x,
+                        cli_task_run *out, gopt_error *err) {
+  memset(out, 0, sizeof *out);
+  uint64_t ev0 = gopt_env_evaluations(e);
+  double t0 = gopt_now();
+  int rc;
+  if (cli_task_method_kind(method) == 2) {
+    gopt_search_result res;
+    memset(&res, 0, sizeof res);
+    rc = gopt_search_run(method, e, so, x, &res, err);
+    if (rc) return rc;
+    out->evals = res.evals;
+    out->interrupted = res.interrupted;
+    out->optimal = res.optimal;
+  } else {
+    rc = gopt_baseline_run(method, e, x, err);
+    if (rc) return rc;
+  }
+  /* the reported result is always a fresh evaluation of x (and gives the repair count) */
+  gopt_env_ws *w = gopt_env_ws_new(e);
+  if (!w) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  gopt_env_result r;
+  rc = gopt_env_evaluate(w, x, &r, &out->repaired, err);
+  gopt_env_ws_free(w);
+  if (rc) return rc;
+  out->seconds = gopt_now() - t0;
+  if (cli_task_method_kind(method) != 2) out->evals = gopt_env_evaluations(e) - ev0;
+  out->r = r;
+  return GOPT_OK;
+}
+
+static volatile sig_atomic_t interrupted_flag = 0;
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted_flag = 1;
+  gopt_search_request_stop();
+}
+
+/* Installs the Ctrl-C handler (stop the search, keep its best so far); returns 1 once Ctrl-C came. */
+void cli_task_sigint(int install) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = install ? on_sigint : SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  if (install) {
+    interrupted_flag = 0;
+    gopt_search_clear_stop();
+  }
+}
+int cli_task_interrupted(void) { return interrupted_flag != 0; }
+
+/* Objective in its unit: milliseconds for time tasks, MB for memory. */
+const char *cli_task_fmt(int task, double v, char *buf, size_t n) {
+  if (task == GOPT_TASK_MEMORY) snprintf(buf, n, "%.3f MB", v / 1e6);
+  else snprintf(buf, n, "%.4f ms", v * 1e3);
+  return buf;
+}
+
+/* Parses the flags both commands share; returns 1 when argv[*i] was one of them, -1 on error. */
+int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags *f) {
+  const char *a = argv[*i];
+  int has = *i + 1 < argc;
+  if (!strcmp(a, "--json")) {
+    f->json = 1;
+    return 1;
+  }
+  if (!strcmp(a, "--training")) {
+    f->mo.training = 1;
+    return 1;
+  }
+  if (strcmp(a, "--task") && strcmp(a, "--cluster") && strcmp(a, "--budget") && strcmp(a, "--seconds") &&
+      strcmp(a, "--seed") && strcmp(a, "--threads") && strcmp(a, "--batch"))
+    return 0;
+  if (!has) {
+    cli_usage_error(cmd, "%s needs a value", a);
+    return -1;
+  }
+  const char *v = argv[++*i];
+  if (!strcmp(a, "--task")) f->task = v;
+  else if (!strcmp(a, "--cluster")) f->cluster = v;
+  else if (!strcmp(a, "--budget")) {
+    if (cli_parse_long(cmd, "--budget", v, 1, 1000000000L, &f->budget)) return -1;
+    f->has_budget = 1;
+  } else if (!strcmp(a, "--seed")) {
+    if (cli_parse_long(cmd, "--seed", v, 0, 2147483647L, &f->seed)) return -1;
+  } else if (!strcmp(a, "--threads")) {
+    if (cli_parse_long(cmd, "--threads", v, 1, 4096, &f->threads)) return -1;
+  } else if (!strcmp(a, "--batch")) {
+    if (cli_parse_long(cmd, "--batch", v, 1, 1L << 30, &f->mo.batch)) return -1;
+  } else {
+    char *end = NULL;
+    f->seconds = strtod(v, &end);
+    if (!*v || *end || !(f->seconds > 0) || !isfinite(f->seconds)) {
+      cli_usage_error(cmd, "--seconds: expected a positive number, got '%s'", v);
+      return -1;
+    }
+  }
+  return 1;
+}
+
+int cli_task_args(const char *cmd, const char *help, int argc, char **argv, const cli_task_extra *extra,
+                  size_t n_extra, cli_task_flags *f, int *task) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(help, stdout);
+      return 0;
+    }
+    int k = cli_task_flag(cmd, argc, argv, &i, f);
+    if (k < 0) return 2;
+    if (k) continue;
+    size_t j = 0;
+    while (j < n_extra && strcmp(a, extra[j].flag)) j++;
+    if (j < n_extra) {
+      if (i + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+      *extra[j].value = argv[++i];
+    } else if (a[0] == '-' && a[1]) {
+      return cli_usage_error(cmd, "unknown flag '%s' (see gopt %s --help)", a, cmd);
+    } else if (!f->model) {
+      f->model = a;
+    } else {
+      return cli_usage_error(cmd, "unexpected argument '%s' (one MODEL)", a);
+    }
+  }
+  if (!f->model) return cli_usage_error(cmd, "missing MODEL (see gopt %s --help)", cmd);
+  if (!f->task) return cli_usage_error(cmd, "missing --task (placement, fusion, schedule, memory, joint)");
+  *task = gopt_task_from_name(f->task);
+  if (*task < 0)
+    return cli_usage_error(cmd, "--task: unknown task '%s' (placement, fusion, schedule, memory, joint)", f->task);
+  if (!f->cluster) return cli_usage_error(cmd, "missing --cluster (e.g. --cluster 4xV100-nvlink)");
+  return -1;
+}
+
+int cli_task_env(const char *cmd, const cli_task_flags *f, int task, gopt_cluster **c, gopt_graph **g,
+                 gopt_env **e) {
+  gopt_error err = {0};
+  if (gopt_cluster_parse(f->cluster, c, &err)) {
+    fprintf(stderr, "gopt %s: %s\n", cmd, err.msg);
+    return 1;
+  }
+  if (!(*g = cli_load_model(f->model, &f->mo))) return 1;
+  gopt_env_opts eo = {.task = task, .threads = (int)f->threads};
+  if (gopt_env_new(*g, *c, &eo, e, &err)) {
+    fprintf(stderr, "gopt %s: %s\n", cmd, err.msg);
+    return 1;
+  }
+  return 0;
+}
+
+int cli_task_not_applicable(const char *cmd, const char *method, const char *task, const char *why) {
+  fprintf(stderr, "gopt %s: method '%s' does not apply to the %s task: %s\n", cmd, method, task,
+          why ? why : "not applicable");
+  return 2;
+}
+
+int cli_task_default(const char *cmd, gopt_env *e, gopt_env_ws *w, double *x, gopt_env_result *rd) {
+  gopt_error err = {0};
+  gopt_env_default(e, x);
+  if (gopt_env_evaluate(w, x, rd, NULL, &err)) {
+    fprintf(stderr, "gopt %s: default decisions: %s\n", cmd, err.msg);
+    return 1;
+  }
+  return 0;
+}
+
+uint64_t cli_task_budget(const cli_task_flags *f) {
+  return f->has_budget ? (uint64_t)f->budget : (f->seconds > 0 ? 0 : 1000);
+}
+
+void cli_task_search_opts(const cli_task_flags *f, int progress, gopt_search_opts *so) {
+  memset(so, 0, sizeof *so);
+  so->budget_evals = cli_task_budget(f);
+  so->budget_seconds = f->seconds;
+  so->seed = (uint64_t)f->seed;
+  so->threads = (int)f->threads;
+  so->progress = progress;
+}
+
+struct json_t *cli_task_json_head(const cli_task_flags *f, const gopt_graph *g, const gopt_cluster *c) {
+  json_t *o = json_object();
+  json_object_set_new(o, "model", json_string(f->model));
+  json_object_set_new(o, "nodes", json_integer((json_int_t)gopt_graph_node_count(g)));
+  json_object_set_new(o, "task", json_string(f->task));
+  json_object_set_new(o, "cluster", json_string(c->name));
+  return o;
+}
