@@ -8,6 +8,7 @@
 #undef I /* complex.h (through cblas.h) defines I */
 #include <dnnl.h>
 #include <dnnl_debug.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,11 +135,9 @@ static int dn_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     if (st == dnnl_success) st = dnnl_primitive_execute(s->prim, d->stream, s->n, args);
     dnnl_exec_arg_t rb[2] = {{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, s->m_usr_out}};
     if (st == dnnl_success) st = dnnl_primitive_execute(s->re_out, d->stream, 2, rb);
-    if (st == dnnl_success) st = dnnl_stream_wait(d->stream);
-    if (st != dnnl_success) return dn_fail(x, k, err, "execute", st);
-    return GOPT_OK;
+  } else {
+    st = dnnl_primitive_execute(s->prim, d->stream, s->n, args);
   }
-  st = dnnl_primitive_execute(s->prim, d->stream, s->n, args);
   if (st == dnnl_success) st = dnnl_stream_wait(d->stream);
   if (st != dnnl_success) return dn_fail(x, k, err, "execute", st);
   return GOPT_OK;
@@ -186,13 +185,106 @@ static dnnl_status_t dn_make(dn_st *s, dnnl_primitive_desc_t pd) {
   return st;
 }
 
+/* One argument of a primitive for dn_build: memory of descriptor md bound to tensor t on each
+ * run; md NULL: the argument is left out (an omitted optional input). */
+typedef struct dn_arg {
+  int arg;
+  const dnnl_memory_desc_t *md;
+  int32_t t;
+} dn_arg;
+
+/* Creates s->prim from the operation descriptor desc (desc_st: the status of initialising desc)
+ * and adds the memories of args[0..n) in order, skipping those with md NULL. Returns GOPT_OK, or a
+ * node error "oneDNN <what> descriptor|<what>|<what> primitive|memory failed"; no primitive
+ * descriptor outlives the call (memories already added are freed by dn_free). */
+static int dn_build(gopt_exec *x, ex_kernel *k, dn_st *s, dnnl_status_t desc_st, const_dnnl_op_desc_t desc,
+                    const char *what, const dn_arg *args, int n, gopt_error *err) {
+  ex_dnnl *d = x->dnnl;
+  char w[64];
+  if (desc_st != dnnl_success) {
+    snprintf(w, sizeof w, "%s descriptor", what);
+    return dn_fail(x, k, err, w, desc_st);
+  }
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t st = dnnl_primitive_desc_create(&pd, desc, NULL, d->eng, NULL);
+  if (st != dnnl_success) {
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return dn_fail(x, k, err, what, st);
+  }
+  st = dn_make(s, pd); /* destroys pd */
+  if (st != dnnl_success) {
+    snprintf(w, sizeof w, "%s primitive", what);
+    return dn_fail(x, k, err, w, st);
+  }
+  for (int i = 0; i < n; i++) {
+    if (!args[i].md) continue;
+    st = dn_add(s, d, args[i].arg, args[i].md, args[i].t, NULL);
+    if (st != dnnl_success) return dn_fail(x, k, err, "memory", st);
+  }
+  return GOPT_OK;
+}
+
+/* Descriptor of the rows x cols operand of a Gemm, stored transposed (cols x rows, row-major)
+ * when trans is set. */
+static void md_gemm_operand(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int trans) {
+  dnnl_dims_t dims, st;
+  dims[0] = rows;
+  dims[1] = cols;
+  st[0] = trans ? 1 : cols;
+  st[1] = trans ? rows : 1;
+  dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, st);
+}
+
+/* Descriptor of dims (rank entries) whose layout the primitive chooses (format_tag_any). */
+static void md_any(dnnl_memory_desc_t *md, int rank, const int64_t *dims) {
+  dnnl_dims_t dd;
+  for (int i = 0; i < rank; i++) dd[i] = dims[i];
+  dnnl_memory_desc_init_by_tag(md, rank, dd, dnnl_f32, dnnl_format_tag_any);
+}
+
+/* Creates *re, a reorder primitive from memories of descriptor from to memories of descriptor to
+ * (both on eng); its primitive descriptor is destroyed here. Returns the oneDNN status. */
+static dnnl_status_t dn_reorder(dnnl_primitive_t *re, const dnnl_memory_desc_t *from,
+                                const dnnl_memory_desc_t *to, dnnl_engine_t eng) {
+  dnnl_primitive_desc_t rpd = NULL;
+  dnnl_status_t st = dnnl_reorder_primitive_desc_create(&rpd, from, eng, to, eng, NULL);
+  if (st != dnnl_success) return st;
+  st = dnnl_primitive_create(re, rpd);
+  dnnl_primitive_desc_destroy(rpd);
+  return st;
+}
+
+/* Window attributes of a sp-D Conv/pooling node: strides (default 1) and dilations in oneDNN's
+ * convention (ONNX's minus 1, default 0) from the node's attributes when they have sp entries;
+ * the begin pads pl are zeroed. */
+static void window_attrs(const gopt_graph *g, int32_t node, int sp, dnnl_dims_t strides, dnnl_dims_t dil,
+                         dnnl_dims_t pl) {
+  size_t c;
+  const int64_t *a;
+  for (int i = 0; i < sp; i++) {
+    strides[i] = 1;
+    dil[i] = 0;
+    pl[i] = 0;
+  }
+  if ((a = gopt_node_get_ints(g, node, "strides", &c)) && c == (size_t)sp)
+    for (int i = 0; i < sp; i++) strides[i] = a[i];
+  if ((a = gopt_node_get_ints(g, node, "dilations", &c)) && c == (size_t)sp)
+    for (int i = 0; i < sp; i++) dil[i] = a[i] - 1;
+}
+
+/* Folds the r dims at axis into dd = [product of dims before axis, product of the rest]. */
+static void fold_at(int64_t dd[2], int r, const int64_t *dims, int64_t axis) {
+  dd[0] = dd[1] = 1;
+  for (int i = 0; i < r; i++) dd[i < axis ? 0 : 1] *= dims[i];
+}
+
 /* ---- Conv ------------------------------------------------------------------------------------------ */
 
 static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   const gopt_graph *g = x->g;
   ex_dnnl *d = x->dnnl;
   int rc = GOPT_OK;
-  dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+  dnnl_primitive_desc_t pd = NULL;
   dnnl_primitive_t reorder = NULL;
   dnnl_memory_t usr = NULL;
   int32_t X = k->in[0], W = k->in[1], B = k->n_in > 2 ? k->in[2] : -1, Y = k->out[0];
@@ -201,19 +293,10 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   const int64_t *xd = ex_dims(x, X), *wd = ex_dims(x, W), *yd = ex_dims(x, Y);
   int64_t groups = gopt_node_get_int(g, k->node, "group", 1);
   size_t c;
-  const int64_t *a;
   dnnl_dims_t strides, dil, pl, pr;
   int64_t kd[3];
-  for (int i = 0; i < sp; i++) {
-    kd[i] = wd[2 + i];
-    strides[i] = 1;
-    dil[i] = 0;
-    pl[i] = 0;
-  }
-  if ((a = gopt_node_get_ints(g, k->node, "strides", &c)) && c == (size_t)sp)
-    for (int i = 0; i < sp; i++) strides[i] = a[i];
-  if ((a = gopt_node_get_ints(g, k->node, "dilations", &c)) && c == (size_t)sp)
-    for (int i = 0; i < sp; i++) dil[i] = a[i] - 1;
+  for (int i = 0; i < sp; i++) kd[i] = wd[2 + i];
+  window_attrs(g, k->node, sp, strides, dil, pl);
   const char *ap = gopt_node_get_string(g, k->node, "auto_pad", "NOTSET");
   const int64_t *pads = gopt_node_get_ints(g, k->node, "pads", &c);
   int have_pads = pads && c == (size_t)(2 * sp);
@@ -246,9 +329,7 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   md_plain(&w_usr, wr, wdims);
   int wconst = ex_is_const(x, W);
   if (wconst) {
-    dnnl_dims_t dd;
-    for (int i = 0; i < wr; i++) dd[i] = wdims[i];
-    dnnl_memory_desc_init_by_tag(&w_any, wr, dd, dnnl_f32, dnnl_format_tag_any);
+    md_any(&w_any, wr, wdims);
   } else {
     w_any = w_usr;
   }
@@ -259,13 +340,8 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   if (wconst) {
     /* let oneDNN pick the activation layout too (blocked layouts run its direct JIT kernels,
      * plain NCHW only its im2col+GEMM); the input and output are reordered around the conv */
-    dnnl_dims_t sd, dd;
-    for (int i = 0; i < r; i++) {
-      sd[i] = xd[i];
-      dd[i] = yd[i];
-    }
-    dnnl_memory_desc_init_by_tag(&src_any, r, sd, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(&dst_any, r, dd, dnnl_f32, dnnl_format_tag_any);
+    md_any(&src_any, r, xd);
+    md_any(&dst_any, r, yd);
     if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
                                                    &src_any, &w_any, B >= 0 ? &b_md : NULL, &dst_any,
                                                    strides, dil, pl, pr) == dnnl_success &&
@@ -295,7 +371,6 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   DN(dn_make(s, pd), "convolution primitive");
   pd = NULL;
   if (blocked) {
-    dnnl_primitive_desc_t r1 = NULL, r2 = NULL;
     if (scratch_reserve(d, 0, dnnl_memory_desc_get_size(&src_any)) ||
         scratch_reserve(d, 1, dnnl_memory_desc_get_size(&dst_any))) {
       rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
@@ -303,14 +378,8 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
     }
     DN(dnnl_memory_create(&s->m_usr_in, &src_md, d->eng, DNNL_MEMORY_NONE), "memory");
     DN(dnnl_memory_create(&s->m_usr_out, &dst_md, d->eng, DNNL_MEMORY_NONE), "memory");
-    DN(dnnl_reorder_primitive_desc_create(&r1, &src_md, d->eng, &src_any, d->eng, NULL), "reorder");
-    dnnl_status_t st1 = dnnl_primitive_create(&s->re_in, r1);
-    dnnl_primitive_desc_destroy(r1);
-    DN(st1, "reorder");
-    DN(dnnl_reorder_primitive_desc_create(&r2, &dst_any, d->eng, &dst_md, d->eng, NULL), "reorder");
-    st1 = dnnl_primitive_create(&s->re_out, r2);
-    dnnl_primitive_desc_destroy(r2);
-    DN(st1, "reorder");
+    DN(dn_reorder(&s->re_in, &src_md, &src_any, d->eng), "reorder");
+    DN(dn_reorder(&s->re_out, &dst_any, &dst_md, d->eng), "reorder");
     s->scr_arg[0] = s->n;
     DN(dn_add(s, d, DNNL_ARG_SRC, &src_any, -1, d->scr[0]), "memory");
   } else {
@@ -325,8 +394,7 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
     }
     DN(dnnl_memory_create(&usr, &w_usr, d->eng, ex_data(x, W)), "memory");
     DN(dn_add(s, d, DNNL_ARG_WEIGHTS, &w_want, -1, s->fixed), "memory");
-    DN(dnnl_reorder_primitive_desc_create(&rpd, &w_usr, d->eng, &w_want, d->eng, NULL), "reorder");
-    DN(dnnl_primitive_create(&reorder, rpd), "reorder");
+    DN(dn_reorder(&reorder, &w_usr, &w_want, d->eng), "reorder");
     dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, usr}, {DNNL_ARG_TO, s->mem[s->n - 1]}};
     DN(dnnl_primitive_execute(reorder, d->stream, 2, ra), "reorder");
     DN(dnnl_stream_wait(d->stream), "reorder");
@@ -342,7 +410,6 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   }
 done:
   if (pd) dnnl_primitive_desc_destroy(pd);
-  if (rpd) dnnl_primitive_desc_destroy(rpd);
   if (reorder) dnnl_primitive_destroy(reorder);
   if (usr) dnnl_memory_destroy(usr);
   return rc;
@@ -351,9 +418,6 @@ done:
 /* ---- MatMul / Gemm ---------------------------------------------------------------------------------- */
 
 static int prep_matmul(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
-  ex_dnnl *d = x->dnnl;
-  int rc = GOPT_OK;
-  dnnl_primitive_desc_t pd = NULL;
   int32_t A = k->in[0], Bt = k->in[1], Y = k->out[0];
   int ra = ex_rank(x, A), rb = ex_rank(x, Bt);
   const int64_t *ad = ex_dims(x, A), *bd = ex_dims(x, Bt);
@@ -399,16 +463,9 @@ static int prep_matmul(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   md_plain(&bm, nd, B_);
   md_plain(&ym, nd, y2);
   dnnl_matmul_desc_t md;
-  DN(dnnl_matmul_desc_init(&md, &am, &bm, NULL, &ym), "matmul descriptor");
-  DN(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL), "matmul");
-  DN(dn_make(s, pd), "matmul primitive");
-  pd = NULL;
-  DN(dn_add(s, d, DNNL_ARG_SRC, &am, A, NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_WEIGHTS, &bm, Bt, NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_DST, &ym, Y, NULL), "memory");
-done:
-  if (pd) dnnl_primitive_desc_destroy(pd);
-  return rc;
+  dnnl_status_t st = dnnl_matmul_desc_init(&md, &am, &bm, NULL, &ym);
+  const dn_arg args[] = {{DNNL_ARG_SRC, &am, A}, {DNNL_ARG_WEIGHTS, &bm, Bt}, {DNNL_ARG_DST, &ym, Y}};
+  return dn_build(x, k, s, st, &md, "matmul", args, 3, err);
 }
 
 /* gemm_blas_forward: Y[M,N] = alpha * op(A) op(B) + beta * C (C broadcast to [M,N]). */
@@ -433,9 +490,6 @@ static int gemm_blas_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 
 static int prep_gemm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   const gopt_graph *g = x->g;
-  ex_dnnl *d = x->dnnl;
-  int rc = GOPT_OK;
-  dnnl_primitive_desc_t pd = NULL;
   int32_t A = k->in[0], Bt = k->in[1], C = k->n_in > 2 ? k->in[2] : -1, Y = k->out[0];
   if (ex_rank(x, A) != 2 || ex_rank(x, Bt) != 2)
     return ex_node_error(x, k->node, err, GOPT_ESHAPE, "Gemm needs 2-D A and B");
@@ -460,17 +514,8 @@ static int prep_gemm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
     return GOPT_OK;
   }
   dnnl_memory_desc_t am, bm, cm, ym;
-  dnnl_dims_t dims, st;
-  dims[0] = s->M;
-  dims[1] = s->K;
-  st[0] = s->ta ? 1 : s->K;
-  st[1] = s->ta ? s->M : 1;
-  dnnl_memory_desc_init_by_strides(&am, 2, dims, dnnl_f32, st);
-  dims[0] = s->K;
-  dims[1] = s->N;
-  st[0] = s->tb ? 1 : s->N;
-  st[1] = s->tb ? s->K : 1;
-  dnnl_memory_desc_init_by_strides(&bm, 2, dims, dnnl_f32, st);
+  md_gemm_operand(&am, s->M, s->K, s->ta);
+  md_gemm_operand(&bm, s->K, s->N, s->tb);
   int64_t yd[2] = {s->M, s->N};
   md_plain(&ym, 2, yd);
   if (C >= 0) {
@@ -483,26 +528,18 @@ static int prep_gemm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
     md_plain(&cm, 2, cd);
   }
   dnnl_matmul_desc_t md;
-  DN(dnnl_matmul_desc_init(&md, &am, &bm, C >= 0 ? &cm : NULL, &ym), "matmul descriptor");
-  DN(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL), "matmul");
-  DN(dn_make(s, pd), "matmul primitive");
-  pd = NULL;
-  DN(dn_add(s, d, DNNL_ARG_SRC, &am, A, NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_WEIGHTS, &bm, Bt, NULL), "memory");
-  if (C >= 0) DN(dn_add(s, d, DNNL_ARG_BIAS, &cm, C, NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_DST, &ym, Y, NULL), "memory");
-done:
-  if (pd) dnnl_primitive_desc_destroy(pd);
-  return rc;
+  dnnl_status_t st = dnnl_matmul_desc_init(&md, &am, &bm, C >= 0 ? &cm : NULL, &ym);
+  const dn_arg args[] = {{DNNL_ARG_SRC, &am, A},
+                         {DNNL_ARG_WEIGHTS, &bm, Bt},
+                         {DNNL_ARG_BIAS, C >= 0 ? &cm : NULL, C},
+                         {DNNL_ARG_DST, &ym, Y}};
+  return dn_build(x, k, s, st, &md, "matmul", args, 4, err);
 }
 
 /* ---- pooling -------------------------------------------------------------------------------------- */
 
 static int prep_pool(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   const gopt_graph *g = x->g;
-  ex_dnnl *d = x->dnnl;
-  int rc = GOPT_OK;
-  dnnl_primitive_desc_t pd = NULL;
   int32_t X = k->in[0], Y = k->out[0];
   int op = g->nodes.a[k->node].op;
   if (k->n_out > 1 && k->out[1] >= 0 && gopt_tensor_use_count(g, k->out[1]) > 0)
@@ -511,19 +548,11 @@ static int prep_pool(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   if (sp < 1 || sp > 3) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "%d-D pooling", sp);
   const int64_t *xd = ex_dims(x, X), *yd = ex_dims(x, Y);
   size_t c, ck;
-  const int64_t *ks = gopt_node_get_ints(g, k->node, "kernel_shape", &ck), *a;
+  const int64_t *ks = gopt_node_get_ints(g, k->node, "kernel_shape", &ck);
   if (!ks || ck != (size_t)sp) return ex_node_error(x, k->node, err, GOPT_EINVAL, "kernel_shape missing");
   dnnl_dims_t kern, strides, dil, pl, pr;
-  for (int i = 0; i < sp; i++) {
-    kern[i] = ks[i];
-    strides[i] = 1;
-    dil[i] = 0;
-    pl[i] = 0;
-  }
-  if ((a = gopt_node_get_ints(g, k->node, "strides", &c)) && c == (size_t)sp)
-    for (int i = 0; i < sp; i++) strides[i] = a[i];
-  if ((a = gopt_node_get_ints(g, k->node, "dilations", &c)) && c == (size_t)sp)
-    for (int i = 0; i < sp; i++) dil[i] = a[i] - 1;
+  for (int i = 0; i < sp; i++) kern[i] = ks[i];
+  window_attrs(g, k->node, sp, strides, dil, pl);
   const char *ap = gopt_node_get_string(g, k->node, "auto_pad", "NOTSET");
   const int64_t *pads = gopt_node_get_ints(g, k->node, "pads", &c);
   int have_pads = pads && c == (size_t)(2 * sp) && !strcmp(ap, "NOTSET");
@@ -548,26 +577,16 @@ static int prep_pool(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   dnnl_alg_kind_t alg = op == GOPT_OP_MAX_POOL ? dnnl_pooling_max
                         : include ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
   dnnl_pooling_v2_desc_t pdsc;
-  DN(dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, &src_md, &dst_md, strides,
-                                       kern, dil, pl, pr),
-     "pooling descriptor");
-  DN(dnnl_primitive_desc_create(&pd, &pdsc, NULL, d->eng, NULL), "pooling");
-  DN(dn_make(s, pd), "pooling primitive");
-  pd = NULL;
-  DN(dn_add(s, d, DNNL_ARG_SRC, &src_md, X, NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_DST, &dst_md, Y, NULL), "memory");
-done:
-  if (pd) dnnl_primitive_desc_destroy(pd);
-  return rc;
+  dnnl_status_t st = dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, &src_md, &dst_md,
+                                                       strides, kern, dil, pl, pr);
+  const dn_arg args[] = {{DNNL_ARG_SRC, &src_md, X}, {DNNL_ARG_DST, &dst_md, Y}};
+  return dn_build(x, k, s, st, &pdsc, "pooling", args, 2, err);
 }
 
 /* ---- normalisation, softmax ---------------------------------------------------------------------------- */
 
 static int prep_bnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   const gopt_graph *g = x->g;
-  ex_dnnl *d = x->dnnl;
-  int rc = GOPT_OK;
-  dnnl_primitive_desc_t pd = NULL;
   if (k->n_in < 5) return ex_node_error(x, k->node, err, GOPT_EINVAL, "needs 5 inputs");
   if (gopt_node_get_int(g, k->node, "training_mode", 0) || (k->n_out > 1 && k->out[1] >= 0))
     return ex_node_error(x, k->node, err, GOPT_EUNSUP, "training mode is not supported");
@@ -579,28 +598,16 @@ static int prep_bnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   md_plain(&cm, 1, &ex_dims(x, X)[1]);
   float eps = (float)gopt_node_get_float(g, k->node, "epsilon", 1e-5);
   dnnl_batch_normalization_desc_t bd;
-  DN(dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &md, eps,
-                                                dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift),
-     "batch normalization descriptor");
-  DN(dnnl_primitive_desc_create(&pd, &bd, NULL, d->eng, NULL), "batch normalization");
-  DN(dn_make(s, pd), "batch normalization primitive");
-  pd = NULL;
-  DN(dn_add(s, d, DNNL_ARG_SRC, &md, X, NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_SCALE, &cm, k->in[1], NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_SHIFT, &cm, k->in[2], NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_MEAN, &cm, k->in[3], NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_VARIANCE, &cm, k->in[4], NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_DST, &md, Y, NULL), "memory");
-done:
-  if (pd) dnnl_primitive_desc_destroy(pd);
-  return rc;
+  dnnl_status_t st = dnnl_batch_normalization_forward_desc_init(
+      &bd, dnnl_forward_inference, &md, eps, dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+  const dn_arg args[] = {{DNNL_ARG_SRC, &md, X},          {DNNL_ARG_SCALE, &cm, k->in[1]},
+                         {DNNL_ARG_SHIFT, &cm, k->in[2]}, {DNNL_ARG_MEAN, &cm, k->in[3]},
+                         {DNNL_ARG_VARIANCE, &cm, k->in[4]}, {DNNL_ARG_DST, &md, Y}};
+  return dn_build(x, k, s, st, &bd, "batch normalization", args, 6, err);
 }
 
 static int prep_lnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   const gopt_graph *g = x->g;
-  ex_dnnl *d = x->dnnl;
-  int rc = GOPT_OK;
-  dnnl_primitive_desc_t pd = NULL;
   int32_t X = k->in[0], Y = k->out[0];
   int32_t S = k->n_in > 1 ? k->in[1] : -1, Bi = k->n_in > 2 ? k->in[2] : -1;
   for (int i = 1; i < k->n_out; i++)
@@ -610,8 +617,8 @@ static int prep_lnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   int64_t axis = gopt_node_get_int(g, k->node, "axis", -1);
   if (axis < 0) axis += r;
   if (axis < 0 || axis >= r) return ex_node_error(x, k->node, err, GOPT_EINVAL, "axis out of range");
-  int64_t dd[2] = {1, 1};
-  for (int i = 0; i < r; i++) dd[i < axis ? 0 : 1] *= ex_dims(x, X)[i];
+  int64_t dd[2];
+  fold_at(dd, r, ex_dims(x, X), axis);
   if (S >= 0 && ex_numel(x, S) != dd[1]) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "Scale must cover the normalized dims");
   if (Bi >= 0 && ex_numel(x, Bi) != dd[1]) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "B must cover the normalized dims");
   dnnl_memory_desc_t md, cm;
@@ -620,25 +627,17 @@ static int prep_lnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   float eps = (float)gopt_node_get_float(g, k->node, "epsilon", 1e-5);
   unsigned flags = (S >= 0 ? dnnl_use_scale : 0) | (Bi >= 0 ? dnnl_use_shift : 0);
   dnnl_layer_normalization_desc_t ld;
-  DN(dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &md, NULL, eps, flags),
-     "layer normalization descriptor");
-  DN(dnnl_primitive_desc_create(&pd, &ld, NULL, d->eng, NULL), "layer normalization");
-  DN(dn_make(s, pd), "layer normalization primitive");
-  pd = NULL;
-  DN(dn_add(s, d, DNNL_ARG_SRC, &md, X, NULL), "memory");
-  if (S >= 0) DN(dn_add(s, d, DNNL_ARG_SCALE, &cm, S, NULL), "memory");
-  if (Bi >= 0) DN(dn_add(s, d, DNNL_ARG_SHIFT, &cm, Bi, NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_DST, &md, Y, NULL), "memory");
-done:
-  if (pd) dnnl_primitive_desc_destroy(pd);
-  return rc;
+  dnnl_status_t st =
+      dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &md, NULL, eps, flags);
+  const dn_arg args[] = {{DNNL_ARG_SRC, &md, X},
+                         {DNNL_ARG_SCALE, S >= 0 ? &cm : NULL, S},
+                         {DNNL_ARG_SHIFT, Bi >= 0 ? &cm : NULL, Bi},
+                         {DNNL_ARG_DST, &md, Y}};
+  return dn_build(x, k, s, st, &ld, "layer normalization", args, 4, err);
 }
 
 static int prep_softmax(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   const gopt_graph *g = x->g;
-  ex_dnnl *d = x->dnnl;
-  int rc = GOPT_OK;
-  dnnl_primitive_desc_t pd = NULL;
   int32_t X = k->in[0], Y = k->out[0];
   int r = ex_rank(x, X);
   int op = g->nodes.a[k->node].op;
@@ -648,26 +647,18 @@ static int prep_softmax(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   dnnl_memory_desc_t md;
   int ax = (int)axis;
   if (x->opset < 13) {
-    int64_t dd[2] = {1, 1};
-    for (int i = 0; i < r; i++) dd[i < axis ? 0 : 1] *= ex_dims(x, X)[i];
+    int64_t dd[2];
+    fold_at(dd, r, ex_dims(x, X), axis);
     md_plain(&md, 2, dd);
     ax = 1;
   } else {
     md_plain(&md, r, ex_dims(x, X));
   }
   dnnl_softmax_v2_desc_t sd;
-  DN(dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
-                                       op == GOPT_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate,
-                                       &md, &md, ax),
-     "softmax descriptor");
-  DN(dnnl_primitive_desc_create(&pd, &sd, NULL, d->eng, NULL), "softmax");
-  DN(dn_make(s, pd), "softmax primitive");
-  pd = NULL;
-  DN(dn_add(s, d, DNNL_ARG_SRC, &md, X, NULL), "memory");
-  DN(dn_add(s, d, DNNL_ARG_DST, &md, Y, NULL), "memory");
-done:
-  if (pd) dnnl_primitive_desc_destroy(pd);
-  return rc;
+  dnnl_alg_kind_t alg = op == GOPT_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate;
+  dnnl_status_t st = dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference, alg, &md, &md, ax);
+  const dn_arg args[] = {{DNNL_ARG_SRC, &md, X}, {DNNL_ARG_DST, &md, Y}};
+  return dn_build(x, k, s, st, &sd, "softmax", args, 2, err);
 }
 
 int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {

@@ -36,6 +36,63 @@ static zt lin(zb *b, const char *local, zt x, zt w, zt bias) {
   return bias.rank ? zb_binary(b, "Add", FMT(n, "%s.add", local), y, bias) : y;
 }
 
+/* Learned absolute positions: the constant ids 0..S-1 named ids_name, a [P, d] parameter table
+ * named table_name and Gather(table, ids) -> [S, d] named local (in that order) into *pe.
+ * Returns 0, or -1 when the ids cannot be allocated (the builder has failed; *pe is unset). */
+static int pos_embed(zb *b, const char *ids_name, const char *table_name, const char *local, int64_t S,
+                     int64_t P, int64_t d, zt *pe) {
+  int64_t *pv = NULL;
+  if (b->g && zb_ok(b)) {
+    if (!(pv = malloc((size_t)S * sizeof *pv))) {
+      zb_fail(b, GOPT_ENOMEM, "out of memory");
+      return -1;
+    }
+    for (int64_t i = 0; i < S; i++) pv[i] = i;
+  }
+  zt pos_ids = zb_ints_named(b, ids_name, (int)S, pv);
+  free(pv);
+  zt table = zb_param(b, table_name, ZS(P, d));
+  *pe = zb_op(b, "Gather", local, ZS(S, d), 2, table.id, pos_ids.id);
+  zb_ai(b, "axis", 0);
+  return 0;
+}
+
+/* Names of the nodes of attn_sublayer: the q, k and v projections, the attention (prefix) and
+ * the output projection. */
+typedef struct attn_names {
+  const char *q, *k, *v, *attn, *out;
+} attn_names;
+
+/* Multi-head attention sub-layer without residual: q from x, k and v from mem (width-d linear
+ * projections with bias), zb_attention over heads with mask, then the width-d output projection.
+ * Nodes are created in that order under the names in nm. */
+static zt attn_sublayer(zb *b, const attn_names *nm, zt x, zt mem, int64_t d, int64_t heads, zt mask) {
+  zt q = zb_linear(b, nm->q, x, d, 1);
+  zt k = zb_linear(b, nm->k, mem, d, 1);
+  zt v = zb_linear(b, nm->v, mem, d, 1);
+  zt a = zb_attention(b, nm->attn, q, k, v, heads, mask);
+  return zb_linear(b, nm->out, a, d, 1);
+}
+
+/* Post-LN residual: LayerNorm(Add(first, second)) with the Add named res and the norm named norm. */
+static zt add_norm(zb *b, const char *res, const char *norm, zt first, zt second, double eps) {
+  zt r = zb_binary(b, "Add", res, first, second);
+  return zb_layernorm(b, norm, r, eps);
+}
+
+typedef zt (*act_fn)(zb *b, const char *local, zt x);
+
+static zt relu(zb *b, const char *local, zt x) { return zb_unary(b, "Relu", local, x); }
+
+/* Feed-forward network without residual: linear to inner width (named fc1), activation act
+ * (named act_name), linear back to out width (named fc2); linears have bias. */
+static zt mlp(zb *b, const char *fc1, const char *act_name, act_fn act, const char *fc2, zt x, int64_t inner,
+              int64_t out) {
+  zt h = zb_linear(b, fc1, x, inner, 1);
+  h = act(b, act_name, h);
+  return zb_linear(b, fc2, h, out, 1);
+}
+
 /* ==== Transformer (NMT) ====================================================================== */
 
 static const gopt_zoo_knob transformer_knobs[] = {
@@ -50,23 +107,15 @@ static const gopt_zoo_knob transformer_knobs[] = {
 
 /* Post-LN sub-layers of the NMT Transformer. */
 static zt mha_block(zb *b, const char *p, zt x, zt mem, int64_t heads, zt mask) {
-  char n[128];
-  int64_t d = x.d[2];
-  zt q = zb_linear(b, FMT(n, "%s.q", p), x, d, 1);
-  zt k = zb_linear(b, FMT(n, "%s.k", p), mem, d, 1);
-  zt v = zb_linear(b, FMT(n, "%s.v", p), mem, d, 1);
-  zt a = zb_attention(b, p, q, k, v, heads, mask);
-  a = zb_linear(b, FMT(n, "%s.out", p), a, d, 1);
-  zt r = zb_binary(b, "Add", FMT(n, "%s.residual", p), x, a);
-  return zb_layernorm(b, FMT(n, "%s.norm", p), r, 1e-5);
+  char q[128], k[128], v[128], o[128], r[128], n[128];
+  const attn_names nm = {FMT(q, "%s.q", p), FMT(k, "%s.k", p), FMT(v, "%s.v", p), p, FMT(o, "%s.out", p)};
+  zt a = attn_sublayer(b, &nm, x, mem, x.d[2], heads, mask);
+  return add_norm(b, FMT(r, "%s.residual", p), FMT(n, "%s.norm", p), x, a, 1e-5);
 }
 
 static zt ffn_block(zb *b, zt x, int64_t ff) {
-  zt h = zb_linear(b, "ffn.fc1", x, ff, 1);
-  h = zb_unary(b, "Relu", "ffn.relu", h);
-  h = zb_linear(b, "ffn.fc2", h, x.d[2], 1);
-  zt r = zb_binary(b, "Add", "ffn.residual", x, h);
-  return zb_layernorm(b, "ffn.norm", r, 1e-5);
+  zt h = mlp(b, "ffn.fc1", "ffn.relu", relu, "ffn.fc2", x, ff, x.d[2]);
+  return add_norm(b, "ffn.residual", "ffn.norm", x, h, 1e-5);
 }
 
 static zt nmt_embed(zb *b, const char *side, zt ids, int64_t V, int64_t d) {
@@ -271,19 +320,10 @@ static void build_bert(zb *b) {
   zt we = embed(b, "word_embeddings", zb_param(b, "word_embeddings.weight", ZS(V, H)), ids);
   zt te = embed(b, "token_type_embeddings",
                 zb_param(b, "token_type_embeddings.weight", ZS(2, H)), types);
-  int64_t *pv = NULL;
-  if (b->g && zb_ok(b)) {
-    if (!(pv = malloc((size_t)S * sizeof *pv))) {
-      zb_fail(b, GOPT_ENOMEM, "out of memory");
-      return;
-    }
-    for (int64_t i = 0; i < S; i++) pv[i] = i;
-  }
-  zt pos_ids = zb_ints_named(b, "embeddings.position_ids", (int)S, pv);
-  free(pv);
-  zt ptab = zb_param(b, "position_embeddings.weight", ZS(P, H));
-  zt pe = zb_op(b, "Gather", "position_embeddings", ZS(S, H), 2, ptab.id, pos_ids.id);
-  zb_ai(b, "axis", 0);
+  zt pe;
+  if (pos_embed(b, "embeddings.position_ids", "position_embeddings.weight", "position_embeddings", S, P, H,
+                &pe))
+    return;
   zt x = zb_binary(b, "Add", "add_type", we, te);
   x = zb_binary(b, "Add", "add_position", x, pe);
   x = zb_layernorm(b, "LayerNorm", x, 1e-12);
@@ -291,20 +331,14 @@ static void build_bert(zb *b) {
   zt m = zb_reshape(b, "reshape", am, ZS(B, 1, 1, S));
   m = zb_binary(b, "Sub", "invert", zb_scalar(b, 1.0f), m);
   m = zb_binary(b, "Mul", "scale", m, zb_scalar(b, -10000.0f));
+  static const attn_names bert_attn = {"attention.self.query", "attention.self.key", "attention.self.value",
+                                       "attention.self", "attention.output.dense"};
   for (int64_t l = 0; l < L && zb_ok(b); l++) {
     zb_scope(b, "encoder.layer.%lld", (long long)l);
-    zt q = zb_linear(b, "attention.self.query", x, H, 1);
-    zt k = zb_linear(b, "attention.self.key", x, H, 1);
-    zt v = zb_linear(b, "attention.self.value", x, H, 1);
-    zt a = zb_attention(b, "attention.self", q, k, v, nh, m);
-    a = zb_linear(b, "attention.output.dense", a, H, 1);
-    a = zb_binary(b, "Add", "attention.output.residual", a, x);
-    x = zb_layernorm(b, "attention.output.LayerNorm", a, 1e-12);
-    zt f = zb_linear(b, "intermediate.dense", x, I, 1);
-    f = zb_gelu_erf(b, "intermediate.gelu", f);
-    f = zb_linear(b, "output.dense", f, H, 1);
-    f = zb_binary(b, "Add", "output.residual", f, x);
-    x = zb_layernorm(b, "output.LayerNorm", f, 1e-12);
+    zt a = attn_sublayer(b, &bert_attn, x, x, H, nh, m);
+    x = add_norm(b, "attention.output.residual", "attention.output.LayerNorm", a, x, 1e-12);
+    zt f = mlp(b, "intermediate.dense", "intermediate.gelu", zb_gelu_erf, "output.dense", x, I, H);
+    x = add_norm(b, "output.residual", "output.LayerNorm", f, x, 1e-12);
   }
   zb_output(b, x);
   zb_scope(b, "%s", "pooler");
@@ -342,19 +376,8 @@ static void build_gpt2(zb *b) {
   zb_scope(b, "%s", "");
   zt wte = zb_param(b, "wte.weight", ZS(V, d));
   zt x = embed(b, "wte", wte, ids);
-  int64_t *pv = NULL;
-  if (b->g && zb_ok(b)) {
-    if (!(pv = malloc((size_t)S * sizeof *pv))) {
-      zb_fail(b, GOPT_ENOMEM, "out of memory");
-      return;
-    }
-    for (int64_t i = 0; i < S; i++) pv[i] = i;
-  }
-  zt pos_ids = zb_ints_named(b, "position_ids", (int)S, pv);
-  free(pv);
-  zt wpe = zb_param(b, "wpe.weight", ZS(P, d));
-  zt pe = zb_op(b, "Gather", "wpe", ZS(S, d), 2, wpe.id, pos_ids.id);
-  zb_ai(b, "axis", 0);
+  zt pe;
+  if (pos_embed(b, "position_ids", "wpe.weight", "wpe", S, P, d, &pe)) return;
   x = zb_binary(b, "Add", "embed", x, pe);
   zt mask = zb_causal_mask(b, S, S);
   for (int64_t l = 0; l < L && zb_ok(b); l++) {
@@ -367,9 +390,7 @@ static void build_gpt2(zb *b) {
     a = zb_linear(b, "attn.c_proj", a, d, 1);
     x = zb_binary(b, "Add", "attn.residual", x, a);
     zt f = zb_layernorm(b, "ln_2", x, 1e-5);
-    f = zb_linear(b, "mlp.c_fc", f, 4 * d, 1);
-    f = zb_gelu_tanh(b, "mlp.gelu", f);
-    f = zb_linear(b, "mlp.c_proj", f, d, 1);
+    f = mlp(b, "mlp.c_fc", "mlp.gelu", zb_gelu_tanh, "mlp.c_proj", f, 4 * d, d);
     x = zb_binary(b, "Add", "mlp.residual", x, f);
   }
   zb_scope(b, "%s", "");
