@@ -62,7 +62,7 @@ int gopt_dtype_from_name(const char *name);
  * (a dim_param such as "batch", or an unnamed unknown). */
 #define GOPT_DIM_SYM(k) (-(int64_t)(k)-1)
 #define GOPT_DIM_IS_SYM(d) ((d) < 0)
-#define GOPT_DIM_SYM_ID(d) ((uint32_t)(-(d)-1))
+#define GOPT_DIM_SYM_ID(d) ((uint32_t)(-((d) + 1)))
 
 /* Tensor flags. */
 enum {

@@ -25,6 +25,10 @@ typedef struct pval {
   int32_t s;
 } pval;
 
+/* A tracked float value as an integer (truncated toward zero). NaN, infinities and values beyond
+ * +-9.2e18 give INT64_MIN, which is never a valid dim, index or count. */
+static inline int64_t pv_f2i(double f) { return (f > -9.2e18 && f < 9.2e18) ? (int64_t)f : INT64_MIN; }
+
 /* Most elements whose values are tracked through propagation (constants are read up to
  * OPS_MAX_CONST_VALS). */
 #define OPS_MAX_VALS 64

@@ -42,7 +42,7 @@ static void unknown_dims(ictx *c, int32_t n, int out, oshape *s, int rank) {
 static int64_t pval_dim(ictx *c, const pval *v, int fl, int32_t n, int out, int i) {
   if (v->s >= 0) return GOPT_DIM_SYM(v->s);
   if (v->s == PV_CONC) {
-    int64_t x = fl ? (int64_t)v->f : v->i;
+    int64_t x = fl ? pv_f2i(v->f) : v->i;
     if (x >= 0) return x;
   }
   return fresh_node(c, n, out, i);
@@ -191,7 +191,7 @@ static int r_reshape(ictx *c, int32_t n) {
   for (int i = 0; i < k; i++) {
     if (v[i].s >= 0) { out.d[i] = GOPT_DIM_SYM(v[i].s); all_static = 0; continue; }
     if (v[i].s == PV_UNK) { out.d[i] = fresh_node(c, n, 0, i); all_static = 0; continue; }
-    int64_t x = fl ? (int64_t)v[i].f : v[i].i;
+    int64_t x = fl ? pv_f2i(v[i].f) : v[i].i;
     if (x == 0 && !allowzero) {
       if (in.rank < 0) { out.d[i] = fresh_node(c, n, 0, i); all_static = 0; continue; }
       if (i >= in.rank) return shape_err1(c, "shape entry 0 copies a dim the input does not have", &in);
@@ -501,8 +501,13 @@ static int r_tile(ictx *c, int32_t n) {
   int k = in_shape_vals(c, n, 1, &v, &fl);
   if (k >= 0 && k != in.rank) return shape_err1(c, "repeats length differs from the rank", &in);
   for (int i = 0; i < in.rank; i++) {
-    if (k < 0 || v[i].s != PV_CONC) out.d[i] = fresh_node(c, n, 0, i);
-    else out.d[i] = ops_dim_mul(c, in.d[i], fl ? (int64_t)v[i].f : v[i].i);
+    if (k < 0 || v[i].s != PV_CONC) {
+      out.d[i] = fresh_node(c, n, 0, i);
+      continue;
+    }
+    int64_t r = fl ? pv_f2i(v[i].f) : v[i].i;
+    if (r < 0) return ops_node_err(c, GOPT_ESHAPE, "invalid repeats entry %lld", (long long)r);
+    out.d[i] = ops_dim_mul(c, in.d[i], r);
   }
   return ops_set_out(c, n, 0, ops_in_dtype(c, n, 0), &out);
 }
