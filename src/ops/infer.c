@@ -431,7 +431,7 @@ int ops_in_ints(ictx *c, int32_t n, int i, int64_t *out, int max) {
   int fl = ops_is_float_dtype(c->g->tensors.a[t].dtype);
   for (int32_t k = 0; k < cnt; k++) {
     if (v[k].s != PV_CONC) return -1;
-    out[k] = fl ? (int64_t)v[k].f : v[k].i;
+    out[k] = fl ? pv_f2i(v[k].f) : v[k].i;
   }
   return cnt;
 }

@@ -553,7 +553,10 @@ static int r_pad(ictx *c, int32_t n) {
 
 /* floor(d * scale) in float arithmetic, as onnx's resize inference computes it. */
 static int64_t scaled_dim(ictx *c, int64_t d, double scale) {
-  if (d >= 0) return (int64_t)floorf((float)d * (float)scale);
+  if (d >= 0) {
+    int64_t r = pv_f2i(floorf((float)d * (float)scale));
+    return r >= 0 ? r : ops_fresh(c, 'Z', d, -1, 0); /* a NaN or negative scale: unknown */
+  }
   if ((float)scale == 1.0f) return d;
   float f = (float)scale;
   int32_t bits;
@@ -648,7 +651,7 @@ static int r_one_hot(ictx *c, int32_t n) {
   if (in.rank >= 0) {
     int r = in.rank + 1, ax, rc;
     if ((rc = norm_axis(c, gopt_node_get_int(c->g, n, "axis", -1), r, &ax))) return rc;
-    if (ops_in_floats(c, n, 1, &df, 1) == 1) depth = (int64_t)df;
+    if (ops_in_floats(c, n, 1, &df, 1) == 1 && pv_f2i(df) >= 0) depth = pv_f2i(df);
     else depth = fresh_node(c, n, 0, ax);
     out.rank = r;
     for (int i = 0, j = 0; i < r; i++) out.d[i] = i == ax ? depth : in.d[j++];
@@ -711,11 +714,16 @@ static int r_range(ictx *c, int32_t n) {
     if (de == 0) return ops_node_err(c, GOPT_ESHAPE, "range delta is 0");
     double len = ceil((li - st) / de);
     if (!fl) {
-      int64_t a = v[0]->i, b = v[1]->i, d = v[2]->i;
-      int64_t num = b - a;
-      len = (double)(d > 0 ? (num > 0 ? (num + d - 1) / d : 0) : (num < 0 ? (-num + -d - 1) / -d : 0));
+      int64_t a = v[0]->i, b = v[1]->i, d = v[2]->i, num;
+      if (__builtin_sub_overflow(b, a, &num) || d == INT64_MIN || num == INT64_MIN)
+        return ops_node_err(c, GOPT_ESHAPE, "range bounds overflow");
+      /* ceil(num / d) for same-signed num and d, without overflow */
+      len = (double)(d > 0 ? (num > 0 ? num / d + (num % d != 0) : 0)
+                           : (num < 0 ? (-num) / (-d) + ((-num) % (-d) != 0) : 0));
     }
-    out.d[0] = len > 0 ? (int64_t)len : 0;
+    int64_t L = pv_f2i(len);
+    if (len > 0 && L < 0) return ops_node_err(c, GOPT_ESHAPE, "range length is not finite");
+    out.d[0] = L > 0 ? L : 0;
   } else if (!fl && v[0] && v[1] && v[2] && v[0]->s == PV_CONC && v[2]->s == PV_CONC && v[2]->i == 1 &&
              v[1]->s >= 0 && v[0]->i >= 0) {
     out.d[0] = ops_dim_sub(c, GOPT_DIM_SYM(v[1]->s), v[0]->i);

@@ -454,7 +454,11 @@ static int prop(ictx *c, int32_t n, int op) {
         return 0;
       for (int64_t i = 0; i < ne; i++) {
         if (ops_is_float_dtype(dto)) r[i] = pv_conc_f(f[0] + (double)i * f[2]);
-        else r[i] = pv_conc_i((int64_t)f[0] + i * (int64_t)f[2]);
+        else {
+          int64_t x = pv_f2i(f[0] + (double)i * f[2]);
+          if (x == INT64_MIN) return 0; /* not representable: leave the value untracked */
+          r[i] = pv_conc_i(x);
+        }
       }
       break;
     }
