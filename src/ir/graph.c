@@ -581,7 +581,8 @@ int64_t gopt_node_get_int(const gopt_graph *g, int32_t n, const char *name, int6
   const gopt_attr *a = gopt_node_attr(g, n, name);
   if (!a) return dflt;
   if (a->kind == GOPT_ATTR_INT) return a->v.i;
-  if (a->kind == GOPT_ATTR_FLOAT) return (int64_t)a->v.f;
+  /* A float attribute read as an integer: truncated; NaN or out of range gives dflt. */
+  if (a->kind == GOPT_ATTR_FLOAT) return (a->v.f > -9.2e18 && a->v.f < 9.2e18) ? (int64_t)a->v.f : dflt;
   return dflt;
 }
 

@@ -895,6 +895,12 @@ static int conv_pool(ictx *c, int32_t n, int op) {
   }
   for (int i = 0; i < ns; i++)
     if (s[i] <= 0 || dl[i] <= 0 || k[i] <= 0) return shape_err1(c, "non-positive kernel, stride or dilation", &x);
+  /* Bounds that keep the window arithmetic below (dilated kernel, padded input) overflow-free. */
+  const int64_t lim = (int64_t)1 << 31;
+  for (int i = 0; i < ns; i++)
+    if (s[i] > lim || dl[i] > lim || k[i] > lim || p[i] < -lim || p[i] > lim || p[i + ns] < -lim ||
+        p[i + ns] > lim)
+      return shape_err1(c, "kernel, stride, dilation or pad beyond 2^31", &x);
   const char *ap = gopt_node_get_string(c->g, n, "auto_pad", "NOTSET");
   int same_u = strcmp(ap, "SAME_UPPER") == 0, same_l = strcmp(ap, "SAME_LOWER") == 0;
   int valid = strcmp(ap, "VALID") == 0;
