@@ -217,7 +217,8 @@ int gopt_tensor_set_shape(gopt_graph *g, int32_t t, int rank, const int64_t *dim
 static inline const int64_t *gopt_tensor_dims(const gopt_graph *g, int32_t t) {
   return g->dims.a + g->tensors.a[t].dims;
 }
-/* Number of elements; symbolic dims count as 1 (use gopt_tensor_is_static to check). */
+/* Number of elements; symbolic dims count as 1 (use gopt_tensor_is_static to check); saturates
+ * at INT64_MAX. */
 int64_t gopt_tensor_numel(const gopt_graph *g, int32_t t);
 int gopt_tensor_is_static(const gopt_graph *g, int32_t t);
 /* Symbol id for a name (interned, created on first use). */

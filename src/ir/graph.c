@@ -244,7 +244,7 @@ int64_t gopt_tensor_numel(const gopt_graph *g, int32_t t) {
   const int64_t *d = g->dims.a + x->dims;
   int64_t n = 1;
   for (int i = 0; i < x->rank; i++)
-    if (d[i] >= 0) n *= d[i];
+    if (d[i] >= 0 && __builtin_mul_overflow(n, d[i], &n)) return INT64_MAX; /* saturates */
   return n;
 }
 

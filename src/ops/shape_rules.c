@@ -540,6 +540,9 @@ static int r_pad(ictx *c, int32_t n) {
   for (int j = 0; j < na; j++) {
     int a = j, rc;
     if (pa && (rc = norm_axis(c, axes[j], in.rank, &a))) return rc;
+    const int64_t lim = (int64_t)1 << 56;
+    if (pads[j] < -lim || pads[j] > lim || pads[j + na] < -lim || pads[j + na] > lim)
+      return shape_err1(c, "pad beyond 2^56", &in);
     int64_t d = in.d[a], tot = pads[j] + pads[j + na];
     if (d >= 0) {
       if (d + tot < 0) return shape_err1(c, "negative padded size", &in);
