@@ -221,6 +221,9 @@ static inline const int64_t *gopt_tensor_dims(const gopt_graph *g, int32_t t) {
  * at INT64_MAX. */
 int64_t gopt_tensor_numel(const gopt_graph *g, int32_t t);
 int gopt_tensor_is_static(const gopt_graph *g, int32_t t);
+/* Bytes of t's data: numel times the dtype's size (symbolic dims count as 1); 0 when t < 0 or its
+ * shape is unknown. A double, so huge tensors cannot overflow. */
+double gopt_tensor_bytes(const gopt_graph *g, int32_t t);
 /* Symbol id for a name (interned, created on first use). */
 uint32_t gopt_graph_symbol(gopt_graph *g, const char *name);
 /* A fresh unnamed symbol ("unk__N"). */

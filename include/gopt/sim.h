@@ -63,6 +63,10 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
                  gopt_sim **out, gopt_error *err);
 void gopt_sim_free(gopt_sim *s); /* accepts NULL */
 
+/* Whether tensor t is resident for the whole step in the simulator's memory model: a constant or
+ * graph input (not an attribute value). Models of the simulator (exact methods) use the same rule. */
+int gopt_sim_tensor_resident(const gopt_graph *g, int32_t t);
+
 /* Live node count, and how many nodes took their time from the cost database. */
 size_t gopt_sim_node_count(const gopt_sim *s);
 size_t gopt_sim_measured_count(const gopt_sim *s);

@@ -145,7 +145,7 @@ int bl_m_etf(const gopt_env *e, const double *x, int32_t *dev, double *prio, gop
           if (!resident(g, t) || onDev[(size_t)t * D + d]) continue;
           int dup = 0;
           for (uint32_t j = 0; j < k && !dup; j++) dup = g->slots.a[nd->in + j].tensor == t;
-          if (!dup) need += (double)gopt_tensor_numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
+          if (!dup) need += gopt_tensor_bytes(g, t);
         }
         int fit = mem[d] + need <= e->c->devices[d].mem_bytes;
         double est = fmax(avail[d], drt[(size_t)p * D + d]);
@@ -171,7 +171,7 @@ int bl_m_etf(const gopt_env *e, const double *x, int32_t *dev, double *prio, gop
       int32_t t = g->slots.a[nd->in + k].tensor;
       if (!resident(g, t) || onDev[(size_t)t * D + bd]) continue;
       onDev[(size_t)t * D + bd] = 1;
-      mem[bd] += (double)gopt_tensor_numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
+      mem[bd] += gopt_tensor_bytes(g, t);
     }
     for (int32_t j = e->succ_off[p]; j < e->succ_off[p + 1]; j++) {
       int32_t c = e->succ[j];

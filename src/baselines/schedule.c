@@ -109,7 +109,7 @@ int bl_mem_greedy(const gopt_env *e, const double *x, double *prio, gopt_error *
           continue;
         int dup = 0;
         for (uint32_t j = 0; j < k && !dup; j++) dup = g->slots.a[nd->in + j].tensor == t;
-        if (!dup) net -= (double)gopt_tensor_numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
+        if (!dup) net -= gopt_tensor_bytes(g, t);
       }
       if (bi < 0 || net < best || (net == best && p < ready[bi])) {
         bi = i;

@@ -248,6 +248,11 @@ int64_t gopt_tensor_numel(const gopt_graph *g, int32_t t) {
   return n;
 }
 
+double gopt_tensor_bytes(const gopt_graph *g, int32_t t) {
+  if (t < 0 || (g->tensors.a[t].flags & GOPT_T_NOSHAPE)) return 0;
+  return (double)gopt_tensor_numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
+}
+
 int gopt_tensor_is_static(const gopt_graph *g, int32_t t) {
   const gopt_tensor *x = &g->tensors.a[t];
   if (x->flags & GOPT_T_NOSHAPE) return 0;

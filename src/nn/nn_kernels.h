@@ -18,6 +18,8 @@ int nn_broadcast(const gopt_nn_tensor *a, const gopt_nn_tensor *b, nn_bcast *bc)
 
 /* Sum in double over 256 fixed chunks; independent of the thread count. */
 double nn_sum_det(const float *x, int64_t n);
+/* Sum of squares, same fixed order. */
+double nn_sumsq_det(const float *x, int64_t n);
 
 typedef struct nn_attn_state {
   float *lse;        /* [H, T] log-sum-exp of each query's scaled scores (-inf: no visible key) */

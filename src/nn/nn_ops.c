@@ -378,8 +378,9 @@ gopt_nn_tensor *gopt_nn_slice(gopt_nn_ctx *ctx, gopt_nn_tensor *x, int axis, int
 }
 
 /* ---- reductions ---------------------------------------------------------------------------- */
-/* Sum in double over 256 fixed chunks (fixed order: the result is independent of thread count). */
-double nn_sum_det(const float *x, int64_t n) {
+/* Sum (of squares when sq) in double over 256 fixed chunks, in a fixed order: the result is
+ * independent of the thread count. */
+static double sum_det(const float *x, int64_t n, int sq) {
   double part[256];
   int64_t chunk = (n + 255) / 256;
   if (chunk < 1) chunk = 1;
@@ -388,13 +389,19 @@ double nn_sum_det(const float *x, int64_t n) {
   for (int c = 0; c < 256; c++) {
     double s = 0.0;
     int64_t b = c * chunk, e = b + chunk < n ? b + chunk : n;
-    for (int64_t i = b; i < e; i++) s += x[i];
+    if (sq)
+      for (int64_t i = b; i < e; i++) s += (double)x[i] * x[i];
+    else
+      for (int64_t i = b; i < e; i++) s += x[i];
     part[c] = s;
   }
   double s = 0.0;
   for (int c = 0; c < 256; c++) s += part[c];
   return s;
 }
+
+double nn_sum_det(const float *x, int64_t n) { return sum_det(x, n, 0); }
+double nn_sumsq_det(const float *x, int64_t n) { return sum_det(x, n, 1); }
 
 static gopt_nn_tensor *reduce_all(gopt_nn_ctx *ctx, int op, gopt_nn_tensor *x) {
   CHECK_IN(ctx, x);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nn/nn_internal.h"
+#include "nn/nn_kernels.h"
 #include "nn/nn_optim.h"
 
 gopt_nn_optim_cfg gopt_nn_optim_defaults(gopt_nn_optim_kind kind, float lr) {
@@ -67,20 +68,8 @@ double gopt_nn_clip_grad_norm(gopt_nn_params *p, double max_norm) {
   float *g = gopt_nn_params_grad(p);
   int64_t n = (int64_t)gopt_nn_params_total(p);
   if (!g) return 0.0;
-  double part[256];
-  int64_t chunk = (n + 255) / 256;
-  if (chunk < 1) chunk = 1;
   int nt = nn_threads();
-#pragma omp parallel for num_threads(nt) schedule(static) if (n > NN_PAR_MIN)
-  for (int c = 0; c < 256; c++) {
-    double s = 0.0;
-    int64_t b = c * chunk, e = b + chunk < n ? b + chunk : n;
-    for (int64_t i = b; i < e; i++) s += (double)g[i] * g[i];
-    part[c] = s;
-  }
-  double s = 0.0;
-  for (int c = 0; c < 256; c++) s += part[c];
-  double norm = sqrt(s);
+  double norm = sqrt(nn_sumsq_det(g, n));
   if (max_norm > 0) {
     float coef = (float)(max_norm / (norm + 1e-6));
     if (coef < 1.0f) {

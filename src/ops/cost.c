@@ -10,9 +10,6 @@ static double numel(const gopt_graph *g, int32_t t) {
   return (double)gopt_tensor_numel(g, t);
 }
 
-static double tbytes(const gopt_graph *g, int32_t t) {
-  return t < 0 ? 0 : numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
-}
 
 static int32_t in_t(const gopt_graph *g, int32_t n, int i) {
   return i < g->nodes.a[n].n_in ? gopt_node_input(g, n, i) : -1;
@@ -108,12 +105,12 @@ void gopt_node_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
     if (t >= 0 && (g->tensors.a[t].flags & GOPT_T_PARAM)) c->params += (int64_t)numel(g, t);
   }
   if (op < GOPT_OP_COUNT && gopt_op_class_of(op) == GOPT_OPC_SHAPE) return; /* metadata only */
-  for (int i = 0; i < nd->n_in; i++) c->bytes_read += tbytes(g, gopt_node_input(g, n, i));
-  for (int i = 0; i < nd->n_out; i++) c->bytes_written += tbytes(g, gopt_node_output(g, n, i));
+  for (int i = 0; i < nd->n_in; i++) c->bytes_read += gopt_tensor_bytes(g, gopt_node_input(g, n, i));
+  for (int i = 0; i < nd->n_out; i++) c->bytes_written += gopt_tensor_bytes(g, gopt_node_output(g, n, i));
   if (op == GOPT_OP_GATHER || op == GOPT_OP_GATHER_ND) {
     /* A lookup reads only the rows it gathers (as many bytes as it writes) and the indices,
      * not the whole table: an embedding of 50k x 768 read by 128 tokens costs 128 rows. */
-    double table = tbytes(g, gopt_node_input(g, n, 0));
+    double table = gopt_tensor_bytes(g, gopt_node_input(g, n, 0));
     if (c->bytes_written < table) c->bytes_read += c->bytes_written - table;
   }
   if (nd->flags & GOPT_N_OPAQUE) return;

@@ -190,12 +190,12 @@ int gopt_ops_train_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
   for (int i = 0; i < nd->n_in; i++) {
     int32_t t = gopt_node_input(g, n, i);
     if (t < 0) continue;
-    c->bytes_read += numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
+    c->bytes_read += gopt_tensor_bytes(g, t);
     if (g->tensors.a[t].flags & GOPT_T_PARAM) c->params += gopt_tensor_numel(g, t);
   }
   for (int i = 0; i < nd->n_out; i++) {
     int32_t t = gopt_node_output(g, n, i);
-    c->bytes_written += numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
+    c->bytes_written += gopt_tensor_bytes(g, t);
   }
   int32_t dy = in_t(g, n, 0), out0 = nd->n_out ? gopt_node_output(g, n, 0) : -1;
   double ey = numel(g, dy), eo = numel(g, out0);

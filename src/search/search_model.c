@@ -18,15 +18,6 @@ void search_model_free(search_model *m) {
   memset(m, 0, sizeof *m);
 }
 
-static double tensor_bytes(const gopt_graph *g, int32_t t) {
-  return (double)gopt_tensor_numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
-}
-
-static int is_resident(const gopt_graph *g, int32_t t) {
-  const gopt_tensor *x = &g->tensors.a[t];
-  return x->producer < 0 && !(x->flags & GOPT_T_ATTR) && (x->flags & (GOPT_T_CONST | GOPT_T_INPUT));
-}
-
 #define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
 
 /* Builds CSR (off[k + 1], val) from pairs (key[i], v[i]), i < np, keeping pair order per key. */
@@ -86,7 +77,7 @@ int search_model_build(const gopt_graph *g, search_model *m, gopt_error *err) {
       mark[t] = p;
       int32_t a = act_of[t];
       m->act_prod[a] = p;
-      m->act_bytes[a] = tensor_bytes(g, t);
+      m->act_bytes[a] = gopt_tensor_bytes(g, t);
       m->out_act[ko++] = a;
     }
   }
@@ -111,7 +102,7 @@ int search_model_build(const gopt_graph *g, search_model *m, gopt_error *err) {
           ek[ne] = p;
           ev[ne++] = q;
         }
-      } else if (is_resident(g, t)) {
+      } else if (gopt_sim_tensor_resident(g, t)) {
         mark[t] = p;
         if (res_of[t] < 0) res_of[t] = n_res++;
         rk[nr] = res_of[t];
@@ -122,7 +113,7 @@ int search_model_build(const gopt_graph *g, search_model *m, gopt_error *err) {
   m->n_res = n_res;
   if (ALLOC(m->res_bytes, n_res)) goto oom;
   for (size_t t = 0; t < NT; t++)
-    if (res_of[t] >= 0) m->res_bytes[res_of[t]] = tensor_bytes(g, (int32_t)t);
+    if (res_of[t] >= 0) m->res_bytes[res_of[t]] = gopt_tensor_bytes(g, (int32_t)t);
   for (size_t i = 0; i < g->outputs.n; i++) {
     int32_t t = g->outputs.a[i];
     if (t >= 0 && (size_t)t < NT && act_of[t] >= 0) m->act_out[act_of[t]] = 1;

@@ -19,12 +19,7 @@ void gopt_sim_free(gopt_sim *s) {
   free(s);
 }
 
-static double tensor_bytes(const gopt_graph *g, int32_t t) {
-  return (double)gopt_tensor_numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
-}
-
-/* Whether tensor t is resident (a constant or graph input, not an attribute value). */
-static int is_resident(const gopt_graph *g, int32_t t) {
+int gopt_sim_tensor_resident(const gopt_graph *g, int32_t t) {
   const gopt_tensor *x = &g->tensors.a[t];
   return x->producer < 0 && !(x->flags & GOPT_T_ATTR) && (x->flags & (GOPT_T_CONST | GOPT_T_INPUT));
 }
@@ -98,7 +93,7 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
       int32_t a = s->act_of[t];
       s->act_tensor[a] = t;
       s->act_prod[a] = p;
-      s->act_bytes[a] = tensor_bytes(g, t);
+      s->act_bytes[a] = gopt_tensor_bytes(g, t);
       s->out_act[k_out++] = a;
     }
     for (uint32_t k = 0; k < nd->n_in; k++) {
@@ -109,7 +104,7 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
           mark[t] = -2 - p;
           n_in++;
         }
-      } else if (is_resident(g, t)) {
+      } else if (gopt_sim_tensor_resident(g, t)) {
         if (rmark[t] != p) {
           rmark[t] = p;
           n_rin++;
@@ -150,7 +145,7 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
           mark[t] = p;
           s->in_act[ki++] = s->act_of[t];
         }
-      } else if (is_resident(g, t) && rmark[t] != p) {
+      } else if (gopt_sim_tensor_resident(g, t) && rmark[t] != p) {
         rmark[t] = p;
         s->nres[kr++] = res_of[t];
         s->res_tensor[res_of[t]] = t;
@@ -159,7 +154,7 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
   }
   s->in_off[s->n] = (int32_t)ki;
   s->nres_off[s->n] = (int32_t)kr;
-  for (int32_t r = 0; r < n_res; r++) s->res_bytes[r] = tensor_bytes(g, s->res_tensor[r]);
+  for (int32_t r = 0; r < n_res; r++) s->res_bytes[r] = gopt_tensor_bytes(g, s->res_tensor[r]);
   /* consumers CSR (act -> positions) and resident consumers (res -> positions) */
   memset(cnt, 0, ((size_t)(n_act > n_res ? n_act : n_res) + 1) * sizeof *cnt);
   for (size_t i = 0; i < ki; i++) cnt[s->in_act[i]]++;

@@ -32,10 +32,6 @@ void gopt_env_free(gopt_env *e) {
   free(e);
 }
 
-static double tensor_bytes(const gopt_graph *g, int32_t t) {
-  return (double)gopt_tensor_numel(g, t) * (double)gopt_dtype_size(g->tensors.a[t].dtype);
-}
-
 static void sort_i32(int32_t *a, int32_t n) {
   for (int32_t i = 1; i < n; i++) {
     int32_t v = a[i], j = i - 1;
@@ -141,7 +137,7 @@ int gopt_env_new(const gopt_graph *g, const gopt_cluster *c, const gopt_env_opts
       int32_t t = g->outs.a[nd->out + k];
       int dup = 0;
       for (uint32_t j = 0; j < k; j++) dup |= g->outs.a[nd->out + j] == t;
-      if (t >= 0 && !dup) b += tensor_bytes(g, t);
+      if (t >= 0 && !dup) b += gopt_tensor_bytes(g, t);
     }
     e->out_bytes[p] = b;
   }
@@ -264,7 +260,7 @@ double task_edge_bytes(const gopt_env *e, int32_t p, int32_t c) {
     for (uint32_t j = 0; j < nc->n_in && !reads; j++) reads = g->slots.a[nc->in + j].tensor == t;
     int dup = 0;
     for (uint32_t j = 0; j < k; j++) dup |= g->outs.a[np->out + j] == t;
-    if (reads && !dup) b += tensor_bytes(g, t);
+    if (reads && !dup) b += gopt_tensor_bytes(g, t);
   }
   return b;
 }
