@@ -455,6 +455,12 @@ static int import_graph(imp *im, const Onnx__GraphProto *gp, gopt_graph *g, cons
       rc = gopt_error_set(err, GOPT_EPARSE, "node '%s': no op type", nnames[i]);
       goto done;
     }
+    /* The IR writes a non-default domain as "domain::Type", so "::" cannot be part of either. */
+    if (strstr(np->op_type, "::") || strstr(S(np->domain), "::")) {
+      rc = gopt_error_set(err, GOPT_EPARSE, "node '%s': invalid op type '%s' (domain '%s')",
+                          nnames[i], np->op_type, S(np->domain));
+      goto done;
+    }
     if (is_default_domain(np->domain) && strcmp(np->op_type, "Constant") == 0) {
       if (np->n_output == 1 && gopt_graph_find_tensor(g, np->output[0]) >= 0) {
         rc = dup_error(g, &prod, nnames, nnames[i], types[i], np->output[0], err);

@@ -21,6 +21,7 @@ cli_error(shape_mismatch "shape_mismatch.onnx: node 'bad_matmul' \\(MatMul\\): i
 cli_error(opset6 "opset6.onnx: opset 6" info ${OD}/opset6.onnx)
 cli_error(dup_output "dup_output.onnx: node 'second'.*already produced" info ${OD}/dup_output.onnx)
 cli_error(huge_dims "huge_dims.onnx: initializer 'w': invalid dims" info ${OD}/huge_dims.onnx)
+cli_error(colon_op_type "regress-colon-op-type.onnx: node .adder.: invalid op type .i::." info ${CMAKE_SOURCE_DIR}/fuzz/corpus_onnx/regress-colon-op-type.onnx)
 cli_error(unknown_flag "gopt info: unknown flag '--frobnicate'" info resnet50 --frobnicate)
 cli_error(bad_batch "gopt info: --batch: expected an integer" info resnet50 --batch abc)
 cli_error(zero_batch "gopt info: --batch: expected an integer" info resnet50 --batch 0)
