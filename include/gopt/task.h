@@ -105,6 +105,14 @@ int gopt_env_evaluate_batch(const gopt_env *e, const double *xs, size_t n, gopt_
 /* Total evaluations counted so far (all workspaces; atomic). */
 uint64_t gopt_env_evaluations(const gopt_env *e);
 
+/* The one ranking of results every baseline, search and learned method uses: memory limits are
+ * hard, so a result that fits (feasible) ranks above every over-memory one; among results of
+ * equal feasibility the lower objective wins (the objective's memory penalty orders infeasible
+ * results among themselves). gopt_env_result_cmp returns <0 when a ranks above b, >0 when
+ * below, 0 when tied; gopt_env_result_better(a, b) is cmp(a, b) < 0. NULL ranks last. */
+int gopt_env_result_cmp(const gopt_env_result *a, const gopt_env_result *b);
+int gopt_env_result_better(const gopt_env_result *a, const gopt_env_result *b);
+
 /* Converts x to decisions (placement / fusion groups / priorities) for saving or simulating. */
 int gopt_env_to_decisions(const gopt_env *e, const double *x, gopt_decisions *d, gopt_error *err);
 /* Converts decisions back to x (unspecified parts take the defaults). */

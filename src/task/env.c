@@ -357,3 +357,16 @@ int gopt_env_node_features(const gopt_env *e, float *feat, gopt_error *err) {
   free(dout);
   return GOPT_OK;
 }
+
+int gopt_env_result_cmp(const gopt_env_result *a, const gopt_env_result *b) {
+  if (!a || !b) return (a == NULL) - (b == NULL);
+  if ((a->feasible != 0) != (b->feasible != 0)) return a->feasible ? -1 : 1;
+  if (a->objective < b->objective) return -1;
+  if (a->objective > b->objective) return 1;
+  if (isnan(a->objective) != isnan(b->objective)) return isnan(a->objective) ? 1 : -1;
+  return 0;
+}
+
+int gopt_env_result_better(const gopt_env_result *a, const gopt_env_result *b) {
+  return gopt_env_result_cmp(a, b) < 0;
+}
