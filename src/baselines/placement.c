@@ -8,7 +8,7 @@
 
 #include "baselines/baselines_internal.h"
 
-#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
+#include "util/util_internal.h"
 
 int bl_single(const gopt_env *e, const double *x, int32_t *dev, gopt_error *err) {
   (void)x;
@@ -44,8 +44,8 @@ int bl_metis(const gopt_env *e, const double *x, int32_t *dev, gopt_error *err) 
   idx_t *xadj = NULL, *adj = NULL, *vw = NULL, *ew = NULL, *part = NULL;
   double *eb = NULL;
   size_t ne = (size_t)e->succ_off[n];
-  if (ALLOC(xadj, n + 1) || ALLOC(adj, 2 * ne) || ALLOC(vw, n) || ALLOC(ew, 2 * ne) ||
-      ALLOC(part, n) || ALLOC(eb, ne)) {
+  if (GOPT_ALLOC(xadj, n + 1) || GOPT_ALLOC(adj, 2 * ne) || GOPT_ALLOC(vw, n) || GOPT_ALLOC(ew, 2 * ne) ||
+      GOPT_ALLOC(part, n) || GOPT_ALLOC(eb, ne)) {
     rc = gopt_error_set(err, GOPT_ENOMEM, "metis: out of memory");
     goto done;
   }
@@ -119,9 +119,9 @@ int bl_m_etf(const gopt_env *e, const double *x, int32_t *dev, double *prio, gop
   int32_t *pending = NULL, *ready = NULL;
   double *drt = NULL, *finish = NULL, *avail = NULL, *mem = NULL, *eb = NULL;
   uint8_t *onDev = NULL;
-  if (ALLOC(pending, n) || ALLOC(ready, n) || ALLOC(drt, (size_t)n * D) || ALLOC(finish, n) ||
-      ALLOC(avail, D) || ALLOC(mem, D) || ALLOC(eb, e->pred_off[n]) ||
-      ALLOC(onDev, g->tensors.n * (size_t)D)) {
+  if (GOPT_ALLOC(pending, n) || GOPT_ALLOC(ready, n) || GOPT_ALLOC(drt, (size_t)n * D) || GOPT_ALLOC(finish, n) ||
+      GOPT_ALLOC(avail, D) || GOPT_ALLOC(mem, D) || GOPT_ALLOC(eb, e->pred_off[n]) ||
+      GOPT_ALLOC(onDev, g->tensors.n * (size_t)D)) {
     rc = gopt_error_set(err, GOPT_ENOMEM, "m_etf: out of memory");
     goto done;
   }

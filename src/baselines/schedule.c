@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include "baselines/baselines_internal.h"
-
-#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
+#include "util/util_internal.h"
 
 int bl_bfs(const gopt_env *e, const double *x, double *prio, gopt_error *err) {
   (void)x;
@@ -23,7 +22,7 @@ int bl_dfs(const gopt_env *e, const double *x, double *prio, gopt_error *err) {
   (void)x;
   const int32_t n = e->n;
   int32_t *pending = NULL, *stack = NULL;
-  if (ALLOC(pending, n) || ALLOC(stack, n)) {
+  if (GOPT_ALLOC(pending, n) || GOPT_ALLOC(stack, n)) {
     free(pending);
     return gopt_error_set(err, GOPT_ENOMEM, "dfs: out of memory");
   }
@@ -48,7 +47,7 @@ int bl_dfs(const gopt_env *e, const double *x, double *prio, gopt_error *err) {
 int bl_critical_path(const gopt_env *e, const double *x, double *prio, gopt_error *err) {
   const int32_t n = e->n;
   int32_t *dev = NULL;
-  if (ALLOC(dev, n)) return gopt_error_set(err, GOPT_ENOMEM, "critical_path: out of memory");
+  if (GOPT_ALLOC(dev, n)) return gopt_error_set(err, GOPT_ENOMEM, "critical_path: out of memory");
   task_devices_of(e, x, dev);
   double mx = 0;
   for (int32_t p = n - 1; p >= 0; p--) {
@@ -76,7 +75,7 @@ int bl_mem_greedy(const gopt_env *e, const double *x, double *prio, gopt_error *
   const int32_t n = e->n;
   int rc = GOPT_OK;
   int32_t *pending = NULL, *ready = NULL, *left = NULL;
-  if (ALLOC(pending, n) || ALLOC(ready, n) || ALLOC(left, g->tensors.n)) {
+  if (GOPT_ALLOC(pending, n) || GOPT_ALLOC(ready, n) || GOPT_ALLOC(left, g->tensors.n)) {
     rc = gopt_error_set(err, GOPT_ENOMEM, "mem_greedy: out of memory");
     goto done;
   }

@@ -8,6 +8,7 @@
 
 #include "gopt/decisions.h"
 #include "gopt/util.h"
+#include "util/util_internal.h"
 
 void gopt_decisions_init(gopt_decisions *d, const gopt_graph *g) {
   memset(d, 0, sizeof *d);
@@ -66,8 +67,6 @@ static int32_t index_find(const name_index *ix, const gopt_graph *g, const char 
   return -1;
 }
 
-#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
-
 int gopt_decisions_load(gopt_decisions *d, const gopt_graph *g, const char *path,
                         gopt_error *err) {
   json_error_t je;
@@ -108,7 +107,7 @@ int gopt_decisions_load(gopt_decisions *d, const gopt_graph *g, const char *path
       rc = gopt_error_set(err, GOPT_EPARSE, "%s: placement: expected {\"node\": device, ...}", path);
       goto done;
     }
-    if (ALLOC(placement, NN)) goto oom;
+    if (GOPT_ALLOC(placement, NN)) goto oom;
     for (size_t i = 0; i < NN; i++) placement[i] = -1;
     json_object_foreach(jp, key, val) {
       int32_t n = index_find(&ix, g, key);
@@ -131,7 +130,7 @@ int gopt_decisions_load(gopt_decisions *d, const gopt_graph *g, const char *path
       rc = gopt_error_set(err, GOPT_EPARSE, "%s: fusion: expected [[\"node\", ...], ...]", path);
       goto done;
     }
-    if (ALLOC(group, NN)) goto oom;
+    if (GOPT_ALLOC(group, NN)) goto oom;
     for (size_t i = 0; i < NN; i++) group[i] = -1;
     size_t gi, ni;
     json_t *grp, *nm;
@@ -169,7 +168,7 @@ int gopt_decisions_load(gopt_decisions *d, const gopt_graph *g, const char *path
       rc = gopt_error_set(err, GOPT_EPARSE, "%s: schedule: expected {\"node\": priority, ...}", path);
       goto done;
     }
-    if (ALLOC(priority, NN)) goto oom;
+    if (GOPT_ALLOC(priority, NN)) goto oom;
     for (size_t i = 0; i < NN; i++) priority[i] = NAN;
     json_object_foreach(js, key, val) {
       int32_t n = index_find(&ix, g, key);
@@ -191,7 +190,7 @@ int gopt_decisions_load(gopt_decisions *d, const gopt_graph *g, const char *path
       goto done;
     }
     n_order = json_array_size(jo);
-    if (ALLOC(order, n_order) || ALLOC(seen, NN)) goto oom;
+    if (GOPT_ALLOC(order, n_order) || GOPT_ALLOC(seen, NN)) goto oom;
     size_t i;
     json_array_foreach(jo, i, val) {
       int32_t n = json_is_string(val) ? index_find(&ix, g, json_string_value(val)) : -1;

@@ -11,6 +11,7 @@
 #include "exec/exec_internal.h"
 #include "gopt/costdb.h"
 #include "gopt/util.h"
+#include "util/util_internal.h"
 
 /* ---- small helpers -------------------------------------------------------------------------------- */
 
@@ -126,13 +127,7 @@ static void pool_put(gopt_exec *x, void *p, size_t nbytes) {
 
 /* ---- deterministic random numbers ------------------------------------------------------------------ */
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-static float urand(uint64_t *s) { return (float)((splitmix(s) >> 40) * (1.0 / 16777216.0)); }
+static float urand(uint64_t *s) { return (float)((gopt_splitmix64(s) >> 40) * (1.0 / 16777216.0)); }
 
 /* Largest valid index bound for t when it is read as Gather indices (0 when not). */
 static int64_t index_bound(const gopt_graph *g, int32_t t) {
@@ -211,12 +206,12 @@ static void *random_const(gopt_exec *x, int32_t t, uint64_t seed, gopt_error *er
       return NULL;
     }
     for (int64_t i = 0; i < n; i++) {
-      int64_t v = (int64_t)(splitmix(&s) % (uint64_t)b);
+      int64_t v = (int64_t)(gopt_splitmix64(&s) % (uint64_t)b);
       if (tt->dtype == GOPT_DT_INT64) ((int64_t *)p)[i] = v;
       else ((int32_t *)p)[i] = (int32_t)v;
     }
   } else if (tt->dtype == GOPT_DT_BOOL) {
-    for (int64_t i = 0; i < n; i++) ((uint8_t *)p)[i] = (uint8_t)(splitmix(&s) & 1);
+    for (int64_t i = 0; i < n; i++) ((uint8_t *)p)[i] = (uint8_t)(gopt_splitmix64(&s) & 1);
   } else {
     free(p);
     gopt_error_set(err, GOPT_EUNSUP, "constant '%s' (%s) has no data: cannot make up values",
@@ -727,9 +722,9 @@ int gopt_exec_random_inputs(gopt_exec *x, uint64_t seed, gopt_error *err) {
       switch (t.dtype) {
         case GOPT_DT_FLOAT: ((float *)t.data)[j] = 2.0f * urand(&s) - 1.0f; break;
         case GOPT_DT_DOUBLE: ((double *)t.data)[j] = 2.0 * urand(&s) - 1.0; break;
-        case GOPT_DT_INT64: ((int64_t *)t.data)[j] = (int64_t)(splitmix(&s) % (uint64_t)b); break;
-        case GOPT_DT_INT32: ((int32_t *)t.data)[j] = (int32_t)(splitmix(&s) % (uint64_t)b); break;
-        case GOPT_DT_BOOL: ((uint8_t *)t.data)[j] = (uint8_t)(splitmix(&s) & 1); break;
+        case GOPT_DT_INT64: ((int64_t *)t.data)[j] = (int64_t)(gopt_splitmix64(&s) % (uint64_t)b); break;
+        case GOPT_DT_INT32: ((int32_t *)t.data)[j] = (int32_t)(gopt_splitmix64(&s) % (uint64_t)b); break;
+        case GOPT_DT_BOOL: ((uint8_t *)t.data)[j] = (uint8_t)(gopt_splitmix64(&s) & 1); break;
         default:
           free(t.data);
           return gopt_error_set(err, GOPT_EUNSUP, "input '%s': no random values for dtype %s",

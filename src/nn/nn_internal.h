@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "gopt/nn.h"
+#include "util/util_internal.h"
 
 typedef struct nn_block { struct nn_block *next; size_t size, used; unsigned char *mem; } nn_block;
 
@@ -59,12 +60,7 @@ int nn_invert_index(gopt_nn_ctx *ctx, const int32_t *idx, int64_t m, int64_t n, 
 void nn_attention_forward(gopt_nn_tensor *out);
 void nn_attention_backward(gopt_nn_tensor *out);
 
-/* Counter-based hash used for dropout masks. */
-static inline uint64_t nn_mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+/* Counter-based hash used for dropout masks: one splitmix64 step from state x. */
+static inline uint64_t nn_mix64(uint64_t x) { return gopt_splitmix64(&x); }
 
 #endif

@@ -11,22 +11,17 @@
 #include <stdint.h>
 
 #include "gopt/search.h"
+#include "util/util_internal.h"
 
 /* ---- PRNG ----------------------------------------------------------------------------------- */
 typedef struct search_rng {
   uint64_t s[4];
 } search_rng;
 
-static inline uint64_t search_splitmix64(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 /* Seeds from (seed, stream): different streams give independent sequences for one seed. */
 static inline void search_rng_seed(search_rng *r, uint64_t seed, uint64_t stream) {
   uint64_t x = seed ^ (stream * 0xd1342543de82ef95ULL);
-  for (int i = 0; i < 4; i++) r->s[i] = search_splitmix64(&x);
+  for (int i = 0; i < 4; i++) r->s[i] = gopt_splitmix64(&x);
 }
 static inline uint64_t search_rng_next(search_rng *r) {
   uint64_t *s = r->s;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "search/search_internal.h"
+#include "util/util_internal.h"
 
 void search_model_free(search_model *m) {
   if (!m) return;
@@ -18,12 +19,10 @@ void search_model_free(search_model *m) {
   memset(m, 0, sizeof *m);
 }
 
-#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
-
 /* Builds CSR (off[k + 1], val) from pairs (key[i], v[i]), i < np, keeping pair order per key. */
 static int csr(int32_t nk, const int32_t *key, const int32_t *v, size_t np, int32_t **off,
                int32_t **val) {
-  if (ALLOC(*off, nk + 1) || ALLOC(*val, np)) return -1;
+  if (GOPT_ALLOC(*off, nk + 1) || GOPT_ALLOC(*val, np)) return -1;
   for (size_t i = 0; i < np; i++) (*off)[key[i] + 1]++;
   for (int32_t k = 0; k < nk; k++) (*off)[k + 1] += (*off)[k];
   int32_t *fill = calloc((size_t)nk + 1, sizeof *fill);
@@ -40,8 +39,8 @@ int search_model_build(const gopt_graph *g, search_model *m, gopt_error *err) {
   int rc = 0;
   int32_t *act_of = NULL, *res_of = NULL, *mark = NULL;
   int32_t *pk = NULL, *pv = NULL, *rk = NULL, *rv = NULL, *ek = NULL, *ev = NULL;
-  if (ALLOC(m->node, NN) || ALLOC(m->pos, NN) || ALLOC(act_of, NT) || ALLOC(res_of, NT) ||
-      ALLOC(mark, NT))
+  if (GOPT_ALLOC(m->node, NN) || GOPT_ALLOC(m->pos, NN) || GOPT_ALLOC(act_of, NT) || GOPT_ALLOC(res_of, NT) ||
+      GOPT_ALLOC(mark, NT))
     goto oom;
   int64_t n = gopt_graph_topo(g, m->node, err);
   if (n < 0) {
@@ -62,9 +61,9 @@ int search_model_build(const gopt_graph *g, search_model *m, gopt_error *err) {
     }
     n_in += nd->n_in;
   }
-  if (ALLOC(m->act_bytes, m->n_act) || ALLOC(m->act_prod, m->n_act) || ALLOC(m->act_out, m->n_act) ||
-      ALLOC(m->out_off, m->n + 1) || ALLOC(m->out_act, m->n_act) || ALLOC(pk, n_in) ||
-      ALLOC(pv, n_in) || ALLOC(rk, n_in) || ALLOC(rv, n_in) || ALLOC(ek, n_in) || ALLOC(ev, n_in))
+  if (GOPT_ALLOC(m->act_bytes, m->n_act) || GOPT_ALLOC(m->act_prod, m->n_act) || GOPT_ALLOC(m->act_out, m->n_act) ||
+      GOPT_ALLOC(m->out_off, m->n + 1) || GOPT_ALLOC(m->out_act, m->n_act) || GOPT_ALLOC(pk, n_in) ||
+      GOPT_ALLOC(pv, n_in) || GOPT_ALLOC(rk, n_in) || GOPT_ALLOC(rv, n_in) || GOPT_ALLOC(ek, n_in) || GOPT_ALLOC(ev, n_in))
     goto oom;
   int32_t ko = 0;
   size_t np = 0, nr = 0, ne = 0;
@@ -111,7 +110,7 @@ int search_model_build(const gopt_graph *g, search_model *m, gopt_error *err) {
     }
   }
   m->n_res = n_res;
-  if (ALLOC(m->res_bytes, n_res)) goto oom;
+  if (GOPT_ALLOC(m->res_bytes, n_res)) goto oom;
   for (size_t t = 0; t < NT; t++)
     if (res_of[t] >= 0) m->res_bytes[res_of[t]] = gopt_tensor_bytes(g, (int32_t)t);
   for (size_t i = 0; i < g->outputs.n; i++) {

@@ -7,6 +7,7 @@
 
 #include "gopt/ops.h"
 #include "sim/sim_internal.h"
+#include "util/util_internal.h"
 
 void gopt_sim_free(gopt_sim *s) {
   if (!s) return;
@@ -23,8 +24,6 @@ int gopt_sim_tensor_resident(const gopt_graph *g, int32_t t) {
   const gopt_tensor *x = &g->tensors.a[t];
   return x->producer < 0 && !(x->flags & GOPT_T_ATTR) && (x->flags & (GOPT_T_CONST | GOPT_T_INPUT));
 }
-
-#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
 
 int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts *opts,
                  gopt_sim **out, gopt_error *err) {
@@ -46,9 +45,9 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
   s->L = c->n_links;
   size_t NN = g->nodes.n, NT = g->tensors.n;
   const int D = s->D;
-  if (ALLOC(s->order, NN) || ALLOC(s->pos, NN) || ALLOC(s->act_of, NT) || ALLOC(mark, NT) ||
-      ALLOC(res_of, NT) || ALLOC(s->lat, s->L) || ALLOC(s->inv_bw, s->L) ||
-      ALLOC(s->route, (size_t)D * D))
+  if (GOPT_ALLOC(s->order, NN) || GOPT_ALLOC(s->pos, NN) || GOPT_ALLOC(s->act_of, NT) || GOPT_ALLOC(mark, NT) ||
+      GOPT_ALLOC(res_of, NT) || GOPT_ALLOC(s->lat, s->L) || GOPT_ALLOC(s->inv_bw, s->L) ||
+      GOPT_ALLOC(s->route, (size_t)D * D))
     goto oom;
   int64_t n = gopt_graph_topo(g, s->order, err);
   if (n < 0) {
@@ -75,9 +74,9 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
       if (t >= 0 && s->act_of[t] < 0) s->act_of[t] = n_act++;
     }
   }
-  if (ALLOC(s->act_tensor, n_act) || ALLOC(s->act_prod, n_act) || ALLOC(s->act_bytes, n_act) ||
-      ALLOC(s->act_out, n_act) || ALLOC(s->out_off, s->n + 1) || ALLOC(s->out_act, n_act) ||
-      ALLOC(s->in_off, s->n + 1) || ALLOC(s->nres_off, s->n + 1) || ALLOC(rmark, NT))
+  if (GOPT_ALLOC(s->act_tensor, n_act) || GOPT_ALLOC(s->act_prod, n_act) || GOPT_ALLOC(s->act_bytes, n_act) ||
+      GOPT_ALLOC(s->act_out, n_act) || GOPT_ALLOC(s->out_off, s->n + 1) || GOPT_ALLOC(s->out_act, n_act) ||
+      GOPT_ALLOC(s->in_off, s->n + 1) || GOPT_ALLOC(s->nres_off, s->n + 1) || GOPT_ALLOC(rmark, NT))
     goto oom;
   s->n_act = n_act;
   for (size_t t = 0; t < NT; t++) mark[t] = rmark[t] = -1;
@@ -119,16 +118,16 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
     if (t >= 0 && (size_t)t < NT && s->act_of[t] >= 0) s->act_out[s->act_of[t]] = 1;
   }
   /* graph-output acts (released at the end of the step) and summed output bytes per position */
-  if (ALLOC(s->gout, n_act) || ALLOC(s->out_bytes, s->n)) goto oom;
+  if (GOPT_ALLOC(s->gout, n_act) || GOPT_ALLOC(s->out_bytes, s->n)) goto oom;
   for (int32_t a = 0; a < n_act; a++)
     if (s->act_out[a]) s->gout[s->n_gout++] = a;
   for (int32_t p = 0; p < s->n; p++)
     for (int32_t j = s->out_off[p]; j < s->out_off[p + 1]; j++)
       s->out_bytes[p] += s->act_bytes[s->out_act[j]];
   s->n_res = n_res;
-  if (ALLOC(s->in_act, n_in) || ALLOC(s->nres, n_rin) || ALLOC(s->cons_off, n_act + 1) ||
-      ALLOC(s->cons, n_in) || ALLOC(s->res_tensor, n_res) || ALLOC(s->res_bytes, n_res) ||
-      ALLOC(s->res_off, n_res + 1) || ALLOC(s->res_cons, n_rin) || ALLOC(cnt, (n_act > n_res ? n_act : n_res) + 1))
+  if (GOPT_ALLOC(s->in_act, n_in) || GOPT_ALLOC(s->nres, n_rin) || GOPT_ALLOC(s->cons_off, n_act + 1) ||
+      GOPT_ALLOC(s->cons, n_in) || GOPT_ALLOC(s->res_tensor, n_res) || GOPT_ALLOC(s->res_bytes, n_res) ||
+      GOPT_ALLOC(s->res_off, n_res + 1) || GOPT_ALLOC(s->res_cons, n_rin) || GOPT_ALLOC(cnt, (n_act > n_res ? n_act : n_res) + 1))
     goto oom;
   /* pass 2: input lists */
   for (size_t t = 0; t < NT; t++) mark[t] = rmark[t] = -1;
@@ -172,8 +171,8 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
     for (int32_t i = s->nres_off[p]; i < s->nres_off[p + 1]; i++) s->res_cons[cnt[s->nres[i]]++] = p;
 
   /* per-node costs on every device */
-  if (ALLOC(s->ncost, (size_t)s->n * D) || ALLOC(s->nflops, s->n) || ALLOC(s->nbytes, s->n) ||
-      ALLOC(s->ncls, s->n) || ALLOC(s->ndt, s->n) || ALLOC(s->dprio, s->n) || ALLOC(bl, s->n))
+  if (GOPT_ALLOC(s->ncost, (size_t)s->n * D) || GOPT_ALLOC(s->nflops, s->n) || GOPT_ALLOC(s->nbytes, s->n) ||
+      GOPT_ALLOC(s->ncls, s->n) || GOPT_ALLOC(s->ndt, s->n) || GOPT_ALLOC(s->dprio, s->n) || GOPT_ALLOC(bl, s->n))
     goto oom;
   int use_db = o.costdb && o.costs != GOPT_SIM_COSTS_ANALYTICAL;
   int any_measured_dev = 0;
@@ -218,8 +217,8 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
   {
     uint64_t *key = NULL, *kb = NULL;
     int32_t *ub = NULL;
-    if (ALLOC(s->drank, s->n) || ALLOC(s->drunit, s->n) || ALLOC(key, s->n) ||
-        ALLOC(kb, 2 * (size_t)s->n) || ALLOC(ub, 2 * (size_t)s->n)) {
+    if (GOPT_ALLOC(s->drank, s->n) || GOPT_ALLOC(s->drunit, s->n) || GOPT_ALLOC(key, s->n) ||
+        GOPT_ALLOC(kb, 2 * (size_t)s->n) || GOPT_ALLOC(ub, 2 * (size_t)s->n)) {
       free(key);
       free(kb);
       free(ub);

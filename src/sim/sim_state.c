@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include "sim/sim_internal.h"
-
-#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
+#include "util/util_internal.h"
 
 static void free_fused(gopt_sim_state *st) {
   void *arrs[] = {st->unit_of, st->u_off, st->u_pos, st->f_in_off, st->f_in, st->f_out_off,
@@ -76,17 +75,17 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
   void *ur = NULL;
   if (posix_memalign(&ur, 64, (n + 1) * sizeof *st->ur)) ur = NULL;
   st->ur = ur;
-  if (!st->ur || ALLOC(st->pdev, n) || ALLOC(st->pprio, n) || ALLOC(st->prank, n) ||
-      ALLOC(st->uprio, n) || ALLOC(st->ukey, n) || ALLOC(st->rorder, n) ||
-      ALLOC(st->runit, n) || ALLOC(st->sk, 2 * n) || ALLOC(st->su, 3 * n) || ALLOC(st->seq, n) ||
-      ALLOC(st->act, A) || ALLOC(st->x, st->capx) || ALLOC(st->dv, D) || ALLOC(st->dcnt, D) ||
-      ALLOC(st->hbase, D + 1) || ALLOC(st->ddirty, D) || ALLOC(st->dlist, D) ||
-      ALLOC(st->peak, D) || ALLOC(st->over, D) || ALLOC(st->busy, D) || ALLOC(st->resid, D) ||
-      ALLOC(st->endmem, D) || ALLOC(st->rescnt, (size_t)s->n_res * D) || ALLOC(st->lk, L) ||
-      ALLOC(st->ldirty, L) || ALLOC(st->lbytes, L) || ALLOC(st->lbusy, L) ||
-      ALLOC(st->ev, D + L + 1) || ALLOC(st->slog, n) || ALLOC(st->plog, st->capl) ||
-      ALLOC(st->rlog, st->capl) || ALLOC(st->xlog, st->capl) ||
-      ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || ALLOC(st->bm, D * st->bm_words)) {
+  if (!st->ur || GOPT_ALLOC(st->pdev, n) || GOPT_ALLOC(st->pprio, n) || GOPT_ALLOC(st->prank, n) ||
+      GOPT_ALLOC(st->uprio, n) || GOPT_ALLOC(st->ukey, n) || GOPT_ALLOC(st->rorder, n) ||
+      GOPT_ALLOC(st->runit, n) || GOPT_ALLOC(st->sk, 2 * n) || GOPT_ALLOC(st->su, 3 * n) || GOPT_ALLOC(st->seq, n) ||
+      GOPT_ALLOC(st->act, A) || GOPT_ALLOC(st->x, st->capx) || GOPT_ALLOC(st->dv, D) || GOPT_ALLOC(st->dcnt, D) ||
+      GOPT_ALLOC(st->hbase, D + 1) || GOPT_ALLOC(st->ddirty, D) || GOPT_ALLOC(st->dlist, D) ||
+      GOPT_ALLOC(st->peak, D) || GOPT_ALLOC(st->over, D) || GOPT_ALLOC(st->busy, D) || GOPT_ALLOC(st->resid, D) ||
+      GOPT_ALLOC(st->endmem, D) || GOPT_ALLOC(st->rescnt, (size_t)s->n_res * D) || GOPT_ALLOC(st->lk, L) ||
+      GOPT_ALLOC(st->ldirty, L) || GOPT_ALLOC(st->lbytes, L) || GOPT_ALLOC(st->lbusy, L) ||
+      GOPT_ALLOC(st->ev, D + L + 1) || GOPT_ALLOC(st->slog, n) || GOPT_ALLOC(st->plog, st->capl) ||
+      GOPT_ALLOC(st->rlog, st->capl) || GOPT_ALLOC(st->xlog, st->capl) ||
+      GOPT_ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || GOPT_ALLOC(st->bm, D * st->bm_words)) {
     gopt_sim_state_free(st);
     return NULL;
   }
@@ -134,11 +133,11 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
   char names[200];
   /* keys: groups 0..ng-1, singletons ng.. */
   int32_t K = ng;
-  if (ALLOC(key, n) || ALLOC(k_off, n + ng + 1) || ALLOC(stamp, n > A ? n : A) || ALLOC(stack, n))
+  if (GOPT_ALLOC(key, n) || GOPT_ALLOC(k_off, n + ng + 1) || GOPT_ALLOC(stamp, n > A ? n : A) || GOPT_ALLOC(stack, n))
     goto oom;
   for (int32_t p = 0; p < n; p++) key[p] = grp[p] >= 0 ? grp[p] : K++;
-  if (ALLOC(k_pos, n) || ALLOC(indeg, K) || ALLOC(hp, K) || ALLOC(unit, K) || ALLOC(kminpos, K) ||
-      ALLOC(korder, K))
+  if (GOPT_ALLOC(k_pos, n) || GOPT_ALLOC(indeg, K) || GOPT_ALLOC(hp, K) || GOPT_ALLOC(unit, K) || GOPT_ALLOC(kminpos, K) ||
+      GOPT_ALLOC(korder, K))
     goto oom;
   for (int32_t p = 0; p < n; p++) k_off[key[p] + 1]++;
   for (int32_t k = 0; k < K; k++) k_off[k + 1] += k_off[k];
@@ -248,11 +247,11 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
     goto done;
   }
   /* unit arrays */
-  if (ALLOC(u_off, U + 1) || ALLOC(u_pos, n) || ALLOC(unit_of, n) || ALLOC(in_off, U + 1) ||
-      ALLOC(out_off, U + 1) || ALLOC(cons_off, A + 1) || ALLOC(aprod, A) ||
-      ALLOC(in, s->in_off[n]) || ALLOC(out, A) || ALLOC(cons, s->in_off[n]) ||
-      ALLOC(cost, (size_t)U * D) || ALLOC(dprio, U) || ALLOC(flops, U) || ALLOC(bytes, U) ||
-      ALLOC(obytes, U) || ALLOC(drank, U) || ALLOC(drunit, U))
+  if (GOPT_ALLOC(u_off, U + 1) || GOPT_ALLOC(u_pos, n) || GOPT_ALLOC(unit_of, n) || GOPT_ALLOC(in_off, U + 1) ||
+      GOPT_ALLOC(out_off, U + 1) || GOPT_ALLOC(cons_off, A + 1) || GOPT_ALLOC(aprod, A) ||
+      GOPT_ALLOC(in, s->in_off[n]) || GOPT_ALLOC(out, A) || GOPT_ALLOC(cons, s->in_off[n]) ||
+      GOPT_ALLOC(cost, (size_t)U * D) || GOPT_ALLOC(dprio, U) || GOPT_ALLOC(flops, U) || GOPT_ALLOC(bytes, U) ||
+      GOPT_ALLOC(obytes, U) || GOPT_ALLOC(drank, U) || GOPT_ALLOC(drunit, U))
     goto oom;
   for (int32_t u = 0, kk = 0; u < U; u++) {
     int32_t k = korder[u];
@@ -308,7 +307,7 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
   cons_off[A] = kc;
   /* costs: singletons keep theirs; a group is one kernel with summed FLOPs and boundary bytes */
   int32_t *rstamp = NULL;
-  if (ALLOC(rstamp, s->n_res + 1)) goto oom;
+  if (GOPT_ALLOC(rstamp, s->n_res + 1)) goto oom;
   for (int32_t r = 0; r < s->n_res; r++) rstamp[r] = -1;
   for (int32_t u = 0; u < U; u++) {
     int32_t cnt = u_off[u + 1] - u_off[u];
@@ -439,7 +438,7 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     }
   /* order: a permutation consistent with the dataflow */
   if (d && d->order) {
-    if (ALLOC(gmap, n)) goto oom;
+    if (GOPT_ALLOC(gmap, n)) goto oom;
     for (int32_t p = 0; p < n; p++) gmap[p] = -1;
     for (size_t i = 0; i < d->n_order; i++) {
       int32_t nid = d->order[i];
@@ -465,7 +464,7 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
   /* fusion */
   int32_t ng = 0;
   if (d && d->group) {
-    if (ALLOC(grp, n)) goto oom;
+    if (GOPT_ALLOC(grp, n)) goto oom;
     int32_t maxg = -1;
     for (int32_t p = 0; p < n; p++) {
       grp[p] = d->group[s->order[p]];
@@ -473,7 +472,7 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     }
     if (maxg >= 0) {
       int32_t *remap = NULL;
-      if (ALLOC(remap, (size_t)maxg + 1) || ALLOC(gid, (size_t)maxg + 1)) {
+      if (GOPT_ALLOC(remap, (size_t)maxg + 1) || GOPT_ALLOC(gid, (size_t)maxg + 1)) {
         free(remap);
         goto oom;
       }
@@ -496,7 +495,7 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     /* check placements agree inside each group before building */
     if (d->placement) {
       int32_t *gdev = NULL, *gfirst = NULL;
-      if (ALLOC(gdev, ng) || ALLOC(gfirst, ng)) {
+      if (GOPT_ALLOC(gdev, ng) || GOPT_ALLOC(gfirst, ng)) {
         free(gdev);
         free(gfirst);
         goto oom;

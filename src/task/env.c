@@ -7,6 +7,7 @@
 
 #include "gopt/ops.h"
 #include "task/task_internal.h"
+#include "util/util_internal.h"
 
 static const char *const task_names[GOPT_TASK_COUNT] = {"placement", "fusion", "schedule",
                                                         "memory", "joint"};
@@ -20,8 +21,6 @@ int gopt_task_from_name(const char *name) {
 const char *gopt_task_name(int task) {
   return task >= 0 && task < GOPT_TASK_COUNT ? task_names[task] : NULL;
 }
-
-#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
 
 void gopt_env_free(gopt_env *e) {
   if (!e) return;
@@ -50,7 +49,7 @@ static int build_adjacency(gopt_env *e) {
   int32_t *stamp = NULL, *cnt = NULL;
   int rc = GOPT_ENOMEM;
   size_t ne = 0;
-  if (ALLOC(stamp, n) || ALLOC(cnt, n) || ALLOC(e->succ_off, n + 1) || ALLOC(e->pred_off, n + 1))
+  if (GOPT_ALLOC(stamp, n) || GOPT_ALLOC(cnt, n) || GOPT_ALLOC(e->succ_off, n + 1) || GOPT_ALLOC(e->pred_off, n + 1))
     goto done;
   for (int32_t p = 0; p < n; p++) stamp[p] = -1;
   /* pass 0 counts, pass 1 fills */
@@ -79,7 +78,7 @@ static int build_adjacency(gopt_env *e) {
     }
     if (!pass) {
       for (int32_t p = 0; p < n; p++) stamp[p] = -1;
-      if (ALLOC(e->succ, ne) || ALLOC(e->pred, ne)) goto done;
+      if (GOPT_ALLOC(e->succ, ne) || GOPT_ALLOC(e->pred, ne)) goto done;
     }
   }
   e->succ_off[n] = (int32_t)ne;
@@ -115,7 +114,7 @@ int gopt_env_new(const gopt_graph *g, const gopt_cluster *c, const gopt_env_opts
   if (o->sim) e->sopts = *o->sim;
   if ((rc = gopt_sim_new(g, c, o->sim, &e->sim, err))) goto fail;
   const size_t NN = g->nodes.n;
-  if (ALLOC(e->order, NN) || ALLOC(e->pos, NN)) goto oom;
+  if (GOPT_ALLOC(e->order, NN) || GOPT_ALLOC(e->pos, NN)) goto oom;
   int64_t n = gopt_graph_topo(g, e->order, err);
   if (n < 0) {
     rc = (int)n;
@@ -125,8 +124,8 @@ int gopt_env_new(const gopt_graph *g, const gopt_cluster *c, const gopt_env_opts
   for (size_t i = 0; i < NN; i++) e->pos[i] = -1;
   for (int32_t p = 0; p < e->n; p++) e->pos[e->order[p]] = p;
   if (build_adjacency(e)) goto oom;
-  if (ALLOC(e->t0, e->n) || ALLOC(e->dprio, e->n) || ALLOC(e->cls, e->n) ||
-      ALLOC(e->out_bytes, e->n) || ALLOC(e->fuse_var, e->n))
+  if (GOPT_ALLOC(e->t0, e->n) || GOPT_ALLOC(e->dprio, e->n) || GOPT_ALLOC(e->cls, e->n) ||
+      GOPT_ALLOC(e->out_bytes, e->n) || GOPT_ALLOC(e->fuse_var, e->n))
     goto oom;
   for (int32_t p = 0; p < e->n; p++) {
     const gopt_node *nd = &g->nodes.a[e->order[p]];
@@ -155,7 +154,7 @@ int gopt_env_new(const gopt_graph *g, const gopt_cluster *c, const gopt_env_opts
   /* depth-first topological order (Kahn with a stack) for the fusion grouper's initial order */
   {
     int32_t *pending = NULL, *stack = NULL, sp = 0, k = 0;
-    if (ALLOC(e->dfs_rank, e->n) || ALLOC(pending, e->n) || ALLOC(stack, e->n)) {
+    if (GOPT_ALLOC(e->dfs_rank, e->n) || GOPT_ALLOC(pending, e->n) || GOPT_ALLOC(stack, e->n)) {
       free(pending);
       goto oom;
     }
@@ -186,7 +185,7 @@ int gopt_env_new(const gopt_graph *g, const gopt_cluster *c, const gopt_env_opts
     if (ok) e->fuse_var[p] = e->n_fuse++;
   }
   e->nvars = (size_t)(has_dev ? e->n : 0) + (size_t)(has_prio ? e->n : 0) + (size_t)e->n_fuse;
-  if (ALLOC(e->vars, e->nvars) || ALLOC(e->xdef, e->nvars)) goto oom;
+  if (GOPT_ALLOC(e->vars, e->nvars) || GOPT_ALLOC(e->xdef, e->nvars)) goto oom;
   size_t k = 0;
   e->off_dev = e->off_prio = -1;
   if (has_dev) {
@@ -209,7 +208,7 @@ int gopt_env_new(const gopt_graph *g, const gopt_cluster *c, const gopt_env_opts
       e->vars[e->fuse_var[p]] = (gopt_env_var){e->order[p], GOPT_VAR_FUSE, 2};
     }
   if (e->task == GOPT_TASK_SCHEDULE) {
-    if (ALLOC(e->fixed_dev, e->n)) goto oom;
+    if (GOPT_ALLOC(e->fixed_dev, e->n)) goto oom;
     task_contiguous_split(e, e->fixed_dev);
   }
   if (has_fuse && task_fusion_rules(e, TASK_FUSE_XLA, NULL, e->xdef)) goto oom;
@@ -293,7 +292,7 @@ int gopt_env_node_features(const gopt_env *e, float *feat, gopt_error *err) {
   const gopt_graph *g = e->g;
   const int32_t n = e->n;
   int32_t *din = NULL, *dout = NULL;
-  if (ALLOC(din, n) || ALLOC(dout, n)) {
+  if (GOPT_ALLOC(din, n) || GOPT_ALLOC(dout, n)) {
     free(din);
     return gopt_error_set(err, GOPT_ENOMEM, "features: out of memory");
   }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "task/task_internal.h"
+#include "util/util_internal.h"
 
 struct gopt_env_ws {
   const gopt_env *e;
@@ -20,8 +21,6 @@ struct gopt_env_ws {
   int has_x;
   size_t repaired;
 };
-
-#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
 
 void gopt_env_ws_free(gopt_env_ws *w) {
   if (!w) return;
@@ -40,19 +39,19 @@ gopt_env_ws *gopt_env_ws_new(const gopt_env *e) {
   w->e = e;
   const size_t NN = e->g->nodes.n;
   gopt_decisions_init(&w->d, e->g);
-  if (!(w->st = gopt_sim_state_new(e->sim)) || ALLOC(w->want, e->n) || ALLOC(w->dev, e->n) ||
-      ALLOC(w->x, e->nvars))
+  if (!(w->st = gopt_sim_state_new(e->sim)) || GOPT_ALLOC(w->want, e->n) || GOPT_ALLOC(w->dev, e->n) ||
+      GOPT_ALLOC(w->x, e->nvars))
     goto fail;
   if (e->off_dev >= 0 || e->fixed_dev) {
-    if (ALLOC(w->d.placement, NN)) goto fail;
+    if (GOPT_ALLOC(w->d.placement, NN)) goto fail;
     for (size_t i = 0; i < NN; i++) w->d.placement[i] = -1;
   }
   if (e->off_prio >= 0) {
-    if (ALLOC(w->d.priority, NN)) goto fail;
+    if (GOPT_ALLOC(w->d.priority, NN)) goto fail;
     for (size_t i = 0; i < NN; i++) w->d.priority[i] = NAN;
   }
   if (e->n_fuse > 0) {
-    if (ALLOC(w->d.group, NN) || !(w->gr = task_grouper_new(e))) goto fail;
+    if (GOPT_ALLOC(w->d.group, NN) || !(w->gr = task_grouper_new(e))) goto fail;
     for (size_t i = 0; i < NN; i++) w->d.group[i] = -1;
   }
   return w;

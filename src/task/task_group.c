@@ -14,8 +14,7 @@
 
 #include "gopt/ops.h"
 #include "task/task_internal.h"
-
-#define ALLOC(p, cnt) (((p) = calloc((size_t)(cnt) + 1, sizeof *(p))) == NULL)
+#include "util/util_internal.h"
 
 void task_grouper_free(task_grouper *gr) {
   if (!gr) return;
@@ -31,11 +30,11 @@ task_grouper *task_grouper_new(const gopt_env *e) {
   if (!gr) return NULL;
   gr->e = e;
   int32_t n = e->n;
-  if (ALLOC(gr->parent, n) || ALLOC(gr->next, n) || ALLOC(gr->tail, n) || ALLOC(gr->tau, n) ||
-      ALLOC(gr->dev, n) || ALLOC(gr->size, n) || ALLOC(gr->nconv, n) || ALLOC(gr->nops, n) ||
-      ALLOC(gr->vis, n) || ALLOC(gr->mark, n) || ALLOC(gr->stack, n) || ALLOC(gr->roots, n) ||
-      ALLOC(gr->alist, n) || ALLOC(gr->dlist, n) || ALLOC(gr->slots, 3 * (size_t)n) ||
-      ALLOC(gr->eff, n) || ALLOC(gr->group, n) || ALLOC(gr->tmp, 3 * (size_t)n) || ALLOC(gr->owner, n)) {
+  if (GOPT_ALLOC(gr->parent, n) || GOPT_ALLOC(gr->next, n) || GOPT_ALLOC(gr->tail, n) || GOPT_ALLOC(gr->tau, n) ||
+      GOPT_ALLOC(gr->dev, n) || GOPT_ALLOC(gr->size, n) || GOPT_ALLOC(gr->nconv, n) || GOPT_ALLOC(gr->nops, n) ||
+      GOPT_ALLOC(gr->vis, n) || GOPT_ALLOC(gr->mark, n) || GOPT_ALLOC(gr->stack, n) || GOPT_ALLOC(gr->roots, n) ||
+      GOPT_ALLOC(gr->alist, n) || GOPT_ALLOC(gr->dlist, n) || GOPT_ALLOC(gr->slots, 3 * (size_t)n) ||
+      GOPT_ALLOC(gr->eff, n) || GOPT_ALLOC(gr->group, n) || GOPT_ALLOC(gr->tmp, 3 * (size_t)n) || GOPT_ALLOC(gr->owner, n)) {
     task_grouper_free(gr);
     return NULL;
   }
