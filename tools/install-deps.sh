@@ -1,22 +1,78 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gopt needs to build, test and make its corpus.
-# Does nothing when they are all present; otherwise runs apt-get (as root, or through sudo).
+# install-deps.sh: installs the Debian packages of named dependency sets, only what is missing.
+#
+#   tools/install-deps.sh [SET...]      install the sets (default: build); nothing when all present
+#   tools/install-deps.sh --print SET   print SET's packages, one per line; installs nothing
+#   tools/install-deps.sh --list        the sets and what each is for
+#
+# Sets (the README lists them too):
+#   build  compilers, CMake and the libraries libgopt links: enough to build gopt and run every
+#          command (./gopt installs only this)
+#   test   what the test suite adds: python-onnx, numpy, PyTorch and torchvision for the reference
+#          fixtures (Debian's /usr/bin/python3), clang for the libFuzzer target, dpkg-dev for the
+#          Debian package (./test installs build and test)
+#   tools  what the corpus export and benchmark scripts need (tools/, bench/)
+# Packages are installed with apt-get (as root, or through sudo), without recommends.
 set -euo pipefail
 
-PKGS=(
-  build-essential cmake pkg-config clang
+set_build=(
+  gcc libc6-dev make cmake pkg-config
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
   libjansson-dev libopenblas-dev libdnnl-dev libmetis-dev libglpk-dev
+)
+set_test=(
+  clang dpkg-dev
+  python3-numpy python3-onnx python3-torch python3-torchvision
+)
+set_tools=(
   python3-numpy python3-onnx python3-torch python3-torchvision
 )
 
+die() {
+  echo "install-deps: $*" >&2
+  exit 2
+}
+
+# Prints the packages of set $1 (one per line), or fails naming the unknown set.
+print_set() {
+  case "$1" in
+    build) printf '%s\n' "${set_build[@]}" ;;
+    test) printf '%s\n' "${set_test[@]}" ;;
+    tools) printf '%s\n' "${set_tools[@]}" ;;
+    *) die "unknown dependency set '$1' (build, test, tools)" ;;
+  esac
+}
+
+case "${1:-}" in
+  --print)
+    [ $# -eq 2 ] || die "usage: tools/install-deps.sh --print SET"
+    print_set "$2"
+    exit 0
+    ;;
+  --list)
+    echo "build  compilers, CMake and the libraries libgopt links (./gopt)"
+    echo "test   fixtures' Python packages, clang for fuzzing, dpkg-dev for the .deb (./test)"
+    echo "tools  the corpus export and benchmark scripts' Python packages"
+    exit 0
+    ;;
+  -*) die "unknown option '$1' (--print SET, --list)" ;;
+esac
+
+sets=("$@")
+[ ${#sets[@]} -eq 0 ] && sets=(build)
+wanted=()
+for s in "${sets[@]}"; do
+  pk="$(print_set "$s")" || exit 2
+  mapfile -t -O "${#wanted[@]}" wanted <<<"$pk"
+done
+
 missing=()
-for p in "${PKGS[@]}"; do
+for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "install-deps: installing ${missing[*]}" >&2
+echo "install-deps: installing (${sets[*]}): ${missing[*]}" >&2
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
