@@ -12,7 +12,8 @@ usage: check_corpus.py --gopt PATH [--model NAME] [--corpus DIR] [--all-lines]
   roundtrip  `gopt convert` output passes onnx.checker and describes the same graph
 
 Prints one line per failure (model, tensor, what differs), and `N passed, M failed` last; exits
-0 only when nothing failed. Run with Debian's /usr/bin/python3 (needs the onnx package).
+0 only when nothing failed and something was compared (a run that compared nothing exits 1 with
+a one-line message). Run with Debian's /usr/bin/python3 (needs the onnx package).
 See docs/CORPUS.md for the conventions.
 """
 import argparse
@@ -634,6 +635,10 @@ def main():
         except GoptError as e:
             rep.fail(name, str(e))
     print(f"{rep.passed} passed, {rep.failed} failed")
+    if rep.passed + rep.failed == 0:
+        print(f"check_corpus: '{args.check}' compared nothing on {len(names)} model(s) in "
+              f"{args.corpus}", file=sys.stderr)
+        return 1
     return 0 if rep.failed == 0 else 1
 
 

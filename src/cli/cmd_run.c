@@ -30,7 +30,8 @@ static const char run_help[] =
     "  --format pb|npy     file format of --outputs (default pb)\n"
     "  --check DIR         run a test-data folder (ONNX backend layout: input_N.pb/output_N.pb, or a\n"
     "                      folder of test_data_set_*) and compare each output; exit 1 on a mismatch\n"
-    "  --rtol R --atol A   tolerances of --check: |got-want| <= atol + rtol*|want| (1e-3, 1e-4)\n"
+    "  --rtol R --atol A   tolerances of --check: |got-want| <= atol + rtol*|want| (1e-3, 1e-4) for\n"
+    "                      float/double/float16/bfloat16; integer and bool outputs must be equal\n"
     "  --seed N            seed of random inputs and of random weights for data-less models (0)\n"
     "  --batch N           bind the symbolic batch dimension when no inputs are given (default 1)\n"
     "  --threads N         OpenMP threads (default: all cores)\n"
@@ -225,13 +226,89 @@ static int set_inputs(gopt_exec *x, const run_opts *o, const tensor_list *in) {
 
 /* ---- check -------------------------------------------------------------------------------------------- */
 
-/* Compares got with want; fills a JSON record; returns 1 when they match within tolerances. */
+/* Whether --check can compare elements of dtype dt (every numeric type the executor can hold;
+ * not STRING, the complex types or UNDEFINED). */
+static int check_comparable(int dt) {
+  switch (dt) {
+    case GOPT_DT_FLOAT: case GOPT_DT_DOUBLE: case GOPT_DT_FLOAT16: case GOPT_DT_BFLOAT16:
+    case GOPT_DT_INT8: case GOPT_DT_INT16: case GOPT_DT_INT32: case GOPT_DT_INT64:
+    case GOPT_DT_UINT8: case GOPT_DT_UINT16: case GOPT_DT_UINT32: case GOPT_DT_UINT64:
+    case GOPT_DT_BOOL:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+/* IEEE binary16 bits -> double (subnormals, inf and NaN included). */
+static double half_to_double(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+/* bfloat16 bits (the high half of a float) -> double. */
+static double bf16_to_double(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Element i of got and want (dtype dt, check_comparable) as doubles in *a / *b, and |a - b| in *d.
+ * 64-bit integers are subtracted as integers, so values beyond 2^53 that differ by 1 still differ. */
+static void check_elems(int dt, const void *got, const void *want, int64_t i, double *a, double *b,
+                        double *d) {
+  switch (dt) {
+#define CASE_INT(DT, T)                                                                            \
+  case DT: {                                                                                       \
+    T x = ((const T *)got)[i], y = ((const T *)want)[i];                                           \
+    *a = (double)x;                                                                                \
+    *b = (double)y;                                                                                \
+    *d = x >= y ? (double)((uint64_t)x - (uint64_t)y) : (double)((uint64_t)y - (uint64_t)x);       \
+    return;                                                                                        \
+  }
+    CASE_INT(GOPT_DT_INT8, int8_t)
+    CASE_INT(GOPT_DT_INT16, int16_t)
+    CASE_INT(GOPT_DT_INT32, int32_t)
+    CASE_INT(GOPT_DT_INT64, int64_t)
+    CASE_INT(GOPT_DT_UINT8, uint8_t)
+    CASE_INT(GOPT_DT_BOOL, uint8_t)
+    CASE_INT(GOPT_DT_UINT16, uint16_t)
+    CASE_INT(GOPT_DT_UINT32, uint32_t)
+    CASE_INT(GOPT_DT_UINT64, uint64_t)
+#undef CASE_INT
+    case GOPT_DT_FLOAT: *a = ((const float *)got)[i]; *b = ((const float *)want)[i]; break;
+    case GOPT_DT_DOUBLE: *a = ((const double *)got)[i]; *b = ((const double *)want)[i]; break;
+    case GOPT_DT_FLOAT16:
+      *a = half_to_double(((const uint16_t *)got)[i]);
+      *b = half_to_double(((const uint16_t *)want)[i]);
+      break;
+    case GOPT_DT_BFLOAT16:
+      *a = bf16_to_double(((const uint16_t *)got)[i]);
+      *b = bf16_to_double(((const uint16_t *)want)[i]);
+      break;
+    default: *a = *b = NAN; break; /* not reached: check_comparable first */
+  }
+  *d = fabs(*a - *b);
+}
+
+/* Compares got with want; fills a JSON record; returns 1 when they match within tolerances, 0 when
+ * not, -1 (after one error line naming dir and the output) on a dtype --check cannot compare. */
 static int compare(const gopt_host_tensor *got, const gopt_host_tensor *want, const run_opts *o,
-                   const char *name, json_t *rec, int quiet) {
+                   const char *dir, const char *name, json_t *rec, int quiet) {
   char gs[256], ws[256];
   shape_str(got, gs, sizeof gs);
   shape_str(want, ws, sizeof ws);
   json_object_set_new(rec, "output", json_string(name));
+  if (!check_comparable(got->dtype) || !check_comparable(want->dtype)) {
+    int dt = check_comparable(got->dtype) ? want->dtype : got->dtype;
+    fprintf(stderr, "gopt run: --check %s: output '%s' (got %s, expected %s): dtype %s cannot be compared\n",
+            dir, name, gs, ws, gopt_dtype_name(dt));
+    json_object_set_new(rec, "ok", json_false());
+    json_object_set_new(rec, "error", json_sprintf("dtype %s cannot be compared", gopt_dtype_name(dt)));
+    return -1;
+  }
   int same = got->dtype == want->dtype && got->rank == want->rank;
   for (int i = 0; same && i < got->rank; i++) same = got->dims[i] == want->dims[i];
   if (!same) {
@@ -242,16 +319,12 @@ static int compare(const gopt_host_tensor *got, const gopt_host_tensor *want, co
   }
   int64_t n = gopt_host_tensor_numel(got), bad = 0;
   double max_abs = 0, max_rel = 0;
+  /* integers and bools must match exactly; tolerances are for the floating-point types */
+  int exact = got->dtype != GOPT_DT_FLOAT && got->dtype != GOPT_DT_DOUBLE &&
+              got->dtype != GOPT_DT_FLOAT16 && got->dtype != GOPT_DT_BFLOAT16;
   for (int64_t i = 0; i < n; i++) {
-    double a, b;
-    switch (got->dtype) {
-      case GOPT_DT_FLOAT: a = ((const float *)got->data)[i]; b = ((const float *)want->data)[i]; break;
-      case GOPT_DT_DOUBLE: a = ((const double *)got->data)[i]; b = ((const double *)want->data)[i]; break;
-      case GOPT_DT_INT64: a = (double)((const int64_t *)got->data)[i]; b = (double)((const int64_t *)want->data)[i]; break;
-      case GOPT_DT_INT32: a = ((const int32_t *)got->data)[i]; b = ((const int32_t *)want->data)[i]; break;
-      case GOPT_DT_BOOL: case GOPT_DT_UINT8: a = ((const uint8_t *)got->data)[i]; b = ((const uint8_t *)want->data)[i]; break;
-      default: a = b = 0; break;
-    }
+    double a, b, d;
+    check_elems(got->dtype, got->data, want->data, i, &a, &b, &d);
     if (isnan(a) || isnan(b)) {
       if (!(isnan(a) && isnan(b))) bad++;
       continue;
@@ -260,11 +333,10 @@ static int compare(const gopt_host_tensor *got, const gopt_host_tensor *want, co
       if (a != b) bad++;
       continue;
     }
-    double d = fabs(a - b);
     double r = d / (fabs(b) > 1e-30 ? fabs(b) : 1e-30);
     if (d > max_abs) max_abs = d;
     if (d > 0 && r > max_rel) max_rel = r;
-    if (d > o->atol + o->rtol * fabs(b)) bad++;
+    if (exact ? d > 0 : d > o->atol + o->rtol * fabs(b)) bad++;
   }
   json_object_set_new(rec, "shape", json_string(gs));
   json_object_set_new(rec, "max_abs_err", json_real(max_abs));
@@ -302,6 +374,14 @@ static int check_set(gopt_exec *x, const run_opts *o, const char *dir, json_t *s
             gopt_exec_n_outputs(x));
     goto done;
   }
+  for (size_t i = 0; i < want.n; i++) {
+    char path[4096];
+    if (check_comparable(want.t[i].dtype)) continue;
+    if (!find_tensor_file(dir, "output", i, path, sizeof path)) snprintf(path, sizeof path, "%s", dir);
+    fprintf(stderr, "gopt run: --check %s: dtype %s cannot be compared\n", path,
+            gopt_dtype_name(want.t[i].dtype));
+    goto done;
+  }
   if (set_inputs(x, o, &in)) goto done;
   if (gopt_exec_run(x, &err)) {
     fprintf(stderr, "gopt run: %s: %s\n", o->model, err.msg);
@@ -318,8 +398,13 @@ static int check_set(gopt_exec *x, const run_opts *o, const char *dir, json_t *s
     }
     json_t *rec = json_object();
     json_array_append_new(outs, rec);
-    if (!compare(&got, &want.t[i], o, got.name ? got.name : "?", rec, o->json)) ok = 0;
+    int c = compare(&got, &want.t[i], o, dir, got.name ? got.name : "?", rec, o->json);
     gopt_host_tensor_clear(&got);
+    if (c < 0) {
+      ok = -1;
+      break;
+    }
+    if (c == 0) ok = 0;
   }
 done:
   json_object_set_new(set, "ok", json_boolean(ok == 1));

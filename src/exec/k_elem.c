@@ -520,6 +520,7 @@ static double get_d(const void *p, int dt, int64_t i) {
     case GOPT_DT_INT32: return ((const int32_t *)p)[i];
     case GOPT_DT_INT16: return ((const int16_t *)p)[i];
     case GOPT_DT_INT8: return ((const int8_t *)p)[i];
+    case GOPT_DT_UINT16: return ((const uint16_t *)p)[i];
     case GOPT_DT_UINT8: case GOPT_DT_BOOL: return ((const uint8_t *)p)[i];
     default: return 0;
   }
@@ -532,13 +533,14 @@ static int64_t get_i(const void *p, int dt, int64_t i) {
     case GOPT_DT_INT32: return ((const int32_t *)p)[i];
     case GOPT_DT_INT16: return ((const int16_t *)p)[i];
     case GOPT_DT_INT8: return ((const int8_t *)p)[i];
+    case GOPT_DT_UINT16: return ((const uint16_t *)p)[i];
     case GOPT_DT_UINT8: case GOPT_DT_BOOL: return ((const uint8_t *)p)[i];
     default: return 0;
   }
 }
 static int is_int_dt(int dt) {
   return dt == GOPT_DT_INT64 || dt == GOPT_DT_INT32 || dt == GOPT_DT_INT16 || dt == GOPT_DT_INT8 ||
-         dt == GOPT_DT_UINT8 || dt == GOPT_DT_BOOL;
+         dt == GOPT_DT_UINT8 || dt == GOPT_DT_UINT16 || dt == GOPT_DT_BOOL;
 }
 static void put(void *p, int dt, int64_t i, double d, int64_t v, int use_int) {
   switch (dt) {
@@ -549,6 +551,7 @@ static void put(void *p, int dt, int64_t i, double d, int64_t v, int use_int) {
     case GOPT_DT_INT16: ((int16_t *)p)[i] = (int16_t)(use_int ? v : (int64_t)d); break;
     case GOPT_DT_INT8: ((int8_t *)p)[i] = (int8_t)(use_int ? v : (int64_t)d); break;
     case GOPT_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)(use_int ? v : (int64_t)d); break;
+    case GOPT_DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)(use_int ? v : (int64_t)d); break;
     case GOPT_DT_BOOL: ((uint8_t *)p)[i] = (uint8_t)(use_int ? v != 0 : d != 0); break;
     default: break;
   }

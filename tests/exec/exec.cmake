@@ -74,3 +74,9 @@ foreach(m gpt2_tiny bert_tiny wavenet shufflenet_v2_x1_0)
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(exec_corpus_${m}_nofold_fused PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
 endforeach()
+
+# --check compares every dtype the executor produces (equal passes, one changed element fails,
+# 64-bit integers exactly) and stops with one error line on a dtype it cannot compare
+add_test(NAME exec_check_dtypes COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_dtypes.py ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_check_dtypes PROPERTIES LABELS exec TIMEOUT 120)

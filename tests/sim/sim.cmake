@@ -1,6 +1,6 @@
 # Simulator CLI tests: every corpus and zoo model simulated with a valid trace (check_sim_cli.sh),
 # one-line errors for bad flags/files, and calibrate/fidelity against the synthetic cost database
-# test_sim_fidelity writes (fixture gopt_sim_db).
+# test_sim_calibration_selfconsistency writes (fixture gopt_sim_db).
 set(SIM_DIR ${CMAKE_CURRENT_LIST_DIR})
 add_test(NAME sim_cli_models COMMAND bash ${SIM_DIR}/check_sim_cli.sh ${GOPT_BIN} ${GOPT_PYTHON}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
@@ -33,11 +33,12 @@ foreach(case ${sim_err_cases})
   set_tests_properties(sim_err_${name} PROPERTIES LABELS sim)
 endforeach()
 
-# calibrate + fidelity on the synthetic db: the calibrated host predicts it (nearly) exactly
-if(TEST test_sim_fidelity)
-  set_tests_properties(test_sim_fidelity PROPERTIES FIXTURES_SETUP gopt_sim_db)
+# calibration self-consistency (calibrate + fidelity CLI on the synthetic db): the calibrated host
+# predicts the db it was fitted on (nearly) exactly; says nothing about real-hardware fidelity
+if(TEST test_sim_calibration_selfconsistency)
+  set_tests_properties(test_sim_calibration_selfconsistency PROPERTIES FIXTURES_SETUP gopt_sim_db)
 endif()
-add_test(NAME sim_calibrate_fidelity
+add_test(NAME sim_calibration_selfconsistency_cli
          COMMAND bash -c "set -e; db=\${TMPDIR:-/tmp}/gopt_sim_synth_costdb.json; h=\$(mktemp --suffix=.json); \
 $0 fidelity resnet50 --costdb \$db --json > \$h.before; \
 $0 calibrate --costdb \$db resnet50 -o \$h > /dev/null; \
@@ -49,4 +50,4 @@ assert m[\"kendall_tau\"] > 0.95 and abs(m[\"step_error_pct\"]) < 1 and \"end_to
 assert {p[\"name\"] for p in d[\"presets\"]} >= {\"V100\",\"A100\",\"H100\",\"TPUv3\",\"host\"}; print(\"ok\", m)' \$h.before \$h.after \$h.dev; \
 rm -f \$h \$h.before \$h.after \$h.dev" ${GOPT_BIN} ${GOPT_PYTHON}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-set_tests_properties(sim_calibrate_fidelity PROPERTIES FIXTURES_REQUIRED gopt_sim_db LABELS sim)
+set_tests_properties(sim_calibration_selfconsistency_cli PROPERTIES FIXTURES_REQUIRED gopt_sim_db LABELS sim)

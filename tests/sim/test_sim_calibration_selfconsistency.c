@@ -1,10 +1,10 @@
-/* test_sim_fidelity.c: measured costs and calibration against a synthetic cost database: the db
- * holds, for every op signature of resnet50, the time a known "truth" host device (other launch
- * overhead and efficiencies than the preset) gives. Checks: with --costs measured on the host the
- * simulated step equals the sum of the db times; devices not marked measured ignore the db;
- * calibrating the host preset on these samples recovers the truth; Kendall tau / error of the
- * calibrated model are (near) perfect. Writes the db (with an end-to-end "steps" entry) to
- * $TMPDIR/gopt_sim_synth_costdb.json for the CLI tests in sim.cmake (fixture). */
+/* test_sim_calibration_selfconsistency.c: calibration self-consistency (not fidelity to real
+ * hardware). A synthetic cost database holds, for every op signature of resnet50, the time a known
+ * "truth" host device (other launch overhead and efficiencies than the preset) gives. Checks: with
+ * --costs measured on the host the simulated step equals the sum of the db times; devices not
+ * marked measured ignore the db; calibrating the host preset on these samples recovers the truth;
+ * Kendall tau / error of the calibrated model are (near) perfect. Writes the db (with an end-to-end
+ * "steps" entry) to $TMPDIR/gopt_sim_synth_costdb.json for the CLI tests in sim.cmake (fixture). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -114,5 +114,5 @@ int main(void) {
   gopt_cluster_free(v100);
   gopt_costdb_free(db);
   gopt_graph_free(g);
-  return check_exit("test_sim_fidelity");
+  return check_exit("test_sim_calibration_selfconsistency");
 }
