@@ -4,6 +4,8 @@
 # corpus in build-fuzz/fuzz_work. Crash, leak, timeout and OOM inputs are saved as
 # fuzz/findings/crash-* etc.; the script exits non-zero when libFuzzer reports any.
 # Reproduce one finding:  build-fuzz/fuzz/fuzz_onnx_import fuzz/findings/crash-XXXX
+# Once fixed, keep it as fuzz/corpus_onnx/regress-NAME.onnx: ctest onnx_fuzz_regressions replays
+# every regress-* file through the same entry point in every build (fuzz/replay_onnx.c).
 set -eu
 secs=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -49,13 +49,43 @@ static int location_ok(const char *loc) {
   return 1;
 }
 
+/* Resolves base_dir/path (symbolic links and all) into *real (malloc'd). Returns 0, 1 when the
+ * file does not exist, or an error when it resolves outside the resolved base_dir: a link must not
+ * reach what a '../' or absolute location may not. */
+static int resolve_inside(const char *base_dir, const char *path, const char *loc, const char *what,
+                          const char *tname, char **real, gopt_error *err) {
+  *real = realpath(path, NULL);
+  if (!*real) {
+    if (errno == ENOENT || errno == ENOTDIR) return 1;
+    return gopt_error_set(err, GOPT_EIO, "%s '%s': cannot open external data '%s': %s", what, tname,
+                          loc, strerror(errno));
+  }
+  char *base = realpath(base_dir, NULL);
+  size_t n = base ? strlen(base) : 0;
+  int inside = base && !strncmp(*real, base, n) && (n == 1 || (*real)[n] == '/');
+  int rc = GOPT_OK;
+  if (!base)
+    rc = gopt_error_set(err, GOPT_EIO, "%s '%s': cannot resolve the model directory '%s': %s", what,
+                        tname, base_dir, strerror(errno));
+  else if (!inside)
+    rc = gopt_error_set(err, GOPT_EPARSE,
+                        "%s '%s': external data '%s' resolves to '%s', outside the model directory",
+                        what, tname, loc, *real);
+  free(base);
+  if (rc) {
+    free(*real);
+    *real = NULL;
+  }
+  return rc;
+}
+
 /* Reads nbytes at off of base_dir/loc into *data. *missing = 1 (and 0 returned) when the file does
- * not exist. */
+ * not exist. A location that resolves (through symbolic links) outside base_dir is an error. */
 static int read_external(const char *base_dir, const char *loc, int64_t off, size_t nbytes,
                          const char *what, const char *tname, void **data, int *missing,
                          gopt_error *err) {
   int rc = GOPT_OK;
-  char *path = NULL;
+  char *path = NULL, *real = NULL;
   FILE *f = NULL;
   unsigned char *buf = NULL;
   size_t plen = strlen(base_dir) + strlen(loc) + 2;
@@ -67,7 +97,14 @@ static int read_external(const char *base_dir, const char *loc, int64_t off, siz
     goto done;
   }
   snprintf(path, plen, "%s/%s", base_dir, loc);
-  f = fopen(path, "rb");
+  rc = resolve_inside(base_dir, path, loc, what, tname, &real, err);
+  if (rc == 1) {
+    *missing = 1;
+    rc = GOPT_OK;
+    goto done;
+  }
+  if (rc) goto done;
+  f = fopen(real, "rb");
   if (!f) {
     if (errno == ENOENT || errno == ENOTDIR)
       *missing = 1;
@@ -105,6 +142,7 @@ static int read_external(const char *base_dir, const char *loc, int64_t off, siz
 done:
   free(buf);
   if (f) fclose(f);
+  free(real);
   free(path);
   return rc;
 }

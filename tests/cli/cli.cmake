@@ -41,3 +41,9 @@ cli_error(dot_unknown_flag "gopt dot: unknown flag '-x'" dot resnet50 -x)
 add_test(NAME cli_zoo_builds_all COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_cli.py ${GOPT_BIN}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_zoo_builds_all PROPERTIES LABELS cli TIMEOUT 300)
+
+# external data through a symbolic link: refused when it leaves the model's directory (one error
+# line naming the file, gopt run and gopt info), loaded when it stays inside
+add_test(NAME cli_ext_data_symlink COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_ext_symlink.sh ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_ext_data_symlink PROPERTIES LABELS cli)

@@ -1,8 +1,11 @@
 /* test_onnx_import.c: ONNX import of the fixtures made by tests/onnx/make_fixtures.py: raw vs typed
  * initializer fields (identical bytes, checked against the generator's closed-form values),
- * external data present / disabled / missing (one warning), every Constant node form, an If with
- * sub-graphs reading outer tensors, an opaque op with value_info, symbols, names and opsets. */
+ * external data present / disabled / missing (one warning) / through symbolic links (refused when
+ * they leave the model directory), every Constant node form, an If with sub-graphs reading outer
+ * tensors, an opaque op with value_info, symbols, names and opsets. */
 #include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx/onnx_test_util.h"
 
@@ -193,6 +196,84 @@ static void test_external(void) {
   free(buf);
 }
 
+/* Copies file src to dst; 0 on success. */
+static int copy_file(const char *src, const char *dst) {
+  FILE *a = fopen(src, "rb"), *b = fopen(dst, "wb");
+  int rc = a && b ? 0 : -1;
+  char buf[4096];
+  size_t n;
+  while (!rc && (n = fread(buf, 1, sizeof buf, a)) > 0)
+    if (fwrite(buf, 1, n, b) != n) rc = -1;
+  if (a) fclose(a);
+  if (b && fclose(b)) rc = -1;
+  return rc;
+}
+
+/* External data reached through a symbolic link: a link resolving outside the model's directory
+ * is refused like '../' (one error line naming the location and where it leads); links that stay
+ * inside (relative or absolute) still load the right bytes. */
+static void test_external_symlink(void) {
+  char root[] = "/tmp/gopt_extlink_XXXXXX", dir[64], sub[128], model[128], out[128], link[128],
+       in[256];
+  if (!mkdtemp(root)) {
+    CHECK_MSG(0, "mkdtemp failed");
+    return;
+  }
+  snprintf(dir, sizeof dir, "%s/model", root);
+  snprintf(sub, sizeof sub, "%s/sub", dir);
+  snprintf(model, sizeof model, "%s/ext_model.onnx", dir);
+  snprintf(out, sizeof out, "%s/outside.data", root);
+  snprintf(link, sizeof link, "%s/ext_model.data", dir);
+  snprintf(in, sizeof in, "%s/real.data", sub);
+  CHECK_EQ_INT(mkdir(dir, 0700), 0);
+  CHECK_EQ_INT(mkdir(sub, 0700), 0);
+  CHECK_EQ_INT(copy_file(FIX "ext_model.onnx", model), 0);
+  CHECK_EQ_INT(copy_file(FIX "ext_model.data", out), 0);
+  CHECK_EQ_INT(copy_file(FIX "ext_model.data", in), 0);
+
+  /* relative link leaving the directory: refused */
+  CHECK_EQ_INT(symlink("../outside.data", link), 0);
+  gopt_graph *g = NULL;
+  gopt_error err = {0};
+  int rc = gopt_onnx_load(model, NULL, &g, &err);
+  CHECK(rc != 0 && g == NULL);
+  CHECK_MSG(strstr(err.msg, "ext_model.data") && strstr(err.msg, "outside.data") &&
+                strstr(err.msg, "outside the model directory") && !strchr(err.msg, '\n'),
+            "error: %s", err.msg);
+  gopt_graph_free(g);
+  g = NULL;
+  /* absolute link leaving the directory: refused */
+  unlink(link);
+  CHECK_EQ_INT(symlink(out, link), 0);
+  err = (gopt_error){0};
+  CHECK(gopt_onnx_load(model, NULL, &g, &err) != 0 && strstr(err.msg, "outside the model directory"));
+  gopt_graph_free(g);
+  g = NULL;
+
+  /* links that stay inside: relative and absolute, bytes as in the fixture */
+  const char *targets[2] = {"sub/real.data", in};
+  for (int k = 0; k < 2; k++) {
+    unlink(link);
+    CHECK_EQ_INT(symlink(targets[k], link), 0);
+    warn_log w = {0};
+    g = load(model, NULL, &w);
+    CHECK_EQ_INT(w.n, 0);
+    int32_t W = g ? gopt_graph_find_tensor(g, "W") : -1;
+    const void *dw = W >= 0 ? gopt_tensor_data(g, W) : NULL;
+    CHECK_MSG(dw != NULL, "link to %s: no data", targets[k]);
+    for (int i = 0; dw && i < 16; i++) CHECK_NEAR(get_f32(dw, i), val(i), 0);
+    gopt_graph_free(g);
+    g = NULL;
+  }
+  unlink(link);
+  unlink(in);
+  unlink(out);
+  unlink(model);
+  rmdir(sub);
+  rmdir(dir);
+  rmdir(root);
+}
+
 static void test_constants(void) {
   warn_log w = {0};
   gopt_graph *g = load(FIX "constants.onnx", NULL, &w);
@@ -362,6 +443,7 @@ static void test_shapes_and_names(void) {
 int main(void) {
   test_initializers();
   test_external();
+  test_external_symlink();
   test_constants();
   test_if_subgraph();
   test_opaque_and_attrs();
