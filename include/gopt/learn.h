@@ -1,0 +1,159 @@
+/* gopt/learn.h: the learned optimizer (GO-style policy) shared by `gopt train`, `--method go` and
+ * later REGAL and local-advantage: graph encoder, per-decision-kind heads, PPO trainer, policy files.
+ *
+ * Policy (docs/LEARNED.md has the details and every hyperparameter):
+ *   node features (gopt_env_node_features + cluster/graph context) -> input linear -> GraphSAGE
+ *   layers (residual, layernorm) -> [per-graph feature modulation when fine-tuning] -> one
+ *   segment-recurrent attention block (gopt_nn_seg_block, nodes in topological order) per decision
+ *   kind the task has, chained DEVICE -> PRIORITY -> FUSE (each block's output embeddings feed the
+ *   next block: GO's joint placement -> scheduling -> fusion) -> heads:
+ *     DEVICE    categorical, logits[n,d] = <Wq e[n], MLP(dev_feat[d])>: one set of weights serves
+ *               any device count;
+ *     PRIORITY  Beta(alpha, beta) (gopt_nn_beta_head);
+ *     FUSE      2-way categorical.
+ *   All of a graph's decisions come from one forward pass.
+ *
+ * Policy file (.gpol, little-endian, one file, checksummed, written atomically):
+ *   "GOPTPOL1" | u32 format version | u32 meta_len | meta (text, "key value" lines: task, feature
+ *   version, architecture, training set, trainer state) | u64 ckpt_len | NN checkpoint
+ *   (gopt_nn_ckpt_save format: weights, Adam moments, RNG, iteration) | u64 FNV-1a-64 of all
+ *   bytes before it. */
+#ifndef GOPT_LEARN_H
+#define GOPT_LEARN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gopt/search.h"
+#include "gopt/task.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the policy input features (env features + context columns). A policy trained with
+ * another version is refused on load. */
+#define GOPT_LEARN_FEAT_VERSION 1
+#define GOPT_LEARN_FILE_VERSION 1
+
+/* Architecture (saved in the policy file; 0 fields take the defaults). */
+typedef struct gopt_learn_arch {
+  int hidden;       /* node embedding width (default 32) */
+  int sage_layers;  /* GraphSAGE layers (default 2) */
+  int heads;        /* attention heads (default 2; must divide hidden) */
+  int seg_len;      /* attention segment length (default 64) */
+  int dev_hidden;   /* device embedding width of the device head (default 16) */
+} gopt_learn_arch;
+
+typedef struct gopt_policy gopt_policy;
+
+/* A fresh policy for task with weights initialised from seed. */
+int gopt_policy_new(int task, const gopt_learn_arch *arch, uint64_t seed, gopt_policy **out,
+                    gopt_error *err);
+void gopt_policy_free(gopt_policy *p); /* accepts NULL */
+int gopt_policy_task(const gopt_policy *p);
+gopt_learn_arch gopt_policy_arch(const gopt_policy *p);
+size_t gopt_policy_param_count(const gopt_policy *p);
+/* All weights as one float array (gopt_policy_param_count floats), e.g. to compare two policies. */
+const float *gopt_policy_weights(const gopt_policy *p);
+/* Description of the training set (one entry per line, "" when untrained). */
+const char *gopt_policy_trainset(const gopt_policy *p);
+/* Training iterations done so far (0 when untrained). */
+int64_t gopt_policy_iters(const gopt_policy *p);
+
+/* Writes the policy (and its trainer state when it has one) to path atomically. */
+int gopt_policy_save(const gopt_policy *p, const char *path, gopt_error *err);
+/* Reads a policy. task >= 0: refuse a policy for another task ("P.gpol: policy is for task
+ * 'fusion', not 'placement'"). A file from another feature or format version, truncated or
+ * corrupted, gets one line naming the file. The trainer state is kept for gopt_learn_train. */
+int gopt_policy_load(const char *path, int task, gopt_policy **out, gopt_error *err);
+
+/* Decides for one environment with one forward pass: row 0 of xs (n rows x nvars) is the greedy
+ * decision (argmax devices and fusion bits, Beta mean priorities) when greedy is set, every other
+ * row a sample drawn from the policy with seed. Values are valid for gopt_env_vars. */
+int gopt_policy_decide(gopt_policy *p, const gopt_env *e, int greedy, size_t n, uint64_t seed,
+                       double *xs, gopt_error *err);
+
+/* ---- rewards -------------------------------------------------------------------------- */
+/* The reference result of an environment: the best (gopt_env_result_cmp) of the task's standard
+ * baselines (gopt_baseline_task_name), and its decision vector into x_ref when non-NULL. */
+int gopt_learn_reference(const gopt_env *e, gopt_env_result *ref, double *x_ref, gopt_error *err);
+/* Reward of r relative to ref, consistent with gopt_env_result_cmp between results that fit:
+ * feasible: max(-1, (ref.obj - r.obj) / ref.obj) (0 = as good as the best baseline, > 0 better);
+ * over memory: -1.01 - min(10, mem_over / smallest device memory) (below every feasible result). */
+double gopt_learn_reward(const gopt_env *e, const gopt_env_result *r, const gopt_env_result *ref);
+
+/* ---- training --------------------------------------------------------------------------- */
+typedef struct gopt_learn_iter_info {
+  int64_t iter;            /* 0-based iteration just finished */
+  double loss;             /* mean PPO loss of the iteration's updates */
+  double reward;           /* mean sampled reward of the iteration */
+  double lr;
+  size_t graph;            /* the last graph trained on in this iteration */
+  double best_obj;         /* best objective sampled so far on that graph */
+  double ref_obj;          /* that graph's best baseline objective */
+} gopt_learn_iter_info;
+typedef void (*gopt_learn_iter_fn)(const gopt_learn_iter_info *info, void *user);
+
+typedef struct gopt_learn_train_opts {
+  int64_t iters;           /* total iterations of the run (a resumed run gives the same value) */
+  int64_t stop_after;      /* > 0: return after this many total iterations (as an interrupt) */
+  uint64_t seed;           /* weights are seeded by gopt_policy_new; this seeds sampling */
+  int graphs_per_iter;     /* default 2 */
+  int samples;             /* decision vectors per graph and iteration (default 8) */
+  int epochs;              /* PPO epochs per batch (default 2) */
+  float lr;                /* Adam learning rate (default 3e-3) */
+  float clip_eps;          /* PPO clip (default 0.2) */
+  float ent_coef;          /* entropy bonus (default 0.01) */
+  float clip_norm;         /* gradient clipping (default 1.0) */
+  float baseline_decay;    /* per-graph moving-average baseline decay (default 0.9) */
+  gopt_learn_iter_fn on_iter;
+  void *user;
+} gopt_learn_train_opts;
+
+typedef struct gopt_learn_train_result {
+  int64_t iters_done;      /* total iterations done (including earlier runs when resumed) */
+  int interrupted;         /* stopped by gopt_learn_request_stop or stop_after */
+  double seconds;
+} gopt_learn_train_result;
+
+/* Trains p with PPO on the n environments (all of p's task). names[i] (may be NULL) describe
+ * them for the policy file. A policy that already has trainer state (loaded from a file written
+ * by an interrupted run) continues exactly where it stopped: same losses, same final weights as an
+ * uninterrupted run, given the same environments, options and thread count. */
+int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *names, size_t n,
+                     const gopt_learn_train_opts *o, gopt_learn_train_result *res, gopt_error *err);
+
+/* Asks a running gopt_learn_train / gopt_learn_optimize to stop at the next iteration boundary
+ * (async-signal-safe); clear before a new run. */
+void gopt_learn_request_stop(void);
+void gopt_learn_clear_stop(void);
+
+/* ---- optimizing one graph (`gopt optimize --method go`) ---------------------------------- */
+typedef struct gopt_learn_opt_opts {
+  int samples;             /* K samples besides the greedy decision (default 16; 0 = greedy only) */
+  uint64_t finetune_evals; /* > 0: PPO fine-tuning of the feature modulation for this many evals */
+  uint64_t seed;
+  gopt_search_trace_fn on_improve; /* best-vs-evaluations curve (may be NULL) */
+  void *user;
+} gopt_learn_opt_opts;
+
+/* Zero-shot: the greedy decision and the best of K samples (ranked by gopt_env_result_cmp); with
+ * finetune_evals, then PPO on this graph starting from the policy, training only a per-graph
+ * feature modulation (scale/shift of the hidden features). x_best (nvars doubles) and res receive
+ * the best decision found (res->evals counts every evaluation, res->seconds the time). p's weights
+ * are not changed. */
+int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *o, double *x_best,
+                        gopt_search_result *res, gopt_error *err);
+
+/* Finds the shipped policy <task>.gpol: in $GOPT_POLICY_DIR, else next to the executable exe (a
+ * path, e.g. argv[0]; NULL or no slash: /proc/self/exe) in policies/, ../policies/, ../share/gopt/policies/ and
+ * ../../policies/ (the source tree's policies/ for a build dir inside it, binary in BUILD/bin).
+ * Writes the first existing path into buf and returns 0, or GOPT_EIO with one line listing where
+ * it looked. */
+int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,271 @@
+/* learn_file.c: policy files (.gpol): header and metadata text (task, feature version,
+ * architecture, training set, trainer state) around the NN engine's checkpoint, one checksum over
+ * everything, atomic writes; and where the shipped policies are found. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gopt/util.h"
+#include "learn/learn_internal.h"
+
+static const char MAGIC[8] = {'G', 'O', 'P', 'T', 'P', 'O', 'L', '1'};
+
+/* A temporary file path for one checkpoint round trip (created empty; caller unlinks). */
+static int tmp_path(char *buf, size_t n, gopt_error *err) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  snprintf(buf, n, "%s/gopt-ckpt-XXXXXX", dir);
+  int fd = mkstemp(buf);
+  if (fd < 0) return gopt_error_set(err, GOPT_EIO, "%s: cannot create a temporary file: %s", buf, strerror(errno));
+  close(fd);
+  return 0;
+}
+
+int learn_ckpt_to_blob(const gopt_nn_params *p, const gopt_nn_optim *o, const gopt_nn_rng *rng,
+                       int64_t step, unsigned char **blob, size_t *len, gopt_error *err) {
+  char path[512];
+  *blob = NULL;
+  int rc = tmp_path(path, sizeof path, err);
+  if (rc) return rc;
+  rc = gopt_nn_ckpt_save(path, p, o, rng, step, err);
+  void *b = NULL;
+  rc = rc ? rc : gopt_file_read(path, &b, len, err);
+  unlink(path);
+  *blob = b;
+  return rc;
+}
+
+int learn_ckpt_from_blob(const char *label, const unsigned char *blob, size_t len, gopt_nn_params *p,
+                         gopt_nn_optim *o, gopt_nn_rng *rng, int64_t *step, gopt_error *err) {
+  char path[512];
+  int rc = tmp_path(path, sizeof path, err);
+  if (rc) return rc;
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(blob, 1, len, f) != len) rc = gopt_error_set(err, GOPT_EIO, "%s: cannot write a temporary file", path);
+  if (f && fclose(f) && !rc) rc = gopt_error_set(err, GOPT_EIO, "%s: cannot write a temporary file", path);
+  if (!rc && (rc = gopt_nn_ckpt_load(path, p, o, rng, step, err)) && err) {
+    char msg[sizeof err->msg];
+    size_t pl = strlen(path);
+    const char *rest = strncmp(err->msg, path, pl) == 0 && err->msg[pl] == ':' ? err->msg + pl + 2 : err->msg;
+    snprintf(msg, sizeof msg, "%.200s: embedded network: %.280s", label, rest);
+    memcpy(err->msg, msg, sizeof msg);
+  }
+  unlink(path);
+  return rc;
+}
+
+typedef struct wbuf { unsigned char *p; size_t n, cap; int oom; } wbuf;
+static void put(wbuf *b, const void *d, size_t n) {
+  if (b->oom) return;
+  if (b->n + n > b->cap) {
+    size_t c = b->cap ? b->cap : 4096;
+    while (c < b->n + n) c *= 2;
+    unsigned char *q = realloc(b->p, c);
+    if (!q) { b->oom = 1; return; }
+    b->p = q;
+    b->cap = c;
+  }
+  memcpy(b->p + b->n, d, n);
+  b->n += n;
+}
+static void putf(wbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(wbuf *b, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (k > 0) put(b, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
+}
+
+/* The metadata text of p. */
+static void put_meta(wbuf *m, const gopt_policy *p) {
+  const gopt_learn_arch *a = &p->arch;
+  putf(m, "task %s\nfeat_version %d\n", gopt_task_name(p->task), GOPT_LEARN_FEAT_VERSION);
+  putf(m, "arch %d %d %d %d %d\n", a->hidden, a->sage_layers, a->heads, a->seg_len, a->dev_hidden);
+  putf(m, "iters %lld\ntrain_state %d\ntotal_iters %lld\nn_graphs %zu\n", (long long)p->iter,
+       p->has_train, (long long)p->total_iters, p->has_train ? p->n_graphs : (size_t)0);
+  for (size_t i = 0; p->has_train && i < p->n_graphs; i++) putf(m, "g %zu %a %a\n", i, p->ema[i], p->best[i]);
+  const char *s = p->trainset ? p->trainset : "";
+  while (*s) {
+    const char *e = strchr(s, '\n');
+    size_t l = e ? (size_t)(e - s) : strlen(s);
+    put(m, "set ", 4);
+    put(m, s, l);
+    put(m, "\n", 1);
+    s += l + (e ? 1 : 0);
+  }
+}
+
+int gopt_policy_save(const gopt_policy *p, const char *path, gopt_error *err) {
+  wbuf b = {0}, m = {0};
+  unsigned char *ck = NULL;
+  size_t ckn = 0;
+  int rc = 0;
+  if (p->has_train && p->ckpt) { ck = p->ckpt; ckn = p->ckpt_len; }
+  else if ((rc = learn_ckpt_to_blob(p->params, NULL, NULL, p->iter, &ck, &ckn, err))) return rc;
+  put_meta(&m, p);
+  uint32_t ver = GOPT_LEARN_FILE_VERSION, ml = (uint32_t)m.n;
+  uint64_t cl = ckn;
+  put(&b, MAGIC, 8);
+  put(&b, &ver, 4);
+  put(&b, &ml, 4);
+  put(&b, m.p, m.n);
+  put(&b, &cl, 8);
+  put(&b, ck, ckn);
+  uint64_t h = b.oom ? 0 : gopt_hash_bytes(b.p, b.n, 0);
+  put(&b, &h, 8);
+  if (b.oom || m.oom) rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory writing the policy", path);
+  else rc = gopt_file_write_atomic(path, b.p, b.n, err);
+  if (ck != p->ckpt) free(ck);
+  free(b.p);
+  free(m.p);
+  return rc;
+}
+
+/* Parses the metadata lines into a new policy (weights not loaded yet). */
+static int parse_meta(const char *path, char *meta, int want_task, gopt_policy **out, gopt_error *err) {
+  int task = -1, fv = -1, has_train = 0;
+  gopt_learn_arch a = {0};
+  long long iters = 0, total = 0;
+  size_t ng = 0, gi = 0;
+  double *ema = NULL, *best = NULL;
+  wbuf set = {0};
+  int rc = 0;
+  for (char *line = strtok(meta, "\n"); line; line = strtok(NULL, "\n")) {
+    char name[32];
+    if (!strncmp(line, "task ", 5)) task = gopt_task_from_name(line + 5);
+    else if (sscanf(line, "feat_version %d", &fv) == 1) {}
+    else if (sscanf(line, "arch %d %d %d %d %d", &a.hidden, &a.sage_layers, &a.heads, &a.seg_len, &a.dev_hidden) == 5) {}
+    else if (sscanf(line, "iters %lld", &iters) == 1) {}
+    else if (sscanf(line, "train_state %d", &has_train) == 1) {}
+    else if (sscanf(line, "total_iters %lld", &total) == 1) {}
+    else if (sscanf(line, "n_graphs %zu", &ng) == 1) {
+      if (ng > (1u << 24)) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: bad graph count", path); goto done; }
+      free(ema); free(best);
+      ema = calloc(ng + 1, sizeof *ema);
+      best = calloc(ng + 1, sizeof *best);
+      if (!ema || !best) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
+    } else if (!strncmp(line, "g ", 2)) {
+      size_t i;
+      double e1, b1;
+      if (sscanf(line, "g %zu %la %la", &i, &e1, &b1) != 3 || i >= ng || !ema) {
+        rc = gopt_error_set(err, GOPT_EPARSE, "%s: bad trainer state line", path);
+        goto done;
+      }
+      ema[i] = e1;
+      best[i] = b1;
+      gi++;
+    } else if (!strncmp(line, "set ", 4)) {
+      put(&set, line + 4, strlen(line + 4));
+      put(&set, "\n", 1);
+    } else if (sscanf(line, "%31s", name) == 1) {
+      rc = gopt_error_set(err, GOPT_EPARSE, "%s: unknown policy metadata '%s'", path, name);
+      goto done;
+    }
+  }
+  put(&set, "", 1);
+  if (fv != GOPT_LEARN_FEAT_VERSION) {
+    rc = gopt_error_set(err, GOPT_EUNSUP, "%s: policy uses feature version %d, this build uses %d (retrain it)", path, fv, GOPT_LEARN_FEAT_VERSION);
+    goto done;
+  }
+  if (task < 0) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: policy names no known task", path); goto done; }
+  if (want_task >= 0 && task != want_task) {
+    rc = gopt_error_set(err, GOPT_EINVAL, "%s: policy is for task '%s', not '%s'", path, gopt_task_name(task), gopt_task_name(want_task));
+    goto done;
+  }
+  if (has_train && gi != ng) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: trainer state has %zu of %zu graphs", path, gi, ng); goto done; }
+  if (set.oom) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
+  if ((rc = gopt_policy_new(task, &a, 0, out, err))) { gopt_error_prefix(err, "%s: ", path); goto done; }
+  gopt_policy *p = *out;
+  free(p->trainset);
+  p->trainset = (char *)set.p;
+  set.p = NULL;
+  p->iter = iters;
+  p->total_iters = total;
+  p->has_train = has_train;
+  if (has_train) { p->n_graphs = ng; p->ema = ema; p->best = best; ema = best = NULL; }
+done:
+  free(ema);
+  free(best);
+  free(set.p);
+  return rc;
+}
+
+int gopt_policy_load(const char *path, int task, gopt_policy **out, gopt_error *err) {
+  *out = NULL;
+  void *v = NULL;
+  size_t n = 0;
+  int rc = gopt_file_read(path, &v, &n, err);
+  if (rc) return rc;
+  unsigned char *d = v;
+  char *meta = NULL;
+  uint32_t ver = 0, ml = 0;
+  uint64_t cl = 0, h;
+  if (n < 8 || memcmp(d, MAGIC, 8)) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: not a gopt policy file (bad magic)", path); goto done; }
+  if (n < 16) goto trunc;
+  memcpy(&ver, d + 8, 4);
+  memcpy(&ml, d + 12, 4);
+  if (ver != GOPT_LEARN_FILE_VERSION) {
+    rc = gopt_error_set(err, GOPT_EUNSUP, "%s: policy file version %u, this build reads version %d", path, ver, GOPT_LEARN_FILE_VERSION);
+    goto done;
+  }
+  if ((uint64_t)ml + 24 > n) goto trunc;
+  memcpy(&cl, d + 16 + ml, 8);
+  if (cl > n || 16 + (uint64_t)ml + 8 + cl + 8 > n) goto trunc;
+  if (16 + (uint64_t)ml + 8 + cl + 8 < n) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: trailing bytes after the policy", path); goto done; }
+  memcpy(&h, d + n - 8, 8);
+  if (h != gopt_hash_bytes(d, n - 8, 0)) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: checksum mismatch (policy file corrupted)", path); goto done; }
+  if (!(meta = malloc((size_t)ml + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
+  memcpy(meta, d + 16, ml);
+  meta[ml] = 0;
+  if ((rc = parse_meta(path, meta, task, out, err))) goto done;
+  const unsigned char *ck = d + 16 + ml + 8;
+  int64_t step = 0;
+  if ((rc = learn_ckpt_from_blob(path, ck, (size_t)cl, (*out)->params, NULL, NULL, &step, err))) goto done;
+  if ((*out)->has_train) {
+    if (!((*out)->ckpt = malloc((size_t)cl + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
+    memcpy((*out)->ckpt, ck, (size_t)cl);
+    (*out)->ckpt_len = (size_t)cl;
+  }
+  goto done;
+trunc:
+  rc = gopt_error_set(err, GOPT_EPARSE, "%s: truncated policy file (%zu bytes)", path, n);
+done:
+  if (rc) { gopt_policy_free(*out); *out = NULL; }
+  free(meta);
+  free(v);
+  return rc;
+}
+
+static int exists(const char *p) { return access(p, R_OK) == 0; }
+
+int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_error *err) {
+  const char *tn = gopt_task_name(task);
+  if (!tn) return gopt_error_set(err, GOPT_EINVAL, "learn: unknown task %d", task);
+  const char *env = getenv("GOPT_POLICY_DIR");
+  char dir[1024] = "";
+  if (exe && strchr(exe, '/')) {
+    snprintf(dir, sizeof dir, "%s", exe);
+  } else {
+    ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    dir[k > 0 ? k : 0] = 0;
+  }
+  if (strchr(dir, '/')) *strrchr(dir, '/') = 0;
+  else dir[0] = 0;
+  const char *subs[] = {"/policies", "/../policies", "/../share/gopt/policies", "/../../policies"};
+  if (env && *env) {
+    snprintf(buf, n, "%s/%s.gpol", env, tn);
+    if (exists(buf)) return 0;
+  }
+  for (int i = 0; dir[0] && i < 4; i++) {
+    snprintf(buf, n, "%s%s/%s.gpol", dir, subs[i], tn);
+    if (exists(buf)) return 0;
+  }
+  return gopt_error_set(err, GOPT_EIO, "no policy for task '%s': none in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", tn);
+}

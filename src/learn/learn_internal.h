@@ -1,0 +1,102 @@
+/* learn_internal.h: the policy's layout, a graph's prepared encoding and the pieces shared by the
+ * learn module's files (policy, file format, trainer, optimize). */
+#ifndef GOPT_LEARN_INTERNAL_H
+#define GOPT_LEARN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gopt/learn.h"
+#include "gopt/nn.h"
+
+#define LEARN_NCTX 5                          /* context columns after the env features */
+#define LEARN_NIN (GOPT_ENV_NFEAT + LEARN_NCTX) /* input width */
+#define LEARN_NDEV 6                          /* device feature columns */
+#define LEARN_MAX_SAGE 4
+
+/* One environment prepared for the policy: rows are live nodes in topological order. */
+typedef struct learn_graph {
+  int64_t n;              /* rows */
+  float *feat;            /* n x LEARN_NIN */
+  gopt_nn_csr csr;        /* undirected dataflow neighbourhood over rows */
+  int n_dev;
+  float *dev_feat;        /* n_dev x LEARN_NDEV */
+  size_t nvars;
+  int64_t nk[3];          /* variables per kind (GOPT_VAR_*) */
+  int32_t *rows[3];       /* per kind: the row of each variable's node */
+  int32_t *var[3];        /* per kind: the variable index in x */
+  uint8_t *valid;         /* n ones (attention key mask) */
+} learn_graph;
+
+/* The actions of one sample (per kind, in learn_graph order). */
+typedef struct learn_acts {
+  int32_t *dev, *fuse;
+  float *pri;
+} learn_acts;
+
+/* Outputs of a forward pass (NULL for kinds the graph has no variable of). */
+typedef struct learn_fwd {
+  gopt_nn_tensor *dev_logits;   /* [Vd, D] */
+  gopt_nn_tensor *fuse_logits;  /* [Vf, 2] */
+  gopt_nn_tensor *alpha, *beta; /* [Vp, 1] */
+} learn_fwd;
+
+/* Per-graph feature modulation (fine-tuning): h <- h * (1 + scale) + shift. */
+typedef struct learn_mod {
+  gopt_nn_params *params;
+  gopt_nn_tensor *scale, *shift;   /* [hidden] */
+} learn_mod;
+
+struct gopt_policy {
+  int task;
+  gopt_learn_arch arch;
+  int kinds[3];                    /* decision kinds the task has */
+  gopt_nn_params *params;
+  gopt_nn_linear in;
+  gopt_nn_sage sage[LEARN_MAX_SAGE];
+  gopt_nn_seg_block blk[3];
+  gopt_nn_linear dev_q, fuse;
+  gopt_nn_mlp dev_mlp;
+  gopt_nn_beta_head pri;
+  char *trainset;                  /* one training graph per line */
+  /* trainer state (has_train): restored by gopt_learn_train */
+  int has_train;
+  int64_t iter;
+  size_t n_graphs;
+  double *ema, *best;              /* per graph: reward baseline, best objective (NaN: none) */
+  unsigned char *ckpt;             /* the NN checkpoint read from the file (weights, Adam, RNG) */
+  size_t ckpt_len;
+  int64_t total_iters;             /* --iters of the run that wrote it */
+};
+
+int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
+void learn_graph_free(learn_graph *g);
+/* Builds the pass's outputs. mod may be NULL. Returns 0 or the ctx error. */
+int learn_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph *g, const learn_mod *mod,
+                  learn_fwd *f, gopt_error *err);
+int learn_acts_alloc(learn_acts *a, const learn_graph *g);
+void learn_acts_free(learn_acts *a);
+/* Draws one action set from the forward pass's values (greedy: argmax / Beta mean). */
+void learn_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a);
+/* Writes the actions into x (nvars doubles). */
+void learn_to_x(const learn_graph *g, const learn_acts *a, double *x);
+/* Per-variable log-probabilities of the actions -> [V] (kinds in order DEVICE, PRIORITY, FUSE). */
+gopt_nn_tensor *learn_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a);
+/* Mean per-variable entropy -> [1]. */
+gopt_nn_tensor *learn_entropy(gopt_nn_ctx *ctx, const learn_fwd *f);
+/* Variables the policy decides in g (sum of nk). */
+int64_t learn_nv(const learn_graph *g);
+
+int learn_mod_new(const gopt_policy *p, learn_mod *m, gopt_error *err);
+void learn_mod_free(learn_mod *m);
+
+/* NN checkpoint <-> memory (through a temporary file). label names the policy in messages. */
+int learn_ckpt_to_blob(const gopt_nn_params *p, const gopt_nn_optim *o, const gopt_nn_rng *rng,
+                       int64_t step, unsigned char **blob, size_t *len, gopt_error *err);
+int learn_ckpt_from_blob(const char *label, const unsigned char *blob, size_t len, gopt_nn_params *p,
+                         gopt_nn_optim *o, gopt_nn_rng *rng, int64_t *step, gopt_error *err);
+
+/* A stop request is pending (gopt_learn_request_stop). */
+int learn_stop_requested(void);
+
+#endif

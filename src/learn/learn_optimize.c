@@ -1,0 +1,104 @@
+/* learn_optimize.c: `--method go` on one graph: zero-shot (greedy decode plus the best of K
+ * samples) and optional PPO fine-tuning of a per-graph feature modulation (GO's parameter
+ * superposition) starting from the trained policy. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gopt/util.h"
+#include "learn/learn_internal.h"
+#include "learn/learn_ppo.h"
+
+typedef struct opt_state {
+  gopt_env_result best;
+  int have;
+  double *x_best;
+  size_t nv;
+  uint64_t evals;
+  double t0;
+  const gopt_learn_opt_opts *o;
+} opt_state;
+
+/* Records rows of xs/res as evaluated; keeps the best (gopt_env_result_cmp). */
+static void take(opt_state *s, const double *xs, const gopt_env_result *res, size_t k) {
+  for (size_t i = 0; i < k; i++) {
+    s->evals++;
+    if (s->have && !gopt_env_result_better(&res[i], &s->best)) continue;
+    s->best = res[i];
+    s->have = 1;
+    memcpy(s->x_best, xs + i * s->nv, s->nv * sizeof *xs);
+    if (s->o->on_improve) s->o->on_improve(s->evals, gopt_now() - s->t0, s->best.objective, s->o->user);
+  }
+}
+
+/* PPO on this graph for o->finetune_evals evaluations, training only the modulation. */
+static int finetune(gopt_policy *p, gopt_env *e, const learn_graph *g, gopt_nn_ctx *ctx, int k,
+                    gopt_nn_rng *rng, opt_state *s, gopt_error *err) {
+  learn_mod mod;
+  learn_batch b = {0};
+  gopt_nn_optim *opt = NULL;
+  int rc = learn_mod_new(p, &mod, err);
+  if (rc) return rc;
+  gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, 1e-2f);
+  oc.clip_norm = 1.0f;
+  if (!(opt = gopt_nn_optim_new(&oc, mod.params, err))) { rc = GOPT_EINVAL; goto done; }
+  if (learn_batch_init(&b, g, s->nv, k)) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (batch)"); goto done; }
+  learn_ppo_cfg c = {k, 2, 0.2f, 0.01f, 0.9f};
+  gopt_env_result ref = s->best; /* rewards relative to the zero-shot best */
+  double ema = NAN;
+  uint64_t used = 0;
+  while (used + (uint64_t)k <= s->o->finetune_evals && !learn_stop_requested()) {
+    if ((rc = learn_ppo_batch(ctx, p, &mod, opt, e, g, &ref, &ema, &c, rng, &b, err))) goto done;
+    take(s, b.xs, b.res, (size_t)k);
+    used += (uint64_t)k;
+  }
+done:
+  learn_batch_free(&b);
+  gopt_nn_optim_free(opt);
+  learn_mod_free(&mod);
+  return rc;
+}
+
+int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *o, double *x_best,
+                        gopt_search_result *res, gopt_error *err) {
+  gopt_learn_opt_opts def = {.samples = 16};
+  if (!o) o = &def;
+  memset(res, 0, sizeof *res);
+  if (gopt_env_task(e) != p->task)
+    return gopt_error_set(err, GOPT_EINVAL, "learn: policy is for task '%s', environment is '%s'",
+                          gopt_task_name(p->task), gopt_task_name(gopt_env_task(e)));
+  int k = o->samples < 0 ? 0 : (o->samples > 255 ? 255 : o->samples);
+  opt_state s = {.x_best = x_best, .nv = gopt_env_nvars(e), .t0 = gopt_now(), .o = o};
+  learn_graph *g = NULL;
+  gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
+  learn_acts a = {0};
+  learn_fwd f;
+  gopt_nn_rng rng;
+  gopt_nn_rng_seed(&rng, o->seed);
+  double *xs = malloc(((size_t)(k + 1) * s.nv + 1) * sizeof *xs);
+  gopt_env_result *rs = malloc((size_t)(k + 1) * sizeof *rs);
+  int rc = learn_graph_new(e, &g, err);
+  if (!rc && (!ctx || !xs || !rs || learn_acts_alloc(&a, g))) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  if (!rc) {
+    gopt_nn_ctx_set_training(ctx, 0);
+    rc = learn_forward(ctx, p, g, NULL, &f, err);
+  }
+  for (int r = 0; !rc && r <= k; r++) {
+    gopt_env_default(e, xs + (size_t)r * s.nv);
+    learn_sample(&f, g, &rng, r == 0, &a);
+    learn_to_x(g, &a, xs + (size_t)r * s.nv);
+  }
+  if (!rc) rc = gopt_env_evaluate_batch(e, xs, (size_t)k + 1, rs, err);
+  if (!rc) take(&s, xs, rs, (size_t)k + 1);
+  if (!rc && o->finetune_evals > 0 && learn_nv(g) > 0) rc = finetune(p, e, g, ctx, k > 1 ? k : 8, &rng, &s, err);
+  res->best = s.best;
+  res->evals = s.evals;
+  res->seconds = gopt_now() - s.t0;
+  res->interrupted = learn_stop_requested();
+  learn_acts_free(&a);
+  learn_graph_free(g);
+  gopt_nn_ctx_free(ctx);
+  free(xs);
+  free(rs);
+  return rc;
+}

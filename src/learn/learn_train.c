@@ -1,0 +1,287 @@
+/* learn_train.c: PPO training of a policy over many graphs (gopt_learn_train), the per-graph
+ * reference and reward, and the PPO batch on one graph that training and fine-tuning share. */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gopt/baselines.h"
+#include "gopt/util.h"
+#include "learn/learn_internal.h"
+#include "learn/learn_ppo.h"
+
+static volatile sig_atomic_t stop_flag = 0;
+void gopt_learn_request_stop(void) { stop_flag = 1; }
+void gopt_learn_clear_stop(void) { stop_flag = 0; }
+int learn_stop_requested(void) { return stop_flag != 0; }
+
+int gopt_learn_reference(const gopt_env *e, gopt_env_result *ref, double *x_ref, gopt_error *err) {
+  size_t nv = gopt_env_nvars(e);
+  int task = gopt_env_task(e), rc = 0, have = 0;
+  double *x = malloc((nv + 1) * sizeof *x);
+  gopt_env_ws *w = gopt_env_ws_new(e);
+  if (!x || !w) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (reference)"); goto done; }
+  /* the default decisions are always a candidate (the baselines start from them) */
+  gopt_env_default(e, x);
+  if ((rc = gopt_env_evaluate(w, x, ref, NULL, err))) goto done;
+  if (x_ref) memcpy(x_ref, x, nv * sizeof *x);
+  have = 1;
+  for (size_t i = 0; i < gopt_baseline_task_count(task); i++) {
+    const char *name = gopt_baseline_task_name(task, i);
+    gopt_env_result r;
+    if (!gopt_baseline_applicable(name, e, NULL)) continue;
+    if ((rc = gopt_baseline_run(name, e, x, err)) || (rc = gopt_env_evaluate(w, x, &r, NULL, err))) goto done;
+    if (gopt_env_result_better(&r, ref)) {
+      *ref = r;
+      if (x_ref) memcpy(x_ref, x, nv * sizeof *x);
+    }
+  }
+done:
+  (void)have;
+  free(x);
+  gopt_env_ws_free(w);
+  return rc;
+}
+
+double gopt_learn_reward(const gopt_env *e, const gopt_env_result *r, const gopt_env_result *ref) {
+  if (r->feasible) {
+    double den = ref->objective > 0 ? ref->objective : 1.0;
+    double v = (ref->objective - r->objective) / den;
+    return v < -1.0 ? -1.0 : v;
+  }
+  const gopt_cluster *c = gopt_env_cluster(e);
+  double mem = INFINITY;
+  for (int d = 0; d < c->n_devices; d++)
+    if (c->devices[d].mem_bytes > 0 && c->devices[d].mem_bytes < mem) mem = c->devices[d].mem_bytes;
+  double over = isfinite(mem) ? r->mem_over / mem : 1.0;
+  return -1.01 - (over < 10.0 ? over : 10.0);
+}
+
+/* ---- one PPO batch ------------------------------------------------------------------------------ */
+
+int learn_batch_init(learn_batch *b, const learn_graph *g, size_t nvars, int k) {
+  memset(b, 0, sizeof *b);
+  b->k = k;
+  b->nv = learn_nv(g);
+  b->acts = calloc((size_t)k, sizeof *b->acts);
+  b->xs = malloc(((size_t)k * nvars + 1) * sizeof *b->xs);
+  b->res = malloc(((size_t)k + 1) * sizeof *b->res);
+  b->reward = malloc(((size_t)k + 1) * sizeof *b->reward);
+  b->old = malloc(((size_t)k * (size_t)b->nv + 1) * sizeof *b->old);
+  b->adv = malloc(((size_t)b->nv + 1) * sizeof *b->adv);
+  if (!b->acts || !b->xs || !b->res || !b->reward || !b->old || !b->adv) return GOPT_ENOMEM;
+  for (int i = 0; i < k; i++)
+    if (learn_acts_alloc(&b->acts[i], g)) return GOPT_ENOMEM;
+  return 0;
+}
+
+void learn_batch_free(learn_batch *b) {
+  if (!b) return;
+  for (int i = 0; b->acts && i < b->k; i++) learn_acts_free(&b->acts[i]);
+  free(b->acts);
+  free(b->xs);
+  free(b->res);
+  free(b->reward);
+  free(b->old);
+  free(b->adv);
+  memset(b, 0, sizeof *b);
+}
+
+/* The PPO loss of the batch on the pass f (old log-probs and advantages from b). */
+static gopt_nn_tensor *batch_loss(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g,
+                                  const learn_batch *b, const learn_ppo_cfg *c, int record_old) {
+  gopt_nn_tensor *total = NULL;
+  int64_t sh[1] = {b->nv};
+  for (int i = 0; i < b->k; i++) {
+    gopt_nn_tensor *lp = learn_logp(ctx, f, g, &b->acts[i]);
+    if (!lp) return NULL;
+    if (record_old) memcpy(b->old + (size_t)i * (size_t)b->nv, lp->data, (size_t)b->nv * sizeof(float));
+    for (int64_t j = 0; j < b->nv; j++) b->adv[j] = (float)b->advantage[i];
+    gopt_nn_tensor *old = gopt_nn_from(ctx, 1, sh, b->old + (size_t)i * (size_t)b->nv);
+    gopt_nn_tensor *adv = gopt_nn_from(ctx, 1, sh, b->adv);
+    gopt_nn_tensor *l = gopt_nn_ppo_loss(ctx, lp, old, adv, c->clip_eps);
+    total = total ? gopt_nn_add(ctx, total, l) : l;
+  }
+  total = gopt_nn_scale(ctx, total, 1.0f / (float)b->k);
+  gopt_nn_tensor *ent = learn_entropy(ctx, f);
+  return ent && c->ent_coef != 0 ? gopt_nn_sub(ctx, total, gopt_nn_scale(ctx, ent, c->ent_coef)) : total;
+}
+
+/* Advantages from rewards and the graph's moving-average baseline *ema (NaN: first visit). */
+static void advantages(learn_batch *b, double *ema, double decay) {
+  double mean = 0, var = 0;
+  for (int i = 0; i < b->k; i++) mean += b->reward[i];
+  mean /= b->k;
+  for (int i = 0; i < b->k; i++) var += (b->reward[i] - mean) * (b->reward[i] - mean);
+  double sd = sqrt(var / b->k), base = isnan(*ema) ? mean : *ema;
+  for (int i = 0; i < b->k; i++) {
+    double a = (b->reward[i] - base) / (sd + 0.01);
+    b->advantage[i] = a > 5 ? 5 : (a < -5 ? -5 : a);
+  }
+  *ema = isnan(*ema) ? mean : decay * *ema + (1 - decay) * mean;
+  b->mean_reward = mean;
+}
+
+int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt_nn_optim *opt,
+                    gopt_env *e, const learn_graph *g, const gopt_env_result *ref, double *ema,
+                    const learn_ppo_cfg *c, gopt_nn_rng *rng, learn_batch *b, gopt_error *err) {
+  size_t nv = gopt_env_nvars(e);
+  learn_fwd f;
+  int rc = 0;
+  double loss_sum = 0;
+  b->loss = 0;
+  for (int ep = 0; ep < c->epochs; ep++) {
+    gopt_nn_ctx_reset(ctx);
+    gopt_nn_ctx_set_training(ctx, 1);
+    if ((rc = learn_forward(ctx, p, g, mod, &f, err))) return rc;
+    if (ep == 0) {
+      for (int i = 0; i < b->k; i++) {
+        gopt_env_default(e, b->xs + (size_t)i * nv);
+        learn_sample(&f, g, rng, 0, &b->acts[i]);
+        learn_to_x(g, &b->acts[i], b->xs + (size_t)i * nv);
+      }
+      if ((rc = gopt_env_evaluate_batch(e, b->xs, (size_t)b->k, b->res, err))) return rc;
+      for (int i = 0; i < b->k; i++) b->reward[i] = gopt_learn_reward(e, &b->res[i], ref);
+      advantages(b, ema, c->baseline_decay);
+    }
+    if (b->nv == 0) continue;
+    gopt_nn_tensor *loss = batch_loss(ctx, &f, g, b, c, ep == 0);
+    if ((rc = gopt_nn_ctx_status(ctx, err))) return rc;
+    gopt_nn_params_zero_grad(p->params);
+    if (mod && mod->params) gopt_nn_params_zero_grad(mod->params);
+    if ((rc = gopt_nn_backward(ctx, loss, err))) return rc;
+    gopt_nn_optim_step(opt);
+    loss_sum += loss->data[0];
+  }
+  b->loss = c->epochs ? loss_sum / c->epochs : 0;
+  return 0;
+}
+
+/* ---- training over many graphs ----------------------------------------------------------------- */
+
+static gopt_learn_train_opts train_defaults(const gopt_learn_train_opts *o) {
+  gopt_learn_train_opts d = *o;
+  if (d.graphs_per_iter <= 0) d.graphs_per_iter = 2;
+  if (d.samples <= 0) d.samples = 8;
+  if (d.epochs <= 0) d.epochs = 2;
+  if (d.lr <= 0) d.lr = 3e-3f;
+  if (d.clip_eps <= 0) d.clip_eps = 0.2f;
+  if (d.ent_coef < 0) d.ent_coef = 0;
+  else if (d.ent_coef == 0) d.ent_coef = 0.01f;
+  if (d.clip_norm <= 0) d.clip_norm = 1.0f;
+  if (d.baseline_decay <= 0 || d.baseline_decay >= 1) d.baseline_decay = 0.9f;
+  return d;
+}
+
+/* Starts fresh trainer state in p, or checks that a resumed run matches it. */
+static int train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err) {
+  if (p->has_train) {
+    if (p->n_graphs != n || p->total_iters != iters)
+      return gopt_error_set(err, GOPT_EINVAL, "learn: resume: the policy was trained on %zu graphs for %lld iterations, this run has %zu graphs and %lld",
+                            p->n_graphs, (long long)p->total_iters, n, (long long)iters);
+    return 0;
+  }
+  size_t len = 1;
+  for (size_t i = 0; i < n; i++) len += strlen(names && names[i] ? names[i] : "?") + 1;
+  char *s = malloc(len);
+  double *ema = malloc((n + 1) * sizeof *ema), *best = malloc((n + 1) * sizeof *best);
+  if (!s || !ema || !best) { free(s); free(ema); free(best); return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory"); }
+  s[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *nm = names && names[i] ? names[i] : "?";
+    strcat(s, nm);
+    strcat(s, "\n");
+    ema[i] = NAN;
+    best[i] = NAN;
+  }
+  free(p->trainset);
+  free(p->ema);
+  free(p->best);
+  p->trainset = s;
+  p->ema = ema;
+  p->best = best;
+  p->n_graphs = n;
+  p->iter = 0;
+  p->total_iters = iters;
+  p->has_train = 1;
+  return 0;
+}
+
+typedef struct train_slot { learn_graph *g; gopt_env_result ref; int ready; } train_slot;
+
+/* Prepares graph i on first use (encoding and best-baseline reference). */
+static int slot_ready(train_slot *s, gopt_env *e, gopt_error *err) {
+  if (s->ready) return 0;
+  int rc = learn_graph_new(e, &s->g, err);
+  rc = rc ? rc : gopt_learn_reference(e, &s->ref, NULL, err);
+  s->ready = rc == 0;
+  return rc;
+}
+
+int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *names, size_t n,
+                     const gopt_learn_train_opts *opts, gopt_learn_train_result *res, gopt_error *err) {
+  memset(res, 0, sizeof *res);
+  double t0 = gopt_now();
+  if (!n) return gopt_error_set(err, GOPT_EINVAL, "learn: no training graphs");
+  for (size_t i = 0; i < n; i++)
+    if (gopt_env_task(envs[i]) != p->task)
+      return gopt_error_set(err, GOPT_EINVAL, "learn: graph %zu is a '%s' environment, the policy is for '%s'", i,
+                            gopt_task_name(gopt_env_task(envs[i])), gopt_task_name(p->task));
+  gopt_learn_train_opts o = train_defaults(opts);
+  if (o.iters <= 0) return gopt_error_set(err, GOPT_EINVAL, "learn: --iters must be positive");
+  int resumed = p->has_train && p->ckpt;
+  int rc = train_state(p, names, n, o.iters, err);
+  if (rc) return rc;
+  learn_ppo_cfg c = {o.samples, o.epochs, o.clip_eps, o.ent_coef, o.baseline_decay};
+  gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, o.lr);
+  oc.clip_norm = o.clip_norm;
+  oc.sched = GOPT_NN_LR_WARMUP_COSINE;
+  oc.total_steps = o.iters * o.graphs_per_iter * o.epochs;
+  oc.warmup_steps = oc.total_steps / 20;
+  oc.min_lr_ratio = 0.1f;
+  gopt_nn_optim *opt = gopt_nn_optim_new(&oc, p->params, err);
+  gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
+  train_slot *slots = calloc(n, sizeof *slots);
+  learn_batch b = {0};
+  gopt_nn_rng rng;
+  gopt_nn_rng_seed(&rng, o.seed);
+  if (!opt || !ctx || !slots) { rc = opt ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : GOPT_EINVAL; goto done; }
+  if (resumed) {
+    int64_t step = 0;
+    if ((rc = learn_ckpt_from_blob("policy", p->ckpt, p->ckpt_len, p->params, opt, &rng, &step, err))) goto done;
+    if (step != p->iter) { rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)p->iter); goto done; }
+  }
+  while (p->iter < o.iters) {
+    if (learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after)) { res->interrupted = 1; break; }
+    gopt_learn_iter_info info = {.iter = p->iter};
+    for (int j = 0; j < o.graphs_per_iter; j++) {
+      size_t gi = (size_t)(gopt_nn_rng_u64(&rng) % n);
+      if ((rc = slot_ready(&slots[gi], envs[gi], err))) goto done;
+      learn_batch_free(&b);
+      if (learn_batch_init(&b, slots[gi].g, gopt_env_nvars(envs[gi]), c.samples)) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (batch)"); goto done; }
+      if ((rc = learn_ppo_batch(ctx, p, NULL, opt, envs[gi], slots[gi].g, &slots[gi].ref, &p->ema[gi], &c, &rng, &b, err))) goto done;
+      for (int i = 0; i < b.k; i++)
+        if (isnan(p->best[gi]) || (b.res[i].feasible && b.res[i].objective < p->best[gi])) p->best[gi] = b.res[i].objective;
+      info.loss += b.loss / o.graphs_per_iter;
+      info.reward += b.mean_reward / o.graphs_per_iter;
+      info.graph = gi;
+      info.best_obj = p->best[gi];
+      info.ref_obj = slots[gi].ref.objective;
+    }
+    info.lr = gopt_nn_lr_at(&oc, gopt_nn_optim_steps(opt));
+    p->iter++;
+    if (o.on_iter) o.on_iter(&info, o.user);
+  }
+  free(p->ckpt);
+  p->ckpt = NULL;
+  rc = learn_ckpt_to_blob(p->params, opt, &rng, p->iter, &p->ckpt, &p->ckpt_len, err);
+done:
+  res->iters_done = p->iter;
+  res->seconds = gopt_now() - t0;
+  learn_batch_free(&b);
+  for (size_t i = 0; slots && i < n; i++) learn_graph_free(slots[i].g);
+  free(slots);
+  gopt_nn_ctx_free(ctx);
+  gopt_nn_optim_free(opt);
+  return rc;
+}
