@@ -12,7 +12,7 @@ static const gopt_baseline_info comps[C_COUNT] = {
     {"single", "every op on device 0 (the framework default)", GOPT_BASELINE_DEVICE},
     {"round_robin", "op i (topological order) on device i mod D", GOPT_BASELINE_DEVICE},
     {"metis", "METIS k-way partition, node weight = kernel time, edge weight = tensor bytes", GOPT_BASELINE_DEVICE},
-    {"expert", "human-expert layer split: contiguous topological ranges balanced by kernel time", GOPT_BASELINE_DEVICE},
+    {"expert", "the papers' human expert: a layer per device (LSTMs), contiguous layers (docs/TASKS.md)", GOPT_BASELINE_DEVICE},
     {"m_etf", "Baechi's memory-aware earliest-task-first list scheduling (placement and order)",
      GOPT_BASELINE_DEVICE | GOPT_BASELINE_PRIORITY},
     {"no_fusion", "no op fused", GOPT_BASELINE_FUSE},

@@ -1,5 +1,5 @@
-/* baselines_internal.h: the baseline components (placement.c, schedule.c) as functions that set
- * the variables of their kinds in x, which holds the decisions so far (see baselines.h). */
+/* baselines_internal.h: the baseline components (placement.c, expert.c, schedule.c) as functions
+ * that set the variables of their kinds in x, which holds the decisions so far (see baselines.h). */
 #ifndef GOPT_BASELINES_INTERNAL_H
 #define GOPT_BASELINES_INTERNAL_H
 

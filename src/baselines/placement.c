@@ -1,6 +1,6 @@
 /* placement.c: placement baselines: everything on one device, round robin, METIS k-way partition
- * (node weight = kernel time, edge weight = tensor bytes), the human-expert contiguous layer split
- * balanced by cost, and Baechi's memory-aware earliest-task-first list scheduling (m-ETF). */
+ * (node weight = kernel time, edge weight = tensor bytes) and Baechi's memory-aware
+ * earliest-task-first list scheduling (m-ETF). The human-expert placement is in expert.c. */
 #include <math.h>
 #include <metis.h>
 #include <stdlib.h>
@@ -21,13 +21,6 @@ int bl_round_robin(const gopt_env *e, const double *x, int32_t *dev, gopt_error 
   (void)x;
   (void)err;
   for (int32_t p = 0; p < e->n; p++) dev[p] = p % e->D;
-  return GOPT_OK;
-}
-
-int bl_expert(const gopt_env *e, const double *x, int32_t *dev, gopt_error *err) {
-  (void)x;
-  (void)err;
-  task_contiguous_split(e, dev);
   return GOPT_OK;
 }
 
@@ -98,18 +91,12 @@ done:
   return rc;
 }
 
-/* A constant (weight) or graph input: resident on every device that reads it (as the simulator). */
-static int resident(const gopt_graph *g, int32_t t) {
-  if (t < 0) return 0;
-  const gopt_tensor *x = &g->tensors.a[t];
-  return x->producer < 0 && !(x->flags & GOPT_T_ATTR) && (x->flags & (GOPT_T_CONST | GOPT_T_INPUT));
-}
-
 /* m-ETF (Baechi): repeatedly take the (ready op, device) pair with the earliest possible start
  * (device free and every input arrived: producer end + transfer bytes / bw + latency when on
  * another device), among the devices where the op's memory fits (outputs kept for the step plus
- * weights/graph inputs not yet on the device; all devices when none fits). Ties: lower topological
- * position, then lower device. Priorities: 1 - rank / n in the order ops were scheduled. */
+ * weights/graph inputs, gopt_sim_tensor_resident, not yet on the device; all devices when none
+ * fits). Ties: lower topological position, then lower device. Priorities: 1 - rank / n in the
+ * order ops were scheduled. */
 int bl_m_etf(const gopt_env *e, const double *x, int32_t *dev, double *prio, gopt_error *err) {
   (void)x;
   const gopt_graph *g = e->g;
@@ -142,7 +129,7 @@ int bl_m_etf(const gopt_env *e, const double *x, int32_t *dev, double *prio, gop
         double need = e->out_bytes[p];
         for (uint32_t k = 0; k < nd->n_in; k++) {
           int32_t t = g->slots.a[nd->in + k].tensor;
-          if (!resident(g, t) || onDev[(size_t)t * D + d]) continue;
+          if (t < 0 || !gopt_sim_tensor_resident(g, t) || onDev[(size_t)t * D + d]) continue;
           int dup = 0;
           for (uint32_t j = 0; j < k && !dup; j++) dup = g->slots.a[nd->in + j].tensor == t;
           if (!dup) need += gopt_tensor_bytes(g, t);
@@ -169,7 +156,7 @@ int bl_m_etf(const gopt_env *e, const double *x, int32_t *dev, double *prio, gop
     mem[bd] += e->out_bytes[p];
     for (uint32_t k = 0; k < nd->n_in; k++) {
       int32_t t = g->slots.a[nd->in + k].tensor;
-      if (!resident(g, t) || onDev[(size_t)t * D + bd]) continue;
+      if (t < 0 || !gopt_sim_tensor_resident(g, t) || onDev[(size_t)t * D + bd]) continue;
       onDev[(size_t)t * D + bd] = 1;
       mem[bd] += gopt_tensor_bytes(g, t);
     }
