@@ -3,7 +3,8 @@
  * dynamic programming over partial schedules for peak memory).
  *
  * Every method is bounded (evaluations and seconds), reproducible (same seed and thread count give
- * the same result), never returns worse than its start, stops early with the best so far when
+ * the same result), never returns worse than its start (in the ranking of gopt_env_result_cmp:
+ * a result that fits in memory beats every over-memory one), stops early with the best so far when
  * gopt_search_request_stop() is called (the CLI does it on Ctrl-C), and reports progress on stderr
  * when asked. */
 #ifndef GOPT_SEARCH_H
@@ -17,7 +18,8 @@
 extern "C" {
 #endif
 
-/* Called whenever the best objective improves (for best-vs-evaluations curves). */
+/* Called whenever the best improves in the ranking of gopt_env_result_cmp (for best-vs-evaluations
+ * curves; best is the new best's objective, which can rise where the best first fits in memory). */
 typedef void (*gopt_search_trace_fn)(uint64_t evals, double seconds, double best, void *user);
 /* Called for every evaluated configuration (Gibbs sampling's data collection for the local
  * advantage model): x has nvars values. */
@@ -57,6 +59,37 @@ int gopt_search_applicable(const char *method, const gopt_env *e, const char **w
 /* Runs a method; x_best (nvars doubles) receives the best decision vector found. */
 int gopt_search_run(const char *method, gopt_env *e, const gopt_search_opts *o, double *x_best,
                     gopt_search_result *res, gopt_error *err);
+
+/* ---- start points ---------------------------------------------------------------------------
+ * A start spec names where a search begins (opts->x0):
+ *   NULL, "" or "default"  the environment's default vector (gopt_env_default)
+ *   "best"                 the best of the default vector and every standard baseline of the task
+ *                          that applies (gopt_baseline_task_name), each evaluated once and ranked
+ *                          with gopt_env_result_cmp (fitting in memory first); ties keep the
+ *                          earlier candidate (the default, then the baselines in their order). A
+ *                          baseline that fails to run (other than out of memory) is left out.
+ *   a baseline name        that baseline (possibly composite, "metis+mem_greedy"); it must apply
+ *   anything else          a decisions file (decisions.h, docs/DECISIONS.md) read onto the
+ *                          default vector with gopt_env_from_decisions
+ * info->evals counts the evaluations spent choosing the start: 1 + the baselines run for "best",
+ * 0 otherwise (a single start point is evaluated by the search itself, as its first evaluation).
+ * A caller with an evaluation budget B gives the search gopt_search_budget_after_start(B, info)
+ * so that start and search together use exactly B (docs/SEARCH.md). */
+typedef struct gopt_search_start_info {
+  char name[128];           /* "default", the chosen baseline's name, or the file path */
+  uint64_t evals;           /* evaluations spent choosing the start */
+  int evaluated;            /* result holds the start's evaluation (spec "best") */
+  gopt_env_result result;
+} gopt_search_start_info;
+
+/* Resolves spec into x0 (nvars doubles) and info. Errors (one line, naming the start): unknown
+ * name / unreadable or invalid decisions file (GOPT_EINVAL / GOPT_EIO / GOPT_EPARSE), a baseline
+ * that does not apply to the task, a start with out-of-range values, out of memory. */
+int gopt_search_start(gopt_env *e, const char *spec, double *x0, gopt_search_start_info *info,
+                      gopt_error *err);
+/* The evaluation budget left to the search after its start: budget - info->evals, at least 1
+ * (the search's own evaluation of the start); 0 (no evaluation limit) stays 0. */
+uint64_t gopt_search_budget_after_start(uint64_t budget, const gopt_search_start_info *info);
 
 /* Asks running searches to stop and return their best so far (async-signal-safe). */
 void gopt_search_request_stop(void);

@@ -69,8 +69,15 @@ typedef struct cli_task_flags {
   int has_budget;
   double seconds;
   int json;
+  const char *start;   /* --start: default, best (NULL: best), a baseline or a decisions file */
   cli_model_opts mo;
 } cli_task_flags;
+
+/* Where the search methods of a command start (--start), resolved once per command. */
+typedef struct cli_task_start {
+  double *x0;                   /* [nvars] */
+  gopt_search_start_info info;  /* name, evaluations spent choosing it */
+} cli_task_start;
 
 /* A command's own flag taking a value (e.g. --method): *value receives it. */
 typedef struct cli_task_extra {
@@ -81,8 +88,16 @@ typedef struct cli_task_extra {
 int cli_task_method_kind(const char *name);
 const char *cli_task_methods_text(int task, char *buf, size_t n);
 int cli_task_applicable(const char *method, const gopt_env *e, const char **why);
-int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts *so, double *x,
-                        cli_task_run *out, gopt_error *err);
+/* Runs a method: a baseline is one evaluation of its vector; a search method runs under so from
+ * st (NULL: the default vector) with the evaluation budget left after the start
+ * (gopt_search_budget_after_start), and out->evals counts the start's evaluations too. x
+ * receives the decision vector. Returns 0 or an error in err. */
+int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts *so,
+                        const cli_task_start *st, double *x, cli_task_run *out, gopt_error *err);
+/* Resolves f->start (default "best") into s for e. Returns 0, or 2 after printing
+ * "gopt CMD: --start: ..." (one line). */
+int cli_task_start_resolve(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_task_start *s);
+void cli_task_start_free(cli_task_start *s); /* accepts a zeroed struct */
 void cli_task_sigint(int install);
 int cli_task_interrupted(void);
 const char *cli_task_fmt(int task, double v, char *buf, size_t n);

@@ -1,6 +1,6 @@
 /* cli_task.c: the pieces `gopt optimize` and `gopt compare` share: the task flags and their
- * checks, method lookup, setting up the environment, evaluating the default decisions, running
- * one method, Ctrl-C handling and objective formatting. */
+ * checks, method lookup, setting up the environment, evaluating the default decisions, the search
+ * start (--start), running one method, Ctrl-C handling and objective formatting. */
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -38,10 +38,30 @@ int cli_task_applicable(const char *method, const gopt_env *e, const char **why)
   return gopt_baseline_applicable(method, e, why);
 }
 
-/* Runs a method: a baseline is one evaluation of its vector; a search method runs under so.
- * x receives the decision vector. Returns 0 or an error in err. */
-int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts *so, double *x,
-                        cli_task_run *out, gopt_error *err) {
+int cli_task_start_resolve(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_task_start *s) {
+  gopt_error err = {0};
+  memset(s, 0, sizeof *s);
+  s->x0 = calloc(gopt_env_nvars(e) + 1, sizeof *s->x0);
+  if (!s->x0) {
+    fprintf(stderr, "gopt %s: out of memory\n", cmd);
+    return 1;
+  }
+  if (gopt_search_start(e, f->start ? f->start : "best", s->x0, &s->info, &err)) {
+    fprintf(stderr, "gopt %s: --start: %s\n", cmd, err.msg);
+    cli_task_start_free(s);
+    return 2;
+  }
+  return 0;
+}
+
+void cli_task_start_free(cli_task_start *s) {
+  if (!s) return;
+  free(s->x0);
+  s->x0 = NULL;
+}
+
+int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts *so,
+                        const cli_task_start *st, double *x, cli_task_run *out, gopt_error *err) {
   memset(out, 0, sizeof *out);
   uint64_t ev0 = gopt_env_evaluations(e);
   double t0 = gopt_now();
@@ -49,9 +69,14 @@ int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts 
   if (cli_task_method_kind(method) == 2) {
     gopt_search_result res;
     memset(&res, 0, sizeof res);
-    rc = gopt_search_run(method, e, so, x, &res, err);
+    gopt_search_opts o = *so;
+    if (st) {
+      o.x0 = st->x0;
+      o.budget_evals = gopt_search_budget_after_start(so->budget_evals, &st->info);
+    }
+    rc = gopt_search_run(method, e, &o, x, &res, err);
     if (rc) return rc;
-    out->evals = res.evals;
+    out->evals = res.evals + (st ? st->info.evals : 0);
     out->interrupted = res.interrupted;
     out->optimal = res.optimal;
   } else {
@@ -112,7 +137,7 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
     return 1;
   }
   if (strcmp(a, "--task") && strcmp(a, "--cluster") && strcmp(a, "--budget") && strcmp(a, "--seconds") &&
-      strcmp(a, "--seed") && strcmp(a, "--threads") && strcmp(a, "--batch"))
+      strcmp(a, "--seed") && strcmp(a, "--threads") && strcmp(a, "--batch") && strcmp(a, "--start"))
     return 0;
   if (!has) {
     cli_usage_error(cmd, "%s needs a value", a);
@@ -120,6 +145,13 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
   }
   const char *v = argv[++*i];
   if (!strcmp(a, "--task")) f->task = v;
+  else if (!strcmp(a, "--start")) {
+    if (!*v) {
+      cli_usage_error(cmd, "--start: empty (default, best, a baseline name or a decisions file)");
+      return -1;
+    }
+    f->start = v;
+  }
   else if (!strcmp(a, "--cluster")) f->cluster = v;
   else if (!strcmp(a, "--budget")) {
     if (cli_parse_long(cmd, "--budget", v, 1, 1000000000L, &f->budget)) return -1;

@@ -19,15 +19,20 @@
 
 static const char cmp_help[] =
     "usage: gopt compare MODEL --task T --cluster C [--budget N] [--seconds S] [--seed S]\n"
-    "                    [--threads N] [--methods a,b,...] [--json] [--plot FILE.svg] [--batch N] [--training]\n"
+    "                    [--threads N] [--methods a,b,...] [--start S] [--json] [--plot FILE.svg] [--batch N]\n"
+    "                    [--training]\n"
     "  runs every baseline of the task and every applicable search method with the same budget\n"
-    "  --budget N     evaluations per search method (default 1000)\n"
+    "  --budget N     evaluations per search method, its start's included (default 1000)\n"
+    "  --start S      where the search methods start: best (default: the best of the default and\n"
+    "                 the task's baselines, their evaluations counted in the budget), default, a\n"
+    "                 baseline name, or a decisions file\n"
     "  --methods L    comma-separated subset (baselines, composite baselines, search methods)\n"
     "  --plot F       SVG of best objective vs evaluations (search methods; baselines as lines)\n";
 
 typedef struct curve {
   double *ev, *best;
   size_t n, cap;
+  uint64_t offset; /* evaluations spent before the search (choosing its start) */
 } curve;
 
 static void on_improve(uint64_t evals, double seconds, double best, void *user) {
@@ -43,7 +48,7 @@ static void on_improve(uint64_t evals, double seconds, double best, void *user) 
     c->best = b;
     c->cap = cap;
   }
-  c->ev[c->n] = (double)evals;
+  c->ev[c->n] = (double)(evals + c->offset);
   c->best[c->n++] = best;
 }
 
@@ -54,6 +59,18 @@ typedef struct row {
   curve cv;
   int done;
 } row;
+
+/* The curve as [[evaluations, best], ...]. */
+static json_t *curve_json(const curve *cv) {
+  json_t *a = json_array();
+  for (size_t k = 0; k < cv->n; k++) {
+    json_t *p = json_array();
+    json_array_append_new(p, json_integer((json_int_t)cv->ev[k]));
+    json_array_append_new(p, json_real(cv->best[k]));
+    json_array_append_new(a, p);
+  }
+  return a;
+}
 
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
                                       "#8c564b", "#e377c2", "#17becf"};
@@ -249,6 +266,8 @@ int cli_compare(int argc, char **argv) {
   gopt_env *e = NULL;
   gopt_env_ws *w = NULL;
   double *x = NULL;
+  cli_task_start start;
+  memset(&start, 0, sizeof start);
   if (cli_task_env("compare", &f, task, &c, &g, &e)) goto done;
   /* applicability: an explicitly asked method must apply; from the full list, skip with reason */
   size_t k = 0;
@@ -277,14 +296,19 @@ int cli_compare(int argc, char **argv) {
   if (cli_task_default("compare", e, w, x, &rd)) goto done;
   uint64_t budget = cli_task_budget(&f);
   int tty = isatty(STDERR_FILENO);
+  int any_search = 0;
+  for (size_t i = 0; i < nr; i++) any_search |= rows[i].kind == 2;
+  if (any_search && (rc = cli_task_start_resolve("compare", &f, e, &start))) goto done;
+  rc = 1;
   cli_task_sigint(1);
   for (size_t i = 0; i < nr && !cli_task_interrupted(); i++) {
     gopt_search_opts so;
     cli_task_search_opts(&f, tty, &so);
     so.on_improve = on_improve;
     so.user = &rows[i].cv;
+    rows[i].cv.offset = rows[i].kind == 2 ? start.info.evals : 0;
     if (tty) fprintf(stderr, "gopt compare: %s ...\n", rows[i].name);
-    if (cli_task_run_method(rows[i].name, e, &so, x, &rows[i].run, &err)) {
+    if (cli_task_run_method(rows[i].name, e, &so, rows[i].kind == 2 ? &start : NULL, x, &rows[i].run, &err)) {
       /* one failing method does not lose the others: it is listed with its error */
       fprintf(stderr, "gopt compare: warning: %s: %s\n", rows[i].name, err.msg);
       snprintf(skipped[nskip++], sizeof skipped[0], "%s (failed: %.150s)", rows[i].name, err.msg);
@@ -294,6 +318,10 @@ int cli_compare(int argc, char **argv) {
   }
   cli_task_sigint(0);
 
+  /* the best method: fitting in memory first, then the lower objective (gopt_env_result_cmp) */
+  size_t best = nr;
+  for (size_t i = 0; i < nr; i++)
+    if (rows[i].done && (best == nr || gopt_env_result_better(&rows[i].run.r, &rows[best].run.r))) best = i;
   char title[256];
   if (budget)
     snprintf(title, sizeof title, "%s: %s task on %s, %llu evaluations per search method", f.model, f.task,
@@ -322,10 +350,16 @@ int cli_compare(int argc, char **argv) {
       json_object_set_new(r, "seconds", json_real(u->seconds));
       json_object_set_new(r, "optimal", json_boolean(u->optimal));
       json_object_set_new(r, "interrupted", json_boolean(u->interrupted));
+      if (rows[i].kind == 2) {
+        json_object_set_new(r, "start", json_string(start.info.name));
+        json_object_set_new(r, "start_evaluations", json_integer((json_int_t)start.info.evals));
+        json_object_set_new(r, "curve", curve_json(&rows[i].cv));
+      }
       json_array_append_new(jr, r);
     }
     for (size_t i = 0; i < nskip; i++) json_array_append_new(js, json_string(skipped[i]));
     json_object_set_new(o, "results", jr);
+    json_object_set_new(o, "best", best < nr ? json_string(rows[best].name) : json_null());
     json_object_set_new(o, "skipped", js);
     if (plot) json_object_set_new(o, "plot", json_string(plot));
     json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
@@ -334,17 +368,20 @@ int cli_compare(int argc, char **argv) {
   } else {
     char b1[64];
     printf("%s (%zu nodes)\n\n", title, gopt_graph_node_count(g));
-    printf("%-28s %16s %10s %12s %10s\n", "method", "objective", "vs default", "evaluations", "time s");
-    printf("%-28s %16s %10s %12s %10s\n", "default heuristic", cli_task_fmt(task, rd.objective, b1, sizeof b1), "0.00%",
-           "1", "-");
+    printf("%-28s %16s %10s %12s %10s  %-20s\n", "method", "objective", "vs default", "evaluations", "time s",
+           "start");
+    printf("%-28s %16s %10s %12s %10s  %-20s\n", "default heuristic", cli_task_fmt(task, rd.objective, b1, sizeof b1),
+           "0.00%", "1", "-", "-");
     for (size_t i = 0; i < nr; i++) {
       if (!rows[i].done) continue;
       const cli_task_run *u = &rows[i].run;
       double impr = rd.objective > 0 ? 100 * (rd.objective - u->r.objective) / rd.objective : 0;
-      printf("%-28s %16s %+9.2f%% %12llu %10.3f%s%s%s\n", rows[i].name, cli_task_fmt(task, u->r.objective, b1, sizeof b1),
-             impr, (unsigned long long)u->evals, u->seconds, u->r.feasible ? "" : "  INFEASIBLE",
+      printf("%-28s %16s %+9.2f%% %12llu %10.3f  %-20s%s%s%s\n", rows[i].name,
+             cli_task_fmt(task, u->r.objective, b1, sizeof b1), impr, (unsigned long long)u->evals, u->seconds,
+             rows[i].kind == 2 ? start.info.name : "-", u->r.feasible ? "" : "  INFEASIBLE",
              u->optimal ? "  optimal" : "", u->interrupted ? "  interrupted" : "");
     }
+    if (best < nr) printf("\nbest: %s%s\n", rows[best].name, rows[best].run.r.feasible ? "" : " (nothing fits in memory)");
     for (size_t i = 0; i < nskip; i++) printf("%s%s\n", i ? "         " : "\nskipped: ", skipped[i]);
     if (cli_task_interrupted()) printf("\ninterrupted: the remaining methods were not run\n");
   }
@@ -355,6 +392,7 @@ int cli_compare(int argc, char **argv) {
   if (plot && !f.json) printf("\nplot written to %s\n", plot);
   rc = 0;
 done:
+  cli_task_start_free(&start);
   gopt_env_ws_free(w);
   free(x);
   gopt_env_free(e);

@@ -18,18 +18,37 @@
 
 static const char opt_help[] =
     "usage: gopt optimize MODEL --task T --cluster C --method NAME [--budget N] [--seconds S]\n"
-    "                     [--seed S] [--threads N] [-o decisions.json] [--json] [--batch N] [--training]\n"
+    "                     [--seed S] [--threads N] [--start S] [-o decisions.json] [--json] [--batch N]\n"
+    "                     [--training]\n"
     "  --task T       placement | fusion | schedule | memory | joint (docs/TASKS.md)\n"
     "  --cluster C    a shorthand (4xV100-nvlink, V100, 8xH100, ...) or a cluster JSON file\n"
     "  --method NAME  a baseline (single, round_robin, metis, expert, m_etf, no_fusion, xla, tvm,\n"
     "                 bfs, dfs, critical_path, mem_greedy, or several joined by '+') or a search\n"
     "                 method (random, local, anneal, gibbs, brkga, ilp, dp)\n"
-    "  --budget N     evaluations for a search method (default 1000 unless --seconds is given)\n"
+    "  --budget N     evaluations for a search method, its start's included (default 1000 unless\n"
+    "                 --seconds is given)\n"
+    "  --start S      where a search method starts: best (default: the best of the default and the\n"
+    "                 task's baselines, their evaluations counted in the budget), default, a\n"
+    "                 baseline name, or a decisions file\n"
     "  --seconds S    time limit for a search method;  --seed S  its seed (default 0)\n"
     "  --threads N    threads for batched evaluation (default: all)\n"
     "  -o FILE        write the decisions (gopt simulate --decisions FILE reproduces the objective)\n"
     "  --json         print one JSON object\n"
     "  Ctrl-C stops a search and keeps its best so far.\n";
+
+/* Appends [evaluations + offset, best] to the curve (a JSON array in user). */
+typedef struct opt_curve {
+  json_t *a;
+  uint64_t offset;
+} opt_curve;
+static void on_improve(uint64_t evals, double seconds, double best, void *user) {
+  (void)seconds;
+  opt_curve *c = user;
+  json_t *p = json_array();
+  json_array_append_new(p, json_integer((json_int_t)(evals + c->offset)));
+  json_array_append_new(p, json_real(best));
+  json_array_append_new(c->a, p);
+}
 
 int cli_optimize(int argc, char **argv) {
   cli_task_flags f;
@@ -56,6 +75,9 @@ int cli_optimize(int argc, char **argv) {
   double *x = NULL, *xd = NULL;
   gopt_decisions d;
   memset(&d, 0, sizeof d);
+  cli_task_start start;
+  memset(&start, 0, sizeof start);
+  opt_curve cv = {json_array(), 0}; /* the search's curve: [[evaluations, best], ...] */
   if (cli_task_env("optimize", &f, task, &c, &g, &e)) goto done;
   const char *why = NULL;
   if (!cli_task_applicable(method, e, &why)) {
@@ -72,11 +94,16 @@ int cli_optimize(int argc, char **argv) {
   }
   gopt_env_result rd;
   if (cli_task_default("optimize", e, w, xd, &rd)) goto done;
+  if (kind == 2 && (rc = cli_task_start_resolve("optimize", &f, e, &start))) goto done;
+  rc = 1;
   gopt_search_opts so;
   cli_task_search_opts(&f, isatty(STDERR_FILENO), &so);
+  so.on_improve = on_improve;
+  so.user = &cv;
+  cv.offset = start.info.evals;
   cli_task_run run;
   cli_task_sigint(1);
-  int mrc = cli_task_run_method(method, e, &so, x, &run, &err);
+  int mrc = cli_task_run_method(method, e, &so, kind == 2 ? &start : NULL, x, &run, &err);
   cli_task_sigint(0);
   if (mrc) {
     fprintf(stderr, "gopt optimize: %s\n", err.msg);
@@ -107,6 +134,11 @@ int cli_optimize(int argc, char **argv) {
     json_object_set_new(o, "interrupted", json_boolean(run.interrupted));
     json_object_set_new(o, "optimal", json_boolean(run.optimal));
     json_object_set_new(o, "seed", json_integer(f.seed));
+    if (kind == 2) {
+      json_object_set_new(o, "start", json_string(start.info.name));
+      json_object_set_new(o, "start_evaluations", json_integer((json_int_t)start.info.evals));
+      json_object_set_new(o, "curve", json_incref(cv.a));
+    }
     if (f.out) json_object_set_new(o, "decisions", json_string(f.out));
     json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
     fputc('\n', stdout);
@@ -120,12 +152,15 @@ int cli_optimize(int argc, char **argv) {
     printf("step time %.4f ms, peak memory %.3f MB, %s", run.r.step_time * 1e3, run.r.peak_mem / 1e6,
            run.r.feasible ? "feasible" : "INFEASIBLE (over memory)");
     if (run.repaired) printf(", %zu fusion bits repaired", run.repaired);
+    if (kind == 2) printf("\nstarted from %s", start.info.name);
     printf("\n%llu evaluations, %.3f s%s%s\n", (unsigned long long)run.evals, run.seconds,
            run.interrupted ? " (interrupted: best so far)" : "", run.optimal ? ", proven optimal" : "");
     if (f.out) printf("decisions written to %s\n", f.out);
   }
   rc = 0;
 done:
+  json_decref(cv.a);
+  cli_task_start_free(&start);
   gopt_decisions_clear(&d);
   gopt_env_ws_free(w);
   free(x);

@@ -27,7 +27,7 @@ typedef struct method_entry {
 
 static const method_entry k_methods[] = {
     {"random", search_random, 0, 1}, {"local", search_local, 0, 0}, {"anneal", search_anneal, 0, 0},
-    {"gibbs", search_gibbs, 0, 1},   {"brkga", search_brkga, 0, 1}, {"ilp", search_ilp, 1, 0},
+    {"gibbs", search_gibbs, 0, 0},   {"brkga", search_brkga, 0, 1}, {"ilp", search_ilp, 1, 0},
     {"dp", search_dp, 1, 0},
 };
 #define N_METHODS (sizeof k_methods / sizeof k_methods[0])
@@ -107,7 +107,7 @@ void search_progress(search_ctx *c, int force) {
 
 void search_offer(search_ctx *c, const double *x, const gopt_env_result *r) {
   if (c->o->on_sample) c->o->on_sample(x, r, c->o->user);
-  if (r->objective < c->best.objective) {
+  if (gopt_env_result_better(r, &c->best)) {
     c->best = *r;
     memcpy(c->best_x, x, c->nv * sizeof *x);
     if (c->o->on_improve) c->o->on_improve(c->evals, search_elapsed(c), r->objective, c->o->user);
@@ -170,15 +170,22 @@ size_t search_movable_vars(const search_ctx *c, size_t *idx) {
   return k;
 }
 
+void search_shuffle(search_rng *r, size_t *a, size_t n) {
+  for (size_t i = n; i > 1; i--) {
+    size_t j = search_rng_below(r, (uint32_t)i);
+    size_t t = a[i - 1];
+    a[i - 1] = a[j];
+    a[j] = t;
+  }
+}
+
 double search_random_value(search_rng *r, const gopt_env_var *v) {
   if (v->kind == GOPT_VAR_PRIORITY || v->card <= 0) return search_rng_uniform(r);
   return (double)search_rng_below(r, (uint32_t)v->card);
 }
 
 /* ---- driver --------------------------------------------------------------------------------- */
-/* Checks that x is a valid decision vector (integers in range for discrete kinds, [0,1] for
- * priorities). */
-static int check_x(const gopt_env_var *vars, size_t nv, const double *x, gopt_error *err) {
+int search_check_x(const gopt_env_var *vars, size_t nv, const double *x, gopt_error *err) {
   for (size_t i = 0; i < nv; i++) {
     double v = x[i];
     if (!isfinite(v))
@@ -245,7 +252,7 @@ int gopt_search_run(const char *method, gopt_env *e, const gopt_search_opts *o, 
 
   /* the start point is always evaluated first and is the initial best */
   if (o->x0) {
-    if ((rc = check_x(c.vars, c.nv, o->x0, err))) goto done;
+    if ((rc = search_check_x(c.vars, c.nv, o->x0, err))) goto done;
     memcpy(x, o->x0, c.nv * sizeof *x);
   } else {
     gopt_env_default(e, x);

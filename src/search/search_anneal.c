@@ -1,7 +1,9 @@
 /* search_anneal.c: simulated annealing ("anneal"), the MCMC search of FlexFlow: a random
  * single-variable move (a discrete variable to another value, a priority to a uniform value) is
  * accepted when it is not worse, else with probability exp(-delta / T), delta being the cost
- * increase relative to the start objective. Geometric cooling from T0 (opts->temperature,
+ * increase relative to the start objective (a move from a state that fits in memory to one that
+ * does not adds 1 to delta; the reverse move is always accepted). The best follows the hard
+ * ranking of gopt_env_result_cmp whatever the walk accepts. Geometric cooling from T0 (opts->temperature,
  * default 0.05) to T0 / 1000 over the budget (evaluations when given, else seconds). Moves are
  * evaluated incrementally; sequential, so the result does not depend on threads. */
 #include <math.h>
@@ -54,6 +56,10 @@ int search_anneal(search_ctx *c) {
     size_t ni = (pending != (size_t)-1 && pending != i) ? 2 : 1;
     if ((rc = search_eval_delta(c, w, x, idx, ni, &r))) goto done;
     double delta = search_rel(c, cur.objective, r.objective);
+    /* memory limits are hard: a move out of memory from a state that fits counts as at least
+     * 100 % worse (accepted with probability <= exp(-1 / T)) */
+    if (cur.feasible && !r.feasible) delta = (delta > 0 ? delta : 0) + 1;
+    else if (!cur.feasible && r.feasible && delta > 0) delta = 0;
     if (delta <= 0 || u < exp(-delta / T)) {
       cur = r;
       pending = (size_t)-1;

@@ -4,13 +4,16 @@
  * (key > 0.5). Each generation keeps the elite (top elite_frac, default 0.2), adds mutants (fresh
  * random chromosomes, mutant_frac, default 0.1) and fills the rest with crossovers of an elite
  * and a non-elite parent taking each key from the elite one with probability elite_bias
- * (default 0.7); population default 100. The start point is encoded into the first population.
+ * (default 0.7); population default 100. Generation 0 holds the start point, the chromosome of
+ * every standard baseline of the task that applies (search_brkga_encode), then random keys; the
+ * elite are ranked with gopt_env_result_cmp (fitting in memory first).
  * New chromosomes of a generation are evaluated in parallel; all random draws are made
  * sequentially, so the result depends only on the seed. "BRKGA-5K" is budget_evals = 5000. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gopt/baselines.h"
 #include "search/search_internal.h"
 
 #define BRKGA_POP 100
@@ -47,16 +50,41 @@ void search_brkga_encode(const gopt_env_var *vars, size_t nv, const double *x, d
 }
 
 typedef struct ranked {
-  double fit;
+  const gopt_env_result *r;
   size_t idx;
 } ranked;
 
+/* Elite order: gopt_env_result_cmp (fitting in memory first, then the lower objective); NaN
+ * objectives last; ties by index keep the order total and deterministic. */
 static int cmp_ranked(const void *a, const void *b) {
   const ranked *x = a, *y = b;
-  if (x->fit < y->fit) return -1;
-  if (x->fit > y->fit) return 1;
-  /* NaN-free here; ties by index keep the order total and deterministic */
+  int xn = isnan(x->r->objective), yn = isnan(y->r->objective);
+  if (xn != yn) return xn - yn;
+  int c = xn ? 0 : gopt_env_result_cmp(x->r, y->r);
+  if (c) return c;
   return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Generation 0 after the start (slot 0): the chromosome of every standard baseline of the task
+ * that applies and runs (at most P - 1), then random keys. */
+static int brkga_first_population(search_ctx *c, search_rng *rng, double *pop, size_t P, double *x) {
+  const size_t nv = c->nv;
+  const int task = gopt_env_task(c->e);
+  size_t p = 1;
+  for (size_t i = 0; i < gopt_baseline_task_count(task) && p < P; i++) {
+    const char *name = gopt_baseline_task_name(task, i);
+    if (!gopt_baseline_applicable(name, c->e, NULL)) continue;
+    gopt_error berr = {0};
+    int rc = gopt_baseline_run(name, c->e, x, &berr);
+    if (rc == GOPT_ENOMEM)
+      return gopt_error_set(c->err, rc, "search brkga: baseline '%s': %s", name, berr.msg);
+    if (rc) continue; /* a failing baseline is left out */
+    search_brkga_encode(c->vars, nv, x, pop + p * nv);
+    p++;
+  }
+  for (; p < P; p++)
+    for (size_t j = 0; j < nv; j++) pop[p * nv + j] = search_rng_uniform(rng);
+  return 0;
 }
 
 int search_brkga(search_ctx *c) {
@@ -75,7 +103,7 @@ int search_brkga(search_ctx *c) {
   search_rng rng;
   search_rng_seed(&rng, o->seed, 5);
   double *pop = malloc(P * nv * sizeof *pop), *nxt = malloc(P * nv * sizeof *nxt);
-  double *fit = malloc(P * sizeof *fit), *nfit = malloc(P * sizeof *nfit);
+  gopt_env_result *fit = malloc(P * sizeof *fit), *nfit = malloc(P * sizeof *nfit);
   double *xs = malloc(P * nv * sizeof *xs);
   gopt_env_result *out = malloc(P * sizeof *out);
   ranked *rk = malloc(P * sizeof *rk);
@@ -83,11 +111,11 @@ int search_brkga(search_ctx *c) {
     rc = gopt_error_set(c->err, GOPT_ENOMEM, "search brkga: out of memory");
     goto done;
   }
-  /* generation 0: the start point, then random chromosomes */
+  /* generation 0: the start point, the baselines, then random chromosomes */
   search_brkga_encode(c->vars, nv, c->best_x, pop);
-  fit[0] = c->best.objective;
-  for (size_t p = 1; p < P; p++)
-    for (size_t j = 0; j < nv; j++) pop[p * nv + j] = search_rng_uniform(&rng);
+  fit[0] = c->best;
+  if ((rc = brkga_first_population(c, &rng, pop, P, xs))) goto done;
+  const gopt_env_result unevaluated = {.objective = INFINITY};
   size_t first = 1; /* chromosomes [first, P) need evaluation */
   for (;;) {
     size_t n = P - first;
@@ -97,10 +125,9 @@ int search_brkga(search_ctx *c) {
     for (size_t p = 0; p < n; p++)
       search_brkga_decode(c->vars, nv, pop + (first + p) * nv, xs + p * nv);
     if ((rc = search_eval_batch(c, xs, n, out))) goto done;
-    for (size_t p = first; p < P; p++) fit[p] = p - first < n ? out[p - first].objective : INFINITY;
-    if (isnan(fit[0])) fit[0] = INFINITY;
+    for (size_t p = first; p < P; p++) fit[p] = p - first < n ? out[p - first] : unevaluated;
     for (size_t p = 0; p < P; p++) {
-      rk[p].fit = isnan(fit[p]) ? INFINITY : fit[p];
+      rk[p].r = &fit[p];
       rk[p].idx = p;
     }
     qsort(rk, P, sizeof *rk, cmp_ranked);
@@ -108,7 +135,7 @@ int search_brkga(search_ctx *c) {
     /* next generation: elite, mutants, crossovers */
     for (size_t p = 0; p < ne; p++) {
       memcpy(nxt + p * nv, pop + rk[p].idx * nv, nv * sizeof *nxt);
-      nfit[p] = rk[p].fit;
+      nfit[p] = fit[rk[p].idx];
     }
     for (size_t p = ne; p < ne + nm; p++)
       for (size_t j = 0; j < nv; j++) nxt[p * nv + j] = search_rng_uniform(&rng);
@@ -120,9 +147,9 @@ int search_brkga(search_ctx *c) {
     double *t = pop;
     pop = nxt;
     nxt = t;
-    t = fit;
+    gopt_env_result *tf = fit;
     fit = nfit;
-    nfit = t;
+    nfit = tf;
     first = ne;
   }
 done:

@@ -72,8 +72,9 @@ uint64_t search_evals_left(const search_ctx *c);
 int search_done(search_ctx *c);
 /* Seconds since the run started. */
 double search_elapsed(const search_ctx *c);
-/* Records an evaluated point: on_sample, best update (strictly better objective) with
- * on_improve, progress. */
+/* Records an evaluated point: on_sample, best update (strictly better in the ranking of
+ * gopt_env_result_cmp: fitting in memory first, then the lower objective) with on_improve,
+ * progress. */
 void search_offer(search_ctx *c, const double *x, const gopt_env_result *r);
 /* Full evaluation of x on workspace w (counted, offered). */
 int search_eval(search_ctx *c, gopt_env_ws *w, const double *x, gopt_env_result *r);
@@ -85,8 +86,13 @@ int search_eval_delta(search_ctx *c, gopt_env_ws *w, const double *x, const size
 int search_eval_batch(search_ctx *c, const double *xs, size_t n, gopt_env_result *out);
 /* The same without offering (counted; the caller offers). */
 int search_eval_batch_raw(search_ctx *c, const double *xs, size_t n, gopt_env_result *out);
+/* Checks that x is a valid decision vector (integers in range for discrete kinds, [0,1] for
+ * priorities); the error names the variable. */
+int search_check_x(const gopt_env_var *vars, size_t nv, const double *x, gopt_error *err);
 /* Indices of the variables a move can change (PRIORITY, or card > 1) into idx; returns count. */
 size_t search_movable_vars(const search_ctx *c, size_t *idx);
+/* Fisher-Yates shuffle of a[0..n) from r. */
+void search_shuffle(search_rng *r, size_t *a, size_t n);
 /* A uniformly random value for variable v (DEVICE/FUSE: integer below card; PRIORITY: [0,1)). */
 double search_random_value(search_rng *r, const gopt_env_var *v);
 /* Relative cost difference (b - a) / scale, scale = |start objective| (1 when 0). */

@@ -1,20 +1,12 @@
 /* search_local.c: local search / hill climbing ("local"): single-variable moves (a discrete
  * variable to another value, a priority to a point of an 8-value grid) tried in a random order,
- * first improvement accepted; after a whole cycle of the variables without an improvement (a
+ * first improvement accepted (in the ranking of gopt_env_result_cmp: a point that fits in memory
+ * beats any over-memory one); after a whole cycle of the variables without an improvement (a
  * local optimum) the search restarts from a uniformly random point. Moves are evaluated
  * incrementally (gopt_env_evaluate_delta). Sequential: the result does not depend on threads. */
 #include <stdlib.h>
 
 #include "search/search_internal.h"
-
-static void shuffle(search_rng *r, size_t *a, size_t n) {
-  for (size_t i = n; i > 1; i--) {
-    size_t j = search_rng_below(r, (uint32_t)i);
-    size_t t = a[i - 1];
-    a[i - 1] = a[j];
-    a[j] = t;
-  }
-}
 
 /* Candidate values of variable v other than cur, in a random order, into vals; returns count. */
 static size_t candidates(search_rng *r, const gopt_env_var *v, double cur, double *vals) {
@@ -59,21 +51,21 @@ int search_local(search_ctx *c) {
   gopt_env_result cur = c->best, r;
   size_t pending = (size_t)-1; /* variable whose rejected trial value w still holds */
   size_t p = 0, since = 0;
-  shuffle(&rng, mv, nm);
+  search_shuffle(&rng, mv, nm);
   while (!search_done(c)) {
     if (since >= nm) { /* local optimum: random restart */
       for (size_t i = 0; i < nv; i++) x[i] = search_random_value(&rng, &c->vars[i]);
       if ((rc = search_eval(c, w, x, &cur))) goto done;
       pending = (size_t)-1;
       since = 0;
-      shuffle(&rng, mv, nm);
+      search_shuffle(&rng, mv, nm);
       p = 0;
       continue;
     }
     size_t i = mv[p++];
     if (p == nm) {
       p = 0;
-      shuffle(&rng, mv, nm);
+      search_shuffle(&rng, mv, nm);
     }
     size_t k = candidates(&rng, &c->vars[i], x[i], vals);
     int improved = 0;
@@ -83,7 +75,7 @@ int search_local(search_ctx *c) {
       size_t idx[2] = {i, pending};
       size_t ni = (pending != (size_t)-1 && pending != i) ? 2 : 1;
       if ((rc = search_eval_delta(c, w, x, idx, ni, &r))) goto done;
-      if (r.objective < cur.objective) {
+      if (gopt_env_result_better(&r, &cur)) {
         cur = r;
         pending = (size_t)-1;
         improved = 1;
