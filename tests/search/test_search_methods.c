@@ -3,9 +3,10 @@
  * never worse than the start (the environment default and a random x0), the reported best
  * re-evaluates to the same objective, evaluation budgets respected, on_improve strictly
  * decreasing, runs repeat bitwise with the same seed at 1 and 2 threads (objective, x, evals),
- * the stop flag ends a run promptly with interrupted = 1 and a valid best, a time budget ends
- * a run on time, BRKGA's decoder is a pure function into valid decisions, and Gibbs sampling
- * reports each variable's choices consecutively with their true costs. */
+ * the stop flag ends a run promptly with interrupted = 1 and a valid best, a time budget alone
+ * ends a run (its duration is not asserted), each method improves the default on its own on
+ * instances where all can, BRKGA's decoder is a pure function into valid decisions, and Gibbs
+ * sampling reports each variable's choices consecutively with their true costs. */
 #include "search_fixture.h"
 #include "search/search_internal.h"
 
@@ -134,28 +135,32 @@ static void test_methods_on_tasks(void) {
   }
 }
 
-/* The searches do work: on the memory task over 2 devices and on fusion, at least 4 of the 5
- * methods improve the default within 240 evaluations. */
+/* The searches do work: each of the 5 methods, on its own, improves the default within 240
+ * evaluations on the memory task over 2 devices, on fusion and on the joint task (instances where
+ * every method can improve; asserted per method, not as a count over methods). */
 static void test_methods_improve(void) {
   const struct {
     const char *spec;
     int ndev, task;
-  } cases[] = {{"bert:layers=1", 2, GOPT_TASK_MEMORY}, {"resnet50:depth=18", 1, GOPT_TASK_FUSION}};
-  for (int ci = 0; ci < 2; ci++) {
+  } cases[] = {{"bert:layers=1", 2, GOPT_TASK_MEMORY},
+               {"resnet50:depth=18", 1, GOPT_TASK_FUSION},
+               {"gpt2:layers=1", 2, GOPT_TASK_JOINT}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     fixture f;
     if (!fixture_zoo(&f, cases[ci].spec, cases[ci].ndev, cases[ci].task)) {
       size_t nv = gopt_env_nvars(f.e);
       double *x = malloc(nv * sizeof *x), *x0 = malloc(nv * sizeof *x0);
       gopt_env_default(f.e, x0);
       double start = fx_eval(f.e, x0, NULL);
-      gopt_search_opts o = {0};
-      o.budget_evals = 240;
-      o.seed = 3;
-      gopt_search_result r;
-      int improved = 0;
-      for (int m = 0; m < N_METHODS; m++) improved += fx_run(k_methods[m], f.e, &o, x, &r) < start;
-      CHECK_MSG(improved >= 4, "%s task %d: only %d methods improved the default", cases[ci].spec,
-                cases[ci].task, improved);
+      for (int m = 0; m < N_METHODS; m++) {
+        gopt_search_opts o = {0};
+        o.budget_evals = 240;
+        o.seed = 3;
+        gopt_search_result r;
+        double best = fx_run(k_methods[m], f.e, &o, x, &r);
+        CHECK_MSG(best < start, "%s on %s task %d: best %.17g does not improve the default %.17g",
+                  k_methods[m], cases[ci].spec, cases[ci].task, best, start);
+      }
       free(x);
       free(x0);
     }
@@ -240,15 +245,15 @@ static void test_stop_and_time(void) {
   double b = fx_run("anneal", f.e, &o, x, &r);
   gopt_search_clear_stop();
   CHECK(r.interrupted == 1 && r.evals == 1 && b == start);
-  /* time budget only: ends on time, not interrupted */
+  /* time budget only: the run ends by itself (not interrupted) with a valid best; how long it
+   * took is not asserted (no wall-clock checks; budgets elsewhere are in evaluations) */
   for (int m = 0; m < N_METHODS; m++) {
     gopt_search_opts ot = {0};
-    ot.budget_seconds = 0.2;
+    ot.budget_seconds = 0.05;
     ot.threads = 2;
     b = fx_run(k_methods[m], f.e, &ot, x, &r);
-    CHECK_MSG(r.seconds >= 0.2 && r.seconds < 1.5, "%s: %.3f s for a 0.2 s budget", k_methods[m],
-              r.seconds);
-    CHECK(r.interrupted == 0 && b <= start && r.evals > 1);
+    CHECK(r.interrupted == 0 && b <= start && r.evals >= 1);
+    CHECK(fx_eval(f.e, x, NULL) == b);
   }
   /* no budget at all: refused */
   gopt_search_opts on = {0};
