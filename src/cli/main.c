@@ -8,6 +8,7 @@ int cli_run(int argc, char **argv); /* cmd_run.c */
 int cli_simulate(int argc, char **argv), cli_devices(int argc, char **argv),
     cli_calibrate(int argc, char **argv), cli_fidelity(int argc, char **argv); /* simulator */
 int cli_optimize(int argc, char **argv), cli_compare(int argc, char **argv); /* tasks */
+int cli_train(int argc, char **argv); /* cmd_train.c */
 
 static const struct {
   const char *name;
@@ -25,6 +26,7 @@ static const struct {
     {"fidelity", cli_fidelity, "compare predicted with measured op and step times"},
     {"optimize", cli_optimize, "optimize placement/fusion/schedule/memory decisions with a baseline or search"},
     {"compare", cli_compare, "run every baseline and search method on one task: table and SVG plot"},
+    {"train", cli_train, "train a learned (GO-style) policy with PPO over many graphs: P.gpol"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,215 @@
+/* cmd_train.c: `gopt train`: trains a GO-style policy (learn.h) with PPO over a set of graphs and
+ * clusters and writes it as a .gpol policy file; Ctrl-C writes the file and --resume continues. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "gopt/learn.h"
+#include "gopt/nn.h"
+
+static const char train_help[] =
+    "usage: gopt train --task T --cluster C[,C2...] --graphs SPEC[;SPEC...] -o P.gpol\n"
+    "                  [--iters N] [--seed S] [--threads N] [--samples K] [--resume]\n"
+    "  trains a policy with PPO on every graph x cluster pair and writes P.gpol.\n"
+    "  SPEC: a model file (.onnx), a zoo spec (gnmt:layers=8,steps=100) or a folder (its *.onnx);\n"
+    "  separate several with ';' or repeat --graphs. Ctrl-C writes P.gpol; --resume continues it\n"
+    "  exactly (same --task, --cluster, --graphs, --iters, --seed, --threads). Defaults: --iters 100,\n"
+    "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n";
+
+#define MAX_ITEMS 4096
+
+typedef struct train_set {
+  gopt_graph *g[MAX_ITEMS];
+  char *gname[MAX_ITEMS];
+  size_t ng;
+  gopt_cluster *c[64];
+  size_t nc;
+  gopt_env *e[MAX_ITEMS];
+  char *name[MAX_ITEMS];
+  size_t n;
+} train_set;
+
+static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Adds one model (loaded) to the set; returns 0 or 1 after printing. */
+static int add_model(train_set *s, const char *spec) {
+  if (s->ng >= MAX_ITEMS) { cli_usage_error("train", "--graphs: more than %d models", MAX_ITEMS); return 1; }
+  cli_model_opts mo = {0};
+  gopt_graph *g = cli_load_model(spec, &mo);
+  if (!g) return 1;
+  s->g[s->ng] = g;
+  s->gname[s->ng++] = strdup(spec);
+  return 0;
+}
+
+/* Adds SPEC: a folder's *.onnx (sorted), else one model. */
+static int add_spec(train_set *s, const char *spec) {
+  DIR *d = opendir(spec);
+  if (!d) return add_model(s, spec);
+  char *names[MAX_ITEMS];
+  size_t n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) && n < MAX_ITEMS) {
+    size_t l = strlen(de->d_name);
+    if (l > 5 && !strcmp(de->d_name + l - 5, ".onnx")) {
+      size_t k = strlen(spec) + l + 2;
+      names[n] = malloc(k);
+      if (names[n]) snprintf(names[n++], k, "%s/%s", spec, de->d_name);
+    }
+  }
+  closedir(d);
+  qsort(names, n, sizeof *names, cmpstr);
+  int rc = n ? 0 : (fprintf(stderr, "gopt train: %s: folder has no .onnx model\n", spec), 1);
+  for (size_t i = 0; i < n; i++) {
+    if (!rc) rc = add_model(s, names[i]);
+    free(names[i]);
+  }
+  return rc;
+}
+
+/* Splits list by sep and calls fn on each non-empty item. */
+static int each(train_set *s, const char *list, char sep, int (*fn)(train_set *, const char *)) {
+  char *copy = strdup(list), *p = copy;
+  int rc = copy ? 0 : 1;
+  while (!rc && p) {
+    char *q = strchr(p, sep);
+    if (q) *q = 0;
+    if (*p) rc = fn(s, p);
+    p = q ? q + 1 : NULL;
+  }
+  free(copy);
+  return rc;
+}
+
+static int add_cluster(train_set *s, const char *spec) {
+  gopt_error err = {0};
+  if (s->nc >= 64) { cli_usage_error("train", "--cluster: more than 64 clusters"); return 1; }
+  if (gopt_cluster_parse(spec, &s->c[s->nc], &err)) {
+    fprintf(stderr, "gopt train: %s\n", err.msg);
+    return 1;
+  }
+  s->nc++;
+  return 0;
+}
+
+static void set_free(train_set *s) {
+  for (size_t i = 0; i < s->n; i++) { gopt_env_free(s->e[i]); free(s->name[i]); }
+  for (size_t i = 0; i < s->ng; i++) { gopt_graph_free(s->g[i]); free(s->gname[i]); }
+  for (size_t i = 0; i < s->nc; i++) gopt_cluster_free(s->c[i]);
+}
+
+static int tty;
+static void on_iter(const gopt_learn_iter_info *in, void *user) {
+  const train_set *s = user;
+  if (!tty) return;
+  fprintf(stderr, "iter %lld  loss %+.4f  reward %+.4f  lr %.2e  %s: best %.6g (baseline %.6g)\n",
+          (long long)in->iter + 1, in->loss, in->reward, in->lr, s->name[in->graph], in->best_obj, in->ref_obj);
+}
+
+static void on_sigint(int sig) {
+  (void)sig;
+  gopt_learn_request_stop();
+}
+
+typedef struct train_args {
+  const char *task, *out, *clusters;
+  char graphs[8192];
+  long iters, seed, threads, samples, stop_after;
+  int resume;
+} train_args;
+
+/* Parses argv; returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, train_args *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(f, "--help") || !strcmp(f, "-h")) { fputs(train_help, stdout); return 0; }
+    if (!strcmp(f, "--resume")) { a->resume = 1; continue; }
+    int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
+                !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after");
+    if (!takes) return cli_usage_error("train", f[0] == '-' ? "unknown flag '%s'" : "unexpected argument '%s'", f);
+    if (!v) return cli_usage_error("train", "%s: missing value", f);
+    i++;
+    if (!strcmp(f, "--task")) a->task = v;
+    else if (!strcmp(f, "--cluster")) a->clusters = v;
+    else if (!strcmp(f, "-o")) a->out = v;
+    else if (!strcmp(f, "--graphs")) {
+      size_t l = strlen(a->graphs);
+      if (l + strlen(v) + 2 > sizeof a->graphs) return cli_usage_error("train", "--graphs: list too long");
+      snprintf(a->graphs + l, sizeof a->graphs - l, "%s%s", l ? ";" : "", v);
+    } else if (cli_parse_long("train", f, v, !strcmp(f, "--seed") ? 0 : 1,
+                              !strcmp(f, "--samples") ? 255 : 1000000000L,
+                              !strcmp(f, "--iters") ? &a->iters : !strcmp(f, "--seed") ? &a->seed
+                              : !strcmp(f, "--threads") ? &a->threads : !strcmp(f, "--samples") ? &a->samples
+                              : &a->stop_after)) return 2;
+  }
+  if (!a->task) return cli_usage_error("train", "missing --task");
+  if (gopt_task_from_name(a->task) < 0) return cli_usage_error("train", "--task: unknown task '%s'", a->task);
+  if (!a->clusters) return cli_usage_error("train", "missing --cluster");
+  if (!a->graphs[0]) return cli_usage_error("train", "missing --graphs");
+  if (!a->out) return cli_usage_error("train", "missing -o");
+  return -1;
+}
+
+int cli_train(int argc, char **argv) {
+  train_args a = {.iters = 100, .seed = 1, .threads = 2, .samples = 8};
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+  int task = gopt_task_from_name(a.task);
+  gopt_error err = {0};
+  gopt_policy *p = NULL;
+  train_set *s = calloc(1, sizeof *s);
+  if (!s) return 1;
+  rc = 1;
+  gopt_nn_set_threads((int)a.threads);
+  if (a.resume) {
+    if (gopt_policy_load(a.out, task, &p, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
+    if (!gopt_policy_trainset(p)[0]) { fprintf(stderr, "gopt train: %s: no training state to resume\n", a.out); goto done; }
+  }
+  if (each(s, a.clusters, ',', add_cluster) || each(s, a.graphs, ';', add_spec)) goto done;
+  for (size_t i = 0; i < s->ng; i++)
+    for (size_t j = 0; j < s->nc; j++) {
+      if (s->n >= MAX_ITEMS) { fprintf(stderr, "gopt train: more than %d graph x cluster pairs\n", MAX_ITEMS); goto done; }
+      gopt_env_opts eo = {.task = task, .threads = (int)a.threads};
+      if (gopt_env_new(s->g[i], s->c[j], &eo, &s->e[s->n], &err)) {
+        fprintf(stderr, "gopt train: %s on %s: %s\n", s->gname[i], s->c[j]->name, err.msg);
+        goto done;
+      }
+      size_t k = strlen(s->gname[i]) + strlen(s->c[j]->name) + 2;
+      if (!(s->name[s->n] = malloc(k))) goto done;
+      snprintf(s->name[s->n++], k, "%s@%s", s->gname[i], s->c[j]->name);
+    }
+  if (!p && gopt_policy_new(task, NULL, (uint64_t)a.seed, &p, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
+  tty = isatty(2);
+  gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
+                             .stop_after = a.stop_after,
+                             .on_iter = on_iter, .user = s};
+  gopt_learn_train_result tr;
+  gopt_learn_clear_stop();
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, &old);
+  int trc = gopt_learn_train(p, s->e, (const char *const *)s->name, s->n, &o, &tr, &err);
+  sigaction(SIGINT, &old, NULL);
+  if (trc) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
+  if (gopt_policy_save(p, a.out, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
+  if (tr.interrupted) {
+    fprintf(stderr, "gopt train: interrupted at iteration %lld of %ld; wrote %s (continue with --resume)\n",
+            (long long)tr.iters_done, a.iters, a.out);
+    rc = 130;
+    goto done;
+  }
+  printf("wrote %s: task %s, %zu graph x cluster pairs, %lld iterations, %zu weights, %.1f s\n", a.out,
+         a.task, s->n, (long long)tr.iters_done, gopt_policy_param_count(p), tr.seconds);
+  rc = 0;
+done:
+  gopt_policy_free(p);
+  set_free(s);
+  free(s);
+  return rc;
+}
