@@ -105,15 +105,18 @@ void search_progress(search_ctx *c, int force) {
   fflush(stderr);
 }
 
-void search_offer(search_ctx *c, const double *x, const gopt_env_result *r) {
+/* search_offer for the evaluation numbered `at` (1-based within the run). */
+static void offer_at(search_ctx *c, const double *x, const gopt_env_result *r, uint64_t at) {
   if (c->o->on_sample) c->o->on_sample(x, r, c->o->user);
   if (gopt_env_result_better(r, &c->best)) {
     c->best = *r;
     memcpy(c->best_x, x, c->nv * sizeof *x);
-    if (c->o->on_improve) c->o->on_improve(c->evals, search_elapsed(c), r->objective, c->o->user);
+    if (c->o->on_improve) c->o->on_improve(at, search_elapsed(c), r->objective, c->o->user);
   }
   search_progress(c, 0);
 }
+
+void search_offer(search_ctx *c, const double *x, const gopt_env_result *r) { offer_at(c, x, r, c->evals); }
 
 int search_eval(search_ctx *c, gopt_env_ws *w, const double *x, gopt_env_result *r) {
   int rc = gopt_env_evaluate(w, x, r, NULL, c->err);
@@ -159,7 +162,8 @@ int search_eval_batch_raw(search_ctx *c, const double *xs, size_t n, gopt_env_re
 int search_eval_batch(search_ctx *c, const double *xs, size_t n, gopt_env_result *out) {
   int rc = search_eval_batch_raw(c, xs, n, out);
   if (rc) return rc;
-  for (size_t i = 0; i < n; i++) search_offer(c, xs + i * c->nv, &out[i]);
+  /* each improvement is reported at its own evaluation's number, not at the batch's end */
+  for (size_t i = 0; i < n; i++) offer_at(c, xs + i * c->nv, &out[i], c->evals - n + i + 1);
   return 0;
 }
 

@@ -132,7 +132,6 @@ int search_gibbs(search_ctx *c) {
       size_t idx[2] = {i, pending};
       size_t ni = (pending != (size_t)-1 && pending != i) ? 2 : 1;
       if ((rc = gopt_env_evaluate_delta(w, xs + r * nv, idx, ni, &out[r], c->err))) goto done;
-      c->evals++;
       pending = i;
     }
     /* offer in choice order (the cached current configuration included) */
@@ -145,6 +144,7 @@ int search_gibbs(search_ctx *c) {
       }
       if (e == ne) break;
       res[j] = out[e];
+      c->evals++; /* counted here so that on_improve sees this evaluation's number */
       search_offer(c, xs + e * nv, &out[e]);
       double d = fabs(out[e].objective - cur.objective);
       if (d > 0 && isfinite(d)) {
