@@ -7,6 +7,8 @@
  *    from "best" ends no worse than the best baseline.
  *  - Gibbs within a budget smaller than one sweep of a ~1,000-node graph improves on its start
  *    on every task (placement, fusion, schedule, memory, joint), from the default and from "best".
+ *  - Gibbs' samples: each visited variable's choices consecutively in increasing value, the
+ *    current one included, true costs, the kinds mixed in a shuffled order.
  *  - Memory limits are hard: with the memory penalty off, the all-on-one-device placement is
  *    faster than any split but over memory; every method started from a split that fits ends on
  *    a placement that fits although it saw over-memory points with a lower objective. */
@@ -232,6 +234,95 @@ static void test_gibbs_budget(void) {
   }
 }
 
+/* Gibbs' on_sample contract: after the start, each visited variable's choices are reported
+ * consecutively, in increasing value, the current one included, each with its true cost; within
+ * a sweep every variable is visited once, in a shuffled order mixing the kinds. */
+typedef struct sample_log {
+  size_t n, cap, nv;
+  double *xs, *obj;
+} sample_log;
+static void log_sample(const double *x, const gopt_env_result *r, void *user) {
+  sample_log *l = user;
+  if (l->n == l->cap) return;
+  memcpy(l->xs + l->n * l->nv, x, l->nv * sizeof *x);
+  l->obj[l->n++] = r->objective;
+}
+
+/* The one variable where a and b differ, or -1 (none or several). */
+static long diff_at(const double *a, const double *b, size_t nv) {
+  long at = -1;
+  for (size_t i = 0; i < nv; i++)
+    if (a[i] != b[i]) {
+      if (at >= 0) return -1;
+      at = (long)i;
+    }
+  return at;
+}
+
+static void test_gibbs_samples(void) {
+  fixture f;
+  if (fixture_make(&f, "gpt2:layers=1", 2, 16e9, GOPT_TASK_JOINT, 0)) {
+    fixture_free(&f);
+    return;
+  }
+  size_t nv = gopt_env_nvars(f.e);
+  const gopt_env_var *vars = gopt_env_vars(f.e);
+  size_t nm = 0;
+  for (size_t i = 0; i < nv; i++) nm += vars[i].kind == GOPT_VAR_PRIORITY || vars[i].card > 1;
+  sample_log l = {0, 4000, nv, NULL, NULL};
+  l.xs = malloc(l.cap * nv * sizeof *l.xs);
+  l.obj = malloc(l.cap * sizeof *l.obj);
+  double *x = malloc(nv * sizeof *x);
+  uint8_t *seen = calloc(nv, 1);
+  gopt_search_opts o = {0};
+  o.budget_evals = 2 * nm; /* under half a sweep: no variable twice */
+  o.seed = 5;
+  o.on_sample = log_sample;
+  o.user = &l;
+  gopt_search_result r;
+  if (run_method("gibbs", f.e, &o, x, &r) == 0) {
+    size_t s = 1, groups = 0, kinds[3] = {0, 0, 0}, in_order = 0;
+    int ok = 1;
+    long last_var = -1;
+    while (s + 1 < l.n && ok) {
+      long at = diff_at(l.xs + s * nv, l.xs + (s + 1) * nv, nv);
+      ok &= at >= 0;
+      if (!ok) break;
+      size_t t = s + 1;
+      /* a group: rows differing from its first only at `at`, in increasing value (the next group
+       * starts at the sampled value, which is not above the group's last) */
+      ok &= l.xs[(s + 1) * nv + at] > l.xs[s * nv + at];
+      while (t < l.n && diff_at(l.xs + s * nv, l.xs + t * nv, nv) == at &&
+             l.xs[t * nv + at] > l.xs[(t - 1) * nv + at])
+        t++;
+      size_t k = t - s;
+      if (t < l.n) { /* a complete group: its size is the number of choices */
+        if (vars[at].kind == GOPT_VAR_PRIORITY) ok &= k >= 3 && k <= 7;
+        else ok &= k == (size_t)vars[at].card;
+      }
+      ok &= !seen[at];
+      seen[at] = 1;
+      kinds[vars[at].kind]++;
+      in_order += last_var >= 0 && at > last_var;
+      last_var = at;
+      groups++;
+      s = t;
+    }
+    CHECK_MSG(ok, "gibbs samples are not per-variable choice groups (at sample %zu)", s);
+    CHECK(groups > 20);
+    CHECK_MSG(kinds[0] && kinds[1] && kinds[2], "kinds visited %zu %zu %zu", kinds[0], kinds[1], kinds[2]);
+    CHECK_MSG(in_order < groups - 1, "variables visited in their fixed order"); /* shuffled */
+    for (size_t u = 0; u < l.n; u += 17)
+      CHECK_MSG(fx_eval(f.e, l.xs + u * nv, NULL) == l.obj[u], "sample %zu cost wrong", u);
+    CHECK(r.evals == o.budget_evals);
+  }
+  free(seen);
+  free(l.xs);
+  free(l.obj);
+  free(x);
+  fixture_free(&f);
+}
+
 typedef struct over_log {
   double best_over;   /* lowest objective among over-memory samples */
 } over_log;
@@ -308,5 +399,6 @@ int main(void) {
   test_start_specs();
   test_memory_hard();
   test_gibbs_budget();
+  test_gibbs_samples();
   return check_exit("test_search_start");
 }
