@@ -1,7 +1,8 @@
 /* gopt/baselines.h: the heuristic baselines every search method and learned policy is compared
  * against: placement (single device, round robin, METIS k-way partition, the papers' human-expert
- * placement by model family, Baechi's memory-aware earliest-task-first), fusion (none, XLA-style and TVM-style rules) and
- * scheduling (BFS, DFS, critical path, memory-greedy). docs/TASKS.md defines each precisely.
+ * placement by model family, Baechi's memory-aware earliest-task-first), fusion (none, XLA-style
+ * and TVM-style rules) and scheduling (BFS, DFS, critical path, memory-greedy). docs/TASKS.md
+ * defines each precisely.
  *
  * A baseline name is one component ("metis") or several joined by '+' ("metis+mem_greedy+xla"):
  * each component sets the variables of the kinds it decides (DEVICE, PRIORITY, FUSE), in the
