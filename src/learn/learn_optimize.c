@@ -42,15 +42,20 @@ static int finetune(gopt_policy *p, gopt_env *e, const learn_graph *g, gopt_nn_c
   gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, 1e-2f);
   oc.clip_norm = 1.0f;
   if (!(opt = gopt_nn_optim_new(&oc, mod.params, err))) { rc = GOPT_EINVAL; goto done; }
-  if (learn_batch_init(&b, g, s->nv, k)) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (batch)"); goto done; }
   learn_ppo_cfg c = {k, 2, 0.2f, 0.01f, 0.9f};
   gopt_env_result ref = s->best; /* rewards relative to the zero-shot best */
   double ema = NAN;
   uint64_t used = 0;
-  while (used + (uint64_t)k <= s->o->finetune_evals && !learn_stop_requested()) {
+  while (used < s->o->finetune_evals && !learn_stop_requested()) {
+    uint64_t left = s->o->finetune_evals - used;
+    int kk = left < (uint64_t)k ? (int)left : k; /* the last batch may be smaller */
+    if (kk != b.k) {
+      learn_batch_free(&b);
+      if (learn_batch_init(&b, g, s->nv, kk)) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (batch)"); goto done; }
+    }
     if ((rc = learn_ppo_batch(ctx, p, &mod, opt, e, g, &ref, &ema, &c, rng, &b, err))) goto done;
-    take(s, b.xs, b.res, (size_t)k);
-    used += (uint64_t)k;
+    take(s, b.xs, b.res, (size_t)kk);
+    used += (uint64_t)kk;
   }
 done:
   learn_batch_free(&b);

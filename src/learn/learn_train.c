@@ -163,6 +163,7 @@ static gopt_learn_train_opts train_defaults(const gopt_learn_train_opts *o) {
   gopt_learn_train_opts d = *o;
   if (d.graphs_per_iter <= 0) d.graphs_per_iter = 2;
   if (d.samples <= 0) d.samples = 8;
+  if (d.samples > 256) d.samples = 256;
   if (d.epochs <= 0) d.epochs = 2;
   if (d.lr <= 0) d.lr = 3e-3f;
   if (d.clip_eps <= 0) d.clip_eps = 0.2f;
