@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # bench/run.sh: runs gopt's benchmarks (Release build in build/) and prints markdown tables for
-# docs/BENCHMARKS.md. Usage: bench/run.sh [import|sim|nn|exec|fidelity|all] (default all).
+# docs/BENCHMARKS.md. Usage: bench/run.sh [import|sim|nn|exec|fidelity|install|all] (default all).
+# `install` (first run on a fresh Debian 12 chroot) needs root and the Debian mirror.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/install-deps.sh
+tools/install-deps.sh build tools
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 what="${1:-all}"
@@ -40,3 +41,9 @@ if [ "$what" = sim ] || [ "$what" = all ]; then bench/sim/run.sh build; echo; fi
 if [ "$what" = nn ] || [ "$what" = all ]; then bench/nn/run.sh build 10000 80000; echo; fi
 if [ "$what" = exec ] || [ "$what" = all ]; then GOPT=build/bin/gopt bench/exec/run.sh; echo; fi
 if [ "$what" = fidelity ] || [ "$what" = all ]; then bench/fidelity/run.sh build; echo; fi
+if [ "$what" = install ] || [ "$what" = all ]; then
+  echo "### First run on a fresh Debian 12 (debootstrap minbase chroot)"
+  echo
+  if [ "$(id -u)" -eq 0 ]; then bench/install/fresh.sh; else echo "(skipped: needs root)"; fi
+  echo
+fi

@@ -49,12 +49,20 @@ git -C "$here" archive HEAD | tar -x -C "$root/root/gopt"
 # the scripts need apt-get (present) and bash; nothing else is preinstalled in minbase
 read -r main_pk main_s < <(timed "$root" "./gopt $main_cmd" "$work/logs/gopt.log")
 grep -q "default" "$work/logs/gopt.log" || { echo "fresh: ./gopt failed, see $work/logs/gopt.log" >&2; exit 1; }
+# ./gopt must have installed the build set only: no package of the test set that build lacks
+for p in $("$here/tools/install-deps.sh" --print test); do
+  "$here/tools/install-deps.sh" --print build | grep -qx "$p" && continue
+  if chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    echo "fresh: ./gopt installed the test package $p" >&2
+    exit 1
+  fi
+done
 echo "| step | packages installed | wall time (s) |"
 echo "|---|---:|---:|"
 echo "| \`./gopt $main_cmd\` (fresh minbase, $(npkgs "$base") packages) | $main_pk | $(printf %.0f "$main_s") |"
 if [ $run_test -eq 1 ]; then
   read -r test_pk test_s < <(timed "$root" "./test" "$work/logs/test.log")
-  tail -3 "$work/logs/test.log" | grep -q "tests passed" || echo "fresh: ./test did not pass, see $work/logs/test.log" >&2
+  grep -q "100% tests passed" "$work/logs/test.log" || echo "fresh: ./test did not pass, see $work/logs/test.log" >&2
   echo "| \`./test\` after it (build + test sets, full suite) | $test_pk | $(printf %.0f "$test_s") |"
 fi
 # the Debian package, built on the host, installed into another fresh copy
