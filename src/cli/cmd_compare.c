@@ -1,8 +1,10 @@
 /* cmd_compare.c: `gopt compare MODEL --task T --cluster C`: runs every applicable heuristic
  * baseline and search method on the same model, task and evaluation budget and prints one table
- * (objective, improvement over the compiler's default heuristic, evaluations, time); --plot
- * writes an SVG of best objective vs evaluations for the search methods, with the baselines as
- * horizontal lines. */
+ * (objective, improvement over the compiler's default heuristic, evaluations, time, the searches'
+ * start) and the best row in the hard memory ranking; the search methods start from --start
+ * (default: the best of the default and the baselines, its evaluations counted in each search's
+ * budget); --json adds each search's curve; --plot writes an SVG of best objective vs evaluations
+ * for the search methods, with the baselines as horizontal lines. */
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
