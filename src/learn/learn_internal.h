@@ -26,6 +26,8 @@ typedef struct learn_graph {
   int32_t *rows[3];       /* per kind: the row of each variable's node */
   int32_t *var[3];        /* per kind: the variable index in x */
   uint8_t *valid;         /* n ones (attention key mask) */
+  float *pipe;            /* nk[DEVICE] x n_dev: pipeline prior -|c[n] * D - (d + 1/2)|, c[n] the
+                           * node's midpoint in cumulative kernel time along the topological order */
 } learn_graph;
 
 /* The actions of one sample (per kind, in learn_graph order). */
@@ -56,6 +58,7 @@ struct gopt_policy {
   gopt_nn_sage sage[LEARN_MAX_SAGE];
   gopt_nn_seg_block blk[3];
   gopt_nn_linear dev_q, fuse;
+  gopt_nn_tensor *pipe_w;          /* [1]: weight of the pipeline prior in the device logits */
   gopt_nn_mlp dev_mlp;
   gopt_nn_beta_head pri;
   char *trainset;                  /* one training graph per line */

@@ -84,6 +84,9 @@ done:
   return rc;
 }
 
+static int var_rows(const gopt_env *e, learn_graph *lg, const int32_t *pos, gopt_error *err);
+static int pipeline_prior(learn_graph *lg, gopt_error *err);
+
 int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err) {
   *out = NULL;
   const gopt_graph *g = gopt_env_graph(e);
@@ -112,22 +115,7 @@ int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err) {
     memcpy(lg->feat + i * LEARN_NIN + GOPT_ENV_NFEAT, ctxf, sizeof ctxf);
   }
   if ((rc = build_csr(g, pos, n, &lg->csr, err))) goto done;
-  lg->nvars = gopt_env_nvars(e);
-  const gopt_env_var *vars = gopt_env_vars(e);
-  for (int k = 0; k < 3; k++) {
-    lg->rows[k] = malloc((lg->nvars + 1) * sizeof(int32_t));
-    lg->var[k] = malloc((lg->nvars + 1) * sizeof(int32_t));
-    if (!lg->rows[k] || !lg->var[k]) { rc = lerr(err, GOPT_ENOMEM, "learn: out of memory (graph encoding)"); goto done; }
-  }
-  for (size_t i = 0; i < lg->nvars; i++) {
-    int k = vars[i].kind;
-    if (k < 0 || k > 2 || vars[i].node < 0 || pos[vars[i].node] < 0) {
-      rc = gopt_error_set(err, GOPT_EINVAL, "learn: variable %zu names no live node", i);
-      goto done;
-    }
-    lg->rows[k][lg->nk[k]] = pos[vars[i].node];
-    lg->var[k][lg->nk[k]++] = (int32_t)i;
-  }
+  if ((rc = var_rows(e, lg, pos, err)) || (rc = pipeline_prior(lg, err))) goto done;
 done:
   free(order);
   free(pos);
@@ -136,11 +124,52 @@ done:
   return rc;
 }
 
+/* Per-kind rows and variable indices of the environment's variables. */
+static int var_rows(const gopt_env *e, learn_graph *lg, const int32_t *pos, gopt_error *err) {
+  lg->nvars = gopt_env_nvars(e);
+  const gopt_env_var *vars = gopt_env_vars(e);
+  for (int k = 0; k < 3; k++) {
+    lg->rows[k] = malloc((lg->nvars + 1) * sizeof(int32_t));
+    lg->var[k] = malloc((lg->nvars + 1) * sizeof(int32_t));
+    if (!lg->rows[k] || !lg->var[k]) return lerr(err, GOPT_ENOMEM, "learn: out of memory (graph encoding)");
+  }
+  for (size_t i = 0; i < lg->nvars; i++) {
+    int k = vars[i].kind;
+    if (k < 0 || k > 2 || vars[i].node < 0 || pos[vars[i].node] < 0)
+      return gopt_error_set(err, GOPT_EINVAL, "learn: variable %zu names no live node", i);
+    lg->rows[k][lg->nk[k]] = pos[vars[i].node];
+    lg->var[k][lg->nk[k]++] = (int32_t)i;
+  }
+  return 0;
+}
+
+/* The pipeline prior of the device head (see learn_internal.h): kernel time from feature column 19
+ * (log10(1 + us) / 6), accumulated along the rows. */
+static int pipeline_prior(learn_graph *lg, gopt_error *err) {
+  int64_t nd = lg->nk[GOPT_VAR_DEVICE], D = lg->n_dev;
+  double *cum = malloc(((size_t)lg->n + 1) * sizeof *cum), total = 0;
+  lg->pipe = malloc(((size_t)(nd * D) + 1) * sizeof *lg->pipe);
+  if (!cum || !lg->pipe) { free(cum); return lerr(err, GOPT_ENOMEM, "learn: out of memory (graph encoding)"); }
+  for (int64_t i = 0; i < lg->n; i++) {
+    double t = pow(10.0, 6.0 * lg->feat[i * LEARN_NIN + 19]) - 1.0;
+    t = t > 0 ? t : 0;
+    cum[i] = total + t / 2;
+    total += t;
+  }
+  for (int64_t v = 0; v < nd; v++) {
+    double c = total > 0 ? cum[lg->rows[GOPT_VAR_DEVICE][v]] / total : 0;
+    for (int64_t d = 0; d < D; d++) lg->pipe[v * D + d] = (float)-fabs(c * (double)D - ((double)d + 0.5));
+  }
+  free(cum);
+  return 0;
+}
+
 void learn_graph_free(learn_graph *g) {
   if (!g) return;
   free(g->feat);
   free(g->dev_feat);
   free(g->valid);
+  free(g->pipe);
   gopt_nn_csr_free(&g->csr);
   for (int k = 0; k < 3; k++) { free(g->rows[k]); free(g->var[k]); }
   free(g);
@@ -198,6 +227,8 @@ int gopt_policy_new(int task, const gopt_learn_arch *arch, uint64_t seed, gopt_p
     int64_t dims[3] = {LEARN_NDEV, a.dev_hidden, a.dev_hidden};
     rc = gopt_nn_linear_init(&p->dev_q, p->params, "dev_q", a.hidden, a.dev_hidden, 1);
     rc = rc ? rc : gopt_nn_mlp_init(&p->dev_mlp, p->params, "dev_mlp", 2, dims, GOPT_NN_ACT_RELU);
+    int64_t one[1] = {1};
+    p->pipe_w = gopt_nn_param(p->params, "dev_pipe", 1, one, GOPT_NN_INIT_ONES, 0);
   }
   if (!rc && p->kinds[GOPT_VAR_PRIORITY]) rc = gopt_nn_beta_head_init(&p->pri, p->params, "pri", a.hidden, 1);
   if (!rc && p->kinds[GOPT_VAR_FUSE]) rc = gopt_nn_linear_init(&p->fuse, p->params, "fuse", a.hidden, 2, 1);
@@ -268,7 +299,9 @@ int learn_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph *g, 
       int64_t dsh[2] = {g->n_dev, LEARN_NDEV};
       gopt_nn_tensor *q = gopt_nn_linear_forward(ctx, &p->dev_q, r);
       gopt_nn_tensor *de = gopt_nn_mlp_forward(ctx, &p->dev_mlp, gopt_nn_from(ctx, 2, dsh, g->dev_feat));
-      f->dev_logits = gopt_nn_matmul(ctx, q, de, 0, 1);
+      int64_t psh[2] = {g->nk[GOPT_VAR_DEVICE], g->n_dev};
+      gopt_nn_tensor *prior = gopt_nn_mul(ctx, gopt_nn_from(ctx, 2, psh, g->pipe), p->pipe_w);
+      f->dev_logits = gopt_nn_add(ctx, gopt_nn_matmul(ctx, q, de, 0, 1), prior);
     } else if (k == GOPT_VAR_PRIORITY) {
       gopt_nn_beta_head_forward(ctx, &p->pri, r, &f->alpha, &f->beta);
     } else {
