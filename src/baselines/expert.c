@@ -134,7 +134,7 @@ static int assign_units(ex_ctx *x, gopt_error *err) {
   const gopt_env *e = x->e;
   const gopt_graph *g = e->g;
   gopt_strtab *keys = NULL;
-  if (x->fam != FAM_RNN && !(keys = gopt_strtab_new()))
+  if (x->fam != FAM_RNN && !(keys = strtab_new()))
     return gopt_error_set(err, GOPT_ENOMEM, "expert: out of memory");
   for (int32_t p = 0; p < e->n; p++) {
     int32_t id = e->order[p];
@@ -147,16 +147,16 @@ static int assign_units(ex_ctx *x, gopt_error *err) {
       if (x->unit[p] >= e->n) x->unit[p] = U_FOLLOW; /* no more layers than nodes */
       if (x->unit[p] >= x->nunits) x->nunits = x->unit[p] + 1;
     } else if (layer_key(name, x->fam == FAM_CNN, &kb, &kl)) {
-      uint32_t k = gopt_strtab_intern(keys, name + kb, kl);
+      uint32_t k = strtab_intern(keys, name + kb, kl);
       if (k == UINT32_MAX) {
-        gopt_strtab_free(keys);
+        strtab_free(keys);
         return gopt_error_set(err, GOPT_ENOMEM, "expert: out of memory");
       }
       x->unit[p] = (int32_t)k - 1; /* id 0 is "" */
     }
   }
   if (keys) x->nunits = (int32_t)keys->n - 1;
-  gopt_strtab_free(keys);
+  strtab_free(keys);
   return GOPT_OK;
 }
 
@@ -176,7 +176,7 @@ static int32_t fwd_of_tensor(const gopt_env *e, int32_t t) {
 /* Forward position named by s[0..len) as a forward node or a tensor, -1 when none. */
 static int32_t fwd_of_text(const ex_ctx *x, const char *s, size_t len) {
   const gopt_graph *g = x->e->g;
-  uint32_t id = gopt_strtab_find(g->strs, s, len);
+  uint32_t id = strtab_find(g->strs, s, len);
   if (id == UINT32_MAX) return -1;
   if (x->node_of_str[id] >= 0) return x->e->pos[x->node_of_str[id]];
   if (id < g->tensor_of_str.n && g->tensor_of_str.a[id] >= 0)

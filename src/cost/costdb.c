@@ -26,14 +26,14 @@ uint64_t gopt_op_signature(const gopt_graph *g, int32_t n) {
   const char *type = gopt_graph_str(g, nd->type);
   uint64_t h = gopt_hash_bytes(type, strlen(type), 0x5167);
   uint64_t attrs = 0;
-  for (uint32_t i = 0; i < nd->n_attr; i++) attrs += gopt_attr_hash_(g, &g->attrs.a[nd->attr + i]);
+  for (uint32_t i = 0; i < nd->n_attr; i++) attrs += ir_attr_hash(g, &g->attrs.a[nd->attr + i]);
   h = gopt_hash_mix(h, attrs);
   for (uint32_t i = 0; i < nd->n_in; i++) {
     int32_t t = g->slots.a[nd->in + i].tensor;
-    h = gopt_hash_mix(h, t < 0 ? 0x0917 : gopt_tensor_shape_hash_(g, &g->tensors.a[t]));
+    h = gopt_hash_mix(h, t < 0 ? 0x0917 : ir_tensor_shape_hash(g, &g->tensors.a[t]));
   }
   for (uint32_t o = 0; o < nd->n_out; o++)
-    h = gopt_hash_mix(h, gopt_tensor_shape_hash_(g, &g->tensors.a[g->outs.a[nd->out + o]]));
+    h = gopt_hash_mix(h, ir_tensor_shape_hash(g, &g->tensors.a[g->outs.a[nd->out + o]]));
   return h;
 }
 

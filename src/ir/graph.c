@@ -30,7 +30,7 @@ int gopt_dtype_from_name(const char *name) {
 /* ---- strings --------------------------------------------------------------------------------- */
 
 uint32_t gopt_graph_intern_n(gopt_graph *g, const char *s, size_t len) {
-  return gopt_strtab_intern(g->strs, s ? s : "", s ? len : 0);
+  return strtab_intern(g->strs, s ? s : "", s ? len : 0);
 }
 
 uint32_t gopt_graph_intern(gopt_graph *g, const char *s) {
@@ -38,7 +38,7 @@ uint32_t gopt_graph_intern(gopt_graph *g, const char *s) {
 }
 
 const char *gopt_graph_str(const gopt_graph *g, uint32_t id) {
-  return gopt_strtab_get(g->strs, id);
+  return strtab_get(g->strs, id);
 }
 
 /* ---- lifetime -------------------------------------------------------------------------------- */
@@ -46,7 +46,7 @@ const char *gopt_graph_str(const gopt_graph *g, uint32_t id) {
 gopt_graph *gopt_graph_new(const char *name) {
   gopt_graph *g = calloc(1, sizeof *g);
   if (!g) return NULL;
-  g->strs = gopt_strtab_new();
+  g->strs = strtab_new();
   if (!g->strs) {
     free(g);
     return NULL;
@@ -76,7 +76,7 @@ void gopt_graph_free(gopt_graph *g) {
   GOPT_ARR_FREE(g->opsets);
   GOPT_ARR_FREE(g->tensor_of_str);
   GOPT_ARR_FREE(g->sym_of_str);
-  gopt_strtab_free(g->strs);
+  strtab_free(g->strs);
   free(g);
 }
 
@@ -111,7 +111,7 @@ gopt_graph *gopt_graph_clone(const gopt_graph *g) {
   bad |= CLONE_ARR(c->opsets, g->opsets);
   bad |= CLONE_ARR(c->tensor_of_str, g->tensor_of_str);
   bad |= CLONE_ARR(c->sym_of_str, g->sym_of_str);
-  c->strs = gopt_strtab_clone(g->strs);
+  c->strs = strtab_clone(g->strs);
   if (bad || !c->strs) goto fail;
   if (GOPT_ARR_GROW(c->consts, g->consts.n)) goto fail;
   for (size_t i = 0; i < g->consts.n; i++) {
@@ -149,7 +149,7 @@ void gopt_graph_reserve(gopt_graph *g, size_t n) {
 
 /* ---- tensors --------------------------------------------------------------------------------- */
 
-int gopt_graph_index_name_(gopt_graph *g, uint32_t name, int32_t t) {
+int ir_graph_index_name(gopt_graph *g, uint32_t name, int32_t t) {
   if (name >= g->tensor_of_str.n) {
     size_t n = g->tensor_of_str.n;
     if (GOPT_ARR_GROW(g->tensor_of_str, name + 1 - n)) return -1;
@@ -165,7 +165,7 @@ static int32_t tensor_by_strid(const gopt_graph *g, uint32_t id) {
 }
 
 int32_t gopt_graph_find_tensor(const gopt_graph *g, const char *name) {
-  uint32_t id = gopt_strtab_find(g->strs, name, strlen(name));
+  uint32_t id = strtab_find(g->strs, name, strlen(name));
   return id == UINT32_MAX ? -1 : tensor_by_strid(g, id);
 }
 
@@ -199,7 +199,7 @@ int32_t gopt_graph_add_tensor(gopt_graph *g, const char *name, int dtype, int ra
   int r = rank < 0 ? 0 : rank;
   if (GOPT_ARR_GROW(g->tensors, 1) || GOPT_ARR_GROW(g->dims, (size_t)r)) goto oom;
   int32_t id = (int32_t)g->tensors.n;
-  if (gopt_graph_index_name_(g, sid, id)) goto oom;
+  if (ir_graph_index_name(g, sid, id)) goto oom;
   gopt_tensor *t = &g->tensors.a[g->tensors.n++];
   memset(t, 0, sizeof *t);
   t->name = sid;
@@ -574,7 +574,7 @@ int gopt_node_set_graph(gopt_graph *g, int32_t n, const char *name, gopt_graph *
 }
 
 const gopt_attr *gopt_node_attr(const gopt_graph *g, int32_t n, const char *name) {
-  uint32_t sid = gopt_strtab_find(g->strs, name, strlen(name));
+  uint32_t sid = strtab_find(g->strs, name, strlen(name));
   if (sid == UINT32_MAX) return NULL;
   const gopt_node *nd = &g->nodes.a[n];
   for (uint32_t i = 0; i < nd->n_attr; i++)
@@ -627,7 +627,7 @@ const char *gopt_node_get_string(const gopt_graph *g, int32_t n, const char *nam
 }
 
 size_t gopt_graph_memory(const gopt_graph *g, int include_data) {
-  size_t m = sizeof *g + gopt_strtab_memory(g->strs);
+  size_t m = sizeof *g + strtab_memory(g->strs);
   m += g->nodes.cap * sizeof *g->nodes.a + g->tensors.cap * sizeof *g->tensors.a;
   m += g->slots.cap * sizeof *g->slots.a + g->outs.cap * sizeof *g->outs.a;
   m += g->attrs.cap * sizeof *g->attrs.a + g->dims.cap * sizeof *g->dims.a;

@@ -213,7 +213,7 @@ static uint64_t hash_str(const gopt_graph *g, uint32_t id) {
   return gopt_hash_bytes(s, strlen(s), 0x5157);
 }
 
-uint64_t gopt_tensor_shape_hash_(const gopt_graph *g, const gopt_tensor *x) {
+uint64_t ir_tensor_shape_hash(const gopt_graph *g, const gopt_tensor *x) {
   uint64_t h = gopt_hash_mix(x->dtype, (uint64_t)x->rank + ((x->flags & GOPT_T_NOSHAPE) ? 1000 : 0));
   for (int i = 0; i < x->rank; i++) {
     int64_t d = g->dims.a[x->dims + (uint32_t)i];
@@ -224,14 +224,14 @@ uint64_t gopt_tensor_shape_hash_(const gopt_graph *g, const gopt_tensor *x) {
 
 static uint64_t hash_const(const gopt_graph *g, int32_t t) {
   const gopt_tensor *x = &g->tensors.a[t];
-  uint64_t h = gopt_hash_mix(gopt_tensor_shape_hash_(g, x), 0xC0);
+  uint64_t h = gopt_hash_mix(ir_tensor_shape_hash(g, x), 0xC0);
   const gopt_const *k = &g->consts.a[x->cdata];
   if (k->data) h = gopt_hash_mix(h, gopt_hash_bytes(k->data, k->nbytes, 0));
   else h = gopt_hash_mix(h, gopt_hash_mix(hash_str(g, k->external), (uint64_t)k->ext_offset));
   return h;
 }
 
-uint64_t gopt_attr_hash_(const gopt_graph *g, const gopt_attr *a) {
+uint64_t ir_attr_hash(const gopt_graph *g, const gopt_attr *a) {
   uint64_t h = gopt_hash_mix(hash_str(g, a->name), a->kind);
   switch (a->kind) {
   case GOPT_ATTR_INT: return gopt_hash_mix(h, (uint64_t)a->v.i);
@@ -265,7 +265,7 @@ uint64_t gopt_graph_hash(const gopt_graph *g) {
     const gopt_node *nd = &g->nodes.a[n];
     uint64_t x = hash_str(g, nd->type);
     uint64_t attrs = 0; /* attributes combine order-independently */
-    for (uint32_t i = 0; i < nd->n_attr; i++) attrs += gopt_attr_hash_(g, &g->attrs.a[nd->attr + i]);
+    for (uint32_t i = 0; i < nd->n_attr; i++) attrs += ir_attr_hash(g, &g->attrs.a[nd->attr + i]);
     x = gopt_hash_mix(x, attrs);
     for (uint32_t i = 0; i < nd->n_in; i++) {
       int32_t t = g->slots.a[nd->in + i].tensor;
@@ -277,12 +277,12 @@ uint64_t gopt_graph_hash(const gopt_graph *g) {
       else {
         size_t pos = 0;
         while (pos < g->inputs.n && g->inputs.a[pos] != t) pos++;
-        th = gopt_hash_mix(gopt_tensor_shape_hash_(g, &g->tensors.a[t]), 0x1000 + pos);
+        th = gopt_hash_mix(ir_tensor_shape_hash(g, &g->tensors.a[t]), 0x1000 + pos);
       }
       x = gopt_hash_mix(x, th);
     }
     for (uint32_t o = 0; o < nd->n_out; o++)
-      x = gopt_hash_mix(x, gopt_tensor_shape_hash_(g, &g->tensors.a[g->outs.a[nd->out + o]]));
+      x = gopt_hash_mix(x, ir_tensor_shape_hash(g, &g->tensors.a[g->outs.a[nd->out + o]]));
     nh[n] = x;
     side += x;
   }
@@ -291,7 +291,7 @@ uint64_t gopt_graph_hash(const gopt_graph *g) {
     const gopt_tensor *x = &g->tensors.a[t];
     uint64_t th = x->producer >= 0 ? gopt_hash_mix(nh[x->producer], (uint64_t)x->out_index)
                   : x->cdata >= 0 ? hash_const(g, t)
-                                  : gopt_tensor_shape_hash_(g, x);
+                                  : ir_tensor_shape_hash(g, x);
     h = gopt_hash_mix(h, th);
   }
   h = gopt_hash_mix(h, side);

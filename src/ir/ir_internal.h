@@ -25,11 +25,11 @@ static inline int gopt_arr_grow_(void **a, size_t *cap, size_t n, size_t extra, 
 #define GOPT_ARR_FREE(arr) (free((arr).a), (arr).a = NULL, (arr).n = (arr).cap = 0)
 
 /* Records tensor t under its name for lookup. */
-int gopt_graph_index_name_(gopt_graph *g, uint32_t name, int32_t t);
+int ir_graph_index_name(gopt_graph *g, uint32_t name, int32_t t);
 
 /* Hash of one attribute (name, kind, value; sub-graphs recursively). */
-uint64_t gopt_attr_hash_(const gopt_graph *g, const gopt_attr *a);
+uint64_t ir_attr_hash(const gopt_graph *g, const gopt_attr *a);
 /* Hash of a tensor's dtype and shape (symbols by name). */
-uint64_t gopt_tensor_shape_hash_(const gopt_graph *g, const gopt_tensor *x);
+uint64_t ir_tensor_shape_hash(const gopt_graph *g, const gopt_tensor *x);
 
 #endif

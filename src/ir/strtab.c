@@ -20,17 +20,17 @@ static int strtab_rehash(gopt_strtab *t, size_t nslots) {
   return 0;
 }
 
-gopt_strtab *gopt_strtab_new(void) {
+gopt_strtab *strtab_new(void) {
   gopt_strtab *t = calloc(1, sizeof *t);
   if (!t) return NULL;
-  if (gopt_strtab_intern(t, "", 0) != 0) {
-    gopt_strtab_free(t);
+  if (strtab_intern(t, "", 0) != 0) {
+    strtab_free(t);
     return NULL;
   }
   return t;
 }
 
-void gopt_strtab_free(gopt_strtab *t) {
+void strtab_free(gopt_strtab *t) {
   if (!t) return;
   free(t->chars);
   free(t->offs);
@@ -39,7 +39,7 @@ void gopt_strtab_free(gopt_strtab *t) {
   free(t);
 }
 
-gopt_strtab *gopt_strtab_clone(const gopt_strtab *t) {
+gopt_strtab *strtab_clone(const gopt_strtab *t) {
   gopt_strtab *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   *c = *t;
@@ -48,7 +48,7 @@ gopt_strtab *gopt_strtab_clone(const gopt_strtab *t) {
   c->lens = malloc(t->cap * sizeof *c->lens);
   c->slots = malloc(t->nslots * sizeof *c->slots);
   if (!c->chars || !c->offs || !c->lens || !c->slots) {
-    gopt_strtab_free(c);
+    strtab_free(c);
     return NULL;
   }
   memcpy(c->chars, t->chars, t->nchars);
@@ -58,7 +58,7 @@ gopt_strtab *gopt_strtab_clone(const gopt_strtab *t) {
   return c;
 }
 
-uint32_t gopt_strtab_find(const gopt_strtab *t, const char *s, size_t len) {
+uint32_t strtab_find(const gopt_strtab *t, const char *s, size_t len) {
   if (!t->nslots) return UINT32_MAX;
   uint64_t h = gopt_hash_bytes(s, len, 0);
   for (size_t i = (size_t)h & (t->nslots - 1);; i = (i + 1) & (t->nslots - 1)) {
@@ -69,8 +69,8 @@ uint32_t gopt_strtab_find(const gopt_strtab *t, const char *s, size_t len) {
   }
 }
 
-uint32_t gopt_strtab_intern(gopt_strtab *t, const char *s, size_t len) {
-  uint32_t id = gopt_strtab_find(t, s, len);
+uint32_t strtab_intern(gopt_strtab *t, const char *s, size_t len) {
+  uint32_t id = strtab_find(t, s, len);
   if (id != UINT32_MAX) return id;
   if (len >= UINT32_MAX / 2 || t->nchars + len + 1 >= UINT32_MAX) return UINT32_MAX;
   if (t->nchars + len + 1 > t->capchars) {
@@ -106,6 +106,6 @@ uint32_t gopt_strtab_intern(gopt_strtab *t, const char *s, size_t len) {
   return id;
 }
 
-size_t gopt_strtab_memory(const gopt_strtab *t) {
+size_t strtab_memory(const gopt_strtab *t) {
   return sizeof *t + t->capchars + t->cap * 2 * sizeof(uint32_t) + t->nslots * sizeof(uint32_t);
 }

@@ -18,16 +18,16 @@ struct gopt_strtab {
   size_t nslots;      /* power of two */
 };
 
-gopt_strtab *gopt_strtab_new(void);
-void gopt_strtab_free(gopt_strtab *t);
-gopt_strtab *gopt_strtab_clone(const gopt_strtab *t);
+gopt_strtab *strtab_new(void);
+void strtab_free(gopt_strtab *t);
+gopt_strtab *strtab_clone(const gopt_strtab *t);
 /* Interns s[0..len); returns its id, or UINT32_MAX when memory runs out. */
-uint32_t gopt_strtab_intern(gopt_strtab *t, const char *s, size_t len);
+uint32_t strtab_intern(gopt_strtab *t, const char *s, size_t len);
 /* Id of s if interned, UINT32_MAX when not. */
-uint32_t gopt_strtab_find(const gopt_strtab *t, const char *s, size_t len);
-static inline const char *gopt_strtab_get(const gopt_strtab *t, uint32_t id) {
+uint32_t strtab_find(const gopt_strtab *t, const char *s, size_t len);
+static inline const char *strtab_get(const gopt_strtab *t, uint32_t id) {
   return id < t->n ? t->chars + t->offs[id] : "";
 }
-size_t gopt_strtab_memory(const gopt_strtab *t);
+size_t strtab_memory(const gopt_strtab *t);
 
 #endif

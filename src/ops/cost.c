@@ -96,7 +96,7 @@ static int transcendental(int op) {
 void gopt_node_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
   memset(c, 0, sizeof *c);
   if (!g || n < 0 || (size_t)n >= g->nodes.n) return;
-  if (gopt_ops_train_kind(g, n) > 0 && gopt_ops_train_cost(g, n, c) == 1) return;
+  if (ops_train_kind(g, n) > 0 && ops_train_cost(g, n, c) == 1) return;
   memset(c, 0, sizeof *c);
   const gopt_node *nd = &g->nodes.a[n];
   int op = nd->op;

@@ -565,8 +565,8 @@ int gopt_infer_shapes(gopt_graph *g, const gopt_infer_opts *opts, gopt_error *er
     const gopt_node *nd = &g->nodes.a[n];
     c.node = n;
     if (nd->flags & GOPT_N_DEAD) continue;
-    if (gopt_ops_train_kind(g, n) > 0) { /* training ops: rules in ops_train.c */
-      rc = gopt_ops_train_infer(g, n, err);
+    if (ops_train_kind(g, n) > 0) { /* training ops: rules in ops_train.c */
+      rc = ops_train_infer(g, n, err);
       if (rc < 0) goto done;
       rc = 0;
       continue;

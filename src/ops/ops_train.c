@@ -22,7 +22,7 @@ static const char *const tk_names[TK_COUNT] = {
 #undef GOPT_OP
 };
 
-int gopt_ops_train_kind(const gopt_graph *g, int32_t n) {
+int ops_train_kind(const gopt_graph *g, int32_t n) {
   const char *type = gopt_node_type(g, n);
   if (!type || !*type) return TK_NONE;
   for (int k = 1; k < TK_COUNT; k++)
@@ -129,8 +129,8 @@ static int infer_lstm_grad(gopt_graph *g, int32_t n, gopt_error *err) {
   return 0;
 }
 
-int gopt_ops_train_infer(gopt_graph *g, int32_t n, gopt_error *err) {
-  int k = gopt_ops_train_kind(g, n), rc = 0;
+int ops_train_infer(gopt_graph *g, int32_t n, gopt_error *err) {
+  int k = ops_train_kind(g, n), rc = 0;
   switch (k) {
     case TK_NONE: return 0;
     case TK_CONV_GRAD_INPUT: case TK_CONV_GRAD_WEIGHT: rc = out_from_shape(g, n, 2, err); break;
@@ -182,8 +182,8 @@ static double kernel_elems(const gopt_graph *g, int32_t n) {
   return e;
 }
 
-int gopt_ops_train_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
-  int k = gopt_ops_train_kind(g, n);
+int ops_train_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
+  int k = ops_train_kind(g, n);
   if (k == TK_NONE) return 0;
   memset(c, 0, sizeof *c);
   const gopt_node *nd = &g->nodes.a[n];

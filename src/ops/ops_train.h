@@ -10,15 +10,15 @@
 
 /* Index (1-based) of node n's type in op_list_train.h, 0 when it is not a training op. Matches
  * the type string, so it works whether or not op_list.h includes op_list_train.h. */
-int gopt_ops_train_kind(const gopt_graph *g, int32_t n);
+int ops_train_kind(const gopt_graph *g, int32_t n);
 
 /* Shape rule: sets the dtype and shape of every output of training op n from its inputs and
  * attributes (the same values gopt_train_build sets). Returns 1 when it handled n, 0 when n is not
  * a training op, or a negative GOPT_E* code with err naming the node. */
-int gopt_ops_train_infer(gopt_graph *g, int32_t node, gopt_error *err);
+int ops_train_infer(gopt_graph *g, int32_t node, gopt_error *err);
 
 /* Cost rule for training op n (shapes must be set): FLOPs, bytes read and written, parameter
  * elements read, per the conventions of ops.h. Returns 1 when it handled n (c filled), else 0. */
-int gopt_ops_train_cost(const gopt_graph *g, int32_t node, gopt_cost *c);
+int ops_train_cost(const gopt_graph *g, int32_t node, gopt_cost *c);
 
 #endif

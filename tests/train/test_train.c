@@ -2,7 +2,7 @@
  * net, a shared weight, a tensor with two consumers, an embedding + LayerNorm attention block, an
  * LSTM, a conv-1d/classifier op mix), checked against facts derived by hand for each graph: which
  * tensors must (not) get gradients, backward op counts and kinds, liveness of activations, update
- * ordering, optimizer state, errors for unsupported ops, agreement of gopt_ops_train_infer with
+ * ordering, optimizer state, errors for unsupported ops, agreement of ops_train_infer with
  * the builder's shapes, and hand-computed costs. No numeric check (there is no executor yet). */
 #include <stdlib.h>
 #include <string.h>
@@ -179,10 +179,10 @@ static void check_invariants(gopt_graph *g, const gopt_train_info *info, const c
   CHECK_EQ_INT(nupd, info->n_update_nodes);
   CHECK_EQ_INT(nloss, info->n_loss_nodes);
   CHECK_EQ_INT(nupd, info->n_params);
-  /* gopt_ops_train_infer reproduces what the builder set, for every training op */
+  /* ops_train_infer reproduces what the builder set, for every training op */
   int ntrain = 0;
   for (size_t n = info->n_fwd_nodes; n < g->nodes.n; n++) {
-    if (!gopt_ops_train_kind(g, (int32_t)n)) continue;
+    if (!ops_train_kind(g, (int32_t)n)) continue;
     ntrain++;
     int no = g->nodes.a[n].n_out;
     gopt_graph *ref = gopt_graph_clone(g);
@@ -192,7 +192,7 @@ static void check_invariants(gopt_graph *g, const gopt_train_info *info, const c
       gopt_tensor_set_shape(g, o, -1, NULL);
     }
     err.code = 0;
-    rc = gopt_ops_train_infer(g, (int32_t)n, &err);
+    rc = ops_train_infer(g, (int32_t)n, &err);
     CHECK_MSG(rc == 1, "%s: infer %s: %s", label, gopt_node_name(g, (int32_t)n), err.msg);
     for (int k = 0; k < no; k++) {
       int32_t o = gopt_node_output(g, (int32_t)n, k);
@@ -204,11 +204,11 @@ static void check_invariants(gopt_graph *g, const gopt_train_info *info, const c
     }
     gopt_graph_free(ref);
     gopt_cost c;
-    CHECK(gopt_ops_train_cost(g, (int32_t)n, &c) == 1 && c.flops >= 0 && c.bytes_written > 0);
+    CHECK(ops_train_cost(g, (int32_t)n, &c) == 1 && c.flops >= 0 && c.bytes_written > 0);
   }
   CHECK_MSG(ntrain > 0, "%s: no training ops", label);
   /* The op registry's shape inference over the whole training graph (standard ops by its own
-   * rules, training ops through gopt_ops_train_infer) agrees with the builder: same dtypes and
+   * rules, training ops through ops_train_infer) agrees with the builder: same dtypes and
    * ranks, equal concrete dims, symbolic where the builder is symbolic (a flattened product may
    * get another symbol). */
   gopt_graph *re = gopt_graph_clone(g);
@@ -311,15 +311,15 @@ static void test_mlp(void) {
   int nu = 0;
   int32_t u = update_of(g, T(g, "W1"), &nu);
   gopt_cost c;
-  CHECK(u >= 0 && gopt_ops_train_cost(g, u, &c) == 1);
+  CHECK(u >= 0 && ops_train_cost(g, u, &c) == 1);
   CHECK_NEAR(c.flops, 2.0 * 784 * 128, 0);
   CHECK_NEAR(c.bytes_read, 2.0 * 784 * 128 * 4, 0);
   CHECK_NEAR(c.bytes_written, 784.0 * 128 * 4, 0);
   CHECK_EQ_INT(c.params, 784 * 128);
   /* a forward op is not a training op */
-  CHECK_EQ_INT(gopt_ops_train_cost(g, 0, &c), 0);
+  CHECK_EQ_INT(ops_train_cost(g, 0, &c), 0);
   gopt_error err = {0};
-  CHECK_EQ_INT(gopt_ops_train_infer(g, 0, &err), 0);
+  CHECK_EQ_INT(ops_train_infer(g, 0, &err), 0);
   gopt_train_info_free(&info);
   gopt_graph_free(g);
 }
@@ -351,7 +351,7 @@ static void test_optimizers(void) {
       int nu = 0;
       int32_t u = update_of(g, T(g, "W2"), &nu);
       gopt_cost c;
-      CHECK(u >= 0 && gopt_ops_train_cost(g, u, &c) == 1);
+      CHECK(u >= 0 && ops_train_cost(g, u, &c) == 1);
       CHECK_NEAR(c.flops, 10.0 * 128 * 10, 0);
       CHECK(!strcmp(gopt_node_type(g, u), "AdamUpdate"));
       CHECK(T(g, "W2.adam_m") >= 0 && T(g, "W2.adam_v.updated") >= 0);
@@ -429,17 +429,17 @@ static void test_convnet(void) {
     gopt_cost c;
     const char *ty = gopt_node_type(g, (int32_t)k);
     if (!strcmp(ty, "ConvGradInput")) {
-      CHECK(gopt_ops_train_cost(g, (int32_t)k, &c) == 1);
+      CHECK(ops_train_cost(g, (int32_t)k, &c) == 1);
       CHECK_NEAR(c.flops, 2.0 * (2 * 8 * 8 * 8) * 4 * 9, 0);
       /* reads dY, W, the 4-element shape; writes dX */
       CHECK_NEAR(c.bytes_read, (2.0 * 8 * 64 + 8 * 4 * 9) * 4 + 4 * 8, 0);
       CHECK_NEAR(c.bytes_written, 2.0 * 4 * 64 * 4, 0);
       CHECK_EQ_INT(c.params, 8 * 4 * 9);
     } else if (!strcmp(ty, "ConvGradWeight") && gopt_node_input(g, (int32_t)k, 1) == x) {
-      CHECK(gopt_ops_train_cost(g, (int32_t)k, &c) == 1);
+      CHECK(ops_train_cost(g, (int32_t)k, &c) == 1);
       CHECK_NEAR(c.flops, 2.0 * (2 * 4 * 64) * 3 * 9, 0);
     } else if (!strcmp(ty, "MaxPoolGrad")) {
-      CHECK(gopt_ops_train_cost(g, (int32_t)k, &c) == 1);
+      CHECK(ops_train_cost(g, (int32_t)k, &c) == 1);
       CHECK_NEAR(c.flops, 2.0 * 8 * 16 * 4, 0);
     }
   }
