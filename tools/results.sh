@@ -7,7 +7,7 @@
 # compiler's default heuristic (`--start default`, as the papers report search); and the exact
 # methods (ilp, dp) with a 10-minute limit where they apply; then writes the tables, marking and
 # counting the cells whose result does not fit in device memory. --quick: only the tiny graphs and two small models
-# (a smoke run of the whole pipeline, ~1 minute). Environment: RESULTS_OUT (default
+# (a smoke run of the whole pipeline, ~1.5 minutes). Environment: RESULTS_OUT (default
 # docs/RESULTS.md), RESULTS_THREADS (default 2), RESULTS_SEED (default 0).
 set -euo pipefail
 QUICK=0
