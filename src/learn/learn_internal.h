@@ -13,6 +13,7 @@
 #define LEARN_NIN (GOPT_ENV_NFEAT + LEARN_NCTX) /* input width */
 #define LEARN_NDEV 6                          /* device feature columns */
 #define LEARN_MAX_SAGE 4
+#define LEARN_PIPE_INIT 4.0f                  /* initial weight of the device head's pipeline prior */
 
 /* One environment prepared for the policy: rows are live nodes in topological order. */
 typedef struct learn_graph {

@@ -233,6 +233,7 @@ int gopt_policy_new(int task, const gopt_learn_arch *arch, uint64_t seed, gopt_p
   if (!rc && p->kinds[GOPT_VAR_PRIORITY]) rc = gopt_nn_beta_head_init(&p->pri, p->params, "pri", a.hidden, 1);
   if (!rc && p->kinds[GOPT_VAR_FUSE]) rc = gopt_nn_linear_init(&p->fuse, p->params, "fuse", a.hidden, 2, 1);
   rc = rc ? rc : gopt_nn_params_finalize(p->params, seed, err);
+  if (!rc && p->pipe_w) p->pipe_w->data[0] = LEARN_PIPE_INIT;
   if (rc) {
     if (!err || !err->msg[0]) lerr(err, rc, "learn: cannot build the policy network");
     gopt_policy_free(p);
