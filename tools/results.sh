@@ -141,6 +141,15 @@ def show(v, best):
     if v is None: return "–"
     s = f"{v[0]:+.1f}" + ("" if v[1] else OVER)
     return f"**{s}**" if best is not None and v[1] == best[1] and abs(v[0] - best[0]) < 1e-9 else s
+def table_head(hdr):
+    L.append("| " + " | ".join(hdr) + " |")
+    L.append("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 1)) + "|")
+def search_cells(res, d, kind, cells, vals):
+    # each search method's (1K, 5K) cell pair, appended to cells, both cells to vals
+    for name in search:
+        va = cell_of(res.get((name, 1000)), d, kind)
+        vb = cell_of(res.get((name, 5000)), d, kind)
+        cells.append((va, vb)); vals += [va, vb]
 def res_of(*pairs):
     res = {}
     for cc, b in pairs:
@@ -187,9 +196,7 @@ for task in tasks:
         for name in baselines_of(task, m):
             if name not in bl: bl.append(name)
     L.append(f"## {task}\n")
-    hdr = ["model", "nodes", "default"] + bl + ["start"] + search + ["exact"]
-    L.append("| " + " | ".join(hdr) + " |")
-    L.append("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 1)) + "|")
+    table_head(["model", "nodes", "default"] + bl + ["start"] + search + ["exact"])
     for k, m in models:
         c1, c5 = cmp.get((m, task, 1000)), cmp.get((m, task, 5000))
         c = c5 or c1
@@ -200,10 +207,7 @@ for task in tasks:
             r = res.get((name, 5000)) or res.get((name, 1000))
             v = cell_of(r, d, "baselines")
             cells.append(v); vals.append(v)
-        for name in search:
-            va = cell_of(res.get((name, 1000)), d, "search from best")
-            vb = cell_of(res.get((name, 5000)), d, "search from best")
-            cells.append((va, vb)); vals += [va, vb]
+        search_cells(res, d, "search from best", cells, vals)
         ex = exact.get((m, task))
         best = row_best(vals)
         start = next((r.get("start", "–") for r in c["results"] if r["kind"] == "search"), "–")
@@ -224,9 +228,7 @@ if cmpd:
         models = [(k, m) for (k, m) in order if any((m, task, b) in cmpd for b in (1000, 5000))]
         if not models: continue
         L.append(f"### {task}\n")
-        hdr = ["model", "default", "best baseline"] + search
-        L.append("| " + " | ".join(hdr) + " |")
-        L.append("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 1)) + "|")
+        table_head(["model", "default", "best baseline"] + search)
         for k, m in models:
             c1, c5 = cmpd.get((m, task, 1000)), cmpd.get((m, task, 5000))
             c = c5 or c1
@@ -239,10 +241,7 @@ if cmpd:
                 if bls: bb = min(bls, key=lambda r: (not r["feasible"], r["objective"]))
             bcell = (pct(d, bb["objective"]), bool(bb["feasible"])) if bb else None
             vals, cells = [bcell], []
-            for name in search:
-                va = cell_of(res.get((name, 1000)), d, "search from the default")
-                vb = cell_of(res.get((name, 5000)), d, "search from the default")
-                cells.append((va, vb)); vals += [va, vb]
+            search_cells(res, d, "search from the default", cells, vals)
             best = row_best(vals)
             row = [f"`{m}`" + (" (tiny)" if k == "tiny" else ""), fmt_abs(task, d),
                    (show(bcell, best) + f" ({bb['method']})") if bb else "–"]
