@@ -4,13 +4,13 @@
 # Training set: zoo models at many knob settings plus corpus models, on 2-, 4- and 8-device
 # clusters of several presets. Held out for evaluation (never trained on): every WaveNet and
 # Transformer-XL (zoo and corpus) and the corpus models densenet121, efficientnet_b0 and
-# shufflenet_v2_x1_0. ITERS (default 150), SAMPLES (default 8), THREADS (default 2) and SEED
+# shufflenet_v2_x1_0. ITERS (default 1000), SAMPLES (default 8), THREADS (default 2) and SEED
 # (default 1) override the settings; docs/LEARNED.md records the run that produced policies/.
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
 gopt="${1:-$here/build/bin/gopt}"
 out="${2:-$here/policies}"
-iters="${ITERS:-150}"
+iters="${ITERS:-1000}"
 samples="${SAMPLES:-8}"
 threads="${THREADS:-2}"
 seed="${SEED:-1}"
