@@ -12,7 +12,10 @@
 #          fixtures (Debian's /usr/bin/python3), clang for the libFuzzer target, dpkg-dev for the
 #          Debian package (./test installs build and test)
 #   tools  what the corpus export and benchmark scripts need (tools/, bench/)
-# Packages are installed with apt-get (as root, or through sudo), without recommends.
+# Debian packages are installed with apt-get (as root, or through sudo), without recommends.
+# Entries "npm:NAME@VERSION" are npm packages, installed with `npm install --ignore-scripts` into
+# .deps/node/ of the checkout (node_modules there; tools/ort/ort_run.js uses it); Debian's nodejs
+# and npm come first when missing.
 set -euo pipefail
 
 set_build=(
@@ -22,6 +25,7 @@ set_build=(
 )
 set_test=(
   clang dpkg-dev
+  npm:onnxruntime-node@1.30.0
   python3-numpy python3-onnx python3-torch python3-torchvision
 )
 set_tools=(
@@ -66,15 +70,33 @@ for s in "${sets[@]}"; do
   mapfile -t -O "${#wanted[@]}" wanted <<<"$pk"
 done
 
-missing=()
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+node_dir="$root/.deps/node"
+missing=() npm_missing=()
 for p in "${wanted[@]}"; do
+  if [ "${p#npm:}" != "$p" ]; then
+    name="${p#npm:}"
+    name="${name%@*}"
+    [ -f "$node_dir/node_modules/$name/package.json" ] || npm_missing+=("${p#npm:}")
+    continue
+  fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#npm_missing[@]} -gt 0 ] && ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
+[ ${#missing[@]} -eq 0 ] && [ ${#npm_missing[@]} -eq 0 ] && exit 0
 
-echo "install-deps: installing (${sets[*]}): ${missing[*]}" >&2
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing (${sets[*]}): ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+if [ ${#npm_missing[@]} -gt 0 ]; then
+  echo "install-deps: installing from npm into $node_dir: ${npm_missing[*]}" >&2
+  mkdir -p "$node_dir"
+  npm install --ignore-scripts --no-audit --no-fund --silent --prefix "$node_dir" "${npm_missing[@]}" >&2
+fi
