@@ -70,6 +70,10 @@ typedef struct cli_task_flags {
   double seconds;
   int json;
   const char *start;   /* --start: default, best (NULL: best), a baseline or a decisions file */
+  const char *policy;  /* --policy: the learned method's .gpol (NULL: the shipped one) */
+  long samples;        /* --samples K: the learned method's samples besides greedy */
+  int has_samples;
+  long finetune;       /* --finetune N: PPO fine-tuning evaluations (0: zero-shot) */
   cli_model_opts mo;
 } cli_task_flags;
 
@@ -85,15 +89,23 @@ typedef struct cli_task_extra {
   const char **value;
 } cli_task_extra;
 
+/* Method kinds: CLI_METHOD_BASELINE, _SEARCH or _LEARNED ("go"), 0 when unknown. */
+enum { CLI_METHOD_BASELINE = 1, CLI_METHOD_SEARCH = 2, CLI_METHOD_LEARNED = 3 };
 int cli_task_method_kind(const char *name);
 const char *cli_task_methods_text(int task, char *buf, size_t n);
 int cli_task_applicable(const char *method, const gopt_env *e, const char **why);
+/* The learned method's policy file for f and task into buf: --policy, else the shipped one
+ * (gopt_learn_find_policy). Returns 0, or an error in err saying where it looked. */
+int cli_task_policy_path(const cli_task_flags *f, int task, char *buf, size_t n, gopt_error *err);
 /* Runs a method: a baseline is one evaluation of its vector; a search method runs under so from
  * st (NULL: the default vector) with the evaluation budget left after the start
- * (gopt_search_budget_after_start), and out->evals counts the start's evaluations too. x
- * receives the decision vector. Returns 0 or an error in err. */
-int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts *so,
-                        const cli_task_start *st, double *x, cli_task_run *out, gopt_error *err);
+ * (gopt_search_budget_after_start), and out->evals counts the start's evaluations too; the
+ * learned method ("go") loads its policy (f's --policy or the shipped one) and decides zero-shot
+ * (greedy + --samples) or fine-tunes (--finetune), its curve through so->on_improve. x receives
+ * the decision vector. Returns 0 or an error in err. */
+int cli_task_run_method(const char *method, gopt_env *e, const cli_task_flags *f,
+                        const gopt_search_opts *so, const cli_task_start *st, double *x,
+                        cli_task_run *out, gopt_error *err);
 /* Resolves f->start (default "best") into s for e. Returns 0, or 2 after printing
  * "gopt CMD: --start: ..." (one line). */
 int cli_task_start_resolve(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_task_start *s);

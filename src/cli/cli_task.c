@@ -10,15 +10,17 @@
 
 #include "cli/cli.h"
 #include "gopt/baselines.h"
+#include "gopt/learn.h"
 #include "gopt/search.h"
 #include "gopt/task.h"
 #include "gopt/util.h"
 
 /* 1: a baseline (possibly composite), 2: a search method, 0: unknown. */
 int cli_task_method_kind(const char *name) {
+  if (!strcmp(name, "go")) return CLI_METHOD_LEARNED;
   for (size_t i = 0; i < gopt_search_method_count(); i++)
-    if (!strcmp(gopt_search_method_name(i), name)) return 2;
-  return gopt_baseline_known(name) ? 1 : 0;
+    if (!strcmp(gopt_search_method_name(i), name)) return CLI_METHOD_SEARCH;
+  return gopt_baseline_known(name) ? CLI_METHOD_BASELINE : 0;
 }
 
 /* Comma-separated names of the baselines of a task and the search methods, into buf. */
@@ -29,12 +31,19 @@ const char *cli_task_methods_text(int task, char *buf, size_t n) {
     k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", gopt_baseline_task_name(task, i));
   for (size_t i = 0; i < gopt_search_method_count() && k < n; i++)
     k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", gopt_search_method_name(i));
+  if (k < n) snprintf(buf + k, n - k, "%sgo", k ? ", " : "");
   return buf;
 }
 
 /* Whether method applies to e; *why says why not. */
 int cli_task_applicable(const char *method, const gopt_env *e, const char **why) {
-  if (cli_task_method_kind(method) == 2) return gopt_search_applicable(method, e, why);
+  int kind = cli_task_method_kind(method);
+  if (kind == CLI_METHOD_LEARNED) {
+    if (gopt_env_nvars(e) > 0) return 1;
+    if (why) *why = "the task has no decision variables on this graph";
+    return 0;
+  }
+  if (kind == CLI_METHOD_SEARCH) return gopt_search_applicable(method, e, why);
   return gopt_baseline_applicable(method, e, why);
 }
 
@@ -60,13 +69,52 @@ void cli_task_start_free(cli_task_start *s) {
   s->x0 = NULL;
 }
 
-int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts *so,
-                        const cli_task_start *st, double *x, cli_task_run *out, gopt_error *err) {
+int cli_task_policy_path(const cli_task_flags *f, int task, char *buf, size_t n, gopt_error *err) {
+  if (f->policy) {
+    if (strlen(f->policy) >= n) return gopt_error_set(err, GOPT_EINVAL, "--policy: path too long");
+    memcpy(buf, f->policy, strlen(f->policy) + 1);
+    return 0;
+  }
+  return gopt_learn_find_policy(task, NULL, buf, n, err);
+}
+
+/* The learned method: loads the policy and runs gopt_learn_optimize (its own result, never a
+ * baseline's). */
+static int run_learned(gopt_env *e, const cli_task_flags *f, const gopt_search_opts *so, double *x,
+                       cli_task_run *out, gopt_error *err) {
+  char path[4096];
+  gopt_policy *p = NULL;
+  int rc = cli_task_policy_path(f, gopt_env_task(e), path, sizeof path, err);
+  if (!rc) rc = gopt_policy_load(path, gopt_env_task(e), &p, err);
+  if (rc) return rc;
+  gopt_learn_opt_opts lo;
+  memset(&lo, 0, sizeof lo);
+  lo.samples = f->has_samples ? (int)f->samples : 16;
+  lo.finetune_evals = (uint64_t)f->finetune;
+  lo.seed = (uint64_t)f->seed;
+  lo.on_improve = so->on_improve;
+  lo.user = so->user;
+  gopt_search_result res;
+  memset(&res, 0, sizeof res);
+  rc = gopt_learn_optimize(p, e, &lo, x, &res, err);
+  gopt_policy_free(p);
+  if (rc) return rc;
+  out->evals = res.evals;
+  out->interrupted = res.interrupted;
+  return 0;
+}
+
+int cli_task_run_method(const char *method, gopt_env *e, const cli_task_flags *f,
+                        const gopt_search_opts *so, const cli_task_start *st, double *x,
+                        cli_task_run *out, gopt_error *err) {
   memset(out, 0, sizeof *out);
   uint64_t ev0 = gopt_env_evaluations(e);
   double t0 = gopt_now();
   int rc;
-  if (cli_task_method_kind(method) == 2) {
+  int kind = cli_task_method_kind(method);
+  if (kind == CLI_METHOD_LEARNED) {
+    if ((rc = run_learned(e, f, so, x, out, err))) return rc;
+  } else if (kind == CLI_METHOD_SEARCH) {
     gopt_search_result res;
     memset(&res, 0, sizeof res);
     gopt_search_opts o = *so;
@@ -91,7 +139,7 @@ int cli_task_run_method(const char *method, gopt_env *e, const gopt_search_opts 
   gopt_env_ws_free(w);
   if (rc) return rc;
   out->seconds = gopt_now() - t0;
-  if (cli_task_method_kind(method) != 2) out->evals = gopt_env_evaluations(e) - ev0;
+  if (kind == CLI_METHOD_BASELINE) out->evals = gopt_env_evaluations(e) - ev0;
   out->r = r;
   return GOPT_OK;
 }
@@ -101,6 +149,7 @@ static void on_sigint(int sig) {
   (void)sig;
   interrupted_flag = 1;
   gopt_search_request_stop();
+  gopt_learn_request_stop();
 }
 
 /* Installs the Ctrl-C handler (stop the search, keep its best so far); returns 1 once Ctrl-C came. */
@@ -113,6 +162,7 @@ void cli_task_sigint(int install) {
   if (install) {
     interrupted_flag = 0;
     gopt_search_clear_stop();
+    gopt_learn_clear_stop();
   }
 }
 int cli_task_interrupted(void) { return interrupted_flag != 0; }
@@ -137,7 +187,8 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
     return 1;
   }
   if (strcmp(a, "--task") && strcmp(a, "--cluster") && strcmp(a, "--budget") && strcmp(a, "--seconds") &&
-      strcmp(a, "--seed") && strcmp(a, "--threads") && strcmp(a, "--batch") && strcmp(a, "--start"))
+      strcmp(a, "--seed") && strcmp(a, "--threads") && strcmp(a, "--batch") && strcmp(a, "--start") &&
+      strcmp(a, "--policy") && strcmp(a, "--samples") && strcmp(a, "--finetune"))
     return 0;
   if (!has) {
     cli_usage_error(cmd, "%s needs a value", a);
@@ -153,6 +204,13 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
     f->start = v;
   }
   else if (!strcmp(a, "--cluster")) f->cluster = v;
+  else if (!strcmp(a, "--policy")) f->policy = v;
+  else if (!strcmp(a, "--samples")) {
+    if (cli_parse_long(cmd, "--samples", v, 0, 4096, &f->samples)) return -1;
+    f->has_samples = 1;
+  } else if (!strcmp(a, "--finetune")) {
+    if (cli_parse_long(cmd, "--finetune", v, 1, 1000000000L, &f->finetune)) return -1;
+  }
   else if (!strcmp(a, "--budget")) {
     if (cli_parse_long(cmd, "--budget", v, 1, 1000000000L, &f->budget)) return -1;
     f->has_budget = 1;

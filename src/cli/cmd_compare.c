@@ -1,7 +1,8 @@
 /* cmd_compare.c: `gopt compare MODEL --task T --cluster C`: runs every applicable heuristic
  * baseline and search method on the same model, task and evaluation budget and prints one table
  * (objective, improvement over the compiler's default heuristic, evaluations, time, the searches'
- * start) and the best row in the hard memory ranking; the search methods start from --start
+ * start) and the best row in the hard memory ranking, with the learned policy "go" as a row when
+ * one is found for the task; the search methods start from --start
  * (default: the best of the default and the baselines, its evaluations counted in each search's
  * budget); --json adds each search's curve; --plot writes an SVG of best objective vs evaluations
  * for the search methods, with the baselines as horizontal lines. */
@@ -29,7 +30,11 @@ static const char cmp_help[] =
     "                 the task's baselines, their evaluations counted in the budget), default, a\n"
     "                 baseline name, or a decisions file\n"
     "  --methods L    comma-separated subset (baselines, composite baselines, search methods)\n"
-    "  --plot F       SVG of best objective vs evaluations (search methods; baselines as lines)\n";
+    "  --plot F       SVG of best objective vs evaluations (search methods; baselines as lines)\n"
+    "  --policy P     the learned method go's policy (default: the shipped policies/<task>.gpol;\n"
+    "                 go is listed as skipped when there is none)\n"
+    "  --samples K    go: decision samples besides the greedy one (default 16)\n"
+    "  --finetune N   go: fine-tune the policy on this graph for N evaluations (default: zero-shot)\n";
 
 typedef struct curve {
   double *ev, *best;
@@ -56,11 +61,22 @@ static void on_improve(uint64_t evals, double seconds, double best, void *user) 
 
 typedef struct row {
   char name[96];
-  int kind;               /* 1 baseline, 2 search */
+  int kind;               /* CLI_METHOD_BASELINE, _SEARCH or _LEARNED */
   cli_task_run run;
   curve cv;
   int done;
 } row;
+
+static const char *kind_name(int kind) {
+  return kind == CLI_METHOD_SEARCH ? "search" : kind == CLI_METHOD_LEARNED ? "learned" : "baseline";
+}
+
+/* The table's start column: a search's start, the learned method's mode, "-" for a baseline. */
+static const char *start_col(int kind, const cli_task_flags *f, const cli_task_start *st) {
+  if (kind == CLI_METHOD_SEARCH) return st->info.name;
+  if (kind == CLI_METHOD_LEARNED) return f->finetune ? "policy+finetune" : "policy (zero-shot)";
+  return "-";
+}
 
 /* The curve as [[evaluations, best], ...]. */
 static json_t *curve_json(const curve *cv) {
@@ -125,7 +141,7 @@ static int write_plot(const char *path, const char *title, int task, const row *
       ymax = fmax(ymax, rows[i].cv.best[k]);
       xmax = fmax(xmax, rows[i].cv.ev[k]);
     }
-    if (rows[i].kind == 2) xmax = fmax(xmax, (double)rows[i].run.evals);
+    if (rows[i].kind != CLI_METHOD_BASELINE) xmax = fmax(xmax, (double)rows[i].run.evals);
   }
   if (!(ymax > ymin)) {
     ymax = ymin * 1.01 + 1e-12;
@@ -167,7 +183,7 @@ static int write_plot(const char *path, const char *title, int task, const row *
   ly += 18;
   int ci = 0;
   for (size_t i = 0; i < nr; i++) {
-    if (!rows[i].done || rows[i].kind != 1) continue;
+    if (!rows[i].done || rows[i].kind != CLI_METHOD_BASELINE) continue;
     double y = rows[i].run.r.objective;
     sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-dasharray=\"6,4\"/>\n",
               L, PY(y), W - R, PY(y));
@@ -178,7 +194,7 @@ static int write_plot(const char *path, const char *title, int task, const row *
   }
   ly += 8;
   for (size_t i = 0; i < nr; i++) {
-    if (!rows[i].done || rows[i].kind != 2) continue;
+    if (!rows[i].done || rows[i].kind == CLI_METHOD_BASELINE) continue;
     const char *col = palette[ci++ % (int)(sizeof palette / sizeof palette[0])];
     const curve *cv = &rows[i].cv;
     sb_printf(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
@@ -253,11 +269,20 @@ int cli_compare(int argc, char **argv) {
   } else {
     for (size_t i = 0; i < gopt_baseline_task_count(task); i++, nr++) {
       snprintf(rows[nr].name, sizeof rows[nr].name, "%s", gopt_baseline_task_name(task, i));
-      rows[nr].kind = 1;
+      rows[nr].kind = CLI_METHOD_BASELINE;
     }
     for (size_t i = 0; i < gopt_search_method_count(); i++, nr++) {
       snprintf(rows[nr].name, sizeof rows[nr].name, "%s", gopt_search_method_name(i));
-      rows[nr].kind = 2;
+      rows[nr].kind = CLI_METHOD_SEARCH;
+    }
+    /* the learned policy when there is one for the task (--policy or the shipped one) */
+    char pp[4096];
+    gopt_error perr = {0};
+    if (!cli_task_policy_path(&f, task, pp, sizeof pp, &perr)) {
+      snprintf(rows[nr].name, sizeof rows[nr].name, "go");
+      rows[nr++].kind = CLI_METHOD_LEARNED;
+    } else {
+      snprintf(skipped[nskip++], sizeof skipped[0], "go (%.280s)", perr.msg);
     }
   }
 
@@ -299,7 +324,7 @@ int cli_compare(int argc, char **argv) {
   uint64_t budget = cli_task_budget(&f);
   int tty = isatty(STDERR_FILENO);
   int any_search = 0;
-  for (size_t i = 0; i < nr; i++) any_search |= rows[i].kind == 2;
+  for (size_t i = 0; i < nr; i++) any_search |= rows[i].kind == CLI_METHOD_SEARCH;
   if (any_search && (rc = cli_task_start_resolve("compare", &f, e, &start))) goto done;
   rc = 1;
   cli_task_sigint(1);
@@ -308,9 +333,10 @@ int cli_compare(int argc, char **argv) {
     cli_task_search_opts(&f, tty, &so);
     so.on_improve = on_improve;
     so.user = &rows[i].cv;
-    rows[i].cv.offset = rows[i].kind == 2 ? start.info.evals : 0;
+    rows[i].cv.offset = rows[i].kind == CLI_METHOD_SEARCH ? start.info.evals : 0;
     if (tty) fprintf(stderr, "gopt compare: %s ...\n", rows[i].name);
-    if (cli_task_run_method(rows[i].name, e, &so, rows[i].kind == 2 ? &start : NULL, x, &rows[i].run, &err)) {
+    if (cli_task_run_method(rows[i].name, e, &f, &so, rows[i].kind == CLI_METHOD_SEARCH ? &start : NULL, x,
+                            &rows[i].run, &err)) {
       /* one failing method does not lose the others: it is listed with its error */
       fprintf(stderr, "gopt compare: warning: %s: %s\n", rows[i].name, err.msg);
       snprintf(skipped[nskip++], sizeof skipped[0], "%s (failed: %.150s)", rows[i].name, err.msg);
@@ -341,7 +367,7 @@ int cli_compare(int argc, char **argv) {
       json_t *r = json_object();
       const cli_task_run *u = &rows[i].run;
       json_object_set_new(r, "method", json_string(rows[i].name));
-      json_object_set_new(r, "kind", json_string(rows[i].kind == 2 ? "search" : "baseline"));
+      json_object_set_new(r, "kind", json_string(kind_name(rows[i].kind)));
       json_object_set_new(r, "objective", json_real(u->r.objective));
       json_object_set_new(r, "improvement_pct",
                           json_real(rd.objective > 0 ? 100 * (rd.objective - u->r.objective) / rd.objective : 0));
@@ -352,11 +378,11 @@ int cli_compare(int argc, char **argv) {
       json_object_set_new(r, "seconds", json_real(u->seconds));
       json_object_set_new(r, "optimal", json_boolean(u->optimal));
       json_object_set_new(r, "interrupted", json_boolean(u->interrupted));
-      if (rows[i].kind == 2) {
+      if (rows[i].kind == CLI_METHOD_SEARCH) {
         json_object_set_new(r, "start", json_string(start.info.name));
         json_object_set_new(r, "start_evaluations", json_integer((json_int_t)start.info.evals));
-        json_object_set_new(r, "curve", curve_json(&rows[i].cv));
       }
+      if (rows[i].kind != CLI_METHOD_BASELINE) json_object_set_new(r, "curve", curve_json(&rows[i].cv));
       json_array_append_new(jr, r);
     }
     for (size_t i = 0; i < nskip; i++) json_array_append_new(js, json_string(skipped[i]));
@@ -380,7 +406,7 @@ int cli_compare(int argc, char **argv) {
       double impr = rd.objective > 0 ? 100 * (rd.objective - u->r.objective) / rd.objective : 0;
       printf("%-28s %16s %+9.2f%% %12llu %10.3f  %-20s%s%s%s\n", rows[i].name,
              cli_task_fmt(task, u->r.objective, b1, sizeof b1), impr, (unsigned long long)u->evals, u->seconds,
-             rows[i].kind == 2 ? start.info.name : "-", u->r.feasible ? "" : "  INFEASIBLE",
+             start_col(rows[i].kind, &f, &start), u->r.feasible ? "" : "  INFEASIBLE",
              u->optimal ? "  optimal" : "", u->interrupted ? "  interrupted" : "");
     }
     if (best < nr) printf("\nbest: %s%s\n", rows[best].name, rows[best].run.r.feasible ? "" : " (nothing fits in memory)");

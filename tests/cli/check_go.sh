@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# check_go.sh GOPT: the learned method `go` in optimize and compare: with a policy trained here,
+# optimize --method go reports the policy's own result (kind "learned", 1 + K evaluations, a
+# curve) and compare has the same row; a policy for another task, a missing policy file and bad
+# flags give one error line; without a policy for the task, compare lists go as skipped.
+set -u
+gopt="$1"
+here="$(cd "$(dirname "$0")" && pwd)"
+ee="$here/expect_error.sh"
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+py=/usr/bin/python3
+m="gpt2:layers=1"
+"$gopt" train --task placement --cluster 2xV100-nvlink --graphs "$m" --iters 2 --seed 1 --samples 4 \
+  -o "$d/p.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "train"; }
+common=(--task placement --cluster 4xV100-nvlink --policy "$d/p.gpol" --seed 5)
+"$gopt" optimize "$m" "${common[@]}" --method go --samples 3 --json >"$d/opt.json" || fail "optimize --method go"
+"$gopt" compare "$m" "${common[@]}" --samples 3 --budget 40 --json >"$d/cmp.json" || fail "compare"
+"$py" - "$d/opt.json" "$d/cmp.json" <<'PY' || exit 1
+import json, sys
+o, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert o["kind"] == "learned", o["kind"]
+assert o["evaluations"] == 4, f"go used {o['evaluations']} evaluations, expected 1 greedy + 3 samples"
+assert o["curve"] and o["curve"][-1][1] == o["objective"], o["curve"]
+assert o["policy"].endswith("p.gpol")
+rows = {r["method"]: r for r in c["results"]}
+assert "go" in rows and rows["go"]["kind"] == "learned", list(rows)
+assert rows["go"]["objective"] == o["objective"], (rows["go"]["objective"], o["objective"])
+assert "start" not in rows["go"], "go does not start from a baseline"
+print("ok: go is its own row:", o["objective"])
+PY
+"$ee" "p.gpol: policy is for task 'placement', not 'fusion'" "$gopt" optimize "$m" --task fusion --cluster V100 \
+  --method go --policy "$d/p.gpol" || exit 1
+"$ee" "nope.gpol" "$gopt" optimize "$m" --task placement --cluster V100 --method go --policy "$d/nope.gpol" || exit 1
+"$ee" "--samples: expected an integer" "$gopt" optimize "$m" --task placement --cluster V100 --method go \
+  --samples -1 || exit 1
+"$ee" "--finetune: expected an integer" "$gopt" optimize "$m" --task placement --cluster V100 --method go \
+  --finetune x || exit 1
+mkdir -p "$d/empty"
+GOPT_POLICY_DIR="$d/empty" "$gopt" compare "$m" --task memory --cluster 2xV100-nvlink --budget 20 --json >"$d/mem.json" ||
+  fail "compare memory"
+"$py" - "$d/mem.json" <<'PY' || exit 1
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert not any(r["method"] == "go" for r in c["results"]), "go ran without a policy"
+assert any(s.startswith("go (no policy for task 'memory'") for s in c["skipped"]), c["skipped"]
+print("ok: no memory policy: go skipped with the reason")
+PY
+echo ok
