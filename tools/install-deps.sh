@@ -92,8 +92,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  # one apt at a time on this machine (parallel builds may call this script together)
+  lock=()
+  command -v flock >/dev/null && lock=(flock /tmp/gopt-install-deps.lock)
+  $SUDO "${lock[@]}" apt-get update -qq
+  $SUDO "${lock[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 if [ ${#npm_missing[@]} -gt 0 ]; then
   echo "install-deps: installing from npm into $node_dir: ${npm_missing[*]}" >&2
