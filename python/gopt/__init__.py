@@ -13,12 +13,13 @@
 docs/PYTHON.md is the reference. Errors raise gopt.Error carrying gopt's one-line message."""
 from ._lib import LIB_PATH, VERSION, Error
 from .env import Env
-from .model import TASKS, Cluster, Model, find_policy, load, method_kind, search_methods, task_baselines
+from .model import (TASKS, Cluster, Model, find_policy, load, method_kind, search_methods, task_baselines,
+                    zoo, zoo_node_count)
 from . import spaces
 
 __version__ = VERSION
 __all__ = ["Env", "Error", "Model", "Cluster", "load", "library_path", "spaces", "TASKS", "find_policy",
-           "method_kind", "search_methods", "task_baselines", "zoo", "__version__"]
+           "method_kind", "search_methods", "task_baselines", "zoo", "zoo_node_count", "__version__"]
 
 
 def library_path():

@@ -47,6 +47,7 @@ class Env:
     "default")."""
 
     metadata = {"render_modes": []}
+    _env = _ws = None  # so close() works on a half-built environment
 
     def __init__(self, model, task="placement", cluster="2xV100", mode="graph", seed=None, reference="default",
                  mem_penalty=0.0, threads=0, batch=None):

@@ -498,6 +498,8 @@ class _TaskRun:
                 continue
             d["improvement_pct"] = _impr(rd.objective, r.objective)
             d["x"] = x
+            for k in ("repaired", "mem_over_bytes", "policy", "finetune_evaluations"):
+                d.pop(k, None)  # compare's rows have the CLI's keys
             results.append(d)
             if best is None or L.lib.gopt_env_result_cmp(ctypes.byref(r), ctypes.byref(best[1])) < 0:
                 best = (m, r)
@@ -534,3 +536,38 @@ def _impr(default, obj):
 
 def _dp(x):
     return x.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+
+
+class _Knob(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dflt", ctypes.c_int64), ("min", ctypes.c_int64),
+                ("max", ctypes.c_int64), ("description", ctypes.c_char_p)]
+
+
+class _ZooModel(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("description", ctypes.c_char_p), ("n_knobs", ctypes.c_size_t),
+                ("knobs", ctypes.POINTER(_Knob))]
+
+
+L.lib.gopt_zoo_count.restype, L.lib.gopt_zoo_count.argtypes = ctypes.c_size_t, []
+L.lib.gopt_zoo_get.restype, L.lib.gopt_zoo_get.argtypes = ctypes.POINTER(_ZooModel), [ctypes.c_size_t]
+L.lib.gopt_zoo_node_count.restype = ctypes.c_int
+L.lib.gopt_zoo_node_count.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(L._Error)]
+
+
+def zoo():
+    """The built-in models, as `gopt zoo` lists them: [{"name", "description", "knobs": [{"name",
+    "default", "min", "max", "description"}]}]."""
+    out = []
+    for i in range(L.lib.gopt_zoo_count()):
+        m = L.lib.gopt_zoo_get(i).contents
+        knobs = [{"name": k.name.decode(), "default": k.dflt, "min": k.min, "max": k.max,
+                  "description": k.description.decode()} for k in m.knobs[:m.n_knobs]]
+        out.append({"name": m.name.decode(), "description": m.description.decode(), "knobs": knobs})
+    return out
+
+
+def zoo_node_count(spec):
+    """The exact node count of a zoo spec, without building it (fast for huge settings)."""
+    err, n = L.new_error(), ctypes.c_size_t()
+    check(L.lib.gopt_zoo_node_count(L.s(spec), ctypes.byref(n), ctypes.byref(err)), err)
+    return n.value
