@@ -15,11 +15,20 @@ from ._lib import LIB_PATH, VERSION, Error
 from .env import Env
 from .model import (TASKS, Cluster, Model, find_policy, load, method_kind, search_methods, task_baselines,
                     zoo, zoo_node_count)
-from . import spaces
+from . import _lib, spaces
 
 __version__ = VERSION
 __all__ = ["Env", "Error", "Model", "Cluster", "load", "library_path", "spaces", "TASKS", "find_policy",
-           "method_kind", "search_methods", "task_baselines", "zoo", "zoo_node_count", "__version__"]
+           "method_kind", "search_methods", "task_baselines", "zoo", "zoo_node_count", "request_stop", "__version__"]
+
+
+def request_stop():
+    """Asks running searches and learned-policy runs to stop and return their best so far (what
+    Ctrl-C does in the CLI). ctypes releases the GIL during library calls, so another thread (a
+    timer, a signal-watching thread) can call this while optimize()/compare() runs; the next
+    optimize()/compare() clears the request when it starts."""
+    _lib.lib.gopt_search_request_stop()
+    _lib.lib.gopt_learn_request_stop()
 
 
 def library_path():

@@ -265,6 +265,10 @@ _SIGS = {
     "gopt_learn_optimize": (c_int, [P, P, POINTER(LearnOptOpts), DP, POINTER(SearchResult), E]),
     "gopt_learn_reference": (c_int, [P, POINTER(EnvResult), DP, E]),
     "gopt_learn_reward": (c_double, [P, POINTER(EnvResult), POINTER(EnvResult)]),
+    "gopt_search_request_stop": (None, []),
+    "gopt_search_clear_stop": (None, []),
+    "gopt_learn_request_stop": (None, []),
+    "gopt_learn_clear_stop": (None, []),
 }
 for _name, (_res, _args) in _SIGS.items():
     _f = getattr(lib, _name)

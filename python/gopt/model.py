@@ -354,6 +354,8 @@ class _TaskRun:
         self._threads = int(threads)
 
     def __enter__(self):
+        L.lib.gopt_search_clear_stop()
+        L.lib.gopt_learn_clear_stop()
         return self
 
     def __exit__(self, *a):

@@ -139,6 +139,20 @@ def _():
     same(a, b, skip=TIMING)
 
 
+@case("request_stop from another thread stops a search with its best so far")
+def _():
+    import threading
+    m = gopt.load("inception_v3")
+    t = threading.Timer(0.3, gopt.request_stop)
+    t.start()
+    r = m.optimize("placement", "4xV100-nvlink", "anneal", seconds=60, seed=1, threads=1)
+    t.join()
+    assert r["interrupted"], r  # without the stop it would run its 60 s
+    assert r["objective"] <= r["default_objective"], r
+    r = m.optimize("placement", "4xV100-nvlink", "anneal", budget=50, seed=1, threads=1)
+    assert not r["interrupted"] and r["evaluations"] == 50, r  # the next run starts clear
+
+
 @case("errors: gopt.Error carries the CLI's one-line message")
 def _():
     checks = [
