@@ -251,9 +251,9 @@ class Env:
             raise Error("step: the episode is over (call reset)", -1)
         if self.mode == "graph":
             x = self._vec(action)
-            if not self.action_space.contains(np.asarray(action)) and self.discrete.all():
-                bad = np.nonzero((x < 0) | (x >= self.var_card) | (np.floor(x) != x))[0]
-                i = int(bad[0]) if len(bad) else 0
+            bad = np.nonzero(self.discrete & ((x < 0) | (x >= self.var_card) | (np.floor(x) != x)))[0]
+            if len(bad):  # (priorities are checked by the library: finite)
+                i = int(bad[0])
                 raise Error("step: action[%d] = %g: expected an integer in [0, %d) (%s of node '%s')" % (
                     i, x[i], self.var_card[i], _KIND_NAMES[int(self.var_kind[i])],
                     L.lib.gopt_node_name(self.model._g, int(self.var_node[i])).decode()), -1)

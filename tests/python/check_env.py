@@ -66,6 +66,9 @@ def _():
     bad = a.copy()
     bad[5] = 4
     raises(lambda: env.step(bad), "action[5] = 4: expected an integer in [0, 4)")
+    env.reset()
+    _, r, _, _, _ = env.step(env.x_default)   # a float vector of integral values is a valid action
+    assert r == 0.0, r
 
 
 @case("CSR edges equal python-onnx's dataflow of the exported model")
