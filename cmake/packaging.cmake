@@ -15,7 +15,8 @@ file(RELATIVE_PATH GOPT_PC_PREFIX_REL /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
 string(REGEX REPLACE "/$" "" GOPT_PC_PREFIX_REL "${GOPT_PC_PREFIX_REL}")
 configure_file(${CMAKE_SOURCE_DIR}/packaging/gopt.pc.in ${CMAKE_BINARY_DIR}/gopt.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/gopt.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
-install(FILES ${CMAKE_SOURCE_DIR}/packaging/gopt.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+configure_file(${CMAKE_SOURCE_DIR}/packaging/gopt.1 ${CMAKE_BINARY_DIR}/gopt.1 @ONLY) # the version
+install(FILES ${CMAKE_BINARY_DIR}/gopt.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 # Trained artefacts, when the checkout has them: policies/*.gpol and rules/*.
 foreach(dir policies rules)
   if(IS_DIRECTORY ${CMAKE_SOURCE_DIR}/${dir})

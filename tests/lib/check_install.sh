@@ -48,7 +48,7 @@ got=$("$tmp/pc_static" "$model") || fail "pc_static failed"
 
 # the installed CLI, man page, policies and Python binding
 [ "$("$tmp/prefix/bin/gopt" --version)" = "gopt $version" ] || fail "installed gopt --version is not 'gopt $version'"
-[ -f "$tmp/prefix/share/man/man1/gopt.1" ] || fail "no man page installed"
+grep -q "gopt $version" "$tmp/prefix/share/man/man1/gopt.1" || fail "no man page of version $version installed"
 if [ -d "$src/policies" ]; then
   ls "$tmp/prefix/share/gopt/policies/"*.gpol >/dev/null 2>&1 || fail "no policies installed"
 fi
