@@ -5,7 +5,10 @@
 # that both programs print the project version and the node count `gopt info --json` reports
 # for the same zoo model. Also checks the installed CLI's --version, man page, policies and the
 # Python binding (importable from the prefix, loading the prefix's libgopt.so).
+# A sanitizer build sets GOPT_TEST_CFLAGS (the external programs must link the same runtime) and
+# GOPT_TEST_PY_PRELOAD (the ASan runtime, preloaded into the uninstrumented interpreter).
 set -eu
+xcflags=${GOPT_TEST_CFLAGS:-}
 build=${1:?usage: check_install.sh BUILD GOPT_BIN SRC_DIR VERSION}
 gopt=$2
 src=$3
@@ -30,7 +33,8 @@ want=$("$gopt" info "$model" --json | /usr/bin/python3 -c 'import json,sys; prin
 
 # shared: only what pkg-config says, plus an rpath to the prefix's libdir so it runs uninstalled
 # shellcheck disable=SC2046
-cc -std=c11 -o "$tmp/pc_shared" "$src/tests/lib/pc_program.c" $(pkg-config --cflags --libs gopt) \
+# shellcheck disable=SC2086
+cc -std=c11 $xcflags -o "$tmp/pc_shared" "$src/tests/lib/pc_program.c" $(pkg-config --cflags --libs gopt) \
   -Wl,-rpath,"$libdir" || fail "building against the shared library with pkg-config failed"
 ldd "$tmp/pc_shared" | grep -q "$tmp/prefix/.*libgopt.so" || fail "pc_shared does not link the installed libgopt.so"
 got=$("$tmp/pc_shared" "$model") || fail "pc_shared failed"
@@ -40,7 +44,7 @@ got=$("$tmp/pc_shared" "$model") || fail "pc_shared failed"
 # (a plain -lgopt would pick the .so when both are installed).
 libs=$(pkg-config --static --libs gopt | sed 's/-lgopt\b/-l:libgopt.a/')
 # shellcheck disable=SC2086
-cc -std=c11 -o "$tmp/pc_static" "$src/tests/lib/pc_program.c" $(pkg-config --cflags gopt) $libs ||
+cc -std=c11 $xcflags -o "$tmp/pc_static" "$src/tests/lib/pc_program.c" $(pkg-config --cflags gopt) $libs ||
   fail "building against libgopt.a with pkg-config --static failed"
 if ldd "$tmp/pc_static" | grep -q libgopt; then fail "pc_static still links libgopt.so"; fi
 got=$("$tmp/pc_static" "$model") || fail "pc_static failed"
@@ -54,7 +58,8 @@ if [ -d "$src/policies" ]; then
 fi
 pydir=$(find "$tmp/prefix" -type d -name gopt -path '*python*' | head -1)
 [ -n "$pydir" ] || fail "the Python binding is not installed"
-env -u GOPT_LIB PYTHONPATH="$(dirname "$pydir")" /usr/bin/python3 -c '
+env -u GOPT_LIB PYTHONPATH="$(dirname "$pydir")" ${GOPT_TEST_PY_PRELOAD:+LD_PRELOAD="$GOPT_TEST_PY_PRELOAD"} \
+  ${GOPT_TEST_PY_PRELOAD:+ASAN_OPTIONS=detect_leaks=0} /usr/bin/python3 -c '
 import sys, gopt
 lib, prefix, want = gopt.library_path(), sys.argv[1], int(sys.argv[2])
 assert lib.startswith(prefix), "binding loaded %s, not the installed library" % lib
