@@ -92,11 +92,12 @@ class Env:
         self.indptr, self.indices = _ro(indptr), _ro(indices)
         self.node_mask = _ro(self.model.alive())
         # the reference result rewards are relative to
+        self._default = self._evaluate(self.x_default)  # (result, repaired), reused by reset()
         self._ref = L.EnvResult()
         if reference == "baseline":
             check(L.lib.gopt_learn_reference(env, ctypes.byref(self._ref), None, ctypes.byref(err)), err)
         else:
-            self._ref = self._evaluate(self.x_default)[0]
+            self._ref = self._default[0]
         self.reference_result = M.result_dict(self._ref)
         # spaces
         hi = np.where(self.discrete, self.var_card - 1, 1.0).astype(np.float64)
@@ -234,10 +235,13 @@ class Env:
         if seed is not None:
             self.np_random = np.random.default_rng(seed)
             self.action_space.seed(seed)
-        x = self.x_default if not options or options.get("x") is None else options["x"]
-        self._x = self._vec(x).copy()
+        start = None if not options else options.get("x")
+        self._x = self._vec(self.x_default if start is None else start).copy()
         self._cursor = 0
-        r, rep = self._evaluate(self._x)
+        if start is None and self.mode == "graph":
+            r, rep = self._default  # the simulator is deterministic: no need to evaluate again
+        else:  # node mode: the workspace must hold the start for the incremental steps
+            r, rep = self._evaluate(self._x)
         self._score = self.reward_of(r)
         self._done = False
         return self._obs(), self._info(r, rep)
