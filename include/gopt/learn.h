@@ -107,6 +107,9 @@ typedef struct gopt_learn_train_opts {
   float ent_coef;          /* entropy bonus (default 0.01) */
   float clip_norm;         /* gradient clipping (default 1.0) */
   float baseline_decay;    /* per-graph moving-average baseline decay (default 0.9) */
+  int64_t imitate_iters;   /* the first this many of iters are an imitation warm start: cross-entropy
+                            * to each graph's reference decisions (gopt_learn_reference), no PPO
+                            * (default 0) */
   gopt_learn_iter_fn on_iter;
   void *user;
 } gopt_learn_train_opts;

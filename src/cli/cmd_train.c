@@ -14,12 +14,14 @@
 
 static const char train_help[] =
     "usage: gopt train --task T --cluster C[,C2...] --graphs SPEC[;SPEC...] -o P.gpol\n"
-    "                  [--iters N] [--seed S] [--threads N] [--samples K] [--resume]\n"
+    "                  [--iters N] [--imitate M] [--seed S] [--threads N] [--samples K] [--resume]\n"
     "  trains a policy with PPO on every graph x cluster pair and writes P.gpol.\n"
     "  SPEC: a model file (.onnx), a zoo spec (gnmt:layers=8,steps=100) or a folder (its *.onnx);\n"
     "  separate several with ';' or repeat --graphs. Ctrl-C writes P.gpol; --resume continues it\n"
     "  exactly (same --task, --cluster, --graphs, --iters, --seed, --threads). Defaults: --iters 100,\n"
-    "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n";
+    "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n"
+    "  --imitate M: the first M of the N iterations imitate each graph's best baseline (cross-entropy\n"
+    "  warm start, no PPO); default 0. --resume needs the same --imitate.\n";
 
 #define MAX_ITEMS 4096
 
@@ -119,7 +121,7 @@ static void on_sigint(int sig) {
 typedef struct train_args {
   const char *task, *out, *clusters;
   char graphs[8192];
-  long iters, seed, threads, samples, stop_after;
+  long iters, seed, threads, samples, stop_after, imitate;
   int resume;
 } train_args;
 
@@ -130,7 +132,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!strcmp(f, "--help") || !strcmp(f, "-h")) { fputs(train_help, stdout); return 0; }
     if (!strcmp(f, "--resume")) { a->resume = 1; continue; }
     int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
-                !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after");
+                !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after") ||
+                !strcmp(f, "--imitate");
     if (!takes) return cli_usage_error("train", f[0] == '-' ? "unknown flag '%s'" : "unexpected argument '%s'", f);
     if (!v) return cli_usage_error("train", "%s: missing value", f);
     i++;
@@ -141,6 +144,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
       size_t l = strlen(a->graphs);
       if (l + strlen(v) + 2 > sizeof a->graphs) return cli_usage_error("train", "--graphs: list too long");
       snprintf(a->graphs + l, sizeof a->graphs - l, "%s%s", l ? ";" : "", v);
+    } else if (!strcmp(f, "--imitate")) {
+      if (cli_parse_long("train", f, v, 0, 1000000000L, &a->imitate)) return 2;
     } else if (cli_parse_long("train", f, v, !strcmp(f, "--seed") ? 0 : 1,
                               !strcmp(f, "--samples") ? 255 : 1000000000L,
                               !strcmp(f, "--iters") ? &a->iters : !strcmp(f, "--seed") ? &a->seed
@@ -186,7 +191,7 @@ int cli_train(int argc, char **argv) {
   if (!p && gopt_policy_new(task, NULL, (uint64_t)a.seed, &p, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
   tty = isatty(2);
   gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
-                             .stop_after = a.stop_after,
+                             .stop_after = a.stop_after, .imitate_iters = a.imitate,
                              .on_iter = on_iter, .user = s};
   gopt_learn_train_result tr;
   gopt_learn_clear_stop();
