@@ -28,7 +28,9 @@ static const char cmp_help[] =
     "  --budget N     evaluations per search method, its start's included (default 1000)\n"
     "  --start S      where the search methods start: best (default: the best of the default and\n"
     "                 the task's baselines, their evaluations counted in the budget), default, a\n"
-    "                 baseline name, or a decisions file\n"
+    "                 baseline name, a decisions file, or history (the best decisions recorded\n"
+    "                 for this model, cluster and task)\n"
+    "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n"
     "  --methods L    comma-separated subset (baselines, composite baselines, search methods)\n"
     "  --plot F       SVG of best objective vs evaluations (search methods; baselines as lines)\n"
     "  --policy P     the learned method go's policy (default: the shipped policies/<task>.gpol;\n"
@@ -343,6 +345,7 @@ int cli_compare(int argc, char **argv) {
       continue;
     }
     rows[i].done = 1;
+    cli_history_record("compare", &f, e, rows[i].name, x, &rows[i].run);
   }
   cli_task_sigint(0);
 
