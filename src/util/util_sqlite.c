@@ -1,5 +1,6 @@
 /* util_sqlite.c: opening gopt's SQLite databases (util_sqlite.h): WAL, busy timeout, schema,
  * one-line errors. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/util_sqlite.h"
@@ -14,12 +15,18 @@ int util_sqlite_is_path(const char *path) {
   return 0;
 }
 
+int util_sqlite_busy_ms(void) {
+  const char *v = getenv("GOPT_SQLITE_BUSY_MS");
+  long ms = v && *v ? strtol(v, NULL, 10) : UTIL_SQLITE_BUSY_MS;
+  return ms >= 0 && ms <= 3600000 ? (int)ms : UTIL_SQLITE_BUSY_MS;
+}
+
 int util_sqlite_error(sqlite3 *db, const char *path, const char *what, gopt_error *err) {
   int code = db ? sqlite3_errcode(db) : SQLITE_CANTOPEN;
   const char *msg = db ? sqlite3_errmsg(db) : "cannot open";
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
     return gopt_error_set(err, GOPT_EIO, "%s: %s: database is locked by another process (waited %d ms)",
-                          path, what, UTIL_SQLITE_BUSY_MS);
+                          path, what, util_sqlite_busy_ms());
   if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
     return gopt_error_set(err, GOPT_EPARSE, "%s: %s: not a SQLite database or corrupted (%s)", path,
                           what, msg);
@@ -37,7 +44,7 @@ int util_sqlite_open(const char *path, int create, const char *schema, sqlite3 *
     sqlite3_close(db);
     return rc;
   }
-  sqlite3_busy_timeout(db, UTIL_SQLITE_BUSY_MS);
+  sqlite3_busy_timeout(db, util_sqlite_busy_ms());
   /* journal_mode reads the header: a file that is not a database fails here. */
   if (sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
       (schema && sqlite3_exec(db, schema, NULL, NULL, NULL) != SQLITE_OK)) {

@@ -9,8 +9,10 @@
 
 #include "gopt/error.h"
 
-/* Milliseconds a writer waits for another process's lock before failing with "locked". */
+/* Milliseconds a writer waits for another process's lock before failing with "locked"
+ * (GOPT_SQLITE_BUSY_MS overrides it: tests of the locked case use a short wait). */
 #define UTIL_SQLITE_BUSY_MS 10000
+int util_sqlite_busy_ms(void);
 
 /* Whether path names a SQLite database by its extension (.sqlite, .sqlite3, .db). */
 int util_sqlite_is_path(const char *path);
