@@ -28,6 +28,7 @@ set_build=(
 set_test=(
   clang dpkg-dev
   npm:onnxruntime-node@1.30.0
+  npm:playwright-core@1.65.1
   python3-numpy python3-onnx python3-torch python3-torchvision
   chromium
 )

@@ -18,6 +18,16 @@ int cli_zoo(int argc, char **argv);
 int cli_dot(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 
+/* Per op type: count and FLOPs (cmd_info.c). */
+typedef struct cli_op_row {
+  const char *type;
+  size_t count;
+  double flops;
+} cli_op_row;
+/* The live nodes' op types, most frequent first (then by name), into *rows (malloc'd; NULL and 0
+ * on out of memory); returns the row count. */
+size_t cli_info_ops(const gopt_graph *g, cli_op_row **rows);
+
 /* Options common to commands that load a model. */
 typedef struct cli_model_opts {
   long batch;      /* > 0: bind the symbolic batch dim (an error when the model has none) */
