@@ -4,7 +4,7 @@
 In a temporary HOME (XDG_DATA_HOME unset): optimize and compare record one row per method
 (model hash, task, cluster, method, seed, objective, evaluations, time, decisions, version) in
 ~/.local/share/gopt/history.sqlite, read back with `gopt history --json` and checked against
-the commands' own --json; --no-history and GOPT_HISTORY=0 record nothing; XDG_DATA_HOME moves
+the commands' own --json; train records one row; --no-history and GOPT_HISTORY=0 record nothing; XDG_DATA_HOME moves
 the database; `gopt history MODEL` lists only that model (the same structure under another zoo
 spec spelling counts as the same model); `--start history` starts from the best recorded
 decisions and is no worse than them; a corrupted history file gives a one-line warning, the
@@ -70,6 +70,7 @@ try:
     # another model: listed apart
     run(["optimize", "resnet50:depth=34"] + TASK + ["--method", "metis"], env)
     check(len(history(env)) == 4 and len(history(env, M)) == 3, "gopt history MODEL lists that model only")
+    check(len(history(env, "resnet50:depth=18,batch=1")) == 3, "the same structure under another spelling")
     # --start history: the best recorded decisions (feasible, lowest objective), never worse
     best = min(x["objective"] for x in history(env, M))
     s = json.loads(run(["optimize", M] + TASK + ["--method", "local", "--budget", "40", "--start", "history", "--json"], env).stdout)
@@ -78,6 +79,12 @@ try:
     p = run(["optimize", M, "--task", "placement", "--cluster", "4xV100", "--method", "local", "--start", "history"], env, ok=False)
     check(p.returncode != 0 and p.stderr.count("\n") == 1 and "no recorded run" in p.stderr,
           "--start history with no record: one line: %r" % p.stderr)
+    # train: one record (method ppo, iterations as evaluations, the policy file)
+    pol = os.path.join(tmp, "p.gpol")
+    run(["train", "--task", "placement", "--cluster", "2xV100", "--graphs", M, "--iters", "2", "-o", pol], env)
+    t = [x for x in history(env) if x["command"] == "train"]
+    check(len(t) == 1 and t[0]["method"] == "ppo" and t[0]["evaluations"] == 2 and t[0]["decisions_file"] == pol,
+          "train recorded: %r" % t)
     # XDG_DATA_HOME
     envx = dict(env, XDG_DATA_HOME=os.path.join(tmp, "xdg"))
     run(["optimize", M] + TASK + ["--method", "local", "--budget", "20"], envx)
