@@ -33,7 +33,7 @@ typedef struct gopt_history_record {
   double seconds;         /* wall time of the method */
   const char *decisions;  /* decisions JSON text (gopt_decisions_dumps), may be NULL */
   const char *decisions_file; /* where -o wrote them, may be NULL */
-  const char *version;    /* gopt version (add: NULL = this build's) */
+  const char *version;    /* gopt version (add: NULL = this build's, gopt_version()) */
 } gopt_history_record;
 
 /* The history database's path into buf: $GOPT_HISTORY_FILE, else $XDG_DATA_HOME/gopt/
@@ -41,8 +41,6 @@ typedef struct gopt_history_record {
 int gopt_history_path(char *buf, size_t len, gopt_error *err);
 /* 0 when GOPT_HISTORY is "0", "off" or "no"; 1 otherwise. */
 int gopt_history_enabled(void);
-/* This build's version string ("0.1.0"). */
-const char *gopt_history_version(void);
 /* Adds r to the database at path (NULL: gopt_history_path), creating it and its folder. */
 int gopt_history_add(const char *path, const gopt_history_record *r, gopt_error *err);
 /* Calls fn for every record, oldest first; model_hash 0 lists all models. fn returning non-zero

@@ -11,7 +11,6 @@
 
 #include "cli/cli_report.h"
 #include "gopt/decisions.h"
-#include "gopt/history.h"
 #include "gopt/util.h"
 
 static const char report_help[] =
@@ -42,7 +41,7 @@ static void page(cli_sbuf *b, const cli_report_ctx *r, size_t graph_nodes) {
   cli_report_head(b, title);
   cli_sb_printf(b, "<h1>");
   cli_xml_text(b, title);
-  cli_sb_printf(b, "</h1>\n<p class=\"note\">gopt %s. Best: <b>", gopt_history_version());
+  cli_sb_printf(b, "</h1>\n<p class=\"note\">gopt %s. Best: <b>", gopt_version());
   cli_xml_text(b, r->best_name);
   cli_sb_printf(b, "</b>, step %.4f ms vs %.4f ms for the default heuristic.</p>\n", r->best_r.step_time * 1e3,
                 r->dflt_r.step_time * 1e3);

@@ -8,11 +8,8 @@
 #include <sys/stat.h>
 
 #include "gopt/history.h"
+#include "gopt/util.h"
 #include "util/util_sqlite.h"
-
-#ifndef GOPT_VERSION_STRING
-#define GOPT_VERSION_STRING "0.1.0"
-#endif
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY AUTOINCREMENT, "
@@ -21,8 +18,6 @@ static const char schema[] =
     "feasible INTEGER, evaluations INTEGER, seconds REAL, decisions TEXT, decisions_file TEXT, "
     "version TEXT);"
     "CREATE INDEX IF NOT EXISTS runs_key ON runs(model_hash, cluster, task);";
-
-const char *gopt_history_version(void) { return GOPT_VERSION_STRING; }
 
 int gopt_history_enabled(void) {
   const char *v = getenv("GOPT_HISTORY");
@@ -96,7 +91,7 @@ int gopt_history_add(const char *path, const gopt_history_record *r, gopt_error 
   sqlite3_bind_double(st, 11, r->seconds);
   sqlite3_bind_text(st, 12, r->decisions, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 13, r->decisions_file, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 14, r->version ? r->version : GOPT_VERSION_STRING, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 14, r->version ? r->version : gopt_version(), -1, SQLITE_STATIC);
   if (sqlite3_step(st) != SQLITE_DONE) rc = util_sqlite_error(s, p, "record", err);
 done:
   sqlite3_finalize(st);
