@@ -5,7 +5,7 @@
 # clusters of several presets. Held out for evaluation (never trained on): every WaveNet and
 # Transformer-XL (zoo and corpus) and the corpus models densenet121, efficientnet_b0 and
 # shufflenet_v2_x1_0. ITERS (default 1000), SAMPLES (default 8), THREADS (default 2) and SEED
-# (default 1) override the settings; IMITATE (default 300) of the ITERS iterations are the imitation
+# (default 1) override the settings; IMITATE (default 0) of the ITERS iterations are the imitation
 # warm start (cross-entropy to each graph's best baseline) before PPO; TASKS (default all four)
 # picks the tasks. docs/LEARNED.md records the run that produced policies/.
 set -eu
@@ -16,7 +16,7 @@ iters="${ITERS:-1000}"
 samples="${SAMPLES:-8}"
 threads="${THREADS:-2}"
 seed="${SEED:-1}"
-imitate="${IMITATE:-300}"
+imitate="${IMITATE:-0}"
 tasks="${TASKS:-placement fusion schedule joint}"
 mkdir -p "$out"
 c="$here/corpus"
