@@ -3,7 +3,8 @@
  * order, one device), each evaluated incrementally and compared field by field — step time,
  * feasibility, counts, per-device busy / peak / over / resident / end memory, per-link bytes and
  * busy, every transfer, the whole critical path — with a fresh state given the same decisions
- * and evaluated in full (the reference); and checks that replays really start late (the stats). */
+ * and evaluated in full (the reference); and checks that replays really start late and that delta
+ * evaluations converge and splice the recorded tail (the stats). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +173,10 @@ static void test_random(const char *spec, const char *cluster, int rounds) {
             (unsigned long long)is.iters_replayed, (unsigned long long)is.incremental,
             is.last_iters);
   CHECK(is.checkpoints > 0 && is.checkpoints <= 256 && is.record_bytes > 0);
+  /* delta evaluation: some replays converged back to the recorded run and spliced its tail */
+  CHECK_MSG(is.converged > 0 && is.converged <= is.incremental && is.iters_spliced > 0,
+            "%s: %llu of %llu replays converged", spec, (unsigned long long)is.converged,
+            (unsigned long long)is.incremental);
   gopt_sim_result r;
   uint64_t cached = is.cached;
   CHECK_EQ_INT(gopt_sim_evaluate(st, &r, &err), 0);
