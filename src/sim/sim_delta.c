@@ -153,9 +153,11 @@ static inline int same_x(const sim_xfer *a, const sim_xfer *b) {
 static int converged(gopt_sim_state *st, const sim_lv *lv, ck_view k, const sim_ev *ev, int nev) {
   const struct sim_old *o = st->old;
   const sim_lv *r = &k.h->v;
-  if (r->it != lv->it || r->now != lv->now || r->step != lv->step || r->done != lv->done ||
-      r->ns != lv->ns || r->nd != lv->nd || r->nl != lv->nl || r->h != lv->h || k.h->nev != nev)
-    return 0;
+  if (r->it != lv->it) return 0;
+  if (r->now != lv->now) return 0;
+  if (r->step != lv->step || r->done != lv->done || r->ns != lv->ns) return 0;
+  if (r->nd != lv->nd || r->nl != lv->nl || k.h->nev != nev) return 0;
+  if (r->h != lv->h) return 0;
   for (int32_t i = 0; i < st->nchg; i++) {
     int32_t u = st->chg[i];
     if (o->ofin[i] >= lv->it || st->ur[u].fin_it >= lv->it) return 0;
@@ -378,3 +380,4 @@ int sim_delta_try(gopt_sim_state *st, sim_lv *lv, const sim_ev *ev, int nev, uin
   splice(st, lv, kc, ev, nev, evseq, nx);
   return 1;
 }
+
