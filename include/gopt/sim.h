@@ -146,7 +146,7 @@ typedef struct gopt_sim_inc_stats {
   int32_t last_from;      /* iteration the last evaluation started from (0: full) */
   int32_t checkpoints;    /* checkpoints held now, ... */
   int32_t ck_every;       /* ... one every this many iterations */
-  size_t record_bytes;    /* memory of the logs and checkpoints */
+  size_t record_bytes;    /* memory of the logs, checkpoints and delta copies */
   uint64_t converged;     /* incremental evaluations that converged to the recorded run */
   uint64_t iters_spliced; /* event-loop iterations taken from the recorded run, not simulated */
   int32_t last_to;        /* iteration the last evaluation simulated to (its convergence point,

@@ -758,6 +758,10 @@ void gopt_sim_state_inc_stats(const gopt_sim_state *st, gopt_sim_inc_stats *out)
   out->record_bytes = n * sizeof(int32_t) + st->capl * 3 * sizeof(int32_t) +
                       (size_t)st->ck_max * st->ck_size +
                       (size_t)st->s->n_res * (size_t)st->D * sizeof(int32_t);
+  /* delta evaluation's copies of the recorded tail (allocated on the first delta replay) */
+  if (st->old)
+    out->record_bytes += st->capx * sizeof(sim_xfer) + st->capl * 3 * sizeof(int32_t) +
+                         (size_t)st->D * sizeof(sim_dev) + (size_t)st->L * (sizeof(sim_link) + 8);
 }
 
 int gopt_sim_state_device(const gopt_sim_state *st, int32_t nid) {
