@@ -229,6 +229,7 @@ struct gopt_sim_state {
   int32_t inc_from;            /* earliest iteration a change since then can affect (INT32_MAX:
                                   none) */
   int32_t *slog;               /* [U] units in start order */
+  int32_t *srit;               /* [U] their ready iterations (ready_it), in the same order */
   int32_t *plog, *rlog, *xlog; /* [capl] pending / act ref / transfer ref decrements */
   int32_t np, nr, nxr, ns;
   size_t capl;

@@ -226,8 +226,9 @@ static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
   for (int d = 0; d < D; d++) st->hbase[d + 1] = st->hbase[d] + st->dcnt[d];
   /* ready queues: ready before the checkpoint, started at or after it */
   for (int32_t i = o->ns; i < st->ns; i++) {
+    if (st->srit[i] >= o->it) continue; /* (read sequentially, not from the unit's line) */
     int32_t u = st->slog[i];
-    if (ur[u].ready_it < o->it) {
+    {
       int d = ur[u].dev;
       bm_push(bm_at(st, d), ur[u].rank);
       st->dv[d].hn++;
@@ -443,7 +444,10 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         for (int32_t c = c0; c < c1; c++) __builtin_prefetch(&ur[cons[c]], 1);
       }
       ev_push(ev, &nev, &evseq, now + dur, 0, d);
-      if (rec) st->slog[ns++] = u;
+      if (rec) {
+        st->srit[ns] = W->ready_it;
+        st->slog[ns++] = u;
+      }
     }
     nd = 0;
     if (!one) {
