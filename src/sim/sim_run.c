@@ -212,7 +212,10 @@ static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
   const sim_lv *o = &v.h->v;
   sim_ur *ur = st->ur;
   /* undo the decrements made after the checkpoint */
-  for (int32_t i = o->np; i < st->np; i++) st->pend[st->plog[i]]++;
+  for (int32_t i = o->np; i < st->np; i++) {
+    st->pend[st->plog[i]]++;
+    __builtin_prefetch(&ur[st->plog[i]], 1); /* the replay reads these units' lines */
+  }
   for (int32_t i = o->nr; i < st->nr; i++) st->aref[st->rlog[i]]++;
   for (int32_t i = o->nxr; i < st->nxr; i++) st->x[st->xlog[i]].refs++;
   /* devices and links as they were (queues refilled below, dirty flags from the lists) */
@@ -283,7 +286,7 @@ static inline uint64_t hready(const gopt_sim_state *st, int32_t u, const sim_ur 
     const sim_xfer *x = &st->x[W->dep >> 1];
     dep = ((uint64_t)(uint32_t)x->act << 12 | (uint32_t)x->dst) << 1 | 1;
   }
-  return sim_mix(sim_mix((uint64_t)(uint32_t)u * 0x9E3779B97F4A7C15ULL ^ sim_dbits(W->ready_t)) ^
+  return sim_mix((uint64_t)(uint32_t)u * 0x9E3779B97F4A7C15ULL ^ sim_dbits(W->ready_t) * 0xD1B54A32D192ED03ULL ^
                  dep * 0xD6E8FEB86659FD93ULL ^ (uint64_t)(uint32_t)W->ready_it << 40);
 }
 
