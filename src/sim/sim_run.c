@@ -433,6 +433,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       if (strict) v->seqpos++;
       if (rec) hh -= hready(st, u, W);
       W->start = now;
+      W->start_it = it;
       W->cause = (W->ready_t < now && v->prev_unit >= 0) ? SIM_CAUSE_UNIT(v->prev_unit) : W->dep;
       double dur = ucost[(size_t)d * U + u];
       W->end = now + dur;
@@ -466,6 +467,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         double b = abytes[x->act], dur = b * s->inv_bw[l] + s->lat[l];
         x->start = now;
         x->end = now + dur;
+        x->start_it = it;
         x->cause = (x->req < now && k->prev >= 0) ? SIM_CAUSE_XFER(k->prev)
                                                   : SIM_CAUSE_UNIT(st->aprod[x->act]);
         k->bytes += b;
@@ -565,6 +567,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         sim_xfer *x = &xs[xi];
         k->run = -1;
         k->prev = xi;
+        x->fin_it = it;
         MARK_LINK(l);
         int32_t a = x->act;
         if (--aref[a] == 0) dv[act[a].dev].mem -= abytes[a];
