@@ -213,8 +213,8 @@ static void fix_readied(gopt_sim_state *st, int32_t ni, int32_t it_k, int32_t nx
   const sim_xfer *x = &st->x[ni];
   for (int32_t c = st->cons_off[x->act]; c < st->cons_off[x->act + 1]; c++) {
     sim_ur *W = &st->ur[st->cons[c]];
-    if (W->dev != x->dst || W->ready_it < it_k || W->spare == (int32_t)st->stamp) continue;
-    W->spare = (int32_t)st->stamp;
+    if (W->dev != x->dst || W->ready_it < it_k || W->spare0 == (int32_t)st->stamp) continue;
+    W->spare0 = (int32_t)st->stamp;
     W->dep = map_cause(st, W->dep, nxk, dx);
     W->cause = map_cause(st, W->cause, nxk, dx);
   }
@@ -261,7 +261,7 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
   const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, it_k = lv->it;
   const int32_t dp = lv->np - r.np, dr = lv->nr - r.nr, dxr = lv->nxr - r.nxr;
   if (++st->stamp == 0) {
-    for (int32_t u = 0; u < st->U; u++) st->ur[u].spare = 0;
+    for (int32_t u = 0; u < st->U; u++) st->ur[u].spare0 = 0;
     st->stamp = 1;
   }
   /* 1. transfers waiting or in flight at K: the tail wrote their times and cause in the
@@ -272,12 +272,16 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
       int32_t ni = st->x[i].next_q, nj = old_next(st, l, j);
       st->x[i].start = ox->start;
       st->x[i].end = ox->end;
+      st->x[i].start_it = ox->start_it;
+      st->x[i].fin_it = ox->fin_it;
       st->x[i].cause = map_cause(st, ox->cause, nxk, dx);
       st->x[i].next_q = map_x(st, nj, nxk, dx); /* the last one's successor is in the tail */
       i = ni;
       j = nj;
     }
   }
+  for (int l = 0; l < L; l++) /* in flight at K: the tail ended it */
+    if (st->lk[l].run >= 0) st->x[st->lk[l].run].fin_it = old_x(st, k.lk[l].run)->fin_it;
   for (int32_t j = nxk; j < o->nx; j++) {
     int32_t ni = j + dx;
     sim_xfer x = *old_x(st, j);

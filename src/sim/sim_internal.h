@@ -92,7 +92,8 @@ typedef struct sim_act {
 typedef struct sim_ur {
   double ready_t, start, end;  /* seconds: became ready, started, ended */
   double obytes;               /* bytes of its outputs, allocated when it starts */
-  int32_t spare0;              /* (the pending input count is in the state's pend array) */
+  int32_t spare0;              /* visit mark of a delta splice (sim_delta.c); the pending input
+                                  count is in the state's pend array */
   int32_t dev;                 /* device */
   int32_t rank;                /* ready-queue rank: position in the (key, unit) order */
   int32_t dep, cause;          /* SIM_CAUSE: what made it ready; what it started after */
@@ -247,7 +248,7 @@ struct gopt_sim_state {
   struct sim_old *old;         /* what a replay keeps of the recorded run (allocated once) */
   int delta;                   /* delta evaluation on (gopt_sim_state_set_delta) */
   int delta_on;                /* a replay may converge: check at its checkpoints */
-  uint32_t stamp;              /* visit marks in ur[].spare (sim_delta.c) */
+  uint32_t stamp;              /* visit marks in ur[].spare0 (sim_delta.c) */
 };
 
 /* Device of unit u. */
