@@ -96,4 +96,7 @@ int rw_foldable(const gopt_graph *g, int32_t n);
 /* Folds node n (its outputs become constants; data-less when an input has no data). */
 int rw_fold_node(gopt_graph *g, int32_t n, size_t *nodata, gopt_error *err);
 
+/* Proves rule r with Z3 over the operator axioms (rewrite_z3.c): 1 proved, 0 not (why says). */
+int rw_z3_prove(const rw_rule *r, int timeout_ms, char *why, size_t n);
+
 #endif

@@ -80,6 +80,10 @@ int rw_pattern_build(gopt_graph *g, const rw_pattern *p, const int32_t *vars, in
     if (n < 0) return err ? err->code : GOPT_EINVAL;
     if (op->attrs && rw_attrs_set(g, n, op->attrs))
       return gopt_error_set(err, GOPT_ENOMEM, "cannot set the attributes of '%s'", op->type);
+    /* an equal Split names its output count from opset 18 on */
+    if (op->op == GOPT_OP_SPLIT && op->n_in == 1 && gopt_graph_opset(g, "", 13) >= 18 &&
+        gopt_node_set_int(g, n, "num_outputs", op->n_out))
+      return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   }
   for (int k = 0; k < p->n_out; k++) outs[k] = made[RW_REF_OPI(p->out[k])][RW_REF_OUTK(p->out[k])];
   return 0;
