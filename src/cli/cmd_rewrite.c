@@ -314,16 +314,10 @@ int cli_rewrite(int argc, char **argv) {
     fail(rules_path[0] ? err.msg : "out of memory");
     goto done;
   }
-  /* a rule is verified again before it is used; one that fails is never applied */
-  int dropped = gopt_ruleset_verify(rs, seed + 11, &err);
-  for (size_t i = 0; dropped > 0 && i < gopt_ruleset_count(rs); i++)
-    if (!gopt_ruleset_rule_enabled(rs, i) && strstr(gopt_ruleset_rule_reason(rs, i), "numeric"))
-      fprintf(stderr, "gopt rewrite: warning: rule '%s' dropped: %s\n", gopt_ruleset_rule_name(rs, i),
-              gopt_ruleset_rule_reason(rs, i));
-  if (getenv("GOPT_REWRITE_FORCE_RULE"))
+  const char *forced = getenv("GOPT_REWRITE_FORCE_RULE"); /* test hook: skip verifying one rule */
+  if (forced)
     for (size_t i = 0; i < gopt_ruleset_count(rs); i++)
-      if (!strcmp(gopt_ruleset_rule_name(rs, i), getenv("GOPT_REWRITE_FORCE_RULE")))
-        gopt_ruleset_force_enable(rs, i);
+      if (!strcmp(gopt_ruleset_rule_name(rs, i), forced)) gopt_ruleset_force_enable(rs, i);
   if (!(g = cli_load_model(a.model, &a.mo))) goto done;
   /* which constants came with data: a structure-only model's made-up weights are not written */
   if (!(had = calloc(g->tensors.n + 1, 1)) || !(full = gopt_graph_clone(g)) || !(sg = gopt_graph_clone(g))) {
@@ -343,10 +337,37 @@ int cli_rewrite(int argc, char **argv) {
   }
   strip_weights(sg, NULL);
   gopt_rewrite_opts ro = {a.method, c, a.alpha, a.budget, a.seconds, 0, seed};
-  if (gopt_rewrite_search(sg, rs, &ro, &res, &err)) {
-    fail(err.msg);
+  /* Every pattern rule the best result uses is verified again (numerically, with the executor)
+   * before it is applied to the model; one that fails is disabled and the search runs again, so
+   * a rule whose verification fails is never applied. */
+  uint8_t *checked = calloc(gopt_ruleset_count(rs) + 1, 1);
+  if (!checked) {
+    fail("out of memory");
     goto done;
   }
+  for (;;) {
+    gopt_rewrite_result_clear(&res);
+    if (gopt_rewrite_search(sg, rs, &ro, &res, &err)) {
+      free(checked);
+      fail(err.msg);
+      goto done;
+    }
+    int again = 0;
+    for (size_t i = 0; i < res.n_steps; i++) {
+      size_t ri = (size_t)res.steps[i].rule;
+      if (checked[ri] || (forced && !strcmp(gopt_ruleset_rule_name(rs, ri), forced))) continue;
+      checked[ri] = 1;
+      gopt_error ve = {0};
+      if (gopt_rule_verify(rs, ri, seed + 11, &ve)) {
+        fprintf(stderr, "gopt rewrite: warning: rule '%s' dropped, never applied: %s\n",
+                gopt_ruleset_rule_name(rs, ri), ve.msg);
+        gopt_ruleset_disable(rs, ri, ve.msg);
+        again = 1;
+      }
+    }
+    if (!again) break;
+  }
+  free(checked);
   /* the best history replayed on the graph with weights, then verified */
   if (gopt_rewrite_replay(full, rs, &res, 0, seed, &outg, &err)) {
     fail(err.msg);

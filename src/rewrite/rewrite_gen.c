@@ -3,7 +3,8 @@
  * matrices is enumerated (independent ops in one canonical order; duplicate graphs removed by
  * their expression text), evaluated by a small double-precision reference evaluator on random
  * inputs (the fingerprint), and graphs with equal fingerprints are paired into candidate rules.
- * Candidates are pruned by input renaming (rules equal up to renaming the variables) and common
+ * Each graph is paired both ways with its fingerprint group's smallest member (a star, not all
+ * pairs). Candidates are pruned by input renaming (rules equal up to renaming the variables) and common
  * subgraphs (an op on the same variables on both sides), re-checked by the reference evaluator on
  * further random inputs and a second size, verified with gopt's executor (gopt_rule_verify) and,
  * when enabled, proved with Z3 over operator axioms (rewrite_z3.c). The result is the built-in
@@ -299,15 +300,34 @@ static int agree(const grec *a, const grec *b, int n, uint64_t seed) {
   return 1;
 }
 
-/* Common subgraph: an op reading only variables appears on both sides. */
+static uint64_t expr_hash(const gop *ops, int t) {
+  char buf[1024];
+  size_t len = 0;
+  expr(ops, t, buf, sizeof buf, &len);
+  return gopt_hash_bytes(buf, len, 5);
+}
+
+/* Common subgraph (TASO's pruning): some op output computes the same expression on both sides, or
+ * both sides end in the same op with all inputs but one equal; the rule then follows from a
+ * smaller one. */
 static int common_subgraph(const grec *a, const grec *b) {
-  for (int i = 0; i < a->n_ops; i++) {
-    const gop *x = &a->ops[i];
-    int ar = k_garity[x->type];
-    if (x->in[0] >= G_VARS || (ar == 2 && x->in[1] >= G_VARS)) continue;
-    for (int j = 0; j < b->n_ops; j++) {
-      const gop *y = &b->ops[j];
-      if (y->type == x->type && y->in[0] == x->in[0] && (ar == 1 || y->in[1] == x->in[1])) return 1;
+  uint64_t ha[2 * G_MAXOPS];
+  int na = 0;
+  for (int i = 0; i < a->n_ops; i++)
+    for (int k = 0; k < k_gouts[a->ops[i].type]; k++) ha[na++] = expr_hash(a->ops, G_VARS + 2 * i + k);
+  for (int j = 0; j < b->n_ops; j++)
+    for (int k = 0; k < k_gouts[b->ops[j].type]; k++) {
+      uint64_t h = expr_hash(b->ops, G_VARS + 2 * j + k);
+      for (int q = 0; q < na; q++)
+        if (ha[q] == h) return 1;
+    }
+  if (a->n_out == 1) {
+    const gop *x = &a->ops[(a->out[0] - G_VARS) / 2], *y = &b->ops[(b->out[0] - G_VARS) / 2];
+    if (x->type == y->type && k_gouts[x->type] == 1) {
+      int ar = k_garity[x->type], diff = 0;
+      for (int k = 0; k < ar; k++)
+        diff += expr_hash(a->ops, x->in[k]) != expr_hash(b->ops, y->in[k]);
+      if (diff <= 1) return 1;
     }
   }
   return 0;
@@ -420,7 +440,7 @@ static int add_rule(gopt_ruleset *rs, const grec *a, const grec *b, size_t idx, 
   }
   if (o->use_z3) {
     char why[200] = "";
-    int p = rw_z3_prove(rr, 2000, why, sizeof why);
+    int p = rw_z3_prove(rr, 1000, why, sizeof why);
     rr->extra = json_object();
     if (p == 1) {
       json_object_set_new(rr->extra, "proof", json_string("z3"));
@@ -466,9 +486,14 @@ int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulege
   for (size_t i = 0; i < g->n_recs;) {
     size_t j = i;
     while (j < g->n_recs && g->recs[j].fp == g->recs[i].fp) j++;
-    for (size_t a = i; a < j && j - i <= 64; a++)
+    /* Each graph is paired with the group's representative (fewest ops, first in order) both
+     * ways: a star instead of all k (k - 1) pairs; any two members are two rewrites apart. */
+    size_t rep = i;
+    for (size_t q = i; q < j; q++)
+      if (g->recs[q].n_ops < g->recs[rep].n_ops) rep = q;
+    for (size_t a = i; a < j; a++)
       for (size_t b = i; b < j; b++) {
-        if (a == b) continue;
+        if (a == b || (a != rep && b != rep)) continue;
         const grec *ra = &g->recs[a], *rb = &g->recs[b];
         if (ra->n_out != rb->n_out || ra->vars != rb->vars) continue;
         st->candidates++;

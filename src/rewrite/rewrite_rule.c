@@ -79,6 +79,11 @@ int gopt_ruleset_rule_size(const gopt_ruleset *rs, size_t i) {
   }
   return rs->r[i].src.n_ops;
 }
+void gopt_ruleset_disable(gopt_ruleset *rs, size_t i, const char *why) {
+  if (!rs || i >= rs->n) return;
+  rs->r[i].enabled = 0;
+  snprintf(rs->r[i].reason, sizeof rs->r[i].reason, "%s", why ? why : "disabled");
+}
 void gopt_ruleset_force_enable(gopt_ruleset *rs, size_t i) {
   if (rs && i < rs->n) rs->r[i].enabled = 1;
 }

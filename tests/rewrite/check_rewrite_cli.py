@@ -36,6 +36,39 @@ def conv_bn_model(path):
     onnx.save(m, path)
 
 
+WRONG_RULES = {"rules": [{"name": "wrong_mm_add", "vars": 2,
+    "src": {"ops": [{"op": "MatMul", "in": ["x0", "x1"]}], "out": ["o0"]},
+    "dst": {"ops": [{"op": "Add", "in": ["x0", "x1"]}], "out": ["o0"]},
+    "shapes": [{"x0": [4, 4], "x1": [4, 4]}], "verified": True}]}
+
+
+def wrong_rule(d):
+    """A deliberately wrong rule (MatMul -> Add, cheaper) claimed verified: gopt rewrite verifies it
+    before use, drops it and never applies it; forced past that check, the output verification
+    fails naming the rule and where, and nothing is written."""
+    failures = 0
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], "mm",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1024, 1024]) for n in "ab"],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1024, 1024])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    src, rules, out = (os.path.join(d, f) for f in ("mm.onnx", "wrong.json", "mm_out.onnx"))
+    onnx.save(m, src)
+    json.dump(WRONG_RULES, open(rules, "w"))
+    cmd = [GOPT, "rewrite", src, "-o", out, "--rules", rules, "--json", "--verify", "exec"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    if r.returncode != 0 or j.get("rules_applied") != {} or "wrong_mm_add" not in r.stderr:
+        print(f"check_rewrite_cli: wrong rule not dropped: rc {r.returncode} {r.stdout!r} {r.stderr!r}", file=sys.stderr)
+        failures += 1
+    os.remove(out)
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "GOPT_REWRITE_FORCE_RULE": "wrong_mm_add"})
+    if r.returncode == 0 or "wrong_mm_add" not in r.stderr or "'mm'" not in r.stderr or os.path.exists(out):
+        print(f"check_rewrite_cli: forced wrong rule not caught: rc {r.returncode} {r.stderr!r}", file=sys.stderr)
+        failures += 1
+    return failures
+
+
 def run(model, out, extra=()):
     r = subprocess.run([GOPT, "rewrite", model, "-o", out, "--json", "--budget", "10", *extra],
                        capture_output=True, text=True, cwd=ROOT)
@@ -78,6 +111,7 @@ def main():
         if [n.op_type for n in m.graph.node] != ["Conv", "Relu"]:
             print(f"check_rewrite_cli: folded model has ops {[n.op_type for n in m.graph.node]}", file=sys.stderr)
             failures += 1
+        failures += wrong_rule(d)
         r = subprocess.run([GOPT, "rewrite", src, "-o", os.path.join(d, "x.onnx"), "--method", "nope"],
                            capture_output=True, text=True)
         if r.returncode == 0 or len(r.stderr.strip().splitlines()) != 1 or "nope" not in r.stderr:
