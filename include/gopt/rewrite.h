@@ -57,6 +57,8 @@ int gopt_ruleset_rule_size(const gopt_ruleset *rs, size_t i);
 int gopt_ruleset_verify(gopt_ruleset *rs, uint64_t seed, gopt_error *err);
 /* Same for one rule; returns 0 when it holds, GOPT_EINVAL with the reason in err when it does not. */
 int gopt_rule_verify(const gopt_ruleset *rs, size_t i, uint64_t seed, gopt_error *err);
+/* Disables rule i, recording why. */
+void gopt_ruleset_disable(gopt_ruleset *rs, size_t i, const char *why);
 /* Test hook: enables rule i whatever its verification said (a deliberately wrong rule reaches
  * the search, so the final output check must catch it). */
 void gopt_ruleset_force_enable(gopt_ruleset *rs, size_t i);
