@@ -425,6 +425,7 @@ static int add_rule(gopt_ruleset *rs, const grec *a, const grec *b, size_t idx, 
     json_object_set_new(sh, k, json_pack("[ii]", 4, 4));
   }
   json_array_append_new(r.shapes, sh);
+  for (int v = 0; v < RW_MAX_VARS; v++) r.var_rank[v] = v < r.n_vars ? 2 : -1;
   r.enabled = 1;
   if (rw_ruleset_push(rs, &r)) {
     rw_rule_clear(&r);

@@ -46,6 +46,7 @@ typedef struct rw_rule {
   char reason[256];
   int n_vars;
   int var_const[RW_MAX_VARS];
+  int var_rank[RW_MAX_VARS];   /* rank the variable must have (its test shapes'), -1: any */
   rw_pattern src, dst;
   json_t *shapes;         /* array of {"x0": [dims], ...} test shape assignments */
   json_t *extra;          /* other fields of the rule's JSON object, kept for saving */

@@ -134,6 +134,7 @@ static int try_assign(mstate *s, int i, int32_t c, int *bound, int *nb) {
       if (s->vars[ref] != t) goto fail;
     } else {
       if (s->r->var_const[ref] && !(g->tensors.a[t].flags & GOPT_T_CONST)) goto fail;
+      if (s->r->var_rank[ref] >= 0 && g->tensors.a[t].rank != s->r->var_rank[ref]) goto fail;
       s->vars[ref] = t;
       bound[(*nb)++] = ref;
     }

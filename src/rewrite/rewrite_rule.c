@@ -241,6 +241,13 @@ static int parse_rule(json_t *o, size_t idx, rw_rule *r, gopt_error *err) {
   }
   json_t *sh = json_object_get(o, "shapes");
   r->shapes = json_is_array(sh) ? json_incref(sh) : json_array();
+  /* shape constraint: a variable matches tensors of its test shapes' rank only */
+  for (int v = 0; v < r->n_vars; v++) {
+    char key[16];
+    snprintf(key, sizeof key, "x%d", v);
+    json_t *d = json_object_get(json_array_get(r->shapes, 0), key);
+    r->var_rank[v] = json_is_array(d) ? (int)json_array_size(d) : -1;
+  }
   r->enabled = json_is_true(json_object_get(o, "verified"));
   const char *why = json_string_value(json_object_get(o, "reason"));
   snprintf(r->reason, sizeof r->reason, "%s", why ? why : r->enabled ? "" : "not verified");

@@ -275,6 +275,27 @@ int main(void) {
   /* rules.json round trip */
   gopt_ruleset *b = gopt_ruleset_builtin();
   CHECK(b && gopt_ruleset_count(b) >= 6);
+  gopt_ruleset *p = NULL, *q = NULL;
+  CHECK(gopt_ruleset_parse(k_rules, "k_rules", &p, &err) == 0);
+  CHECK(p && gopt_ruleset_save(p, "/tmp/test_rewrite_rules.json", "{\"x\": 1}", &err) == 0);
+  CHECK(gopt_ruleset_load("/tmp/test_rewrite_rules.json", &q, &err) == 0);
+  CHECK_EQ_INT(gopt_ruleset_count(q), 2);
+  CHECK(q && gopt_ruleset_rule_enabled(q, 0));
+  remove("/tmp/test_rewrite_rules.json");
+  gopt_ruleset_free(p);
+  gopt_ruleset_free(q);
   gopt_ruleset_free(b);
+  /* malformed files: one error naming the rule, no crash */
+  const char *bad[] = {"", "[]", "{\"rules\": 3}", "{\"rules\": [{}]}",
+                       "{\"rules\": [{\"name\":\"r\",\"vars\":1,\"src\":{\"ops\":[{\"op\":\"Nope\",\"in\":[\"x0\"]}],\"out\":[\"o0\"]}}]}",
+                       "{\"rules\": [{\"name\":\"r\",\"vars\":1,\"src\":{\"ops\":[{\"op\":\"Relu\",\"in\":[\"x5\"]}],\"out\":[\"o0\"]}}]}",
+                       "{\"rules\": [{\"name\":\"r\",\"vars\":1,\"src\":{\"ops\":[{\"op\":\"Relu\",\"in\":[\"o0\"]}],\"out\":[\"o0\"]}}]}",
+                       "{\"rules\": [{\"name\":\"zz\",\"builtin\":true}]}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gopt_ruleset *x = NULL;
+    gopt_error e = {0};
+    CHECK_MSG(gopt_ruleset_parse(bad[i], "bad.json", &x, &e) != 0 && x == NULL && strstr(e.msg, "bad.json"),
+              "bad input %zu: %s", i, e.msg);
+  }
   return check_exit("test_rewrite");
 }
