@@ -79,14 +79,20 @@ static void strip_weights(gopt_graph *g, const uint8_t *keep) {
 static int run_ort(const char *model, const char *in_json, const char *out_dir) {
   char cmd[4096];
   const char *root = getenv("GOPT_SOURCE_DIR");
-  char js[1024] = "tools/ort/ort_run.js";
-  if (root && *root) snprintf(js, sizeof js, "%s/tools/ort/ort_run.js", root);
-  else if (!exists(js)) {
+  char js[1200] = "tools/ort/ort_run.js";
+  if (root && *root) {
+    snprintf(js, sizeof js, "%.1000s/tools/ort/ort_run.js", root);
+  } else if (!exists(js)) {
+    /* next to the executable: build/bin/../../tools, bin/../tools, share/gopt/tools */
     char dir[1024] = "";
     ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
     dir[k > 0 ? k : 0] = 0;
     if (strchr(dir, '/')) *strrchr(dir, '/') = 0;
-    snprintf(js, sizeof js, "%s/../tools/ort/ort_run.js", dir);
+    const char *subs[] = {"/../../tools", "/../tools", "/../share/gopt/tools"};
+    for (int i = 0; i < 3; i++) {
+      snprintf(js, sizeof js, "%.1000s%s/ort/ort_run.js", dir, subs[i]);
+      if (exists(js)) break;
+    }
   }
   snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' --threads 2 >/dev/null", js, model, in_json, out_dir);
   return system(cmd);

@@ -156,7 +156,8 @@ static int apply_affine(gopt_graph *h, const gopt_rewrite_match *m, int *flags, 
   int32_t u = m->nodes[0], c = m->nodes[1];
   int32_t w = gopt_node_input(h, c, 1), b = h->nodes.a[c].n_in > 2 ? gopt_node_input(h, c, 2) : -1;
   int32_t y = gopt_node_output(h, c, 0), z = gopt_node_output(h, u, 0);
-  const int64_t *wd = gopt_tensor_dims(h, w);
+  int64_t wd[4]; /* copied: adding tensors below may move the dims array */
+  memcpy(wd, gopt_tensor_dims(h, w), sizeof wd);
   int64_t cout = wd[0], per = gopt_tensor_numel(h, w) / (cout ? cout : 1);
   float *scale = NULL, *shift = NULL, *nw = NULL, *nbias = NULL;
   int have, rc = GOPT_ENOMEM;
@@ -318,7 +319,9 @@ static int apply_pconv(gopt_graph *h, const gopt_rewrite_match *m, int *flags, g
   int32_t wa = gopt_node_input(h, a, 1), wb = gopt_node_input(h, b, 1);
   int32_t ba = h->nodes.a[a].n_in > 2 ? gopt_node_input(h, a, 2) : -1;
   int32_t bb = h->nodes.a[b].n_in > 2 ? gopt_node_input(h, b, 2) : -1;
-  const int64_t *da = gopt_tensor_dims(h, wa), *db = gopt_tensor_dims(h, wb);
+  int64_t da[4], db[4]; /* copied: adding tensors below may move the dims array */
+  memcpy(da, gopt_tensor_dims(h, wa), sizeof da);
+  memcpy(db, gopt_tensor_dims(h, wb), sizeof db);
   int64_t ca = da[0], cb = db[0], cin = da[1];
   int64_t kh = da[2] > db[2] ? da[2] : db[2], kw = da[3] > db[3] ? da[3] : db[3];
   int64_t wd[4] = {ca + cb, cin, kh, kw}, bd[1] = {ca + cb};
