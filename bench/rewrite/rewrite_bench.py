@@ -35,6 +35,8 @@ def main():
             mb, ma = j.get("measured_before_s"), j.get("measured_after_s")
             meas = f"{mb*1e3:.2f} → {ma*1e3:.2f} ms" if mb and ma else "n/a"
             sp = f"{mb/ma:.2f}x" if mb and ma else "n/a"
+            if not j["rules_applied"]:
+                sp = "unchanged"
             print(f"| {name} | {j['nodes_before']} → {j['nodes_after']} | {applied} | {pb*1e3:.3f} → {pa*1e3:.3f} ms | "
                   f"{100*(1-pa/pb):.1f}% | {j['search_seconds']:.2f} | {meas} | {sp} | {'yes' if j['verified'] else 'no'} |",
                   flush=True)

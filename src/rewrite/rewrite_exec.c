@@ -156,6 +156,19 @@ int64_t gopt_rewrite_materialize(gopt_graph *g, uint64_t seed, gopt_error *err) 
   for (size_t t = 0; t < g->tensors.n; t++) {
     gopt_tensor *x = &g->tensors.a[t];
     if (!(x->flags & GOPT_T_CONST) || gopt_tensor_data(g, (int32_t)t)) continue;
+    if (x->dtype == GOPT_DT_BOOL) { /* masks: random bits (both graphs get the same ones) */
+      int64_t n = gopt_tensor_numel(g, (int32_t)t);
+      uint8_t *b;
+      if (GOPT_ALLOC(b, n)) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+      const char *name = gopt_graph_str(g, x->name);
+      uint64_t s = gopt_hash_bytes(name, strlen(name), seed ^ 0x6d61736bULL);
+      for (int64_t i = 0; i < n; i++) b[i] = (uint8_t)(gopt_splitmix64(&s) & 1);
+      int rc = gopt_tensor_set_const(g, (int32_t)t, b, (size_t)n, err);
+      free(b);
+      if (rc) return rc;
+      count++;
+      continue;
+    }
     if (x->dtype != GOPT_DT_FLOAT)
       return gopt_error_set(err, GOPT_EUNSUP, "constant '%s' (%s) has no data: cannot make up values",
                             gopt_graph_str(g, x->name), gopt_dtype_name(x->dtype));
