@@ -49,9 +49,10 @@ static int generate(int argc, char **argv) {
     fprintf(stderr, "gopt rules: %s\n", err.msg);
     return 1;
   }
-  printf("%s: %zu graphs enumerated, %zu candidate rules, %zu pruned, %zu verified, %zu dropped "
-         "(numeric), %zu built-in; %.1f s\n",
-         out, st.graphs, st.candidates, st.pruned, st.verified, st.dropped_numeric, st.builtin, st.seconds);
+  printf("%s: %zu graphs enumerated, %zu candidate rules, %zu pruned, %zu verified (%zu proved by Z3), "
+         "%zu dropped (numeric), %zu dropped (Z3), %zu built-in; %.1f s\n",
+         out, st.graphs, st.candidates, st.pruned, st.verified, st.proved, st.dropped_numeric,
+         st.dropped_formal, st.builtin, st.seconds);
   return 0;
 }
 

@@ -38,7 +38,7 @@ static void axiom(zc *z, Z3_solver s, Z3_ast *v, unsigned nv, Z3_ast lhs, Z3_ast
 static void axioms(zc *z, Z3_solver s) {
   Z3_ast v[4];
   for (int i = 0; i < 4; i++) {
-    char n[8];
+    char n[16];
     snprintf(n, sizeof n, "v%d", i);
     v[i] = Z3_mk_const(z->c, Z3_mk_string_symbol(z->c, n), z->T);
   }
@@ -140,7 +140,7 @@ static int prove_here(const rw_rule *r, int timeout_ms, char *why, size_t n) {
   axioms(&z, s);
   Z3_ast vars[RW_MAX_VARS];
   for (int v = 0; v < r->n_vars; v++) {
-    char nm[8];
+    char nm[16];
     snprintf(nm, sizeof nm, "x%d", v);
     vars[v] = Z3_mk_const(z.c, Z3_mk_string_symbol(z.c, nm), z.T);
   }
@@ -181,8 +181,11 @@ int rw_z3_prove(const rw_rule *r, int timeout_ms, char *why, size_t n) {
   }
   if (pid == 0) {
     close(fds[0]);
+#if !defined(__SANITIZE_ADDRESS__)
+    /* (AddressSanitizer reserves terabytes of address space: no limit in such builds) */
     struct rlimit rl = {1UL << 30, 1UL << 30};
     setrlimit(RLIMIT_AS, &rl);
+#endif
     char msg[200] = "";
     int ok = prove_here(r, timeout_ms, msg, sizeof msg);
     if (write(fds[1], msg, strlen(msg)) < 0) ok = 0;
