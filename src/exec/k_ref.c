@@ -4,7 +4,7 @@
  * enough for every numeric dtype, and slow: the hot ops of real models keep their own kernels
  * (k_dnnl.c, k_elem.c, k_data.c, k_misc.c); these run whatever those do not (trigonometry,
  * losses, arg/top-k, index ops, integer and quantized ops, ConvTranspose, GRU/RNN, Einsum…).
- * The ops themselves are in k_ref_ops.c and k_ref_nn.c. */
+ * The ops themselves are in k_ref_ops.c, k_ref_nn.c and k_ref_more.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +15,32 @@ static int dt_ok(int dt) {
   switch (dt) {
     case GOPT_DT_FLOAT: case GOPT_DT_DOUBLE: case GOPT_DT_INT8: case GOPT_DT_INT16:
     case GOPT_DT_INT32: case GOPT_DT_INT64: case GOPT_DT_UINT8: case GOPT_DT_UINT16:
-    case GOPT_DT_UINT32: case GOPT_DT_UINT64: case GOPT_DT_BOOL:
+    case GOPT_DT_UINT32: case GOPT_DT_UINT64: case GOPT_DT_BOOL: case GOPT_DT_FLOAT16:
       return 1;
     default: return 0;
   }
+}
+
+/* IEEE half <-> double (round to nearest even on the way down, through float). */
+static double half_to_d(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+  return h & 0x8000 ? -v : v;
+}
+static uint16_t d_to_half(double d) {
+  float f = (float)d;
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  uint16_t sign = (uint16_t)((b >> 16) & 0x8000);
+  if (isnan(f)) return sign | 0x7e00;
+  float a = fabsf(f);
+  if (a >= 65520.0f) return sign | 0x7c00;
+  if (a < 6.103515625e-05f) return sign | (uint16_t)nearbyintf(a * 16777216.0f); /* subnormal */
+  int e;
+  float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+  uint32_t q = (uint32_t)nearbyintf(m * 2048.0f); /* 11 significant bits */
+  if (q == 2048) q = 1024, e++;
+  return sign | (uint16_t)(((uint32_t)(e + 14) << 10) | (q - 1024));
 }
 
 static void load(double *v, const void *p, int dt, int64_t n) {
@@ -34,6 +56,7 @@ static void load(double *v, const void *p, int dt, int64_t n) {
       case GOPT_DT_UINT16: v[i] = ((const uint16_t *)p)[i]; break;
       case GOPT_DT_UINT32: v[i] = ((const uint32_t *)p)[i]; break;
       case GOPT_DT_UINT64: v[i] = (double)((const uint64_t *)p)[i]; break;
+      case GOPT_DT_FLOAT16: v[i] = half_to_d(((const uint16_t *)p)[i]); break;
       default: v[i] = 0;
     }
   }
@@ -59,6 +82,7 @@ static void store(void *p, const double *v, int dt, int64_t n) {
       case GOPT_DT_UINT64:
         ((uint64_t *)p)[i] = d >= 9.2e18 && d < 1.8e19 ? (uint64_t)d : (uint64_t)q;
         break;
+      case GOPT_DT_FLOAT16: ((uint16_t *)p)[i] = d_to_half(d); break;
       default: break;
     }
   }
@@ -104,7 +128,7 @@ static int ref_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 
 static const ref_entry *find(const gopt_exec *x, int32_t n) {
   const char *type = gopt_graph_str(x->g, x->g->nodes.a[n].type);
-  const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table};
+  const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table, ex_ref_more_table};
   for (size_t t = 0; t < sizeof tabs / sizeof *tabs; t++)
     for (const ref_entry *e = tabs[t]; e->name; e++)
       if (!strcmp(e->name, type)) return e;

@@ -33,6 +33,7 @@ typedef struct ref_st {
 
 extern const ref_entry ex_ref_ops_table[];
 extern const ref_entry ex_ref_nn_table[];
+extern const ref_entry ex_ref_more_table[];
 
 /* Row-major strides of t. */
 void ref_strides(const rt *t, int64_t *st);

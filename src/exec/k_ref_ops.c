@@ -565,6 +565,10 @@ static int claim_int(const gopt_exec *x, int32_t n) {
   int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
   return dt != GOPT_DT_FLOAT && dt != GOPT_DT_DOUBLE;
 }
+static int claim_f16(const gopt_exec *x, int32_t n) {
+  return ex_dtype(x, gopt_node_input(x->g, n, 0)) == GOPT_DT_FLOAT16 ||
+         ex_dtype(x, gopt_node_output(x->g, n, 0)) == GOPT_DT_FLOAT16;
+}
 static int claim_reduce(const gopt_exec *x, int32_t n) {
   const gopt_graph *g = x->g;
   if (ex_dtype(x, gopt_node_input(g, n, 0)) != GOPT_DT_FLOAT) return 1;
@@ -577,7 +581,7 @@ const ref_entry ex_ref_ops_table[] = {
     {"Asin", f_unary, NULL}, {"Acos", f_unary, NULL}, {"Atan", f_unary, NULL},
     {"Asinh", f_unary, NULL}, {"Acosh", f_unary, NULL}, {"Atanh", f_unary, NULL},
     {"ThresholdedRelu", f_unary, NULL}, {"Celu", f_unary, NULL}, {"Shrink", f_unary, NULL},
-    {"IsInf", f_unary, NULL}, {"CastLike", f_unary, NULL},
+    {"IsInf", f_unary, NULL}, {"CastLike", f_unary, NULL}, {"Cast", f_unary, claim_f16},
     {"Max", f_nary, claim_not2}, {"Min", f_nary, claim_not2}, {"Sum", f_nary, claim_not2},
     {"Mean", f_nary, NULL}, {"Pow", f_nary, claim_int}, {"Mod", f_nary, claim_int},
     {"BitShift", f_nary, NULL}, {"Clip", f_clip, claim_int},

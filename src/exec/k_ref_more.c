@@ -1,0 +1,280 @@
+/* k_ref_more.c: reference kernels (k_ref.h) for signal, detection and training ops: the window
+ * functions (Hann, Hamming, Blackman), DFT, BatchNormalization in training mode, Unique,
+ * NonMaxSuppression, and the ai.onnx.preview.training optimisers (Adagrad, Momentum, Adam). ONNX
+ * semantics as the operator specification states them; double precision throughout. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/k_ref.h"
+
+#define NODE (k->node)
+#define G (x->g)
+
+static const char *optype(const gopt_exec *x, int32_t n) { return gopt_graph_str(x->g, x->g->nodes.a[n].type); }
+
+static int f_window(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)in, (void)nin, (void)nout, (void)err;
+  const char *t = optype(x, NODE);
+  int64_t N = out[0].n;
+  double D = gopt_node_get_int(G, NODE, "periodic", 1) ? (double)N : (double)(N - 1);
+  for (int64_t i = 0; i < N; i++) {
+    double c = 2 * M_PI * (double)i / D;
+    if (!strcmp(t, "HannWindow")) out[0].v[i] = 0.5 - 0.5 * cos(c);
+    else if (!strcmp(t, "HammingWindow")) out[0].v[i] = 25.0 / 46.0 - 21.0 / 46.0 * cos(c);
+    else out[0].v[i] = 0.42 - 0.5 * cos(c) + 0.08 * cos(2 * c);
+  }
+  return GOPT_OK;
+}
+
+/* DFT (opset 17): input [B, ..., N, 1 or 2] along axis (default 1), dft_length input, onesided,
+ * inverse; output [..., K, 2]. */
+static int f_dft(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  int r = in[0].rank, axis, rc;
+  if ((rc = ref_axis(x, NODE, "axis", 1, r - 1, &axis, err))) return rc;
+  int inv = (int)gopt_node_get_int(G, NODE, "inverse", 0);
+  int cplx = in[0].d[r - 1] == 2;
+  int64_t Nin = in[0].d[axis], L = nin > 1 && in[1].v ? (int64_t)in[1].v[0] : Nin, K = out[0].d[axis];
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; i++) outer *= in[0].d[i];
+  for (int i = axis + 1; i < r - 1; i++) inner *= in[0].d[i];
+  int ci = cplx ? 2 : 1;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++)
+      for (int64_t f = 0; f < K; f++) {
+        double re = 0, im = 0;
+        for (int64_t n = 0; n < L && n < Nin; n++) {
+          const double *p = in[0].v + ((o * Nin + n) * inner + i) * ci;
+          double a = (inv ? 2 : -2) * M_PI * (double)f * (double)n / (double)L;
+          double xr = p[0], xi = cplx ? p[1] : 0;
+          re += xr * cos(a) - xi * sin(a);
+          im += xr * sin(a) + xi * cos(a);
+        }
+        double *q = out[0].v + ((o * K + f) * inner + i) * 2;
+        q[0] = inv ? re / (double)L : re;
+        q[1] = inv ? im / (double)L : im;
+      }
+  return GOPT_OK;
+}
+
+/* BatchNormalization training_mode=1: batch statistics; running mean/var updated with momentum. */
+static int f_bn_train(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin;
+  double eps = gopt_node_get_float(G, NODE, "epsilon", 1e-5), mom = gopt_node_get_float(G, NODE, "momentum", 0.9);
+  int64_t N = in[0].d[0], C = in[0].d[1], S = in[0].n / (N * C != 0 ? N * C : 1);
+  (void)err;
+  for (int64_t c = 0; c < C; c++) {
+    double mu = 0, var = 0, cnt = (double)(N * S);
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t s = 0; s < S; s++) mu += in[0].v[(n * C + c) * S + s];
+    mu /= cnt;
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t s = 0; s < S; s++) {
+        double d = in[0].v[(n * C + c) * S + s] - mu;
+        var += d * d;
+      }
+    var /= cnt;
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t s = 0; s < S; s++) {
+        int64_t p = (n * C + c) * S + s;
+        out[0].v[p] = (in[0].v[p] - mu) / sqrt(var + eps) * in[1].v[c] + in[2].v[c];
+      }
+    if (nout > 1 && out[1].v) out[1].v[c] = in[3].v[c] * mom + mu * (1 - mom);
+    if (nout > 2 && out[2].v) out[2].v[c] = in[4].v[c] * mom + var * (1 - mom);
+  }
+  return GOPT_OK;
+}
+
+static int claim_bn_train(const gopt_exec *x, int32_t n) {
+  return gopt_node_get_int(x->g, n, "training_mode", 0) != 0;
+}
+
+/* ---- Unique ----------------------------------------------------------------------------------------- */
+
+static const double *g_u_v;
+static int64_t g_u_len, g_u_stride, g_u_inner;
+/* compares slices a and b (slice j: elements (o * m + j) * inner + i for all o, i) */
+static int u_cmp_slices(int64_t a, int64_t b) {
+  for (int64_t e = 0; e < g_u_len; e++) {
+    int64_t o = e / g_u_inner, i = e % g_u_inner;
+    double u = g_u_v[(o * g_u_stride + a) * g_u_inner + i], w = g_u_v[(o * g_u_stride + b) * g_u_inner + i];
+    if (u != w) return u < w ? -1 : 1;
+  }
+  return 0;
+}
+static int u_qcmp(const void *p, const void *q) {
+  int64_t a = *(const int64_t *)p, b = *(const int64_t *)q;
+  int c = u_cmp_slices(a, b);
+  return c ? c : (a < b ? -1 : a > b);
+}
+
+static int f_unique(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin;
+  int has_axis = gopt_node_attr(G, NODE, "axis") != NULL, axis = 0, rc;
+  int64_t outer = 1, m = in[0].n, inner = 1;
+  if (has_axis) {
+    if ((rc = ref_axis(x, NODE, "axis", 0, in[0].rank, &axis, err))) return rc;
+    ref_split3(&in[0], axis, &outer, &m, &inner);
+  }
+  int sorted = (int)gopt_node_get_int(G, NODE, "sorted", 1);
+  int64_t *ord = malloc((size_t)(m + 1) * sizeof *ord), *first = malloc((size_t)(m + 1) * sizeof *first);
+  int64_t *cnt = calloc((size_t)m + 1, sizeof *cnt), *inv = malloc((size_t)(m + 1) * sizeof *inv);
+  if (!ord || !first || !cnt || !inv) {
+    free(ord), free(first), free(cnt), free(inv);
+    return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  }
+  g_u_v = in[0].v, g_u_len = outer * inner, g_u_stride = m, g_u_inner = inner;
+  int64_t nu = 0;
+  for (int64_t j = 0; j < m; j++) { /* first occurrences, in order of appearance */
+    int64_t f = -1;
+    for (int64_t q = 0; q < nu && f < 0; q++)
+      if (!u_cmp_slices(first[q], j)) f = q;
+    if (f < 0) first[f = nu++] = j;
+    cnt[f]++;
+    inv[j] = f;
+  }
+  for (int64_t q = 0; q < nu; q++) ord[q] = q;
+  if (sorted) { /* order the unique slices; remap inverse indices and counts */
+    int64_t *pos = malloc((size_t)(nu + 1) * sizeof *pos), *c2 = malloc((size_t)(nu + 1) * sizeof *c2);
+    int64_t *f2 = malloc((size_t)(nu + 1) * sizeof *f2);
+    if (!pos || !c2 || !f2) {
+      free(pos), free(c2), free(f2), free(ord), free(first), free(cnt), free(inv);
+      return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    }
+    for (int64_t q = 0; q < nu; q++) f2[q] = first[q];
+    qsort(f2, (size_t)nu, sizeof *f2, u_qcmp);
+    for (int64_t q = 0; q < nu; q++)
+      for (int64_t z = 0; z < nu; z++)
+        if (first[z] == f2[q]) pos[z] = q, c2[q] = cnt[z];
+    for (int64_t j = 0; j < m; j++) inv[j] = pos[inv[j]];
+    memcpy(first, f2, (size_t)nu * sizeof *first);
+    memcpy(cnt, c2, (size_t)nu * sizeof *cnt);
+    free(pos), free(c2), free(f2);
+  }
+  for (int64_t q = 0; q < nu; q++)
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t i = 0; i < inner; i++)
+        if ((o * nu + q) * inner + i < out[0].n) out[0].v[(o * nu + q) * inner + i] = in[0].v[(o * m + first[q]) * inner + i];
+  for (int64_t q = 0; q < nu; q++) {
+    if (nout > 1 && out[1].v && q < out[1].n) out[1].v[q] = (double)first[q];
+    if (nout > 3 && out[3].v && q < out[3].n) out[3].v[q] = (double)cnt[q];
+  }
+  for (int64_t j = 0; j < m; j++)
+    if (nout > 2 && out[2].v && j < out[2].n) out[2].v[j] = (double)inv[j];
+  free(ord), free(first), free(cnt), free(inv);
+  return GOPT_OK;
+}
+
+/* ---- NonMaxSuppression ------------------------------------------------------------------------------ */
+
+static double iou(const double *a, const double *b, int center) {
+  double ay0, ax0, ay1, ax1, by0, bx0, by1, bx1;
+  if (center) {
+    ax0 = a[0] - a[2] / 2, ax1 = a[0] + a[2] / 2, ay0 = a[1] - a[3] / 2, ay1 = a[1] + a[3] / 2;
+    bx0 = b[0] - b[2] / 2, bx1 = b[0] + b[2] / 2, by0 = b[1] - b[3] / 2, by1 = b[1] + b[3] / 2;
+  } else {
+    ay0 = fmin(a[0], a[2]), ay1 = fmax(a[0], a[2]), ax0 = fmin(a[1], a[3]), ax1 = fmax(a[1], a[3]);
+    by0 = fmin(b[0], b[2]), by1 = fmax(b[0], b[2]), bx0 = fmin(b[1], b[3]), bx1 = fmax(b[1], b[3]);
+  }
+  double iw = fmin(ax1, bx1) - fmax(ax0, bx0), ih = fmin(ay1, by1) - fmax(ay0, by0);
+  if (iw <= 0 || ih <= 0) return 0;
+  double inter = iw * ih, uni = (ax1 - ax0) * (ay1 - ay0) + (bx1 - bx0) * (by1 - by0) - inter;
+  return uni > 0 ? inter / uni : 0;
+}
+
+static const double *g_nms_s;
+static int nms_cmp(const void *p, const void *q) {
+  int64_t a = *(const int64_t *)p, b = *(const int64_t *)q;
+  if (g_nms_s[a] != g_nms_s[b]) return g_nms_s[a] > g_nms_s[b] ? -1 : 1;
+  return a < b ? -1 : a > b;
+}
+
+static int f_nms(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  int64_t B = in[1].d[0], C = in[1].d[1], Nb = in[1].d[2];
+  int64_t maxo = nin > 2 && in[2].v && in[2].n ? (int64_t)in[2].v[0] : 0;
+  double thr = nin > 3 && in[3].v && in[3].n ? in[3].v[0] : 0;
+  int has_st = nin > 4 && in[4].v && in[4].n;
+  double st = has_st ? in[4].v[0] : 0;
+  int center = (int)gopt_node_get_int(G, NODE, "center_point_box", 0);
+  int64_t *ix = malloc((size_t)(Nb + 1) * sizeof *ix), *sel = malloc((size_t)(Nb + 1) * sizeof *sel), no = 0;
+  if (!ix || !sel) {
+    free(ix), free(sel);
+    return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  }
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t c = 0; c < C; c++) {
+      g_nms_s = in[1].v + (b * C + c) * Nb;
+      int64_t n = 0, ns = 0;
+      for (int64_t i = 0; i < Nb; i++)
+        if (!has_st || g_nms_s[i] > st) ix[n++] = i;
+      qsort(ix, (size_t)n, sizeof *ix, nms_cmp);
+      for (int64_t i = 0; i < n && ns < maxo; i++) {
+        int keep = 1;
+        for (int64_t j = 0; j < ns && keep; j++)
+          if (iou(in[0].v + (b * Nb + ix[i]) * 4, in[0].v + (b * Nb + sel[j]) * 4, center) > thr) keep = 0;
+        if (!keep) continue;
+        sel[ns++] = ix[i];
+        if (no < out[0].d[0]) {
+          out[0].v[no * 3] = (double)b, out[0].v[no * 3 + 1] = (double)c, out[0].v[no * 3 + 2] = (double)ix[i];
+        }
+        no++;
+      }
+    }
+  free(ix), free(sel);
+  if (no != out[0].d[0])
+    return ex_node_error(x, NODE, err, GOPT_ESHAPE, "%lld boxes selected, the output holds %lld", (long long)no,
+                         (long long)out[0].d[0]);
+  return GOPT_OK;
+}
+
+/* ---- training optimisers (ai.onnx.preview.training) --------------------------------------------------- */
+
+static int f_optim(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)err;
+  const char *t = optype(x, NODE);
+  double R = in[0].v[0], T = in[1].v[0];
+  double norm = gopt_node_get_float(G, NODE, "norm_coefficient", 0);
+  int adam = strstr(t, "Adam") != NULL, ada = strstr(t, "Adagrad") != NULL;
+  int groups = ada ? 3 : adam ? 4 : 3, nt = (nin - 2) / groups;
+  (void)nout;
+  for (int q = 0; q < nt; q++) {
+    const rt *X = &in[2 + q], *Gr = &in[2 + nt + q], *H = &in[2 + 2 * nt + q];
+    const rt *H2 = adam ? &in[2 + 3 * nt + q] : NULL;
+    for (int64_t i = 0; i < X->n; i++) {
+      double g = norm * X->v[i] + Gr->v[i];
+      if (ada) {
+        double decay = gopt_node_get_float(G, NODE, "decay_factor", 0), eps = gopt_node_get_float(G, NODE, "epsilon", 0);
+        double r = R / (1 + T * decay), h = H->v[i] + g * g;
+        out[q].v[i] = X->v[i] - r * g / (sqrt(h) + eps);
+        out[nt + q].v[i] = h;
+      } else if (adam) {
+        double al = gopt_node_get_float(G, NODE, "alpha", 0.9), be = gopt_node_get_float(G, NODE, "beta", 0.999);
+        double eps = gopt_node_get_float(G, NODE, "epsilon", 1e-6);
+        double post = gopt_node_get_float(G, NODE, "norm_coefficient_post", 0);
+        double v = al * H->v[i] + (1 - al) * g, h = be * H2->v[i] + (1 - be) * g * g;
+        double ra = T > 0 ? R * sqrt(1 - pow(be, T)) / (1 - pow(al, T)) : R;
+        double xn = X->v[i] - ra * v / (sqrt(h) + eps);
+        out[q].v[i] = (1 - post) * xn;
+        out[nt + q].v[i] = v;
+        out[2 * nt + q].v[i] = h;
+      } else {
+        double al = gopt_node_get_float(G, NODE, "alpha", 0), be = gopt_node_get_float(G, NODE, "beta", 0);
+        int nest = !strcmp(gopt_node_get_string(G, NODE, "mode", "standard"), "nesterov");
+        double v = al * H->v[i] + (T > 0 ? be : 1) * g;
+        out[q].v[i] = X->v[i] - R * (nest ? g + al * v : v);
+        out[nt + q].v[i] = v;
+      }
+    }
+  }
+  return GOPT_OK;
+}
+
+const ref_entry ex_ref_more_table[] = {
+    {"HannWindow", f_window, NULL}, {"HammingWindow", f_window, NULL}, {"BlackmanWindow", f_window, NULL},
+    {"DFT", f_dft, NULL}, {"BatchNormalization", f_bn_train, claim_bn_train}, {"Unique", f_unique, NULL},
+    {"NonMaxSuppression", f_nms, NULL}, {"ai.onnx.preview.training::Adagrad", f_optim, NULL},
+    {"ai.onnx.preview.training::Momentum", f_optim, NULL}, {"ai.onnx.preview.training::Adam", f_optim, NULL},
+    {NULL, NULL, NULL},
+};
