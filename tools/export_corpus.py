@@ -226,6 +226,7 @@ MODELS = {
     "gpt2_tiny": (Gpt2Tiny, lambda: (torch.randint(0, 1000, (2, 32)),), ["input_ids"], ["logits"],
                   15, True),
     "wavenet": (WaveNet, lambda: (torch.randn(2, 1, 1024),), ["wav"], ["logits"], 13, True),
+    "swin_t": (tv("swin_t"), img, ["input"], ["logits"], 14, False),
 }
 
 

@@ -364,8 +364,9 @@ static int prop(ictx *c, int32_t n, int op) {
       for (int64_t o = 0; o < outer; o++)
         for (int i = 0; i < k; i++) {
           int32_t ti = ops_in(c, n, i), cnt;
-          const pval *vi = ops_val(c, ti, &cnt);
           oshape si;
+          if (static_shape(c, ti, &si) == 0) continue; /* an empty input adds nothing */
+          const pval *vi = ops_val(c, ti, &cnt);
           if (!vi || static_shape(c, ti, &si) != cnt || si.rank != os.rank) return 0;
           int64_t blk = si.d[ax] * inner;
           if (p + blk > ne) return 0;

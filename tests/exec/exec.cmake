@@ -61,7 +61,7 @@ add_test(NAME exec_corpus_data
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_corpus_data PROPERTIES LABELS exec TIMEOUT 900 FIXTURES_SETUP exec_corpus)
 foreach(m resnet18 mobilenet_v2 squeezenet1_1 densenet121 efficientnet_b0 inception_v3
-          shufflenet_v2_x1_0 vgg11 lraspp_mobilenet_v3_large lstm_seq2seq bert_tiny gpt2_tiny wavenet)
+          shufflenet_v2_x1_0 vgg11 lraspp_mobilenet_v3_large lstm_seq2seq bert_tiny gpt2_tiny wavenet swin_t)
   add_test(NAME exec_corpus_${m} COMMAND ${GOPT_BIN} run ${EXEC_DATA}/${m}/model.onnx --check ${EXEC_DATA}/${m}
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(exec_corpus_${m} PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
