@@ -93,3 +93,12 @@ add_test(NAME exec_node_tests
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/node_tests.py run ${GOPT_BIN} ${EXEC_NODE}
                  ${CMAKE_SOURCE_DIR}/tests/exec/node_excluded.txt --jobs 2)
 set_tests_properties(exec_node_tests PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_node)
+
+# ONNX Runtime as a second, independent oracle (beside PyTorch) on corpus models of different
+# kinds: CNN, attention with masks, recurrent, windowed attention (tools/ort/ort_compare.py)
+add_test(NAME exec_ort_oracle
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tools/ort/ort_compare.py check ${GOPT_BIN}
+                 ${EXEC_DATA}/resnet18 ${EXEC_DATA}/bert_tiny ${EXEC_DATA}/gpt2_tiny
+                 ${EXEC_DATA}/lstm_seq2seq ${EXEC_DATA}/swin_t
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_ort_oracle PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
