@@ -1,7 +1,7 @@
 /* k_ref_more.c: reference kernels (k_ref.h) for signal, detection and training ops: the window
- * functions (Hann, Hamming, Blackman), DFT, BatchNormalization in training mode, Unique,
- * NonMaxSuppression, and the ai.onnx.preview.training optimisers (Adagrad, Momentum, Adam). ONNX
- * semantics as the operator specification states them; double precision throughout. */
+ * functions (Hann, Hamming, Blackman), DFT, STFT, BatchNormalization in training mode, Unique,
+ * NonMaxSuppression, RoiAlign (avg), and the ai.onnx.preview.training optimisers (Adagrad,
+ * Momentum, Adam). ONNX semantics as the operator specification states them; double precision. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +55,82 @@ static int f_dft(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout,
         q[0] = inv ? re / (double)L : re;
         q[1] = inv ? im / (double)L : im;
       }
+  return GOPT_OK;
+}
+
+/* STFT (opset 17): signal [B, L, 1 or 2], frame_step, window [W] (optional), frame_length
+ * (optional); output [B, frames, bins, 2], bins = W/2+1 when onesided. */
+static int f_stft(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout, (void)err;
+  int64_t B = in[0].d[0], L = in[0].d[1], ci = in[0].d[2], step = (int64_t)in[1].v[0];
+  const double *win = nin > 2 && in[2].v ? in[2].v : NULL;
+  int64_t W = nin > 3 && in[3].v ? (int64_t)in[3].v[0] : win ? in[2].n : L;
+  int64_t F = out[0].d[1], K = out[0].d[2];
+  (void)x, (void)k;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t f = 0; f < F; f++)
+      for (int64_t q = 0; q < K; q++) {
+        double re = 0, im = 0;
+        for (int64_t n = 0; n < W && f * step + n < L; n++) {
+          const double *p = in[0].v + (b * L + f * step + n) * ci;
+          double w = win ? win[n] : 1, a = -2 * M_PI * (double)q * (double)n / (double)W;
+          double xr = p[0] * w, xi = ci == 2 ? p[1] * w : 0;
+          re += xr * cos(a) - xi * sin(a);
+          im += xr * sin(a) + xi * cos(a);
+        }
+        double *o = out[0].v + ((b * F + f) * K + q) * 2;
+        o[0] = re, o[1] = im;
+      }
+  return GOPT_OK;
+}
+
+/* RoiAlign (avg; half_pixel or output_half_pixel): X [N,C,H,W], rois [R,4] (x1,y1,x2,y2),
+ * batch_indices [R] -> [R, C, oh, ow]; each bin averages bilinear samples on a grid. */
+static double roi_bilinear(const double *p, int64_t H, int64_t W, double y, double x) {
+  if (y < -1.0 || y > (double)H || x < -1.0 || x > (double)W) return 0;
+  y = y < 0 ? 0 : y;
+  x = x < 0 ? 0 : x;
+  int64_t yl = (int64_t)y, xl = (int64_t)x, yh, xh;
+  if (yl >= H - 1) yh = yl = H - 1, y = (double)yl;
+  else yh = yl + 1;
+  if (xl >= W - 1) xh = xl = W - 1, x = (double)xl;
+  else xh = xl + 1;
+  double ly = y - (double)yl, lx = x - (double)xl, hy = 1 - ly, hx = 1 - lx;
+  return hy * hx * p[yl * W + xl] + hy * lx * p[yl * W + xh] + ly * hx * p[yh * W + xl] + ly * lx * p[yh * W + xh];
+}
+
+static int f_roialign(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  if (strcmp(gopt_node_get_string(G, NODE, "mode", "avg"), "avg"))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "mode 'max' is not supported");
+  int half = !strcmp(gopt_node_get_string(G, NODE, "coordinate_transformation_mode", "half_pixel"), "half_pixel");
+  double sc = gopt_node_get_float(G, NODE, "spatial_scale", 1.0), off = half ? 0.5 : 0;
+  int64_t sr = gopt_node_get_int(G, NODE, "sampling_ratio", 0);
+  int64_t C = in[0].d[1], H = in[0].d[2], W = in[0].d[3], R = out[0].d[0], oh = out[0].d[2], ow = out[0].d[3];
+  for (int64_t r = 0; r < R; r++) {
+    const double *b = in[1].v + r * 4;
+    double x0 = b[0] * sc - off, y0 = b[1] * sc - off, x1 = b[2] * sc - off, y1 = b[3] * sc - off;
+    double rw = x1 - x0, rh = y1 - y0;
+    if (!half) rw = fmax(rw, 1), rh = fmax(rh, 1);
+    double bh = rh / (double)oh, bw = rw / (double)ow;
+    int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)oh), gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)ow);
+    double cnt = (double)(gh * gw > 1 ? gh * gw : 1);
+    int64_t bi = (int64_t)in[2].v[r];
+    for (int64_t c = 0; c < C; c++) {
+      const double *p = in[0].v + (bi * C + c) * H * W;
+      for (int64_t ph = 0; ph < oh; ph++)
+        for (int64_t pw = 0; pw < ow; pw++) {
+          double sum = 0;
+          for (int64_t iy = 0; iy < gh; iy++)
+            for (int64_t ix = 0; ix < gw; ix++) {
+              double yy = y0 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+              double xx = x0 + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+              sum += roi_bilinear(p, H, W, yy, xx);
+            }
+          out[0].v[((r * C + c) * oh + ph) * ow + pw] = sum / cnt;
+        }
+    }
+  }
   return GOPT_OK;
 }
 
@@ -273,7 +349,7 @@ static int f_optim(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nou
 
 const ref_entry ex_ref_more_table[] = {
     {"HannWindow", f_window, NULL}, {"HammingWindow", f_window, NULL}, {"BlackmanWindow", f_window, NULL},
-    {"DFT", f_dft, NULL}, {"BatchNormalization", f_bn_train, claim_bn_train}, {"Unique", f_unique, NULL},
+    {"DFT", f_dft, NULL}, {"STFT", f_stft, NULL}, {"RoiAlign", f_roialign, NULL}, {"BatchNormalization", f_bn_train, claim_bn_train}, {"Unique", f_unique, NULL},
     {"NonMaxSuppression", f_nms, NULL}, {"ai.onnx.preview.training::Adagrad", f_optim, NULL},
     {"ai.onnx.preview.training::Momentum", f_optim, NULL}, {"ai.onnx.preview.training::Adam", f_optim, NULL},
     {NULL, NULL, NULL},

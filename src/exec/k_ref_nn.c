@@ -2,8 +2,8 @@
  * ConvTranspose, ConvInteger/QLinearConv, MatMulInteger/QLinearMatMul, QuantizeLinear,
  * DequantizeLinear, DynamicQuantizeLinear, RNN/GRU (and LSTM with run-time sequence_lens), Einsum,
  * LRN, MeanVarianceNormalization, Det, Dropout's mask, Resize (cubic, tf_crop_and_resize,
- * align_corners) and Upsample, MaxPool with indices or integer input, MaxUnpool. ONNX semantics as
- * the operator specification states them; double precision throughout. */
+ * align_corners) and Upsample, MaxPool with indices or integer input, MaxUnpool, GridSample.
+ * ONNX semantics as the operator specification states them; double precision throughout. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -764,6 +764,90 @@ static int f_maxunpool(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int
   return GOPT_OK;
 }
 
+/* ---- GridSample (opset 16: 4-D input, grid [N, Ho, Wo, 2] of (x, y) in [-1, 1]) -------------------- */
+
+static double gs_reflect(double v, double lo, double hi) {
+  double rng = hi - lo;
+  if (rng <= 0) return lo;
+  if (v < lo) {
+    double dv = lo - v;
+    int64_t n = (int64_t)(dv / rng);
+    double r = dv - (double)n * rng;
+    return n % 2 == 0 ? lo + r : hi - r;
+  }
+  if (v > hi) {
+    double dv = v - hi;
+    int64_t n = (int64_t)(dv / rng);
+    double r = dv - (double)n * rng;
+    return n % 2 == 0 ? hi - r : lo + r;
+  }
+  return v;
+}
+
+typedef struct gs_img {
+  const double *p;
+  int64_t H, W;
+  int pad;            /* 0 zeros, 1 border, 2 reflection */
+  double bx[2], by[2]; /* reflection borders */
+} gs_img;
+
+static double gs_pixel(const gs_img *im, int64_t r, int64_t c) {
+  if (im->pad == 0) return r < 0 || r >= im->H || c < 0 || c >= im->W ? 0 : im->p[r * im->W + c];
+  if (im->pad == 2) {
+    c = (int64_t)gs_reflect((double)c, im->bx[0], im->bx[1]);
+    r = (int64_t)gs_reflect((double)r, im->by[0], im->by[1]);
+  }
+  c = c < 0 ? 0 : c >= im->W ? im->W - 1 : c;
+  r = r < 0 ? 0 : r >= im->H ? im->H - 1 : r;
+  return im->p[r * im->W + c];
+}
+
+static int f_gridsample(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  if (in[0].rank != 4) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "only 4-D inputs are supported");
+  const char *mode = gopt_node_get_string(G, NODE, "mode", "bilinear");
+  const char *pm = gopt_node_get_string(G, NODE, "padding_mode", "zeros");
+  int ac = (int)gopt_node_get_int(G, NODE, "align_corners", 0);
+  int64_t N = in[0].d[0], C = in[0].d[1], H = in[0].d[2], W = in[0].d[3], Ho = out[0].d[2], Wo = out[0].d[3];
+  gs_img im = {NULL, H, W, !strcmp(pm, "border") ? 1 : !strcmp(pm, "reflection") ? 2 : 0, {0, 0}, {0, 0}};
+  im.bx[0] = ac ? 0 : -0.5, im.bx[1] = ac ? (double)W - 1 : (double)W - 0.5;
+  im.by[0] = ac ? 0 : -0.5, im.by[1] = ac ? (double)H - 1 : (double)H - 0.5;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++) {
+      im.p = in[0].v + (n * C + c) * H * W;
+      for (int64_t i = 0; i < Ho * Wo; i++) {
+        const double *gxy = in[1].v + (n * Ho * Wo + i) * 2;
+        double xs = ac ? (gxy[0] + 1) / 2 * (double)(W - 1) : ((gxy[0] + 1) * (double)W - 1) / 2;
+        double ys = ac ? (gxy[1] + 1) / 2 * (double)(H - 1) : ((gxy[1] + 1) * (double)H - 1) / 2;
+        if (im.pad == 1) {
+          xs = fmin(fmax(xs, 0), (double)W - 1);
+          ys = fmin(fmax(ys, 0), (double)H - 1);
+        } else if (im.pad == 2) {
+          xs = gs_reflect(xs, im.bx[0], im.bx[1]);
+          ys = gs_reflect(ys, im.by[0], im.by[1]);
+        }
+        double v;
+        if (!strcmp(mode, "nearest")) {
+          v = gs_pixel(&im, (int64_t)nearbyint(ys), (int64_t)nearbyint(xs));
+        } else if (!strcmp(mode, "bicubic")) {
+          int64_t x0 = (int64_t)floor(xs) - 1, y0 = (int64_t)floor(ys) - 1;
+          double tx = xs - floor(xs), ty = ys - floor(ys), wx[4], wy[4];
+          for (int j = 0; j < 4; j++) wx[j] = cubic_w(tx - (j - 1), -0.75), wy[j] = cubic_w(ty - (j - 1), -0.75);
+          v = 0;
+          for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++) v += wy[a] * wx[b] * gs_pixel(&im, y0 + a, x0 + b);
+        } else {
+          int64_t x0 = (int64_t)floor(xs), y0 = (int64_t)floor(ys);
+          double fx = xs - (double)x0, fy = ys - (double)y0;
+          v = (1 - fy) * ((1 - fx) * gs_pixel(&im, y0, x0) + fx * gs_pixel(&im, y0, x0 + 1)) +
+              fy * ((1 - fx) * gs_pixel(&im, y0 + 1, x0) + fx * gs_pixel(&im, y0 + 1, x0 + 1));
+        }
+        out[0].v[(n * C + c) * Ho * Wo + i] = v;
+      }
+    }
+  return GOPT_OK;
+}
+
 static int claim_multi(const gopt_exec *x, int32_t n) { return x->g->nodes.a[n].n_out > 1; }
 
 const ref_entry ex_ref_nn_table[] = {
@@ -775,5 +859,6 @@ const ref_entry ex_ref_nn_table[] = {
     {"Einsum", f_einsum, NULL}, {"LRN", f_lrn, NULL}, {"MeanVarianceNormalization", f_mvn, NULL},
     {"Det", f_det, NULL}, {"Dropout", f_dropout, claim_multi}, {"Resize", f_resize, claim_resize},
     {"Upsample", f_resize, NULL}, {"MaxPool", f_maxpool, claim_maxpool}, {"MaxUnpool", f_maxunpool, NULL},
+    {"GridSample", f_gridsample, NULL},
     {NULL, NULL, NULL},
 };
