@@ -1,7 +1,8 @@
 /* k_ref_more.c: reference kernels (k_ref.h) for signal, detection and training ops: the window
  * functions (Hann, Hamming, Blackman), DFT, STFT, BatchNormalization in training mode, Unique,
- * NonMaxSuppression, RoiAlign (avg), and the ai.onnx.preview.training optimisers (Adagrad,
- * Momentum, Adam). ONNX semantics as the operator specification states them; double precision. */
+ * NonMaxSuppression, RoiAlign (avg), TfIdfVectorizer (integer input), and the
+ * ai.onnx.preview.training optimisers (Adagrad, Momentum, Adam). ONNX semantics as the operator
+ * specification states them; double precision. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,49 @@ static int f_roialign(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int 
             }
           out[0].v[((r * C + c) * oh + ph) * ow + pw] = sum / cnt;
         }
+    }
+  }
+  return GOPT_OK;
+}
+
+/* TfIdfVectorizer on integer input [L] or [B, L]: counts the pool's n-grams (n in
+ * [min_gram_length, max_gram_length], items skip-1 apart for skip in [0, max_skip_count]; a
+ * unigram counts once), mode TF (counts), IDF (weight when present) or TFIDF (count x weight). */
+static int f_tfidf(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  size_t np = 0, nc = 0, ni = 0, nw = 0;
+  const int64_t *pool = gopt_node_get_ints(G, NODE, "pool_int64s", &np);
+  const int64_t *cnt = gopt_node_get_ints(G, NODE, "ngram_counts", &nc);
+  const int64_t *idx = gopt_node_get_ints(G, NODE, "ngram_indexes", &ni);
+  const float *wt = gopt_node_get_floats(G, NODE, "weights", &nw);
+  if (!pool || !cnt || !idx) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "needs pool_int64s, ngram_counts, ngram_indexes");
+  int64_t mn = gopt_node_get_int(G, NODE, "min_gram_length", 1), mx = gopt_node_get_int(G, NODE, "max_gram_length", 1);
+  int64_t skip = gopt_node_get_int(G, NODE, "max_skip_count", 0);
+  const char *mode = gopt_node_get_string(G, NODE, "mode", "TF");
+  int64_t B = in[0].rank == 2 ? in[0].d[0] : 1, L = in[0].d[in[0].rank - 1], O = out[0].d[out[0].rank - 1];
+  for (int64_t b = 0; b < B; b++) {
+    const double *row = in[0].v + b * L;
+    double *o = out[0].v + b * O;
+    for (int64_t n = mn; n <= mx; n++) {
+      if (n < 1 || (size_t)n > nc) continue;
+      size_t lo = (size_t)cnt[n - 1], hi = (size_t)n < nc ? (size_t)cnt[n] : np; /* pool range of n-grams */
+      size_t first = 0; /* index of the first n-gram of this size among all n-grams */
+      for (int64_t m = 1; m < n; m++) first += ((size_t)(m < (int64_t)nc ? cnt[m] : (int64_t)np) - (size_t)cnt[m - 1]) / (size_t)m;
+      for (int64_t sk = 0; sk <= (n == 1 ? 0 : skip); sk++)
+        for (int64_t i = 0; i + (n - 1) * (sk + 1) < L; i++)
+          for (size_t q = lo; q + (size_t)n <= hi; q += (size_t)n) {
+            int match = 1;
+            for (int64_t j = 0; j < n && match; j++) match = (int64_t)row[i + j * (sk + 1)] == pool[q + (size_t)j];
+            size_t g = first + (q - lo) / (size_t)n;
+            if (match && g < ni && idx[g] < O) o[idx[g]] += 1;
+          }
+    }
+    for (int64_t j = 0; j < O; j++) {
+      double w = 1; /* weights[g] belongs to the pool's g-th n-gram, output ngram_indexes[g] */
+      for (size_t g = 0; wt && g < ni && g < nw; g++)
+        if (idx[g] == j) w = wt[g];
+      if (!strcmp(mode, "IDF")) o[j] = o[j] > 0 ? w : 0;
+      else if (!strcmp(mode, "TFIDF")) o[j] *= w;
     }
   }
   return GOPT_OK;
@@ -349,7 +393,8 @@ static int f_optim(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nou
 
 const ref_entry ex_ref_more_table[] = {
     {"HannWindow", f_window, NULL}, {"HammingWindow", f_window, NULL}, {"BlackmanWindow", f_window, NULL},
-    {"DFT", f_dft, NULL}, {"STFT", f_stft, NULL}, {"RoiAlign", f_roialign, NULL}, {"BatchNormalization", f_bn_train, claim_bn_train}, {"Unique", f_unique, NULL},
+    {"DFT", f_dft, NULL}, {"STFT", f_stft, NULL}, {"RoiAlign", f_roialign, NULL},
+    {"TfIdfVectorizer", f_tfidf, NULL}, {"BatchNormalization", f_bn_train, claim_bn_train}, {"Unique", f_unique, NULL},
     {"NonMaxSuppression", f_nms, NULL}, {"ai.onnx.preview.training::Adagrad", f_optim, NULL},
     {"ai.onnx.preview.training::Momentum", f_optim, NULL}, {"ai.onnx.preview.training::Adam", f_optim, NULL},
     {NULL, NULL, NULL},
