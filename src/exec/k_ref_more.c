@@ -1,6 +1,6 @@
 /* k_ref_more.c: reference kernels (k_ref.h) for signal, detection and training ops: the window
- * functions (Hann, Hamming, Blackman), DFT, STFT, BatchNormalization in training mode, Unique,
- * NonMaxSuppression, RoiAlign (avg), TfIdfVectorizer (integer input), and the
+ * functions (Hann, Hamming, Blackman), DFT, STFT, MelWeightMatrix, BatchNormalization in training
+ * mode, Unique, NonMaxSuppression, RoiAlign (avg), TfIdfVectorizer (integer input), and the
  * ai.onnx.preview.training optimisers (Adagrad, Momentum, Adam). ONNX semantics as the operator
  * specification states them; double precision. */
 #include <math.h>
@@ -175,6 +175,36 @@ static int f_tfidf(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nou
       else if (!strcmp(mode, "TFIDF")) o[j] *= w;
     }
   }
+  return GOPT_OK;
+}
+
+/* MelWeightMatrix (opset 17): [dft_length/2+1, num_mel_bins] triangular filters between mel-spaced
+ * bin edges (num_mel_bins + 2 edges from lower_edge_hertz to upper_edge_hertz). */
+static int f_melweight(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int64_t nm = (int64_t)in[0].v[0], dft = (int64_t)in[1].v[0], nb = dft / 2 + 1;
+  double sr = in[2].v[0], lo = 2595 * log10(1 + in[3].v[0] / 700), hi = 2595 * log10(1 + in[4].v[0] / 700);
+  if (nm < 1 || nm > 4096 || out[0].n != nb * nm || sr <= 0)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "inputs do not match the output shape");
+  int64_t *edge = malloc((size_t)(nm + 2) * sizeof *edge);
+  if (!edge) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  double step = (hi - lo) / (double)(nm + 2);
+  for (int64_t i = 0; i < nm + 2; i++) {
+    double hz = 700 * (pow(10, ((double)i * step + lo) / 2595) - 1);
+    edge[i] = (int64_t)floor((double)(dft + 1) * hz / sr);
+  }
+  for (int64_t i = 0; i < nm; i++) {
+    int64_t l = edge[i], c = edge[i + 1], h = edge[i + 2];
+    if (c == l) {
+      if (c >= 0 && c < nb) out[0].v[c * nm + i] = 1;
+    } else {
+      for (int64_t j = l; j <= c; j++)
+        if (j >= 0 && j < nb) out[0].v[j * nm + i] = (double)(j - l) / (double)(c - l);
+    }
+    for (int64_t j = c; h > c && j < h; j++)
+      if (j >= 0 && j < nb) out[0].v[j * nm + i] = (double)(h - j) / (double)(h - c);
+  }
+  free(edge);
   return GOPT_OK;
 }
 
@@ -394,7 +424,7 @@ static int f_optim(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nou
 const ref_entry ex_ref_more_table[] = {
     {"HannWindow", f_window, NULL}, {"HammingWindow", f_window, NULL}, {"BlackmanWindow", f_window, NULL},
     {"DFT", f_dft, NULL}, {"STFT", f_stft, NULL}, {"RoiAlign", f_roialign, NULL},
-    {"TfIdfVectorizer", f_tfidf, NULL}, {"BatchNormalization", f_bn_train, claim_bn_train}, {"Unique", f_unique, NULL},
+    {"TfIdfVectorizer", f_tfidf, NULL}, {"MelWeightMatrix", f_melweight, NULL}, {"BatchNormalization", f_bn_train, claim_bn_train}, {"Unique", f_unique, NULL},
     {"NonMaxSuppression", f_nms, NULL}, {"ai.onnx.preview.training::Adagrad", f_optim, NULL},
     {"ai.onnx.preview.training::Momentum", f_optim, NULL}, {"ai.onnx.preview.training::Adam", f_optim, NULL},
     {NULL, NULL, NULL},
