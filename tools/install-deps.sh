@@ -22,11 +22,13 @@ set_build=(
   gcc libc6-dev make cmake pkg-config
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
   libjansson-dev libopenblas-dev libdnnl-dev libmetis-dev libglpk-dev
+  libopenmpi-dev
 )
 set_test=(
   clang dpkg-dev
   npm:onnxruntime-node@1.30.0
   python3-numpy python3-onnx python3-torch python3-torchvision
+  openmpi-bin
 )
 set_tools=(
   python3-numpy python3-onnx python3-torch python3-torchvision

@@ -65,6 +65,7 @@ typedef struct row {
   cli_task_run run;
   curve cv;
   int done;
+  size_t failed;          /* 1 + its line in skipped when it failed */
 } row;
 
 static const char *kind_name(int kind) {
@@ -223,6 +224,25 @@ static int write_plot(const char *path, const char *title, int task, const row *
   return rc;
 }
 
+/* Under mpirun: every row's outcome (result, or failure line) from the rank that ran it to all
+ * (rank 0 prints the table). The curves of other ranks' rows are not sent (plots show rank 0's). */
+static int compare_gather(row *rows, size_t nr, char (*skipped)[320], size_t *nskip) {
+  for (size_t i = 0; i < nr; i++) {
+    int owner = (int)(i % (size_t)cli_mpi_size()), mine = owner == cli_mpi_rank();
+    struct { int done; cli_task_run run; char msg[320]; } m;
+    memset(&m, 0, sizeof m);
+    m.done = rows[i].done;
+    m.run = rows[i].run;
+    if (mine && rows[i].failed) memcpy(m.msg, skipped[rows[i].failed - 1], sizeof m.msg);
+    if (cli_mpi_bcast(&m, sizeof m, owner)) return 1;
+    if (mine) continue;
+    rows[i].done = m.done;
+    rows[i].run = m.run;
+    if (!m.done && m.msg[0]) memcpy(skipped[(*nskip)++], m.msg, sizeof m.msg);
+  }
+  return 0;
+}
+
 int cli_compare(int argc, char **argv) {
   cli_task_flags f;
   memset(&f, 0, sizeof f);
@@ -328,7 +348,9 @@ int cli_compare(int argc, char **argv) {
   if (any_search && (rc = cli_task_start_resolve("compare", &f, e, &start))) goto done;
   rc = 1;
   cli_task_sigint(1);
+  cli_mpi_islands = 0; /* under mpirun the methods are spread over the ranks (row i on rank i % P) */
   for (size_t i = 0; i < nr && !cli_task_interrupted(); i++) {
+    if ((int)(i % (size_t)cli_mpi_size()) != cli_mpi_rank()) continue;
     gopt_search_opts so;
     cli_task_search_opts(&f, tty, &so);
     so.on_improve = on_improve;
@@ -340,11 +362,16 @@ int cli_compare(int argc, char **argv) {
       /* one failing method does not lose the others: it is listed with its error */
       fprintf(stderr, "gopt compare: warning: %s: %s\n", rows[i].name, err.msg);
       snprintf(skipped[nskip++], sizeof skipped[0], "%s (failed: %.150s)", rows[i].name, err.msg);
+      rows[i].failed = nskip;
       continue;
     }
     rows[i].done = 1;
   }
   cli_task_sigint(0);
+  if (cli_mpi_size() > 1 && compare_gather(rows, nr, skipped, &nskip)) {
+    fprintf(stderr, "gopt compare: MPI broadcast of the results failed\n");
+    goto done;
+  }
 
   /* the best method: fitting in memory first, then the lower objective (gopt_env_result_cmp) */
   size_t best = nr;

@@ -19,7 +19,10 @@ static const char train_help[] =
     "  SPEC: a model file (.onnx), a zoo spec (gnmt:layers=8,steps=100) or a folder (its *.onnx);\n"
     "  separate several with ';' or repeat --graphs. Ctrl-C writes P.gpol; --resume continues it\n"
     "  exactly (same --task, --cluster, --graphs, --iters, --seed, --threads). Defaults: --iters 100,\n"
-    "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n";
+    "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n"
+    "  --rollout-groups G  split each batch's samples into G gradient groups summed in order (default 1).\n"
+    "  Under `mpirun -np P` every rank evaluates and differentiates one group (G = P, K % P == 0) and\n"
+    "  rank 0 writes P.gpol: bitwise the weights of one process with --rollout-groups P (docs/SCALING.md).\n";
 
 #define MAX_ITEMS 4096
 
@@ -119,7 +122,7 @@ static void on_sigint(int sig) {
 typedef struct train_args {
   const char *task, *out, *clusters;
   char graphs[8192];
-  long iters, seed, threads, samples, stop_after;
+  long iters, seed, threads, samples, stop_after, groups;
   int resume;
 } train_args;
 
@@ -130,7 +133,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!strcmp(f, "--help") || !strcmp(f, "-h")) { fputs(train_help, stdout); return 0; }
     if (!strcmp(f, "--resume")) { a->resume = 1; continue; }
     int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
-                !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after");
+                !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after") ||
+                !strcmp(f, "--rollout-groups");
     if (!takes) return cli_usage_error("train", f[0] == '-' ? "unknown flag '%s'" : "unexpected argument '%s'", f);
     if (!v) return cli_usage_error("train", "%s: missing value", f);
     i++;
@@ -145,7 +149,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
                               !strcmp(f, "--samples") ? 255 : 1000000000L,
                               !strcmp(f, "--iters") ? &a->iters : !strcmp(f, "--seed") ? &a->seed
                               : !strcmp(f, "--threads") ? &a->threads : !strcmp(f, "--samples") ? &a->samples
-                              : &a->stop_after)) return 2;
+                              : !strcmp(f, "--rollout-groups") ? &a->groups : &a->stop_after)) return 2;
   }
   if (!a->task) return cli_usage_error("train", "missing --task");
   if (gopt_task_from_name(a->task) < 0) return cli_usage_error("train", "--task: unknown task '%s'", a->task);
@@ -186,7 +190,8 @@ int cli_train(int argc, char **argv) {
   if (!p && gopt_policy_new(task, NULL, (uint64_t)a.seed, &p, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
   tty = isatty(2);
   gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
-                             .stop_after = a.stop_after,
+                             .stop_after = a.stop_after, .rollout_groups = (int)a.groups,
+                             .dist = cli_mpi_learn_dist(),
                              .on_iter = on_iter, .user = s};
   gopt_learn_train_result tr;
   gopt_learn_clear_stop();
@@ -197,7 +202,7 @@ int cli_train(int argc, char **argv) {
   int trc = gopt_learn_train(p, s->e, (const char *const *)s->name, s->n, &o, &tr, &err);
   sigaction(SIGINT, &old, NULL);
   if (trc) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
-  if (gopt_policy_save(p, a.out, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
+  if (cli_mpi_rank() == 0 && gopt_policy_save(p, a.out, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
   if (tr.interrupted) {
     fprintf(stderr, "gopt train: interrupted at iteration %lld of %ld; wrote %s (continue with --resume)\n",
             (long long)tr.iters_done, a.iters, a.out);
