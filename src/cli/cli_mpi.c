@@ -131,8 +131,11 @@ int cli_mpi_island_search(const char *method, gopt_env *e, const gopt_search_opt
   int have = 0;
   for (uint64_t k = 0; k < rounds; k++) {
     gopt_search_opts ro = *o;
-    uint64_t s = o->seed ^ ((uint64_t)mpi_rank << 32) ^ k;
-    ro.seed = gopt_splitmix64(&s);
+    /* the seed stream of (seed, rank, round): distinct for every triple */
+    uint64_t s = o->seed, a = gopt_splitmix64(&s);
+    a ^= (uint64_t)mpi_rank * 0xd1b54a32d192ed03ULL;
+    a += k * 0x8cb92ba72f3d8dd7ULL;
+    ro.seed = gopt_splitmix64(&a);
     ro.x0 = x_best;
     ro.budget_evals = B ? (k + 1 < rounds ? mine / rounds : mine - (rounds - 1) * (mine / rounds)) : 0;
     if (B && ro.budget_evals == 0) ro.budget_evals = 1;
