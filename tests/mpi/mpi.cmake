@@ -10,5 +10,5 @@ if(GOPT_MPI AND GOPT_MPIRUN)
   add_test(NAME mpi_search COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_mpi_search.py ${GOPT_BIN} ${GOPT_MPIRUN} 5
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(mpi_train mpi_search PROPERTIES LABELS mpi
-                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;ASAN_OPTIONS=detect_leaks=0")
+                       ENVIRONMENT "GOPT_HISTORY=0;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;ASAN_OPTIONS=detect_leaks=0")
 endif()
