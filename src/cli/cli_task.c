@@ -160,6 +160,11 @@ void cli_task_sigint(int install) {
   sa.sa_handler = install ? on_sigint : SIG_DFL;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
+  /* under mpirun: Ctrl-C on mpirun reaches the ranks as SIGTERM (SIGUSR1 when forwarded) */
+  if (cli_mpi_size() > 1) {
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+  }
   if (install) {
     interrupted_flag = 0;
     gopt_search_clear_stop();

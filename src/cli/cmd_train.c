@@ -227,6 +227,10 @@ int cli_train(int argc, char **argv) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, &old);
+  if (cli_mpi_size() > 1) { /* see cli_task_sigint */
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+  }
   int trc = gopt_learn_train(p, s->e, (const char *const *)s->name, s->n, &o, &tr, &err);
   sigaction(SIGINT, &old, NULL);
   if (trc) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
