@@ -22,6 +22,7 @@ set_build=(
   gcc libc6-dev make cmake pkg-config
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
   libjansson-dev libopenblas-dev libdnnl-dev libmetis-dev libglpk-dev
+  libz3-dev
   libsqlite3-dev
   graphviz
   libopenmpi-dev

@@ -12,6 +12,7 @@ int cli_optimize(int argc, char **argv), cli_compare(int argc, char **argv); /* 
 int cli_train(int argc, char **argv); /* cmd_train.c */
 int cli_history(int argc, char **argv), cli_costdb(int argc, char **argv); /* records */
 int cli_report(int argc, char **argv); /* cmd_report.c */
+int cli_rewrite(int argc, char **argv), cli_rules(int argc, char **argv); /* cmd_rewrite.c, cmd_rules.c */
 
 static const struct {
   const char *name;
@@ -23,6 +24,8 @@ static const struct {
     {"dot", cli_dot, "write a model as Graphviz DOT"},
     {"convert", cli_convert, "write a model (file or zoo name) as ONNX"},
     {"run", cli_run, "execute a model on this CPU: outputs, --check against test data, --profile"},
+    {"rewrite", cli_rewrite, "rewrite the graph with verified substitution rules (TASO-style search)"},
+    {"rules", cli_rules, "generate, verify or list the rewrite rules (rules.json)"},
     {"simulate", cli_simulate, "simulate one step on a cluster: time, memory, transfers, trace"},
     {"devices", cli_devices, "list the simulator's device presets and cluster shorthands"},
     {"calibrate", cli_calibrate, "fit the host device's cost model to a measured cost database"},
