@@ -59,7 +59,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+    if (!strcmp(argv[1], cmds[i].name)) {
+      cli_mpi_init(&argc, &argv); /* under mpirun: rank 0 of P speaks, the others work (cli_mpi.c) */
+      int rc = cmds[i].fn(argc - 1, argv + 1);
+      cli_mpi_finalize();
+      return rc;
+    }
   fprintf(stderr, "gopt: unknown command '%s' (see gopt --help)\n", argv[1]);
   return 2;
 }
