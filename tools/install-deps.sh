@@ -37,6 +37,7 @@ set_test=(
 )
 set_tools=(
   python3-numpy python3-onnx python3-torch python3-torchvision
+  time
 )
 
 die() {
