@@ -382,6 +382,181 @@ static void set_kind(cimp *ci, int32_t n, const hlo_instr *in) {
   if (checked) nd->flags &= (uint16_t)~GOPT_N_OPAQUE;
 }
 
+/* ---- gopt.TYPE custom-calls (nodes of other front ends, written by hlo_export.c) ------------ */
+
+static int hexv(int c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+       : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decodes s[0..n) into a malloc'd string. */
+static char *pct_dup(const char *s, size_t n) {
+  char *o = malloc(n + 1), *q = o;
+  if (!o) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '%' && i + 2 < n && hexv(s[i + 1]) >= 0 && hexv(s[i + 2]) >= 0) {
+      *q++ = (char)(hexv(s[i + 1]) * 16 + hexv(s[i + 2]));
+      i += 2;
+    } else {
+      *q++ = s[i];
+    }
+  }
+  *q = 0;
+  return o;
+}
+
+static const hlo_attr *find_attr(const hlo_instr *in, const char *key) {
+  for (int i = 0; i < in->n_attrs; i++)
+    if (!strcmp(in->attrs[i].key, key)) return &in->attrs[i];
+  return NULL;
+}
+
+/* The TYPE of a custom-call written by gopt (custom_call_target="gopt.TYPE"), malloc'd; NULL
+ * when in is something else. */
+static char *gopt_type(const hlo_instr *in) {
+  const hlo_attr *a = strcmp(in->opcode, "custom-call") ? NULL : find_attr(in, "custom_call_target");
+  if (!a || strncmp(a->val, "\"gopt.", 6)) return NULL;
+  size_t n = strlen(a->val);
+  if (n < 8 || a->val[n - 1] != '"') return NULL;
+  return pct_dup(a->val + 6, n - 7);
+}
+
+/* Number list "1,2,-3" of the value text [s, e) into v; returns the count. */
+static size_t num_list(const char *s, const char *e, int64_t *v, double *f, size_t max) {
+  size_t n = 0;
+  while (s < e && n < max) {
+    char *q;
+    if (f) f[n] = strtod(s, &q);
+    else v[n] = strtoll(s, &q, 10);
+    if (q == s) break;
+    n++;
+    s = q;
+    if (s < e && *s == ',') s++;
+  }
+  return n;
+}
+
+/* Decodes one "K:NAME=VALUE" entry of backend_config onto node n. */
+static int gopt_entry(cimp *ci, int32_t n, const hlo_instr *in, const char *s, const char *e,
+                      const char *const *called, int n_called) {
+  gopt_graph *g = ci->g;
+  const hlo_attr *bc = find_attr(in, "backend_config");
+  const char *eq = memchr(s, '=', (size_t)(e - s));
+  if (e - s < 3 || s[1] != ':' || !eq)
+    return at(ci->im, bc->line, bc->col, GOPT_EPARSE, "instruction '%s': bad gopt backend_config entry%s", in->name, "");
+  char *name = pct_dup(s + 2, (size_t)(eq - s - 2));
+  const char *v = eq + 1;
+  int rc = 0;
+  int64_t iv[1024];
+  double fv[1024];
+  if (!name) return gopt_error_set(ci->im->err, GOPT_ENOMEM, "out of memory");
+  switch (s[0]) {
+  case 'i': rc = gopt_node_set_int(g, n, name, strtoll(v, NULL, 10)); break;
+  case 'f': rc = gopt_node_set_float(g, n, name, strtod(v, NULL)); break;
+  case 's': {
+    char *str = pct_dup(v, (size_t)(e - v));
+    rc = str ? gopt_node_set_string(g, n, name, str) : GOPT_ENOMEM;
+    free(str);
+    break;
+  }
+  case 'I': rc = gopt_node_set_ints(g, n, name, iv, num_list(v, e, iv, NULL, 1024)); break;
+  case 'F': {
+    size_t k = num_list(v, e, NULL, fv, 1024);
+    float ff[1024];
+    for (size_t i = 0; i < k; i++) ff[i] = (float)fv[i];
+    rc = gopt_node_set_floats(g, n, name, ff, k);
+    break;
+  }
+  case 'S': {
+    char *strs[256];
+    size_t k = 0;
+    for (const char *p = v; p <= e && k < 256;) {
+      const char *q = memchr(p, ',', (size_t)(e - p));
+      if (!q) q = e;
+      if (!(strs[k] = pct_dup(p, (size_t)(q - p)))) break;
+      k++;
+      p = q + 1;
+      if (q == e) break;
+    }
+    rc = gopt_node_set_strings(g, n, name, (const char *const *)strs, k);
+    for (size_t i = 0; i < k; i++) free(strs[i]);
+    break;
+  }
+  case 't': { /* dtype/dims/hex or - */
+    char *e1, *e2;
+    long dt = strtol(v, &e1, 10);
+    const char *slash2 = e1 < e ? memchr(e1 + 1, '/', (size_t)(e - e1 - 1)) : NULL;
+    if (*e1 != '/' || !slash2 || dt < 0 || dt >= GOPT_DT_COUNT) { rc = GOPT_EPARSE; break; }
+    size_t r = num_list(e1 + 1, slash2, iv, NULL, GOPT_MAX_RANK);
+    gopt_error e3 = {0};
+    int32_t t = gopt_graph_add_tensor(g, NULL, (int)dt, (int)r, iv, &e3);
+    if (t < 0) { rc = GOPT_EPARSE; break; }
+    g->tensors.a[t].flags |= GOPT_T_ATTR;
+    const char *h = slash2 + 1;
+    size_t nb = (size_t)(e - h) / 2;
+    unsigned char *d = NULL;
+    if (*h != '-' && (d = malloc(nb + 1)))
+      for (size_t i = 0; i < nb; i++) d[i] = (unsigned char)(hexv(h[2 * i]) * 16 + hexv(h[2 * i + 1]));
+    (void)e2;
+    rc = gopt_tensor_set_const(g, t, d, d ? nb : (size_t)gopt_tensor_bytes(g, t), &e3);
+    free(d);
+    if (!rc) rc = gopt_node_set_tensor(g, n, name, t);
+    break;
+  }
+  case 'g': {
+    long k = strtol(v, NULL, 10);
+    if (k < 0 || k >= n_called) { rc = GOPT_EPARSE; break; }
+    hlo_attr fake = *bc;
+    fake.key = "called_computations";
+    rc = attach(ci, n, name, called_graph(ci, &fake, called[k], strlen(called[k])));
+    if (rc) { free(name); return rc; }
+    break;
+  }
+  case 'N': g->nodes.a[n].flags |= (uint16_t)(strtol(v, NULL, 10) & (GOPT_N_GRAD | GOPT_N_UPDATE)); break;
+  case 'O': break;
+  default: rc = GOPT_EPARSE;
+  }
+  free(name);
+  if (rc == GOPT_EPARSE)
+    return at(ci->im, bc->line, bc->col, GOPT_EPARSE, "instruction '%s': bad gopt backend_config entry '%.40s'",
+              in->name, s);
+  return rc ? gopt_error_set(ci->im->err, GOPT_ENOMEM, "out of memory") : 0;
+}
+
+/* Attributes of a gopt.TYPE node from backend_config (and called_computations). */
+static int gopt_attrs(cimp *ci, int32_t n, const hlo_instr *in) {
+  const hlo_attr *bc = find_attr(in, "backend_config"), *cc = find_attr(in, "called_computations");
+  const char *called[64];
+  int n_called = 0, rc = 0;
+  if (!bc) return 0;
+  if (cc) {
+    char *list = strdup(cc->val);
+    if (!list) return gopt_error_set(ci->im->err, GOPT_ENOMEM, "out of memory");
+    for (char *p = strtok(list, "{}, %"); p && n_called < 64; p = strtok(NULL, "{}, %")) {
+      int64_t k = onnx_map_get(&ci->im->comps, p);
+      called[n_called++] = k >= 0 ? ci->im->m->comps[k].name : "?";
+    }
+    free(list);
+  }
+  size_t len = strlen(bc->val);
+  const char *s = bc->val + 1, *end = bc->val + (len > 1 ? len - 1 : 1);
+  while (s < end && !rc) {
+    const char *e = memchr(s, ';', (size_t)(end - s));
+    if (!e) e = end;
+    rc = gopt_entry(ci, n, in, s, e, called, n_called);
+    s = e + 1;
+  }
+  return rc;
+}
+
+/* Positions of omitted inputs ("O:=2,4" in backend_config) into pos; returns the count. */
+static size_t omitted_inputs(const hlo_instr *in, int64_t *pos, size_t max) {
+  const hlo_attr *bc = find_attr(in, "backend_config");
+  if (!bc || strncmp(bc->val, "\"O:=", 4)) return 0;
+  const char *e = strpbrk(bc->val + 4, ";\"");
+  return num_list(bc->val + 4, e ? e : bc->val + strlen(bc->val), pos, NULL, max);
+}
+
 /* ---- computations ------------------------------------------------------------------------------- */
 
 static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
@@ -403,19 +578,40 @@ static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
         return at(im, in->line, in->col, GOPT_EUNSUP, "instruction '%s': too many operands%s", in->name, "");
       ins[k++] = ci->leaves.a[ci->leaf_off[o] + l];
     }
-    if (j < 1024) counts[j] = ci->leaf_n[o];
-    uneven |= ci->leaf_n[o] != 1;
+    /* per operand: its leaf count when it is a tuple value, 0 for an array */
+    if (j < 1024) counts[j] = ci->c->ins[o].shape.tuple ? ci->leaf_n[o] : 0;
+    uneven |= ci->c->ins[o].shape.tuple;
   }
   if (uneven && in->n_ops > 1024)
     return at(im, in->line, in->col, GOPT_EUNSUP, "instruction '%s': too many tuple operands%s", in->name, "");
   if (ci->leaf_n[i] > UINT16_MAX)
     return at(im, in->line, in->col, GOPT_EUNSUP, "instruction '%s': too many tuple elements%s", in->name, "");
   char type[96];
+  char *gt = gopt_type(in);
   snprintf(type, sizeof type, "hlo::%.80s", in->opcode);
+  if (gt) { /* a node of another front end: its inputs with the omitted ones back in place */
+    int64_t om[64];
+    size_t no = omitted_inputs(in, om, 64);
+    if (k + no > max_in) { free(gt); return GOPT_EUNSUP; }
+    for (size_t a = 0; a < no; a++) {
+      size_t p = om[a] < 0 ? 0 : (size_t)om[a] > k ? k : (size_t)om[a];
+      memmove(ins + p + 1, ins + p, (k - p) * sizeof *ins);
+      ins[p] = -1;
+      k++;
+    }
+  }
   gopt_error e2 = {0};
-  int32_t n = gopt_graph_add_node(g, type, in->name, (int)k, ins, ci->leaf_n[i],
+  int32_t n = gopt_graph_add_node(g, gt ? gt : type, in->name, (int)k, ins, ci->leaf_n[i],
                                   ci->leaves.a + ci->leaf_off[i], &e2);
-  if (n < 0) return at(im, in->line, in->col, GOPT_EGRAPH, "instruction '%s': %s", in->name, e2.msg);
+  if (n < 0) {
+    free(gt);
+    return at(im, in->line, in->col, GOPT_EGRAPH, "instruction '%s': %s", in->name, e2.msg);
+  }
+  if (gt) {
+    free(gt);
+    ci->node_line[n] = i;
+    return gopt_attrs(ci, n, in);
+  }
   ci->node_line[n] = i;
   int rc = 0;
   if (uneven && gopt_node_set_ints(g, n, "hlo.operands", counts, (size_t)in->n_ops))
