@@ -119,6 +119,7 @@ typedef struct cx {
   size_t nv;
   int32_t *tval, *tleaf; /* per tensor: value and leaf position (-1 when none) */
   int32_t *node_val;     /* per node: its value */
+  size_t n_params;       /* values [0, n_params) are the parameters */
   onnx_map names;        /* instruction names in use (keys owned by the names list) */
   char **owned;
   size_t n_owned;
@@ -437,7 +438,7 @@ static void const_literal(cx *c, sbuf *b, int32_t t) {
     return;
   }
   size_t i = 0;
-  put_lit(b, d, x->dtype, gopt_tensor_dims(g, t), x->rank, 0, &i);
+  put_lit(b, d, x->dtype, x->rank ? gopt_tensor_dims(g, t) : NULL, x->rank, 0, &i);
 }
 
 /* ---- instructions ------------------------------------------------------------------------------- */
@@ -665,6 +666,7 @@ static int build_values(cx *c, int32_t *order, int64_t cnt, int32_t *const_ids) 
     rc = add_val(c, g->inputs.a + i, (int32_t)(j - i), nm, bl);
     i = j;
   }
+  c->n_params = c->nv;
   size_t nc = 0;
   for (size_t t = 0; t < g->tensors.n && !rc; t++) {
     const gopt_tensor *x = &g->tensors.a[t];
@@ -720,11 +722,13 @@ static int emit_comp(ex *x, const gopt_graph *g, const char *name, int entry) {
   char ename[300];
   if (entry) { /* the entry's name must not be one of its callees' */
     snprintf(ename, sizeof ename, "%.280s", name);
+    for (char *q = ename; *q; q++)
+      if (!valid_name_ch(*q)) *q = '_';
     for (unsigned u = 1;; u++) {
       size_t i = 0;
       while (i < x->comps.n && strcmp(x->comps.a[i].name, ename)) i++;
       if (i == x->comps.n) break;
-      snprintf(ename, sizeof ename, "%.280s.e%u", name, u);
+      snprintf(ename + strlen(ename), 16, ".e%u", u);
     }
     name = ename;
   }
@@ -751,8 +755,8 @@ static int emit_comp(ex *x, const gopt_graph *g, const char *name, int entry) {
       sb_puts(&root, ")");
     }
   }
-  size_t np = 0;
-  for (size_t i = 0; i < c.nv && !rc && c.v[i].leaves >= g->inputs.a && c.v[i].leaves < g->inputs.a + g->inputs.n; i++, np++) {
+  size_t np = c.n_params;
+  for (size_t i = 0; i < np && !rc; i++) {
     sb_printf(&sig, "%s%s: ", i ? ", " : "", c.v[i].name);
     rc = val_shape(&c, &sig, &c.v[i]);
   }

@@ -679,7 +679,8 @@ static int check_shapes(cimp *ci) {
     int64_t *s = saved + t * (GOPT_MAX_RANK + 2);
     s[0] = g->tensors.a[t].dtype;
     s[1] = g->tensors.a[t].rank;
-    memcpy(s + 2, gopt_tensor_dims(g, (int32_t)t), (size_t)g->tensors.a[t].rank * sizeof(int64_t));
+    if (g->tensors.a[t].rank)
+      memcpy(s + 2, gopt_tensor_dims(g, (int32_t)t), (size_t)g->tensors.a[t].rank * sizeof(int64_t));
   }
   gopt_infer_opts io = {0, 1};
   gopt_error e2 = {0};
@@ -691,7 +692,7 @@ static int check_shapes(cimp *ci) {
     const int64_t *s = saved + (size_t)t * (GOPT_MAX_RANK + 2);
     const gopt_tensor *x = &g->tensors.a[t];
     int same = s[0] == x->dtype && s[1] == x->rank && !(x->flags & GOPT_T_NOSHAPE) &&
-               !memcmp(s + 2, gopt_tensor_dims(g, t), (size_t)x->rank * sizeof(int64_t));
+               (x->rank == 0 || !memcmp(s + 2, gopt_tensor_dims(g, t), (size_t)x->rank * sizeof(int64_t)));
     if (!same) {
       const hlo_instr *in = &ci->c->ins[ci->node_line[n]];
       char got[160];

@@ -536,6 +536,18 @@ static int parse_comp(lx *l, hlo_comp *c) {
 int hlo_parse(const char *text, size_t len, const char *label, hlo_module *m, gopt_error *err) {
   lx l = {text, text + len, text, 1, m, err};
   m->label = label;
+  for (const char *q = text; q < text + len; q++) { /* control bytes (NUL included): not text */
+    unsigned char ch = (unsigned char)*q;
+    if (ch == '\n') {
+      l.line++;
+      l.line_start = q + 1;
+    } else if (ch < 0x20 && ch != '\t' && ch != '\r') {
+      l.p = q;
+      return lx_err(&l, "control byte 0x%02x: not HLO text", ch);
+    }
+  }
+  l.line = 1;
+  l.line_start = text;
   if (skip(&l, 1)) return GOPT_EPARSE;
   if (l.end - l.p < 10 || memcmp(l.p, "HloModule", 9) || (l.p[9] != ' ' && l.p[9] != '\t'))
     return lx_err(&l, "not an HLO module (expected 'HloModule NAME')");

@@ -9,3 +9,17 @@ add_test(NAME hlo_roundtrip_real_modules
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/hlo/check_hlo.py ${GOPT_BIN}
                  ${CMAKE_SOURCE_DIR}/tests/hlo/data --roundtrip ${CMAKE_CURRENT_BINARY_DIR}/hlo_roundtrip
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+
+# Fuzz regressions and seeds of the HLO importer (fuzz/fuzz_hlo_import.c through the shared
+# replay driver fuzz/replay_onnx.c), in every build, sanitizers included.
+add_executable(replay_hlo ${CMAKE_SOURCE_DIR}/fuzz/replay_onnx.c ${CMAKE_SOURCE_DIR}/fuzz/fuzz_hlo_import.c)
+target_link_libraries(replay_hlo PRIVATE gopt)
+add_test(NAME hlo_fuzz_regressions COMMAND replay_hlo ${CMAKE_SOURCE_DIR}/fuzz/corpus_hlo
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(hlo_fuzz_regressions PROPERTIES FAIL_REGULAR_EXPRESSION "runtime error|Sanitizer")
+add_test(NAME hlo_fuzz_seed_corpus COMMAND replay_hlo ${CMAKE_SOURCE_DIR}/fuzz/corpus_hlo "*.hlo"
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(hlo_fuzz_seed_corpus PROPERTIES FAIL_REGULAR_EXPRESSION "runtime error|Sanitizer")
+add_test(NAME hlo_export_zoo_onnx
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/hlo/check_zoo_export.py ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
