@@ -9,6 +9,7 @@ int cli_simulate(int argc, char **argv), cli_devices(int argc, char **argv),
     cli_calibrate(int argc, char **argv), cli_fidelity(int argc, char **argv); /* simulator */
 int cli_optimize(int argc, char **argv), cli_compare(int argc, char **argv); /* tasks */
 int cli_train(int argc, char **argv); /* cmd_train.c */
+int cli_passes(int argc, char **argv); /* cmd_passes.c */
 
 static const struct {
   const char *name;
@@ -18,7 +19,8 @@ static const struct {
     {"info", cli_info, "show a model's size, op mix, FLOPs, bytes and tensor shapes"},
     {"zoo", cli_zoo, "list the built-in models and their size knobs"},
     {"dot", cli_dot, "write a model as Graphviz DOT"},
-    {"convert", cli_convert, "write a model (file or zoo name) as ONNX"},
+    {"convert", cli_convert, "write a model (file or zoo name) as ONNX or XLA HLO text"},
+    {"passes", cli_passes, "run compiler passes (XLA's default order or a list): instruction counts"},
     {"run", cli_run, "execute a model on this CPU: outputs, --check against test data, --profile"},
     {"simulate", cli_simulate, "simulate one step on a cluster: time, memory, transfers, trace"},
     {"devices", cli_devices, "list the simulator's device presets and cluster shorthands"},
@@ -33,7 +35,7 @@ static void usage(FILE *f) {
   fprintf(f, "usage: gopt COMMAND [ARGS] (gopt COMMAND --help for each)\n\ncommands:\n");
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
-  fprintf(f, "\nMODEL is an .onnx file or a zoo spec such as resnet50 or gnmt:layers=8,steps=100\n");
+  fprintf(f, "\nMODEL is an .onnx or HLO text file (.hlo, or .txt starting HloModule) or a zoo spec such as resnet50 or gnmt:layers=8,steps=100\n");
 }
 
 int main(int argc, char **argv) {

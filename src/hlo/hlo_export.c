@@ -477,7 +477,7 @@ static int comp_name(ex *x, const gopt_graph *sub, char **out) {
 
 static int is_derived(const char *k) {
   return !strcmp(k, "to") || !strcmp(k, "perm") || !strcmp(k, "axis") || !strcmp(k, "equation") ||
-         !strcmp(k, "hlo.operands");
+         !strcmp(k, "hlo.operands") || !strcmp(k, "hlo.leaf_offset");
 }
 
 /* Attributes of an hlo:: node as HLO writes them. */

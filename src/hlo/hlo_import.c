@@ -311,77 +311,6 @@ static int set_attr(cimp *ci, int32_t n, const hlo_instr *in, const hlo_attr *a)
 
 /* ---- op kinds ----------------------------------------------------------------------------------- */
 
-/* Einsum equation of a dot from its dimension numbers: batch, lhs free, rhs free. 0 or -1. */
-static int dot_equation(const gopt_graph *g, int32_t n, int ra, int rb, char *eq, size_t cap) {
-  static const char L[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-  size_t nlb, nrb, nlc, nrc;
-  const int64_t *lb = gopt_node_get_ints(g, n, "lhs_batch_dims", &nlb);
-  const int64_t *rb_ = gopt_node_get_ints(g, n, "rhs_batch_dims", &nrb);
-  const int64_t *lc = gopt_node_get_ints(g, n, "lhs_contracting_dims", &nlc);
-  const int64_t *rc = gopt_node_get_ints(g, n, "rhs_contracting_dims", &nrc);
-  char a[GOPT_MAX_RANK + 1] = {0}, b[GOPT_MAX_RANK + 1] = {0}, o[2 * GOPT_MAX_RANK + 1] = {0};
-  int next = 0, no = 0;
-  if (nlb != nrb || nlc != nrc || ra > GOPT_MAX_RANK || rb > GOPT_MAX_RANK) return -1;
-  for (size_t i = 0; i < nlb; i++) {
-    if (lb[i] < 0 || lb[i] >= ra || rb_[i] < 0 || rb_[i] >= rb || a[lb[i]] || b[rb_[i]]) return -1;
-    a[lb[i]] = b[rb_[i]] = o[no++] = L[next++];
-  }
-  for (size_t i = 0; i < nlc; i++) {
-    if (lc[i] < 0 || lc[i] >= ra || rc[i] < 0 || rc[i] >= rb || a[lc[i]] || b[rc[i]]) return -1;
-    a[lc[i]] = b[rc[i]] = L[next++];
-  }
-  for (int i = 0; i < ra; i++)
-    if (!a[i]) a[i] = o[no++] = L[next++];
-  for (int i = 0; i < rb; i++)
-    if (!b[i]) b[i] = o[no++] = L[next++];
-  o[no] = 0;
-  snprintf(eq, cap, "%s,%s->%s", a, b, o);
-  return 0;
-}
-
-static void set_kind(cimp *ci, int32_t n, const hlo_instr *in) {
-  gopt_graph *g = ci->g;
-  gopt_node *nd = &g->nodes.a[n];
-  const ops_hlo_info *info = ops_hlo_lookup(in->opcode);
-  nd->op = GOPT_OP_OPAQUE;
-  nd->flags |= GOPT_N_OPAQUE;
-  if (!info) return;
-  nd->op = info->kind;
-  int checked = info->checked && nd->n_out == 1 && !in->shape.tuple;
-  for (int i = 0; i < nd->n_in && checked; i++) {
-    int32_t t = gopt_node_input(g, n, i);
-    checked = t >= 0 && g->tensors.a[t].dtype != HLO_DT_TOKEN;
-  }
-  if (checked && (!strcmp(in->opcode, "and") || !strcmp(in->opcode, "or") ||
-                  !strcmp(in->opcode, "xor") || !strcmp(in->opcode, "not")))
-    checked = in->shape.dtype == GOPT_DT_BOOL; /* on integers they are bitwise: no ONNX op */
-  if (checked && !strcmp(in->opcode, "compare")) {
-    const char *d = gopt_node_get_string(g, n, "direction", "");
-    int k = !strcmp(d, "EQ") ? GOPT_OP_EQUAL : !strcmp(d, "LT") ? GOPT_OP_LESS
-          : !strcmp(d, "LE") ? GOPT_OP_LESS_OR_EQUAL : !strcmp(d, "GT") ? GOPT_OP_GREATER
-          : !strcmp(d, "GE") ? GOPT_OP_GREATER_OR_EQUAL : -1;
-    if (k < 0) checked = 0; else nd->op = (uint16_t)k;
-  } else if (checked && !strcmp(in->opcode, "convert")) {
-    checked = !gopt_node_set_int(g, n, "to", in->shape.dtype);
-  } else if (checked && !strcmp(in->opcode, "transpose")) {
-    size_t k;
-    const int64_t *d = gopt_node_get_ints(g, n, "dimensions", &k);
-    checked = d && !gopt_node_set_ints(g, n, "perm", d, k);
-  } else if (checked && !strcmp(in->opcode, "concatenate")) {
-    size_t k;
-    const int64_t *d = gopt_node_get_ints(g, n, "dimensions", &k);
-    checked = d && k == 1 && !gopt_node_set_int(g, n, "axis", d[0]);
-  } else if (checked && !strcmp(in->opcode, "dot")) {
-    char eq[80];
-    checked = nd->n_in == 2 &&
-              !dot_equation(g, n, g->tensors.a[gopt_node_input(g, n, 0)].rank,
-                            g->tensors.a[gopt_node_input(g, n, 1)].rank, eq, sizeof eq) &&
-              !gopt_node_set_string(g, n, "equation", eq);
-  }
-  nd = &g->nodes.a[n];
-  if (checked) nd->flags &= (uint16_t)~GOPT_N_OPAQUE;
-}
-
 /* ---- gopt.TYPE custom-calls (nodes of other front ends, written by hlo_export.c) ------------ */
 
 static int hexv(int c) {
@@ -557,6 +486,14 @@ static size_t omitted_inputs(const hlo_instr *in, int64_t *pos, size_t max) {
   return num_list(bc->val + 4, e ? e : bc->val + strlen(bc->val), pos, NULL, max);
 }
 
+/* Leaf tensors of a shape (arrays 1, tuples the sum over their elements). */
+static int64_t shape_leaves(const hlo_shape *s) {
+  if (!s->tuple) return 1;
+  int64_t k = 0;
+  for (int i = 0; i < s->n; i++) k += shape_leaves(&s->elems[i]);
+  return k;
+}
+
 /* ---- computations ------------------------------------------------------------------------------- */
 
 static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
@@ -616,9 +553,22 @@ static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
   int rc = 0;
   if (uneven && gopt_node_set_ints(g, n, "hlo.operands", counts, (size_t)in->n_ops))
     return gopt_error_set(im->err, GOPT_ENOMEM, "out of memory");
+  if (!strcmp(in->opcode, "get-tuple-element") && in->n_ops == 1) {
+    /* which of the operand's leaves the element is: the leaves of the elements before it */
+    const hlo_attr *ix = find_attr(in, "index");
+    const hlo_shape *os = &ci->c->ins[onnx_map_get(&ci->names, in->ops[0])].shape;
+    long idx = ix ? strtol(ix->val, NULL, 10) : -1;
+    if (!os->tuple || idx < 0 || idx >= os->n)
+      return at(im, in->line, in->col, GOPT_EGRAPH, "instruction '%s': index out of range of operand '%s'",
+                in->name, in->ops[0]);
+    int64_t off = 0;
+    for (long e = 0; e < idx; e++) off += shape_leaves(&os->elems[e]);
+    if (gopt_node_set_int(g, n, "hlo.leaf_offset", off))
+      return gopt_error_set(im->err, GOPT_ENOMEM, "out of memory");
+  }
   for (int a = 0; a < in->n_attrs && !rc; a++) rc = set_attr(ci, n, in, &in->attrs[a]);
   if (rc) return rc;
-  set_kind(ci, n, in);
+  ops_hlo_set_kind(g, n, in->shape.tuple);
   return 0;
 }
 

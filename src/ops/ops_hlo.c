@@ -1,6 +1,7 @@
 /* ops_hlo.c: HLO opcodes in the op registry: the opcode -> gopt op kind table (with whether the
  * kind's shape rule checks the text's shapes) and the cost rule of "hlo::OPCODE" nodes. The
  * table is the one place that decides how HLO maps onto gopt's ops; docs/HLO.md lists it. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ops/ops_hlo.h"
@@ -42,6 +43,78 @@ static const ops_hlo_info table[] = {
     {"select-and-scatter", K(MAX_POOL_GRAD), 0, 0}, {"sort", K(TOPK), 0, 0},
 };
 #undef K
+
+/* Einsum equation of a dot from its dimension numbers: batch, lhs free, rhs free. 0 or -1. */
+int ops_hlo_dot_equation(const gopt_graph *g, int32_t n, int ra, int rb, char *eq, size_t cap) {
+  static const char L[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  size_t nlb, nrb, nlc, nrc;
+  const int64_t *lb = gopt_node_get_ints(g, n, "lhs_batch_dims", &nlb);
+  const int64_t *rb_ = gopt_node_get_ints(g, n, "rhs_batch_dims", &nrb);
+  const int64_t *lc = gopt_node_get_ints(g, n, "lhs_contracting_dims", &nlc);
+  const int64_t *rc = gopt_node_get_ints(g, n, "rhs_contracting_dims", &nrc);
+  char a[GOPT_MAX_RANK + 1] = {0}, b[GOPT_MAX_RANK + 1] = {0}, o[2 * GOPT_MAX_RANK + 1] = {0};
+  int next = 0, no = 0;
+  if (nlb != nrb || nlc != nrc || ra > GOPT_MAX_RANK || rb > GOPT_MAX_RANK) return -1;
+  for (size_t i = 0; i < nlb; i++) {
+    if (lb[i] < 0 || lb[i] >= ra || rb_[i] < 0 || rb_[i] >= rb || a[lb[i]] || b[rb_[i]]) return -1;
+    a[lb[i]] = b[rb_[i]] = o[no++] = L[next++];
+  }
+  for (size_t i = 0; i < nlc; i++) {
+    if (lc[i] < 0 || lc[i] >= ra || rc[i] < 0 || rc[i] >= rb || a[lc[i]] || b[rc[i]]) return -1;
+    a[lc[i]] = b[rc[i]] = L[next++];
+  }
+  for (int i = 0; i < ra; i++)
+    if (!a[i]) a[i] = o[no++] = L[next++];
+  for (int i = 0; i < rb; i++)
+    if (!b[i]) b[i] = o[no++] = L[next++];
+  o[no] = 0;
+  snprintf(eq, cap, "%s,%s->%s", a, b, o);
+  return 0;
+}
+
+void ops_hlo_set_kind(gopt_graph *g, int32_t n, int tuple_result) {
+  gopt_node *nd = &g->nodes.a[n];
+  const char *opcode = ops_hlo_opcode(g, n);
+  const ops_hlo_info *info = opcode ? ops_hlo_lookup(opcode) : NULL;
+  nd->op = GOPT_OP_OPAQUE;
+  nd->flags |= GOPT_N_OPAQUE;
+  if (!info) return;
+  nd->op = info->kind;
+  int checked = info->checked && nd->n_out == 1 && !tuple_result;
+  int out_dt = nd->n_out ? g->tensors.a[gopt_node_output(g, n, 0)].dtype : -1;
+  for (int i = 0; i < nd->n_in && checked; i++) {
+    int32_t t = gopt_node_input(g, n, i);
+    checked = t >= 0 && g->tensors.a[t].dtype != GOPT_DT_STRING; /* STRING = HLO token */
+  }
+  if (checked && (!strcmp(opcode, "and") || !strcmp(opcode, "or") || !strcmp(opcode, "xor") ||
+                  !strcmp(opcode, "not")))
+    checked = out_dt == GOPT_DT_BOOL; /* on integers they are bitwise: no ONNX op */
+  if (checked && !strcmp(opcode, "compare")) {
+    const char *d = gopt_node_get_string(g, n, "direction", "");
+    int k = !strcmp(d, "EQ") ? GOPT_OP_EQUAL : !strcmp(d, "LT") ? GOPT_OP_LESS
+          : !strcmp(d, "LE") ? GOPT_OP_LESS_OR_EQUAL : !strcmp(d, "GT") ? GOPT_OP_GREATER
+          : !strcmp(d, "GE") ? GOPT_OP_GREATER_OR_EQUAL : -1;
+    if (k < 0) checked = 0; else nd->op = (uint16_t)k;
+  } else if (checked && !strcmp(opcode, "convert")) {
+    checked = !gopt_node_set_int(g, n, "to", out_dt);
+  } else if (checked && !strcmp(opcode, "transpose")) {
+    size_t k;
+    const int64_t *d = gopt_node_get_ints(g, n, "dimensions", &k);
+    checked = d && !gopt_node_set_ints(g, n, "perm", d, k);
+  } else if (checked && !strcmp(opcode, "concatenate")) {
+    size_t k;
+    const int64_t *d = gopt_node_get_ints(g, n, "dimensions", &k);
+    checked = d && k == 1 && !gopt_node_set_int(g, n, "axis", d[0]);
+  } else if (checked && !strcmp(opcode, "dot")) {
+    char eq[80];
+    checked = nd->n_in == 2 &&
+              !ops_hlo_dot_equation(g, n, g->tensors.a[gopt_node_input(g, n, 0)].rank,
+                                    g->tensors.a[gopt_node_input(g, n, 1)].rank, eq, sizeof eq) &&
+              !gopt_node_set_string(g, n, "equation", eq);
+  }
+  nd = &g->nodes.a[n];
+  if (checked) nd->flags &= (uint16_t)~GOPT_N_OPAQUE;
+}
 
 const ops_hlo_info *ops_hlo_lookup(const char *opcode) {
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

@@ -5,6 +5,7 @@
 #ifndef GOPT_OPS_HLO_H
 #define GOPT_OPS_HLO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gopt/graph.h"
@@ -28,5 +29,14 @@ const char *ops_hlo_opcode(const gopt_graph *g, int32_t n);
  * 2 * output elements * contracted size; convolution 2 * output elements * kernel elements per
  * output feature; reduce and reduce-window one FLOP per input element (times the window). */
 int ops_hlo_cost(const gopt_graph *g, int32_t n, gopt_cost *c);
+
+/* Sets node n's op kind and GOPT_N_OPAQUE flag from its "hlo::OPCODE" type (ops_hlo_lookup), adding
+ * the attributes the kind's shape rule reads (to, perm, axis, equation) where it applies.
+ * tuple_result: n's result is a tuple (never checked). */
+void ops_hlo_set_kind(gopt_graph *g, int32_t n, int tuple_result);
+
+/* Einsum equation ("ab,bc->ac") of an HLO dot node n from its dimension-number attributes and
+ * operand ranks ra, rb: batch dims, then lhs free, then rhs free dims. 0, or -1 when invalid. */
+int ops_hlo_dot_equation(const gopt_graph *g, int32_t n, int ra, int rb, char *eq, size_t cap);
 
 #endif
