@@ -151,8 +151,13 @@ int pass_tuple_simplifier(pctx *p) {
       for (int i = 0; i < nd->n_out && ok; i++) {
         int32_t s = gte_source(g, gopt_node_output(g, (int32_t)n, i));
         int32_t pr = s >= 0 ? g->tensors.a[s].producer : -1;
-        ok = pr >= 0 && pass_is(g, pr, "tuple");
-        if (ok) to[i] = gopt_node_input(g, pr, g->tensors.a[s].out_index); /* tuple output k = input k */
+        if (pr >= 0 && pass_is(g, pr, "tuple")) {
+          to[i] = gopt_node_input(g, pr, g->tensors.a[s].out_index); /* tuple output k = input k */
+        } else { /* a leaf that is a value of its own (not part of a tuple) is read directly */
+          ok = s >= 0 && (pr < 0 || g->nodes.a[pr].n_out == 1) &&
+               !strchr(gopt_graph_str(g, g->tensors.a[s].name), '#');
+          to[i] = s;
+        }
       }
       if (ok) pass_replace(p, (int32_t)n, to);
     } else if (pass_is(g, (int32_t)n, "tuple") && nd->n_in > 0) {

@@ -1,5 +1,7 @@
 /* pass_expand.c: passes that add instructions: the call inliner (a call's computation copied into
- * the caller) and the logistic expander (logistic(x) -> 1 / (1 + exp(-x))). */
+ * the caller), the logistic expander (logistic(x) -> 1 / (1 + exp(-x))) and the batch-norm
+ * expander (batch-norm-inference and -training as reduces and elementwise ops; batch-norm-grad is
+ * kept). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,4 +148,122 @@ int pass_logistic_expander(pctx *p) {
     pass_replace(p, (int32_t)n, &res);
   }
   return 0;
+}
+
+/* ---- batch-norm expander ------------------------------------------------------------------------ */
+
+/* broadcast of [C] vector v along dimension f to x's shape. */
+static int32_t bcast_feature(pctx *p, int32_t v, int32_t x, int64_t f) {
+  gopt_graph *g = p->g;
+  int64_t dims[GOPT_MAX_RANK];
+  int r = g->tensors.a[x].rank;
+  memcpy(dims, gopt_tensor_dims(g, x), (size_t)r * sizeof *dims);
+  int32_t b = pass_add_hlo(p, "broadcast", "broadcast", 1, &v, g->tensors.a[x].dtype, r, dims);
+  if (b >= 0 && gopt_node_set_ints(g, g->tensors.a[b].producer, "dimensions", &f, 1))
+    return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory"), -1;
+  return b;
+}
+
+static int32_t bin(pctx *p, const char *op, int32_t a, int32_t b) {
+  gopt_graph *g = p->g;
+  int32_t in[2] = {a, b};
+  int64_t dims[GOPT_MAX_RANK];
+  int r = g->tensors.a[a].rank;
+  if (r) memcpy(dims, gopt_tensor_dims(g, a), (size_t)r * sizeof *dims);
+  return a < 0 || b < 0 ? -1 : pass_add_hlo(p, op, op, 2, in, g->tensors.a[a].dtype, r, dims);
+}
+
+/* A scalar add computation for reduce. */
+static gopt_graph *add_computation(pctx *p, int dt) {
+  gopt_graph *s = gopt_graph_new("add.gopt");
+  if (!s) return NULL;
+  int32_t a = gopt_graph_add_tensor(s, "a", dt, 0, NULL, p->err);
+  int32_t b = gopt_graph_add_tensor(s, "b", dt, 0, NULL, p->err);
+  int32_t c = gopt_graph_add_tensor(s, "sum", dt, 0, NULL, p->err);
+  int32_t in[2] = {a, b}, n = -1;
+  if (a >= 0 && b >= 0 && c >= 0 && !gopt_graph_add_input(s, a) && !gopt_graph_add_input(s, b))
+    n = gopt_graph_add_node(s, "hlo::add", "sum", 2, in, 1, &c, p->err);
+  if (n < 0 || gopt_graph_add_output(s, c)) {
+    gopt_graph_free(s);
+    return NULL;
+  }
+  s->parent = p->g;
+  return s;
+}
+
+/* Per-feature sum of x (all dimensions but f) as a reduce with an add computation. */
+static int32_t feature_sum(pctx *p, int32_t x, int64_t f, int32_t zero, int64_t c) {
+  gopt_graph *g = p->g;
+  int r = g->tensors.a[x].rank, dt = g->tensors.a[x].dtype;
+  int64_t dims[GOPT_MAX_RANK];
+  int k = 0;
+  for (int i = 0; i < r; i++)
+    if (i != f) dims[k++] = i;
+  int32_t in[2] = {x, zero};
+  int32_t s = pass_add_hlo(p, "reduce", "reduce", 2, in, dt, 1, &c);
+  gopt_graph *sub = s >= 0 ? add_computation(p, dt) : NULL;
+  int32_t n = s >= 0 ? g->tensors.a[s].producer : -1;
+  if (!sub || gopt_node_set_ints(g, n, "dimensions", dims, (size_t)k) || gopt_node_set_graph(g, n, "to_apply", sub)) {
+    gopt_graph_free(sub);
+    return p->err->code ? -1 : (gopt_error_set(p->err, GOPT_ENOMEM, "out of memory"), -1);
+  }
+  return s;
+}
+
+/* y = (x - mean) * scale * rsqrt(var + eps) + offset, per feature f. */
+static int32_t bn_apply(pctx *p, int32_t x, int32_t scale, int32_t offset, int32_t mean, int32_t var,
+                        double eps, int64_t f) {
+  gopt_graph *g = p->g;
+  int64_t c = gopt_tensor_dims(g, scale)[0];
+  int dt = g->tensors.a[x].dtype;
+  int32_t e = pass_splat(p, dt, eps, 1, &c);
+  int32_t ve = bin(p, "add", var, e);
+  int32_t rs = ve >= 0 ? pass_add_hlo(p, "rsqrt", "rsqrt", 1, &ve, dt, 1, &c) : -1;
+  int32_t k = bin(p, "multiply", scale, rs);
+  int32_t bk = k >= 0 ? bcast_feature(p, k, x, f) : -1;
+  int32_t bm = bk >= 0 ? bcast_feature(p, mean, x, f) : -1;
+  int32_t xc = bin(p, "subtract", x, bm);
+  int32_t xs = bin(p, "multiply", xc, bk);
+  int32_t bo = xs >= 0 ? bcast_feature(p, offset, x, f) : -1;
+  return bin(p, "add", xs, bo);
+}
+
+int pass_batchnorm_expander(pctx *p) {
+  gopt_graph *g = p->g;
+  size_t nn = g->nodes.n;
+  for (size_t n = 0; n < nn; n++) {
+    if (!gopt_node_alive(g, (int32_t)n)) continue;
+    int inf = pass_is(g, (int32_t)n, "batch-norm-inference"), tr = pass_is(g, (int32_t)n, "batch-norm-training");
+    const gopt_node *nd = &g->nodes.a[n];
+    if (!(inf && nd->n_in == 5 && nd->n_out == 1) && !(tr && nd->n_in == 3 && nd->n_out == 3)) continue;
+    int32_t x = gopt_node_input(g, (int32_t)n, 0), scale = gopt_node_input(g, (int32_t)n, 1);
+    int32_t offset = gopt_node_input(g, (int32_t)n, 2);
+    int dt = g->tensors.a[x].dtype;
+    int64_t f = gopt_node_get_int(g, (int32_t)n, "feature_index", -1);
+    double eps = gopt_node_get_float(g, (int32_t)n, "epsilon", 1e-3);
+    if ((dt != GOPT_DT_FLOAT && dt != GOPT_DT_DOUBLE) || f < 0 || f >= g->tensors.a[x].rank ||
+        !gopt_tensor_is_static(g, x) || g->tensors.a[scale].rank != 1)
+      continue;
+    int64_t c = gopt_tensor_dims(g, x)[f];
+    int32_t to[3];
+    if (inf) {
+      to[0] = bn_apply(p, x, scale, offset, gopt_node_input(g, (int32_t)n, 3), gopt_node_input(g, (int32_t)n, 4), eps, f);
+    } else {
+      double cnt = (double)gopt_tensor_numel(g, x) / (double)(c ? c : 1);
+      int32_t zero = pass_splat(p, dt, 0.0, 0, NULL);
+      int32_t sum = zero >= 0 ? feature_sum(p, x, f, zero, c) : -1;
+      int32_t sq = bin(p, "multiply", x, x);
+      int32_t sumsq = sq >= 0 ? feature_sum(p, sq, f, zero, c) : -1;
+      int32_t inv = sumsq >= 0 ? pass_splat(p, dt, 1.0 / (cnt > 0 ? cnt : 1), 1, &c) : -1;
+      int32_t mean = bin(p, "multiply", sum, inv), msq = bin(p, "multiply", sumsq, inv);
+      int32_t var = msq >= 0 ? bin(p, "subtract", msq, bin(p, "multiply", mean, mean)) : -1;
+      to[0] = var >= 0 ? bn_apply(p, x, scale, offset, mean, var, eps, f) : -1;
+      to[1] = mean;
+      to[2] = var;
+    }
+    if (to[0] < 0) return p->err->code ? p->err->code : GOPT_ENOMEM;
+    pass_replace(p, (int32_t)n, to);
+  }
+  /* the get-tuple-elements of the expanded results now read plain values: fold them */
+  return pass_tuple_simplifier(p);
 }

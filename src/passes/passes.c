@@ -24,6 +24,7 @@ static const struct {
     {"call-inliner", "inlines call instructions", pass_call_inliner},
     {"zero_sized_hlo_elimination", "replaces ops with zero-element results by constants", pass_zero_sized},
     {"logistic-expander", "logistic(x) -> 1 / (1 + exp(-x))", pass_logistic_expander},
+    {"batchnorm_expander", "batch-norm-inference/-training as reduce and elementwise ops", pass_batchnorm_expander},
 };
 #define N_PASSES ((int)(sizeof passes / sizeof passes[0]))
 
@@ -190,7 +191,7 @@ int gopt_pass_run(int i, const gopt_graph *in, gopt_graph **out, gopt_pass_stats
 
 /* XLA's CPU pipeline with the passes gopt has (see docs/PASSES.md). */
 static const char *const pre_default[] = {"call-inliner", "zero_sized_hlo_elimination",
-                                          "logistic-expander", NULL};
+                                          "batchnorm_expander", "logistic-expander", NULL};
 static const char *const loop_default[] = {"algsimp", "dce", "zero_sized_hlo_elimination",
                                            "tuple-simplifier", "dce", "constant_folding", NULL};
 static const char *const post_default[] = {"transpose-folding", "cse", "tuple-simplifier", "dce", NULL};

@@ -52,5 +52,6 @@ int pass_transpose_folding(pctx *p);
 int pass_constant_folding(pctx *p);
 int pass_call_inliner(pctx *p);
 int pass_logistic_expander(pctx *p);
+int pass_batchnorm_expander(pctx *p);
 
 #endif

@@ -13,7 +13,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'tools', 'hlo'))
 import hlo_count  # noqa: E402
 
-GROW = {'call-inliner', 'logistic-expander', 'zero_sized_hlo_elimination'}
+GROW = {'call-inliner', 'logistic-expander', 'zero_sized_hlo_elimination', 'batchnorm_expander',
+        'default'}  # may add instructions (the default order runs the expanders)
 
 
 def main():

@@ -148,6 +148,25 @@ static void structure_checks(void) {
   h = apply(g, "zero_sized_hlo_elimination", &st);
   if (h) CHECK_EQ_INT(count_type(h, "hlo::broadcast"), 0);
   gopt_graph_free(h);
+  gopt_graph *bn = load(
+      "HloModule b\n\nENTRY e {\n  x = f32[2,3] parameter(0)\n  s = f32[3] parameter(1)\n"
+      "  o = f32[3] parameter(2)\n  m = f32[3] parameter(3)\n  v = f32[3] parameter(4)\n"
+      "  i = f32[2,3] batch-norm-inference(x, s, o, m, v), epsilon=0.001, feature_index=1\n"
+      "  t = (f32[2,3], f32[3], f32[3]) batch-norm-training(i, s, o), epsilon=0.001, feature_index=1\n"
+      "  ROOT r = f32[2,3] get-tuple-element(t), index=0\n}\n");
+  h = bn ? apply(bn, "batchnorm_expander", &st) : NULL;
+  if (h) {
+    CHECK(count_type(h, "hlo::batch-norm-inference") == 0 && count_type(h, "hlo::batch-norm-training") == 0);
+    CHECK_EQ_INT(count_type(h, "hlo::reduce"), 2); /* sum and sum of squares */
+    char *text = NULL;
+    gopt_error err = {0};
+    gopt_graph *r = NULL;
+    CHECK(gopt_hlo_save_mem(h, &text, NULL, &err) == 0 && gopt_hlo_load_mem(text, strlen(text), "bn.hlo", &r, &err) == 0);
+    free(text);
+    gopt_graph_free(r);
+  }
+  gopt_graph_free(h);
+  gopt_graph_free(bn);
   /* every pass leaves a module that exports and re-imports with its instruction count */
   for (int i = 0; i < gopt_pass_count(); i++) {
     h = apply(g, gopt_pass_name(i), &st);
