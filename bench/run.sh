@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run.sh: runs gopt's benchmarks (Release build in build/) and prints markdown tables for
-# docs/BENCHMARKS.md. Usage: bench/run.sh [import|sim|nn|exec|fidelity|install|all] (default all).
+# docs/BENCHMARKS.md. Usage: bench/run.sh [import|sim|nn|exec|fidelity|python|install|all] (default all).
 # `install` (first run on a fresh Debian 12 chroot) needs root and the Debian mirror.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +41,12 @@ if [ "$what" = sim ] || [ "$what" = all ]; then bench/sim/run.sh build; echo; fi
 if [ "$what" = nn ] || [ "$what" = all ]; then bench/nn/run.sh build 10000 80000; echo; fi
 if [ "$what" = exec ] || [ "$what" = all ]; then GOPT=build/bin/gopt bench/exec/run.sh; echo; fi
 if [ "$what" = fidelity ] || [ "$what" = all ]; then bench/fidelity/run.sh build; echo; fi
+if [ "$what" = python ] || [ "$what" = all ]; then
+  echo "### Python binding: gopt.Env evaluation paths (docs/PYTHON.md)"
+  echo
+  GOPT_LIB=build/libgopt.so /usr/bin/python3 bench/python/bench_env.py
+  echo
+fi
 if [ "$what" = install ] || [ "$what" = all ]; then
   echo "### First run on a fresh Debian 12 (debootstrap minbase chroot)"
   echo

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make-deb.sh: builds the Debian package gopt_<version>_amd64.deb (CLI, libgopt shared and static,
-# headers, gopt.pc, man page, shipped policies) into build-deb/, then shows what it holds
+# headers, gopt.pc, man page, Python binding, shipped policies) into build-deb/, then shows what it holds
 # (dpkg-deb -c) and what it depends on (dpkg-deb -I), and fails when a part is missing.
 #   tools/make-deb.sh            build and inspect
 # Install it with: apt install ./build-deb/gopt_*_amd64.deb
@@ -22,7 +22,8 @@ echo "== $deb: control"
 dpkg-deb -I "$deb"
 files="$(dpkg-deb -c "$deb")"
 for want in ./usr/bin/gopt ./usr/include/gopt/graph.h ./usr/share/man/man1/gopt.1 \
-  /pkgconfig/gopt.pc /libgopt.so. /libgopt.a; do
+  /pkgconfig/gopt.pc /libgopt.so. /libgopt.a ./usr/lib/python3/dist-packages/gopt/__init__.py \
+  ./usr/lib/python3/dist-packages/gopt/_install.py ./usr/share/gopt/examples/reinforce_placement.py; do
   grep -qF -- "$want" <<<"$files" || { echo "make-deb: $deb lacks $want" >&2; exit 1; }
 done
 depends="$(dpkg-deb -f "$deb" Depends)"

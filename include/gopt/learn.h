@@ -33,7 +33,7 @@ extern "C" {
 
 /* Version of the policy input features (env features + context columns). A policy trained with
  * another version is refused on load. */
-#define GOPT_LEARN_FEAT_VERSION 1
+#define GOPT_LEARN_FEAT_VERSION 2
 #define GOPT_LEARN_FILE_VERSION 1
 
 /* Architecture (saved in the policy file; 0 fields take the defaults). */

@@ -25,6 +25,9 @@ static inline uint64_t gopt_hash_mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+/* The library's version ("0.1.0"), the project version CMake builds it with. */
+const char *gopt_version(void);
+
 /* Monotonic wall time in seconds. */
 double gopt_now(void);
 /* Peak resident set size of this process in bytes (0 when unknown). */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "gopt/util.h"
 
 int cli_run(int argc, char **argv); /* cmd_run.c */
 int cli_simulate(int argc, char **argv), cli_devices(int argc, char **argv),
@@ -48,7 +49,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "--version")) {
-    printf("gopt 0.1.0\n");
+    printf("gopt %s\n", gopt_version());
     return 0;
   }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

@@ -9,7 +9,7 @@
 #include "gopt/learn.h"
 #include "gopt/nn.h"
 
-#define LEARN_NCTX 5                          /* context columns after the env features */
+#define LEARN_NCTX 6                          /* context columns after the env features (see docs/LEARNED.md) */
 #define LEARN_NIN (GOPT_ENV_NFEAT + LEARN_NCTX) /* input width */
 #define LEARN_NDEV 6                          /* device feature columns */
 #define LEARN_MAX_SAGE 4

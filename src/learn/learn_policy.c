@@ -110,6 +110,12 @@ int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err) {
   memset(lg->valid, 1, (size_t)n + 1);
   float ctxf[LEARN_NCTX];
   cluster_feats(e, n, ctxf, lg->dev_feat);
+  double ktot = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double t = pow(10.0, 6.0 * ef[(size_t)order[i] * GOPT_ENV_NFEAT + 19]) - 1.0;
+    ktot += t > 0 ? t : 0;
+  }
+  ctxf[5] = (float)(log10(1.0 + ktot) / 6.0);
   for (int64_t i = 0; i < n; i++) {
     memcpy(lg->feat + i * LEARN_NIN, ef + (size_t)order[i] * GOPT_ENV_NFEAT, GOPT_ENV_NFEAT * sizeof(float));
     memcpy(lg->feat + i * LEARN_NIN + GOPT_ENV_NFEAT, ctxf, sizeof ctxf);

@@ -379,7 +379,7 @@ static int save_mem_at(const gopt_graph *g, const char *location, void **buf, si
   m.has_ir_version = 1;
   m.ir_version = x.ir_version;
   m.producer_name = "gopt";
-  m.producer_version = "0.1.0";
+  m.producer_version = (char *)gopt_version();
   if ((rc = export_graph(&x, g, &gp, err))) goto done;
   m.graph = &gp;
 

@@ -282,6 +282,18 @@ static inline double fx_brute_orders(gopt_env *e, size_t limit, size_t *count) {
 }
 
 /* Runs a method; CHECKs success; returns the best objective (NAN on failure). */
+/* An on_sample callback that logs up to cap evaluated points (x rows of nv values, objectives). */
+typedef struct sample_log {
+  size_t n, cap, nv;
+  double *xs, *obj;
+} sample_log;
+static inline void log_sample(const double *x, const gopt_env_result *r, void *user) {
+  sample_log *l = user;
+  if (l->n == l->cap) return;
+  memcpy(l->xs + l->n * l->nv, x, l->nv * sizeof *x);
+  l->obj[l->n++] = r->objective;
+}
+
 static inline double fx_run(const char *method, gopt_env *e, const gopt_search_opts *o, double *x,
                      gopt_search_result *res) {
   gopt_error err = {0};

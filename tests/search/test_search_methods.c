@@ -321,16 +321,6 @@ static void test_brkga_decode(void) {
   fixture_free(&f);
 }
 
-typedef struct sample_log {
-  size_t n, cap, nv;
-  double *xs, *obj;
-} sample_log;
-static void log_sample(const double *x, const gopt_env_result *r, void *user) {
-  sample_log *l = user;
-  if (l->n == l->cap) return;
-  memcpy(l->xs + l->n * l->nv, x, l->nv * sizeof *x);
-  l->obj[l->n++] = r->objective;
-}
 
 static void test_gibbs_samples(void) {
   fixture f;

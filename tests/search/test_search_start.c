@@ -237,16 +237,6 @@ static void test_gibbs_budget(void) {
 /* Gibbs' on_sample contract: after the start, each visited variable's choices are reported
  * consecutively, in increasing value, the current one included, each with its true cost; within
  * a sweep every variable is visited once, in a shuffled order mixing the kinds. */
-typedef struct sample_log {
-  size_t n, cap, nv;
-  double *xs, *obj;
-} sample_log;
-static void log_sample(const double *x, const gopt_env_result *r, void *user) {
-  sample_log *l = user;
-  if (l->n == l->cap) return;
-  memcpy(l->xs + l->n * l->nv, x, l->nv * sizeof *x);
-  l->obj[l->n++] = r->objective;
-}
 
 /* The one variable where a and b differ, or -1 (none or several). */
 static long diff_at(const double *a, const double *b, size_t nv) {

@@ -80,10 +80,13 @@ for r in c["results"]:
     if r["kind"] == "search":
         assert 1 <= r["evaluations"] <= 30 or r["optimal"], r
         assert r["objective"] <= d * (1 + 1e-12), r   # never worse than its start (the default)
+    elif r["kind"] == "learned":   # go: greedy + samples (+ fine-tuning), each evaluated
+        assert r["evaluations"] >= 1, r
     else:
         assert r["evaluations"] == 1, r
 svg = xml.dom.minidom.parse(sys.argv[2])
-assert len(svg.getElementsByTagName("polyline")) == ns
+nl = sum(1 for k in kinds.values() if k == "learned")
+assert len(svg.getElementsByTagName("polyline")) == ns + nl
 txt = open(sys.argv[3]).read()
 for m in names:
     assert m in txt, m
