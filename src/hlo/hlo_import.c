@@ -529,7 +529,10 @@ static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
   if (gt) { /* a node of another front end: its inputs with the omitted ones back in place */
     int64_t om[64];
     size_t no = omitted_inputs(in, om, 64);
-    if (k + no > max_in) { free(gt); return GOPT_EUNSUP; }
+    if (k + no > max_in) {
+      free(gt);
+      return at(im, in->line, in->col, GOPT_EUNSUP, "instruction '%s': too many operands%s", in->name, "");
+    }
     for (size_t a = 0; a < no; a++) {
       size_t p = om[a] < 0 ? 0 : (size_t)om[a] > k ? k : (size_t)om[a];
       memmove(ins + p + 1, ins + p, (k - p) * sizeof *ins);
