@@ -100,7 +100,10 @@ void ops_hlo_set_kind(gopt_graph *g, int32_t n, int tuple_result) {
   } else if (checked && !strcmp(opcode, "transpose")) {
     size_t k;
     const int64_t *d = gopt_node_get_ints(g, n, "dimensions", &k);
-    checked = d && !gopt_node_set_ints(g, n, "perm", d, k);
+    int64_t perm[GOPT_MAX_RANK]; /* a copy: setting an attribute may move g->ints */
+    checked = d && k <= GOPT_MAX_RANK;
+    if (checked && k) memcpy(perm, d, k * sizeof *perm);
+    checked = checked && !gopt_node_set_ints(g, n, "perm", perm, k);
   } else if (checked && !strcmp(opcode, "concatenate")) {
     size_t k;
     const int64_t *d = gopt_node_get_ints(g, n, "dimensions", &k);
