@@ -22,11 +22,15 @@ set_build=(
   gcc libc6-dev make cmake pkg-config
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
   libjansson-dev libopenblas-dev libdnnl-dev libmetis-dev libglpk-dev
+  libsqlite3-dev
+  graphviz
 )
 set_test=(
   clang dpkg-dev
   npm:onnxruntime-node@1.30.0
+  npm:playwright-core@1.65.1
   python3-numpy python3-onnx python3-torch python3-torchvision
+  chromium
 )
 set_tools=(
   python3-numpy python3-onnx python3-torch python3-torchvision

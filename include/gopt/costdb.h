@@ -8,7 +8,11 @@
  *    "entries":[{"sig":"16 hex digits","op":"Conv","desc":"...","seconds":1.2e-4,"reps":32},...],
  *    "steps":[{"model":"corpus/resnet18.onnx","seconds":0.0123},...]}
  * and is written atomically. "steps" holds measured end-to-end times of whole models (the
- * fidelity report compares them with simulated steps). */
+ * fidelity report compares them with simulated steps).
+ * A path ending .sqlite, .sqlite3 or .db is a SQLite database instead (docs/COSTDB.md): rows keyed
+ * by (op signature, device = host string), several processes may write at once (WAL, busy
+ * timeout), saving upserts and never deletes, loading reads this host's rows (or the device with
+ * the most rows when this host has none). */
 #ifndef GOPT_COSTDB_H
 #define GOPT_COSTDB_H
 
@@ -36,7 +40,8 @@ void gopt_op_signature_desc(const gopt_graph *g, int32_t n, char *buf, size_t le
 /* New empty database for a host (a free-form identification string) and thread count. */
 gopt_costdb *gopt_costdb_new(const char *host, int threads);
 void gopt_costdb_free(gopt_costdb *db); /* accepts NULL */
-/* Loads a database file; a malformed file fails with a message naming it and what is wrong. */
+/* Loads a database file (JSON, or SQLite by extension); a malformed, corrupted or locked file fails
+ * with one line naming it and what is wrong. */
 int gopt_costdb_load(const char *path, gopt_costdb **out, gopt_error *err);
 int gopt_costdb_save(const gopt_costdb *db, const char *path, gopt_error *err);
 /* Looks up sig: returns 1 and fills *e when present, 0 otherwise. */

@@ -33,6 +33,12 @@ void gopt_decisions_clear(gopt_decisions *d); /* frees arrays; accepts an empty 
  * name, a wrong type, a node in two fusion groups, or an order that is not a permutation of the
  * live nodes fails with one line naming the file, key and node. */
 int gopt_decisions_load(gopt_decisions *d, const gopt_graph *g, const char *path, gopt_error *err);
+/* Same as gopt_decisions_load from JSON text; label names the source in messages. */
+int gopt_decisions_loads(gopt_decisions *d, const gopt_graph *g, const char *text,
+                         const char *label, gopt_error *err);
+/* The file's JSON text (malloc'd; the caller frees), NULL on out of memory or a node-count
+ * mismatch. */
+char *gopt_decisions_dumps(const gopt_decisions *d, const gopt_graph *g);
 /* Writes the arrays that are set, atomically. */
 int gopt_decisions_save(const gopt_decisions *d, const gopt_graph *g, const char *path,
                         gopt_error *err);

@@ -30,7 +30,8 @@ typedef struct gopt_search_opts {
   double budget_seconds;     /* 0 = no limit */
   uint64_t seed;
   int threads;               /* <= 0: all */
-  int progress;              /* 1: progress line on stderr (the CLI sets it when stderr is a tty) */
+  int progress;              /* stderr progress: 0 none, 1 a bar with ETA redrawn (a terminal), 2 a
+                                plain line every 2 s (a log; the CLI picks 1 or 2) */
   const double *x0;          /* start point (NULL: the environment's default) */
   /* method parameters (0 = the method's default; docs/SEARCH.md lists them) */
   double temperature;        /* SA initial temperature / Gibbs tau */
@@ -68,6 +69,8 @@ int gopt_search_run(const char *method, gopt_env *e, const gopt_search_opts *o, 
  *                          with gopt_env_result_cmp (fitting in memory first); ties keep the
  *                          earlier candidate (the default, then the baselines in their order). A
  *                          baseline that fails to run (other than out of memory) is left out.
+ *   "history"              the best decisions the run history (history.h) holds for this graph
+ *                          (structural hash), cluster name and task; an error when it holds none
  *   a baseline name        that baseline (possibly composite, "metis+mem_greedy"); it must apply
  *   anything else          a decisions file (decisions.h, docs/DECISIONS.md) read onto the
  *                          default vector with gopt_env_from_decisions

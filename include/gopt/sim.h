@@ -169,6 +169,17 @@ size_t gopt_sim_critical_path(const gopt_sim_state *st, gopt_sim_item *items, si
 /* Node ids of the unit (fused group, or n alone) node n belongs to, in topological order, into
  * nodes (room for max); returns the unit's size (0 when n is not a live node). */
 size_t gopt_sim_unit_nodes(const gopt_sim_state *st, int32_t n, int32_t *nodes, size_t max);
+/* Every kernel (one item per unit, in unit order) then every transfer of the last evaluation into
+ * items (room for max); returns the count (which may exceed max; only max are written). */
+size_t gopt_sim_timeline(const gopt_sim_state *st, gopt_sim_item *items, size_t max);
+/* Device dev's allocated bytes over the last evaluation (resident bytes included), as a step
+ * function: (*t)[i] the instants in increasing order, from 0 to the step's end, and (*bytes)[i]
+ * the most bytes held at that instant (held until the next one, unless kernels of zero length
+ * allocated and released within the instant). Rebuilt from the unit and
+ * transfer times by the memory rules above, so its maximum is the state's peak_mem[dev]. The
+ * caller frees both arrays. */
+int gopt_sim_memory_curve(const gopt_sim_state *st, int dev, double **t, double **bytes, size_t *n,
+                          gopt_error *err);
 /* Writes the last evaluation's timeline as Chrome trace-event JSON (one track per device and per
  * link; complete "X" events in microseconds; process/thread name metadata), atomically. */
 int gopt_sim_write_trace(const gopt_sim_state *st, const char *path, gopt_error *err);

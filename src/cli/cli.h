@@ -18,6 +18,16 @@ int cli_zoo(int argc, char **argv);
 int cli_dot(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 
+/* Per op type: count and FLOPs (cmd_info.c). */
+typedef struct cli_op_row {
+  const char *type;
+  size_t count;
+  double flops;
+} cli_op_row;
+/* The live nodes' op types, most frequent first (then by name), into *rows (malloc'd; NULL and 0
+ * on out of memory); returns the row count. */
+size_t cli_info_ops(const gopt_graph *g, cli_op_row **rows);
+
 /* Options common to commands that load a model. */
 typedef struct cli_model_opts {
   long batch;      /* > 0: bind the symbolic batch dim (an error when the model has none) */
@@ -69,6 +79,7 @@ typedef struct cli_task_flags {
   int has_budget;
   double seconds;
   int json;
+  int no_history;      /* --no-history: do not record the run (gopt/history.h) */
   const char *start;   /* --start: default, best (NULL: best), a baseline or a decisions file */
   const char *policy;  /* --policy: the learned method's .gpol (NULL: the shipped one) */
   long samples;        /* --samples K: the learned method's samples besides greedy */
@@ -136,11 +147,17 @@ int cli_task_default(const char *cmd, gopt_env *e, gopt_env_ws *w, double *x, go
 /* Evaluations per search method: --budget, else 1000 unless --seconds is given (then 0). */
 uint64_t cli_task_budget(const cli_task_flags *f);
 
-/* Search options from the flags (budget, seconds, seed, threads) and progress; the rest zero. */
+/* Search options from the flags (budget, seconds, seed, threads) and progress (non-zero: stderr is a
+ * terminal, a bar with ETA; zero: a plain line every 2 s; GOPT_PROGRESS=0: none); the rest zero. */
 void cli_task_search_opts(const cli_task_flags *f, int progress, gopt_search_opts *so);
 
 /* A new JSON object holding model, nodes, task and cluster (in that order). */
 struct json_t *cli_task_json_head(const cli_task_flags *f, const gopt_graph *g, const gopt_cluster *c);
+
+/* Records one method's run (x: its decision vector, may be NULL) in the run history unless
+ * --no-history or GOPT_HISTORY=0; a failure prints a warning and the command goes on. */
+void cli_history_record(const char *cmd, const cli_task_flags *f, const gopt_env *e, const char *method,
+                        const double *x, const cli_task_run *run);
 
 /* Hooks into modules that may be absent in a build (training). */
 int cli_make_training(const char *model, gopt_graph *g, gopt_error *err);

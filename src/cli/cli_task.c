@@ -182,6 +182,10 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
     f->json = 1;
     return 1;
   }
+  if (!strcmp(a, "--no-history")) {
+    f->no_history = 1;
+    return 1;
+  }
   if (!strcmp(a, "--training")) {
     f->mo.training = 1;
     return 1;
@@ -198,7 +202,7 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
   if (!strcmp(a, "--task")) f->task = v;
   else if (!strcmp(a, "--start")) {
     if (!*v) {
-      cli_usage_error(cmd, "--start: empty (default, best, a baseline name or a decisions file)");
+      cli_usage_error(cmd, "--start: empty (default, best, history, a baseline name or a decisions file)");
       return -1;
     }
     f->start = v;
@@ -306,7 +310,8 @@ void cli_task_search_opts(const cli_task_flags *f, int progress, gopt_search_opt
   so->budget_seconds = f->seconds;
   so->seed = (uint64_t)f->seed;
   so->threads = (int)f->threads;
-  so->progress = progress;
+  const char *env = getenv("GOPT_PROGRESS");
+  so->progress = env && !strcmp(env, "0") ? 0 : progress ? 1 : 2; /* a bar, or a plain log */
 }
 
 struct json_t *cli_task_json_head(const cli_task_flags *f, const gopt_graph *g, const gopt_cluster *c) {

@@ -3,43 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli/cli_compare.h"
 #include "gopt/ops.h"
 #include "gopt/util.h"
 
 static const char dot_help[] =
     "usage: gopt dot MODEL [-o FILE.dot] [--batch N] [--training] [--no-fold]\n"
     "  writes the graph in Graphviz DOT to FILE (default: stdout); render with dot -Tsvg\n";
-
-/* Appends printf output to a growing buffer. */
-typedef struct sbuf {
-  char *p;
-  size_t n, cap;
-  int oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) { b->oom = 1; return; }
-    if (b->p && b->n + (size_t)k < b->cap) {
-      b->n += (size_t)k;
-      return;
-    }
-    size_t cap = b->cap ? b->cap * 2 : 65536;
-    while (cap < b->n + (size_t)k + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) { b->oom = 1; return; }
-    b->p = p;
-    b->cap = cap;
-  }
-}
 
 /* DOT-escapes s (quotes and backslashes) into a static buffer. */
 static const char *esc(const char *s) {
@@ -73,49 +43,49 @@ int cli_dot(int argc, char **argv) {
   if (arc >= 0) return arc;
   gopt_graph *g = cli_load_model(model, &mo);
   if (!g) return 1;
-  sbuf b = {0};
+  cli_sbuf b = {0};
   char dims[128];
-  sb_printf(&b, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n",
+  cli_sb_printf(&b, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n",
             esc(gopt_graph_str(g, g->name)));
   for (size_t i = 0; i < g->inputs.n; i++)
-    sb_printf(&b, "  t%d [shape=ellipse, label=\"%s\"];\n", g->inputs.a[i],
+    cli_sb_printf(&b, "  t%d [shape=ellipse, label=\"%s\"];\n", g->inputs.a[i],
               esc(gopt_graph_str(g, g->tensors.a[g->inputs.a[i]].name)));
   for (size_t n = 0; n < g->nodes.n; n++) {
     const gopt_node *nd = &g->nodes.a[n];
     if (nd->flags & GOPT_N_DEAD) continue;
-    sb_printf(&b, "  n%zu [label=\"%s", n, esc(gopt_node_type(g, (int32_t)n)));
-    sb_printf(&b, "\\n%s\"];\n", esc(gopt_node_name(g, (int32_t)n)));
+    cli_sb_printf(&b, "  n%zu [label=\"%s", n, esc(gopt_node_type(g, (int32_t)n)));
+    cli_sb_printf(&b, "\\n%s\"];\n", esc(gopt_node_name(g, (int32_t)n)));
     for (uint32_t i = 0; i < nd->n_in; i++) {
       int32_t t = gopt_node_input(g, (int32_t)n, (int)i);
       if (t < 0) continue;
       int32_t p = g->tensors.a[t].producer;
       if (p < 0 && !(g->tensors.a[t].flags & GOPT_T_INPUT)) continue; /* constants: omitted */
       dims_text(g, t, dims, sizeof dims);
-      if (p >= 0) sb_printf(&b, "  n%d -> n%zu [label=\"%s\"];\n", p, n, esc(dims));
-      else sb_printf(&b, "  t%d -> n%zu [label=\"%s\"];\n", t, n, esc(dims));
+      if (p >= 0) cli_sb_printf(&b, "  n%d -> n%zu [label=\"%s\"];\n", p, n, esc(dims));
+      else cli_sb_printf(&b, "  t%d -> n%zu [label=\"%s\"];\n", t, n, esc(dims));
     }
   }
   for (size_t i = 0; i < g->outputs.n; i++) {
     int32_t t = g->outputs.a[i];
-    sb_printf(&b, "  o%d [shape=ellipse, label=\"%s\"];\n", t,
+    cli_sb_printf(&b, "  o%d [shape=ellipse, label=\"%s\"];\n", t,
               esc(gopt_graph_str(g, g->tensors.a[t].name)));
-    if (g->tensors.a[t].producer >= 0) sb_printf(&b, "  n%d -> o%d;\n", g->tensors.a[t].producer, t);
+    if (g->tensors.a[t].producer >= 0) cli_sb_printf(&b, "  n%d -> o%d;\n", g->tensors.a[t].producer, t);
   }
-  sb_printf(&b, "}\n");
+  cli_sb_printf(&b, "}\n");
   int rc = 0;
   if (b.oom) {
     fprintf(stderr, "gopt dot: out of memory\n");
     rc = 1;
   } else if (out) {
     gopt_error err = {0};
-    if (gopt_file_write_atomic(out, b.p, b.n, &err)) {
+    if (gopt_file_write_atomic(out, b.s, b.n, &err)) {
       fprintf(stderr, "gopt dot: %s\n", err.msg);
       rc = 1;
     }
-  } else if (fwrite(b.p, 1, b.n, stdout) != b.n || fflush(stdout)) {
+  } else if (fwrite(b.s, 1, b.n, stdout) != b.n || fflush(stdout)) {
     rc = 1;
   }
-  free(b.p);
+  free(b.s);
   gopt_graph_free(g);
   return rc;
 }

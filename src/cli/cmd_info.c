@@ -18,12 +18,7 @@ static const char info_help[] =
     "  --training   turn the forward graph into a training step first\n"
     "  --no-fold    keep shape-computing subgraphs as ops instead of folding them\n";
 
-/* Per op type: count and FLOPs, in first-seen order. */
-typedef struct op_row {
-  const char *type;
-  size_t count;
-  double flops;
-} op_row;
+typedef cli_op_row op_row;
 
 static int row_cmp(const void *a, const void *b) {
   const op_row *x = a, *y = b;
@@ -60,6 +55,12 @@ static size_t collect_ops(const gopt_graph *g, op_row **rows_out) {
   }
   free(row_of);
   *rows_out = rows;
+  return n;
+}
+
+size_t cli_info_ops(const gopt_graph *g, cli_op_row **rows) {
+  size_t n = collect_ops(g, rows);
+  if (*rows) qsort(*rows, n, sizeof **rows, row_cmp);
   return n;
 }
 
@@ -216,8 +217,7 @@ int cli_info(int argc, char **argv) {
   gopt_graph_stats s;
   gopt_graph_stats_compute(g, &s);
   op_row *rows = NULL;
-  size_t nrows = collect_ops(g, &rows);
-  qsort(rows, nrows, sizeof *rows, row_cmp);
+  size_t nrows = cli_info_ops(g, &rows);
   int rc = 0;
   if (json) rc = print_json(g, &s, rows, nrows, tensors);
   else print_table(g, &s, rows, nrows, tensors);

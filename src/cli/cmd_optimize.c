@@ -33,7 +33,9 @@ static const char opt_help[] =
     "                 --seconds is given)\n"
     "  --start S      where a search method starts: best (default: the best of the default and the\n"
     "                 task's baselines, their evaluations counted in the budget), default, a\n"
-    "                 baseline name, or a decisions file\n"
+    "                 baseline name, a decisions file, or history (the best decisions recorded\n"
+    "                 for this model, cluster and task)\n"
+    "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n"
     "  --seconds S    time limit for a search method;  --seed S  its seed (default 0)\n"
     "  --threads N    threads for batched evaluation (default: all)\n"
     "  -o FILE        write the decisions (gopt simulate --decisions FILE reproduces the objective)\n"
@@ -119,6 +121,7 @@ int cli_optimize(int argc, char **argv) {
       goto done;
     }
   }
+  cli_history_record("optimize", &f, e, method, x, &run);
   double impr = rd.objective > 0 ? 100.0 * (rd.objective - run.r.objective) / rd.objective : 0;
   if (f.json) {
     json_t *o = cli_task_json_head(&f, g, c);

@@ -10,7 +10,9 @@
 
 #include "cli/cli.h"
 #include "gopt/learn.h"
+#include "gopt/history.h"
 #include "gopt/nn.h"
+#include "gopt/util.h"
 
 static const char train_help[] =
     "usage: gopt train --task T --cluster C[,C2...] --graphs SPEC[;SPEC...] -o P.gpol\n"
@@ -19,7 +21,8 @@ static const char train_help[] =
     "  SPEC: a model file (.onnx), a zoo spec (gnmt:layers=8,steps=100) or a folder (its *.onnx);\n"
     "  separate several with ';' or repeat --graphs. Ctrl-C writes P.gpol; --resume continues it\n"
     "  exactly (same --task, --cluster, --graphs, --iters, --seed, --threads). Defaults: --iters 100,\n"
-    "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n";
+    "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n"
+    "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n";
 
 #define MAX_ITEMS 4096
 
@@ -104,11 +107,18 @@ static void set_free(train_set *s) {
 }
 
 static int tty;
+static long total_iters;
+static double t_start, t_last;
+/* Progress: every iteration with the ETA on a terminal, one plain line every 2 s otherwise. */
 static void on_iter(const gopt_learn_iter_info *in, void *user) {
   const train_set *s = user;
-  if (!tty) return;
-  fprintf(stderr, "iter %lld  loss %+.4f  reward %+.4f  lr %.2e  %s: best %.6g (baseline %.6g)\n",
-          (long long)in->iter + 1, in->loss, in->reward, in->lr, s->name[in->graph], in->best_obj, in->ref_obj);
+  double now = gopt_now();
+  if (!tty && now - t_last < 2.0) return;
+  t_last = now;
+  long k = (long)in->iter + 1;
+  double eta = k < total_iters ? (now - t_start) * (double)(total_iters - k) / (double)k : 0;
+  fprintf(stderr, "iter %ld/%ld  loss %+.4f  reward %+.4f  lr %.2e  %s: best %.6g (baseline %.6g)  ETA %.0f s\n",
+          k, total_iters, in->loss, in->reward, in->lr, s->name[in->graph], in->best_obj, in->ref_obj, eta);
 }
 
 static void on_sigint(int sig) {
@@ -120,7 +130,7 @@ typedef struct train_args {
   const char *task, *out, *clusters;
   char graphs[8192];
   long iters, seed, threads, samples, stop_after;
-  int resume;
+  int resume, no_history;
 } train_args;
 
 /* Parses argv; returns -1 to go on, else the exit code. */
@@ -129,6 +139,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(f, "--help") || !strcmp(f, "-h")) { fputs(train_help, stdout); return 0; }
     if (!strcmp(f, "--resume")) { a->resume = 1; continue; }
+    if (!strcmp(f, "--no-history")) { a->no_history = 1; continue; }
     int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
                 !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after");
     if (!takes) return cli_usage_error("train", f[0] == '-' ? "unknown flag '%s'" : "unexpected argument '%s'", f);
@@ -153,6 +164,21 @@ static int parse_args(int argc, char **argv, train_args *a) {
   if (!a->graphs[0]) return cli_usage_error("train", "missing --graphs");
   if (!a->out) return cli_usage_error("train", "missing -o");
   return -1;
+}
+
+/* Records the training run in the history: the model hash combines the graphs' structural hashes,
+ * the decisions file is the policy written. */
+static void record(const train_args *a, const train_set *s, const gopt_learn_train_result *tr) {
+  if (!gopt_history_enabled()) return;
+  uint64_t h = 0x7472;
+  for (size_t i = 0; i < s->ng; i++) h = gopt_hash_mix(h, gopt_graph_hash(s->g[i]));
+  gopt_history_record r = {.model_hash = h, .model = a->graphs, .command = "train", .task = a->task,
+                           .cluster = a->clusters, .method = "ppo", .seed = (uint64_t)a->seed,
+                           .objective = 0, .feasible = 1, .evaluations = (uint64_t)tr->iters_done,
+                           .seconds = tr->seconds, .decisions_file = a->out};
+  gopt_error err = {0};
+  if (gopt_history_add(NULL, &r, &err))
+    fprintf(stderr, "gopt train: warning: run not recorded in the history: %s\n", err.msg);
 }
 
 int cli_train(int argc, char **argv) {
@@ -185,6 +211,8 @@ int cli_train(int argc, char **argv) {
     }
   if (!p && gopt_policy_new(task, NULL, (uint64_t)a.seed, &p, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
   tty = isatty(2);
+  total_iters = a.iters;
+  t_start = t_last = gopt_now();
   gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
                              .stop_after = a.stop_after,
                              .on_iter = on_iter, .user = s};
@@ -204,6 +232,7 @@ int cli_train(int argc, char **argv) {
     rc = 130;
     goto done;
   }
+  if (!a.no_history) record(&a, s, &tr);
   printf("wrote %s: task %s, %zu graph x cluster pairs, %lld iterations, %zu weights, %.1f s\n", a.out,
          a.task, s->n, (long long)tr.iters_done, gopt_policy_param_count(p), tr.seconds);
   rc = 0;

@@ -1,4 +1,5 @@
-/* costdb.c: the measured-cost database (see costdb.h): op signatures, lookup, JSON load/save. */
+/* costdb.c: the measured-cost database (see costdb.h): op signatures, lookup, JSON load/save
+ * (SQLite paths go to costdb_sqlite.c). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,8 @@
 
 #include "gopt/costdb.h"
 #include "gopt/util.h"
+#include "cost/cost_internal.h"
+#include "util/util_sqlite.h"
 #include "ir/ir_internal.h"
 
 struct gopt_costdb {
@@ -211,7 +214,14 @@ void gopt_costdb_this_host(char *buf, size_t len) {
   snprintf(buf, len, "%s x%ld", model, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+size_t costdb_step_count(const gopt_costdb *db) { return db->nsteps; }
+void costdb_step_at(const gopt_costdb *db, size_t i, const char **model, double *seconds) {
+  *model = db->step_model[i];
+  *seconds = db->step_s[i];
+}
+
 int gopt_costdb_load(const char *path, gopt_costdb **out, gopt_error *err) {
+  if (util_sqlite_is_path(path)) return costdb_sqlite_load(path, out, err);
   json_error_t je;
   gopt_costdb *db = NULL;
   int rc = GOPT_OK;
@@ -279,6 +289,7 @@ done:
 }
 
 int gopt_costdb_save(const gopt_costdb *db, const char *path, gopt_error *err) {
+  if (util_sqlite_is_path(path)) return costdb_sqlite_save(db, path, err);
   json_t *root = json_object(), *arr = json_array();
   char sig[17];
   json_object_set_new(root, "format", json_string("gopt-costdb"));

@@ -67,9 +67,9 @@ static int32_t index_find(const name_index *ix, const gopt_graph *g, const char 
   return -1;
 }
 
-int gopt_decisions_load(gopt_decisions *d, const gopt_graph *g, const char *path,
-                        gopt_error *err) {
-  json_error_t je;
+/* Reads root (consumed) into d; path names the source in messages. */
+static int load_root(gopt_decisions *d, const gopt_graph *g, json_t *root, const char *path,
+                     gopt_error *err) {
   name_index ix = {0};
   int rc = GOPT_OK;
   int32_t *placement = NULL, *group = NULL, *order = NULL, *seen = NULL;
@@ -77,8 +77,6 @@ int gopt_decisions_load(gopt_decisions *d, const gopt_graph *g, const char *path
   int32_t n_groups = 0;
   size_t n_order = 0;
   size_t NN = g->nodes.n;
-  json_t *root = json_load_file(path, 0, &je);
-  if (!root) return gopt_error_set(err, GOPT_EPARSE, "%s: line %d: %s", path, je.line, je.text);
   if (!json_is_object(root)) {
     rc = gopt_error_set(err, GOPT_EPARSE, "%s: expected a JSON object with placement, fusion, "
                                           "schedule and/or order", path);
@@ -256,11 +254,24 @@ done:
   return rc;
 }
 
-int gopt_decisions_save(const gopt_decisions *d, const gopt_graph *g, const char *path,
+int gopt_decisions_load(gopt_decisions *d, const gopt_graph *g, const char *path,
                         gopt_error *err) {
-  if (d->n_nodes != g->nodes.n)
-    return gopt_error_set(err, GOPT_EINVAL, "%s: decisions made for %zu nodes, the graph has %zu",
-                          path, d->n_nodes, g->nodes.n);
+  json_error_t je;
+  json_t *root = json_load_file(path, 0, &je);
+  if (!root) return gopt_error_set(err, GOPT_EPARSE, "%s: line %d: %s", path, je.line, je.text);
+  return load_root(d, g, root, path, err);
+}
+
+int gopt_decisions_loads(gopt_decisions *d, const gopt_graph *g, const char *text,
+                         const char *label, gopt_error *err) {
+  json_error_t je;
+  json_t *root = json_loads(text ? text : "", 0, &je);
+  if (!root) return gopt_error_set(err, GOPT_EPARSE, "%s: line %d: %s", label, je.line, je.text);
+  return load_root(d, g, root, label, err);
+}
+
+char *gopt_decisions_dumps(const gopt_decisions *d, const gopt_graph *g) {
+  if (d->n_nodes != g->nodes.n) return NULL;
   json_t *root = json_object();
   size_t NN = g->nodes.n;
   if (d->placement) {
@@ -300,6 +311,15 @@ int gopt_decisions_save(const gopt_decisions *d, const gopt_graph *g, const char
   }
   char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
   json_decref(root);
+  return text;
+}
+
+int gopt_decisions_save(const gopt_decisions *d, const gopt_graph *g, const char *path,
+                        gopt_error *err) {
+  if (d->n_nodes != g->nodes.n)
+    return gopt_error_set(err, GOPT_EINVAL, "%s: decisions made for %zu nodes, the graph has %zu",
+                          path, d->n_nodes, g->nodes.n);
+  char *text = gopt_decisions_dumps(d, g);
   if (!text) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
   int rc = gopt_file_write_atomic(path, text, strlen(text), err);
   free(text);

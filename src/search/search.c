@@ -95,13 +95,43 @@ double search_rel(const search_ctx *c, double a, double b) {
   return (b - a) / (s > 0 ? s : 1.0);
 }
 
+/* Fraction of the budget (evaluations or seconds, whichever is further along) used so far, or -1
+ * when there is no budget. */
+static double progress_frac(const search_ctx *c, double elapsed) {
+  double f = -1;
+  if (c->o->budget_evals) f = (double)c->evals / (double)c->o->budget_evals;
+  if (c->o->budget_seconds > 0 && elapsed / c->o->budget_seconds > f) f = elapsed / c->o->budget_seconds;
+  return f > 1 ? 1 : f;
+}
+
+/* Progress on stderr: mode 1 (a terminal) redraws a bar with the ETA every 0.2 s; mode 2 (not a
+ * terminal) prints a plain line every 2 s, and a final one only when it printed any. */
 void search_progress(search_ctx *c, int force) {
-  if (!c->o->progress) return;
-  double now = gopt_now();
-  if (!force && now - c->last_progress < 0.2) return;
+  int mode = c->o->progress;
+  if (!mode) return;
+  double now = gopt_now(), el = now - c->t0;
+  if (!force && now - c->last_progress < (mode == 1 ? 0.2 : 2.0)) return;
+  if (mode == 2 && force && !c->progress_lines) return;
   c->last_progress = now;
-  fprintf(stderr, "\r%s: %llu evals  best %.6g  %.1f s%s", c->method,
-          (unsigned long long)c->evals, c->best.objective, now - c->t0, force ? "\n" : "   ");
+  double f = progress_frac(c, el);
+  char eta[48] = "";
+  if (f > 0 && f < 1) snprintf(eta, sizeof eta, "  ETA %.1f s", el * (1 - f) / f);
+  if (mode == 2) {
+    c->progress_lines++;
+    fprintf(stderr, "%s: %llu evals%s%.0f%s  best %.6g  %.1f s%s\n", c->method, (unsigned long long)c->evals,
+            f >= 0 ? " (" : "", f >= 0 ? 100 * f : 0.0, f >= 0 ? "%)" : "", c->best.objective, el,
+            force ? " done" : eta);
+    return;
+  }
+  char bar[21] = "";
+  if (f >= 0) {
+    int k = (int)(f * 20 + 0.5);
+    for (int i = 0; i < 20; i++) bar[i] = i < k ? '#' : '.';
+    bar[20] = 0;
+  }
+  fprintf(stderr, "\r%s: %s%s%s %3.0f%%  %llu evals  best %.6g  %.1f s%s%s", c->method, f >= 0 ? "[" : "", bar,
+          f >= 0 ? "]" : "", f >= 0 ? 100 * f : 0.0, (unsigned long long)c->evals, c->best.objective, el, eta,
+          force ? "\n" : "   ");
   fflush(stderr);
 }
 

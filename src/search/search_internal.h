@@ -59,6 +59,7 @@ typedef struct search_ctx {
   gopt_env_result best;
   double start_obj;          /* objective of the start point (> 0 used as a scale) */
   double last_progress;
+  int progress_lines;    /* plain progress lines printed (progress mode 2) */
   int interrupted;
   int optimal;
   gopt_error *err;

@@ -1,7 +1,7 @@
 /* search_start.c: where a search starts (search.h, gopt_search_start): the default vector, the
  * best of the default and the task's standard baselines (ranked with gopt_env_result_cmp, so a
- * start that fits in memory wins over any over-memory one), one named baseline, or a decisions
- * file; and the evaluation budget left to the search after choosing its start. The search
+ * start that fits in memory wins over any over-memory one), one named baseline, a decisions
+ * file, or the best decisions the run history holds for this model, cluster and task; and the evaluation budget left to the search after choosing its start. The search
  * methods and the learned optimizers share it so that "refine the best heuristic" means the same
  * thing everywhere. */
 #include <stdio.h>
@@ -10,6 +10,7 @@
 
 #include "gopt/baselines.h"
 #include "gopt/decisions.h"
+#include "gopt/history.h"
 #include "search/search_internal.h"
 
 uint64_t gopt_search_budget_after_start(uint64_t budget, const gopt_search_start_info *info) {
@@ -70,6 +71,27 @@ static int start_file(gopt_env *e, const char *path, double *x0, gopt_error *err
   return rc;
 }
 
+/* "history": the best recorded decisions for e's graph (structural hash), cluster and task. */
+static int start_history(gopt_env *e, double *x0, gopt_search_start_info *info, gopt_error *err) {
+  const gopt_graph *g = gopt_env_graph(e);
+  const char *task = gopt_task_name(gopt_env_task(e)), *cl = gopt_env_cluster(e)->name;
+  char *text = NULL, method[64] = "";
+  int rc = gopt_history_best(NULL, gopt_graph_hash(g), cl, task, &text, method, sizeof method, err);
+  if (rc < 0) return rc;
+  if (rc == 0)
+    return gopt_error_set(err, GOPT_EINVAL,
+                          "start 'history': no recorded run of this model on %s for the %s task "
+                          "(gopt history lists the records)", cl, task);
+  gopt_decisions d;
+  gopt_decisions_init(&d, g);
+  rc = gopt_decisions_loads(&d, g, text, "start 'history' decisions", err);
+  if (!rc) rc = gopt_env_from_decisions(e, &d, x0, err);
+  gopt_decisions_clear(&d);
+  free(text);
+  if (!rc) snprintf(info->name, sizeof info->name, "history (%s)", method);
+  return rc;
+}
+
 int gopt_search_start(gopt_env *e, const char *spec, double *x0, gopt_search_start_info *info,
                       gopt_error *err) {
   gopt_search_start_info dummy;
@@ -83,6 +105,12 @@ int gopt_search_start(gopt_env *e, const char *spec, double *x0, gopt_search_sta
   }
   if (!strcmp(spec, "best")) return start_best(e, x0, info, err);
   int rc;
+  if (!strcmp(spec, "history")) {
+    gopt_env_default(e, x0);
+    rc = start_history(e, x0, info, err);
+    if (!rc) rc = search_check_x(gopt_env_vars(e), gopt_env_nvars(e), x0, err);
+    return rc;
+  }
   if (gopt_baseline_known(spec)) {
     const char *why = NULL;
     if (!gopt_baseline_applicable(spec, e, &why))

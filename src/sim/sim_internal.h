@@ -64,6 +64,7 @@ typedef struct sim_xfer {
   int32_t next_act;  /* next transfer of the same act */
   int32_t refs;      /* consumers on dst that have not finished */
   int32_t cause;     /* SIM_CAUSE encoding */
+  int32_t start_it, fin_it; /* loop iterations that dispatched / ended it (memory curve order) */
 } sim_xfer;
 
 /* Causes (critical path): -1 none; unit u: 2u; transfer x: 2x + 1. */
@@ -96,7 +97,7 @@ typedef struct sim_ur {
   int32_t dep, cause;          /* SIM_CAUSE: what made it ready; what it started after */
   int32_t ready_it;            /* loop iteration whose processing made it ready (-1: at reset) */
   int32_t fin_it;              /* loop iteration whose processing ended it */
-  int32_t spare;
+  int32_t start_it;            /* loop iteration whose dispatch started it (memory curve order) */
 } sim_ur;
 
 /* Per-device run state. */

@@ -393,6 +393,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
       v->hn--;
       if (strict) v->seqpos++;
       W->start = now;
+      W->start_it = it;
       W->cause = (W->ready_t < now && v->prev_unit >= 0) ? SIM_CAUSE_UNIT(v->prev_unit) : W->dep;
       double dur = ucost[(size_t)d * U + u];
       W->end = now + dur;
@@ -423,6 +424,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
         double b = abytes[x->act], dur = b * s->inv_bw[l] + s->lat[l];
         x->start = now;
         x->end = now + dur;
+        x->start_it = it;
         x->cause = (x->req < now && k->prev >= 0) ? SIM_CAUSE_XFER(k->prev)
                                                   : SIM_CAUSE_UNIT(st->aprod[x->act]);
         k->bytes += b;
@@ -522,6 +524,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
         sim_xfer *x = &xs[xi];
         k->run = -1;
         k->prev = xi;
+        x->fin_it = it;
         MARK_LINK(l);
         int32_t a = x->act;
         sim_act *A = &act[a];
