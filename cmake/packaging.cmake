@@ -55,7 +55,7 @@ set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX}) # tools/make-deb.sh 
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT) # gopt_<version>_amd64.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3, python3-numpy") # for the Python binding only
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "graphviz, python3, python3-numpy") # report graph layout; the Python binding
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://localhost/gopt")
 set(CPACK_GENERATOR DEB)
 include(CPack)

@@ -189,6 +189,17 @@ def _eval(node, vals, attrs, opset):
         return [np.arange(x[0], x[1], x[2]).astype(x[0].dtype)]
     if op == "Where":
         return [np.where(x[0], x[1], x[2])]
+    if op == "Mod":
+        f = np.fmod if attrs.get("fmod", 0) else np.mod
+        return [f(x[0], x[1]).astype(x[0].dtype)]
+    if op == "ScatterND":  # reduction 'none' (what exporters emit for masked assignment)
+        if attrs.get("reduction", b"none") not in (b"none", "none"):
+            return None
+        r, idx, upd = x[0].copy(), x[1].astype(np.int64), x[2]
+        k = idx.shape[-1]
+        for i in np.ndindex(idx.shape[:-1]):
+            r[tuple(idx[i][:k])] = upd[i]
+        return [r]
     if op == "Expand":
         shape = np.broadcast_shapes(x[0].shape, tuple(int(d) for d in x[1]))
         return [np.broadcast_to(x[0], shape).copy()]
@@ -222,7 +233,7 @@ def _types(inf):
     return out
 
 
-def fold_shapes(model, rounds=10):
+def fold_shapes(model, rounds=40):
     """Copy of model with computable shape subgraphs replaced by Constants (see above);
     returns (inferred model, types)."""
     m = copy.deepcopy(model)

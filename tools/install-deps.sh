@@ -6,11 +6,11 @@
 #   tools/install-deps.sh --list        the sets and what each is for
 #
 # Sets (the README lists them too):
-#   build  compilers, CMake and the libraries libgopt links: enough to build gopt and run every
-#          command (./gopt installs only this)
+#   build  compilers, CMake and the libraries libgopt and the CLI link (the CLI links Open MPI,
+#          libopenmpi-dev): enough to build gopt and run every command (./gopt installs only this)
 #   test   what the test suite adds: python-onnx, numpy, PyTorch and torchvision for the reference
 #          fixtures (Debian's /usr/bin/python3), clang for the libFuzzer target, dpkg-dev for the
-#          Debian package (./test installs build and test)
+#          Debian package, openmpi-bin (mpirun) for the MPI tests (./test installs build and test)
 #   tools  what the corpus export and benchmark scripts need (tools/, bench/)
 # Debian packages are installed with apt-get (as root, or through sudo), without recommends.
 # Entries "npm:NAME@VERSION" are npm packages, installed with `npm install --ignore-scripts` into
@@ -22,8 +22,10 @@ set_build=(
   gcc libc6-dev make cmake pkg-config
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
   libjansson-dev libopenblas-dev libdnnl-dev libmetis-dev libglpk-dev
+  libz3-dev
   libsqlite3-dev
   graphviz
+  libopenmpi-dev
 )
 set_test=(
   clang dpkg-dev
@@ -31,6 +33,7 @@ set_test=(
   npm:playwright-core@1.65.1
   python3-numpy python3-onnx python3-torch python3-torchvision
   chromium
+  openmpi-bin
 )
 set_tools=(
   python3-numpy python3-onnx python3-torch python3-torchvision

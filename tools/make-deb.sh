@@ -27,7 +27,7 @@ for want in ./usr/bin/gopt ./usr/include/gopt/graph.h ./usr/share/man/man1/gopt.
   grep -qF -- "$want" <<<"$files" || { echo "make-deb: $deb lacks $want" >&2; exit 1; }
 done
 depends="$(dpkg-deb -f "$deb" Depends)"
-for lib in libdnnl libglpk libjansson libmetis libopenblas libprotobuf-c libgomp libc6; do
+for lib in libdnnl libglpk libjansson libmetis libopenblas libprotobuf-c libgomp libc6 libz3 libsqlite3; do
   grep -q "$lib" <<<"$depends" || { echo "make-deb: $deb does not depend on $lib ($depends)" >&2; exit 1; }
 done
 echo "make-deb: ok: $deb"

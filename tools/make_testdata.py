@@ -393,7 +393,7 @@ def error_models(out):
     """Models the executor must refuse with a clear message."""
     os.makedirs(out, exist_ok=True)
     x = np.zeros((2, 3), np.float32)
-    m = op_model("Acosh", [("x", x)], [("y", x)])
+    m = op_model("StringNormalizer", [("x", x)], [("y", x)])
     onnx.save_model(m, os.path.join(out, "unsupported.onnx"))
 
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/exec/run.sh: the executor benchmark. For every corpus model (weights and inputs from
-# tools/make_testdata.py), `gopt run --time` end to end next to PyTorch's eager CPU time for the
-# same model, inputs and thread count, measured alternately in the same run (medians of REPS after
-# WARMUP; the ratio gopt/PyTorch is the figure); then fused vs unfused elementwise groups on a
-# chain-heavy model and on wavenet / gpt2_tiny. Prints markdown for docs/EXECUTOR.md.
+# tools/make_testdata.py), `gopt run --time` end to end next to PyTorch's eager CPU time and ONNX
+# Runtime's (npm onnxruntime-node through tools/ort/ort_compare.py, graph optimisations on) for the
+# same model, inputs and thread count, measured one after the other in the same run (medians of
+# REPS after WARMUP; the ratios gopt/PyTorch and gopt/ONNX Runtime are the figures); then fused vs
+# unfused elementwise groups on a chain-heavy model and on wavenet / gpt2_tiny; then the pass rate
+# of the ONNX backend node tests (tests/exec/node_tests.py). Prints markdown for docs.
 # Environment: GOPT (default build/bin/gopt, built Release unless it exists), DATA (test data,
 # default build/exec-testdata), THREADS (1), WARMUP (3), REPS (10), MODELS (all corpus models).
 set -euo pipefail
@@ -13,7 +15,7 @@ DATA=${DATA:-build/exec-testdata}
 THREADS=${THREADS:-1}
 WARMUP=${WARMUP:-3}
 REPS=${REPS:-10}
-MODELS=${MODELS:-"resnet18 mobilenet_v2 squeezenet1_1 densenet121 efficientnet_b0 inception_v3 shufflenet_v2_x1_0 vgg11 lraspp_mobilenet_v3_large lstm_seq2seq bert_tiny gpt2_tiny wavenet"}
+MODELS=${MODELS:-"resnet18 mobilenet_v2 squeezenet1_1 densenet121 efficientnet_b0 inception_v3 shufflenet_v2_x1_0 vgg11 lraspp_mobilenet_v3_large lstm_seq2seq bert_tiny gpt2_tiny wavenet swin_t"}
 PY=/usr/bin/python3
 if [ ! -x "$GOPT" ]; then
   tools/install-deps.sh
@@ -24,8 +26,9 @@ $PY tools/make_testdata.py corpus --out "$DATA" >&2
 export OMP_NUM_THREADS=$THREADS
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc --all) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); threads $THREADS, $WARMUP warm-ups, median of $REPS"
 echo
-echo "| model | gopt run | PyTorch eager | gopt / PyTorch | peak live activations (gopt) |"
-echo "|---|---|---|---|---|"
+[ -f .deps/node/node_modules/onnxruntime-node/package.json ] || tools/install-deps.sh test >&2
+echo "| model | gopt run | PyTorch eager | ONNX Runtime | gopt / PyTorch | gopt / ONNX Runtime | peak live activations (gopt) |"
+echo "|---|---|---|---|---|---|---|"
 gtime() { "$GOPT" run "$1" "${@:2}" --time --json --threads "$THREADS" --warmup "$WARMUP" --reps "$REPS" 2>/dev/null |
   $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["time"]["seconds"], d.get("peak_bytes", 0))'; }
 for m in $MODELS; do
@@ -33,7 +36,9 @@ for m in $MODELS; do
   read -r g peak < <(gtime "$d/model.onnx" --inputs "$d")
   t=$($PY bench/exec/bench_exec_torch.py --threads "$THREADS" --warmup "$WARMUP" --reps "$REPS" time "$m" "$d" |
       $PY -c 'import json,sys; print(json.load(sys.stdin)["seconds"])')
-  $PY -c "g,t,p=$g,$t,$peak; print(f'| $m | {g*1e3:.2f} ms | {t*1e3:.2f} ms | {g/t:.2f} | {p/2**20:.1f} MiB |')"
+  o=$($PY tools/ort/ort_compare.py time "$d" --threads "$THREADS" --reps "$REPS" |
+      $PY -c 'import json,sys; print(json.load(sys.stdin)["seconds"])')
+  $PY -c "g,t,o,p=$g,$t,$o,$peak; print(f'| $m | {g*1e3:.2f} ms | {t*1e3:.2f} ms | {o*1e3:.2f} ms | {g/t:.2f} | {g/o:.2f} | {p/2**20:.1f} MiB |')"
 done
 echo
 echo "### Fused vs unfused elementwise groups (--fusion auto: every chain of elementwise ops as one loop)"
@@ -52,3 +57,8 @@ for m in ew_chain wavenet gpt2_tiny; do
   [ "$m" = ew_chain ] && tt=$($PY -c "print(f'{$ct*1e3:.2f} ms')")
   $PY -c "u,f=$u,$f; print(f'| $m | $ng | {u*1e3:.2f} ms | {f*1e3:.2f} ms | {u/f:.2f}x | $tt |')"
 done
+echo
+echo "### ONNX backend node tests (onnx 1.12, \`gopt run --check\` on each; exclusions with reasons in tests/exec/node_excluded.txt)"
+echo
+$PY tests/exec/node_tests.py generate "$DATA/onnx-node-tests" >/dev/null 2>&1
+$PY tests/exec/node_tests.py run "$GOPT" "$DATA/onnx-node-tests" tests/exec/node_excluded.txt --jobs "$(nproc)" | tail -1 || true

@@ -1,12 +1,14 @@
 /* bench_sim.c: simulator throughput on zoo graphs: full evaluations per second (apply a whole
  * random placement + simulate), the same one-node change simulated from time 0 (incremental
- * off), and incremental ones (move one random node to another device, or change one random
- * node's priority, then simulate: replayed from a checkpoint), on one thread and on all threads (one state per
- * thread), next to the time of one sequential pass over the simulator's own input arrays
- * measured in the same run (the memory-bandwidth reference). One-thread rates and the pass are
- * timed in thread CPU time (robust to the machine being shared: time-slicing does not count),
- * all-thread rates in wall time. Usage: bench_sim SPEC [CLUSTER [REPS]]; prints one JSON object.
- * Medians over REPS. */
+ * off), incremental ones (move one random node to another device, or change one random node's
+ * priority, then simulate: replayed from a checkpoint) with delta evaluation off (replayed to the
+ * end) and on (stopped where the state converges back to the recorded run), with the
+ * distribution of the replayed share of the timeline per delta evaluation, on one thread and on
+ * all threads (one state per thread), next to the time of one sequential pass over the
+ * simulator's own input arrays measured in the same run (the memory-bandwidth reference).
+ * One-thread rates and the pass are timed in thread CPU time (robust to the machine being shared:
+ * time-slicing does not count), all-thread rates in wall time. Usage: bench_sim SPEC [CLUSTER
+ * [REPS]]; prints one JSON object. Medians over REPS. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -48,6 +50,40 @@ static void move_one(gopt_sim_state *st, const int32_t *live, size_t nlive, int 
 }
 
 #define MAXREP 64
+
+/* Quantile q of v[0..n) (sorts v). */
+static double quantile(double *v, size_t n, double q) {
+  if (!n) return 0;
+  qsort(v, n, sizeof *v, dcmp);
+  size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+  return v[i < n ? i : n - 1];
+}
+
+/* K one-node changes (kind 0: device move, 1: priority) each evaluated, from the state's current
+ * decisions; returns evaluations per second (thread CPU time) and appends each evaluation's
+ * replayed share of the timeline (iterations simulated / iterations of the step) to share and its
+ * time to tm. */
+static double changes(gopt_sim_state *st, int kind, int K, const int32_t *live, size_t nlive,
+                      int D, uint64_t *seed, double *share, double *tm, size_t *nshare,
+                      double *step) {
+  gopt_sim_result r;
+  gopt_error err = {0};
+  double t = 0;
+  for (int k = 0; k < K; k++) {
+    if (kind == 0) move_one(st, live, nlive, D, seed);
+    else gopt_sim_state_set_priority(st, live[xs(seed) % nlive], (double)(xs(seed) % 1000000) / 1e6);
+    double t0 = cpu_now();
+    gopt_sim_evaluate(st, &r, &err);
+    double dt = cpu_now() - t0;
+    t += dt;
+    *step += r.step_time;
+    gopt_sim_inc_stats is;
+    gopt_sim_state_inc_stats(st, &is);
+    tm[*nshare] = dt;
+    share[(*nshare)++] = (double)(is.last_to - is.last_from) / (is.last_iters > 0 ? is.last_iters : 1);
+  }
+  return K / t;
+}
 
 int main(int argc, char **argv) {
   if (argc < 2) {
@@ -97,7 +133,7 @@ int main(int argc, char **argv) {
   gopt_sim_state *st = gopt_sim_state_new(s);
   gopt_sim_result r;
   double full[MAXREP], resim[MAXREP], inc[MAXREP], incp[MAXREP], pass[MAXREP], fullT[MAXREP],
-      incT[MAXREP], repl[MAXREP];
+      incT[MAXREP], repl[MAXREP], dd[MAXREP], dp[MAXREP];
   double chk = 0, step = 0;
   size_t transfers = 0;
   /* calibrate the number of evaluations per repetition to ~0.3 s */
@@ -110,6 +146,13 @@ int main(int argc, char **argv) {
   int K = (int)(0.3 / (one > 1e-7 ? one : 1e-7));
   if (K < 3) K = 3;
   if (K > 100000) K = 100000;
+  /* delta evaluations: enough to time (~0.3 s at the calibrated rate, at least 200) */
+  int KD = K * 10 < 200 ? 200 : K * 10;
+  double *shd = malloc((size_t)KD * (size_t)reps * sizeof *shd),
+         *shp = malloc((size_t)KD * (size_t)reps * sizeof *shp),
+         *tmd = malloc((size_t)KD * (size_t)reps * sizeof *tmd),
+         *tmp = malloc((size_t)KD * (size_t)reps * sizeof *tmp);
+  size_t nshd = 0, nshp = 0;
   for (int rep = 0; rep < reps; rep++) {
     /* pass over the input arrays */
     int PK = 20;
@@ -136,7 +179,8 @@ int main(int argc, char **argv) {
     }
     resim[rep] = K / (cpu_now() - t0);
     gopt_sim_state_set_incremental(st, 1);
-    /* incremental: move one node, evaluate */
+    /* incremental without delta: move one node, evaluate (replayed to the end) */
+    gopt_sim_state_set_delta(st, 0);
     gopt_sim_state_apply(st, &ds[0], &err);
     gopt_sim_evaluate(st, &r, &err);
     gopt_sim_inc_stats is0, is1;
@@ -160,6 +204,12 @@ int main(int argc, char **argv) {
       step += r.step_time;
     }
     incp[rep] = K / (cpu_now() - t0);
+    /* delta: one-node device moves, then priority changes (each timed per evaluation) */
+    gopt_sim_state_set_delta(st, 1);
+    gopt_sim_state_apply(st, &ds[0], &err);
+    gopt_sim_evaluate(st, &r, &err);
+    dd[rep] = changes(st, 0, KD, live, nlive, D, &seed, shd, tmd, &nshd, &step);
+    dp[rep] = changes(st, 1, KD, live, nlive, D, &seed, shp, tmp, &nshp, &step);
     /* all threads: each thread its own state */
     int KT = K * T;
     t0 = gopt_now();
@@ -198,6 +248,13 @@ int main(int argc, char **argv) {
   double mfull = median(full, reps), mresim = median(resim, reps), minc = median(inc, reps);
   double mincp = median(incp, reps), mpass = median(pass, reps), mrepl = median(repl, reps);
   double mfullT = median(fullT, reps), mincT = median(incT, reps);
+  double mdd = median(dd, reps), mdp = median(dp, reps);
+  double shd50 = quantile(shd, nshd, 0.5), shd90 = quantile(shd, nshd, 0.9),
+         shp50 = quantile(shp, nshp, 0.5), shp90 = quantile(shp, nshp, 0.9);
+  double tmd50 = quantile(tmd, nshd, 0.5), tmp50 = quantile(tmp, nshp, 0.5);
+  double shdm = 0, shpm = 0;
+  for (size_t i = 0; i < nshd; i++) shdm += shd[i] / (double)nshd;
+  for (size_t i = 0; i < nshp; i++) shpm += shp[i] / (double)nshp;
   size_t bytes = gopt_sim_input_bytes(s);
   gopt_sim_inc_stats is;
   gopt_sim_state_inc_stats(st, &is);
@@ -209,11 +266,23 @@ int main(int argc, char **argv) {
          "\"input_bytes\":%zu,\"pass_s\":%.9f,\"pass_gb_s\":%.3f,"
          "\"full_over_pass\":%.2f,\"resim_over_pass\":%.2f,\"incremental_over_pass\":%.2f,"
          "\"speedup_vs_full\":%.2f,\"speedup_vs_resim\":%.2f,\"prio_speedup_vs_resim\":%.2f,"
+         "\"delta_dev_per_s\":%.2f,\"delta_prio_per_s\":%.2f,\"delta_dev_speedup_vs_full\":%.2f,"
+         "\"delta_prio_speedup_vs_full\":%.2f,\"delta_dev_speedup_vs_resim\":%.2f,"
+         "\"delta_evals\":%d,\"share_dev_p50\":%.4f,\"share_dev_p90\":%.4f,\"share_dev_mean\":%.4f,"
+         "\"share_prio_p50\":%.4f,\"share_prio_p90\":%.4f,\"share_prio_mean\":%.4f,"
+         "\"delta_dev_p50_s\":%.9f,\"delta_prio_p50_s\":%.9f,\"delta_dev_p50_speedup_vs_full\":%.2f,"
+         "\"delta_prio_p50_speedup_vs_full\":%.2f,"
          "\"checksum\":%.6g}\n",
          spec, nlive, cspec, T, reps, K, setup_s, transfers, is.last_iters, mfull, mresim, minc,
          mincp, mfullT, mincT, mrepl, is.record_bytes, bytes, mpass, bytes / mpass / 1e9,
          (1.0 / mfull) / mpass, (1.0 / mresim) / mpass, (1.0 / minc) / mpass, minc / mfull,
-         minc / mresim, mincp / mresim, fmod(chk + step, 1000.0));
+         minc / mresim, mincp / mresim, mdd, mdp, mdd / mfull, mdp / mfull, mdd / mresim, KD, shd50,
+         shd90, shdm, shp50, shp90, shpm, tmd50, tmp50, (1.0 / mfull) / tmd50,
+         (1.0 / mfull) / tmp50, fmod(chk + step, 1000.0));
+  free(shd);
+  free(shp);
+  free(tmd);
+  free(tmp);
   for (int i = 0; i < P; i++) gopt_decisions_clear(&ds[i]);
   free(ds);
   free(live);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/sim/run.sh: simulator throughput section for docs/BENCHMARKS.md: full and incremental
 # evaluations per second on ~10k and ~80k-node zoo graphs, one thread and all threads, next to one
-# sequential pass over the simulator's input arrays (same run), and the speedup of incremental
-# re-evaluation over simulating the same one-node change from time 0. Usage: bench/sim/run.sh
-# [BUILD_DIR] (default build/, Release; builds bench_sim if needed). REPS=5 by default.
+# sequential pass over the simulator's input arrays (same run), the speedup of incremental
+# re-evaluation over simulating the same one-node change from time 0, and the delta-evaluation
+# figures (one-node device / priority changes: time, speedup over a full evaluation, replayed
+# share of the timeline). Usage: bench/sim/run.sh [BUILD_DIR] (default build/, Release; builds
+# bench_sim if needed). REPS=5 by default; SIM_SPECS overrides the graphs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build}"
@@ -18,10 +20,13 @@ echo "### Simulator throughput (median of $reps repetitions; one-thread columns 
 echo
 echo "| graph | nodes | cluster | transfers/step | full evals/s (1 thr) | full eval / pass | one-node change from t=0 /s | incremental (device) /s | incremental (priority) /s | speedup over t=0 (device / priority) | iterations replayed | full evals/s (all $(nproc) thr) | incremental evals/s (all thr) | input arrays | one pass over them |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-for spec in ${SIM_SPECS:-"gnmt:steps=39" "transformer:layers=120" "gnmt:steps=310" "transformer:layers=960"}; do
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for spec in ${SIM_SPECS:-"gnmt:steps=39" "inception_v3:repeat=39" "gnmt:steps=311" "inception_v3:repeat=309"}; do
   cl=4xV100-nvlink
   case "$spec" in transformer*) cl=8xH100 ;; esac
   j=$("$build/bench/bench_sim" "$spec" "$cl" "$reps")
+  echo "$j" >>"$out"
   /usr/bin/python3 - "$j" <<'PY'
 import json, sys
 j = json.loads(sys.argv[1])
@@ -32,3 +37,19 @@ print(f"| zoo {j['model']} | {j['nodes']} | {j['cluster']} | {j['transfers']} | 
       f"{j['pass_s']*1e6:.0f} us ({j['pass_gb_s']:.1f} GB/s) |")
 PY
 done
+echo
+echo "### Delta evaluation (one-node changes; per-evaluation thread CPU time; replayed share = iterations simulated / iterations of the step)"
+echo
+echo "| graph | nodes | full eval (apply + simulate) | full / pass | device change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean | priority change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    j = json.loads(line)
+    f = 1e6 / j['full_per_s']
+    print(f"| zoo {j['model']} | {j['nodes']} | {f:.0f} us | {j['full_over_pass']:.1f}x | "
+          f"{j['delta_dev_p50_s']*1e6:.0f} us | {j['delta_dev_p50_speedup_vs_full']:.1f}x / {j['delta_dev_speedup_vs_full']:.1f}x | "
+          f"{100*j['share_dev_p50']:.1f} % / {100*j['share_dev_p90']:.0f} % / {100*j['share_dev_mean']:.0f} % | "
+          f"{j['delta_prio_p50_s']*1e6:.0f} us | {j['delta_prio_p50_speedup_vs_full']:.1f}x / {j['delta_prio_speedup_vs_full']:.1f}x | "
+          f"{100*j['share_prio_p50']:.1f} % / {100*j['share_prio_p90']:.0f} % / {100*j['share_prio_mean']:.0f} % |")
+PY

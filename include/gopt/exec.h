@@ -64,6 +64,15 @@ typedef struct gopt_exec_opts {
 int gopt_exec_new(const gopt_graph *g, const gopt_exec_opts *opts, gopt_exec **out,
                   size_t *n_random, gopt_error *err);
 void gopt_exec_free(gopt_exec *x); /* accepts NULL */
+/* Run-time shapes: gives static shapes to g's tensors whose shapes depend on the values of the
+ * inputs in[0..n_in) (graph-input order, constants skipped): a copy of g with those inputs as
+ * constants is inferred again (io's options, folding on) and every tensor that is static there
+ * but not in g takes that shape. Returns the number of tensors completed (0: nothing to do or
+ * nothing found; the executor then reports the tensor without a static shape), or a negative
+ * error code. */
+struct gopt_infer_opts;
+int gopt_exec_complete_shapes(gopt_graph *g, const gopt_host_tensor *in, size_t n_in,
+                              const struct gopt_infer_opts *io, gopt_error *err);
 
 /* Number of graph inputs to feed (graph inputs that are not constants), and input i's tensor. */
 size_t gopt_exec_n_inputs(const gopt_exec *x);

@@ -95,6 +95,23 @@ typedef struct gopt_learn_iter_info {
 } gopt_learn_iter_info;
 typedef void (*gopt_learn_iter_fn)(const gopt_learn_iter_info *info, void *user);
 
+/* Distributed training (`gopt train` under mpirun; libgopt has no MPI: the caller supplies the
+ * exchange). Every PPO batch's samples are split into contiguous rollout groups of equal size;
+ * each group's gradient is computed on its own (group 0's carries the entropy bonus) and the group
+ * gradients are summed in group order, so the weights depend on the number of groups only, never on
+ * how many processes computed them: P processes (one group each) give bitwise the weights of one
+ * process with rollout_groups = P. Sampling is replicated (same weights, same RNG on every rank);
+ * each rank evaluates its group's samples and computes its group's gradient.
+ * allgather: buf holds size blocks of bytes, block `rank` filled by this rank; fills every other
+ * block from its rank. rc is this rank's status: when any rank's is non-zero every rank returns
+ * non-zero with one error line (naming the failing rank) in err, so a failure never hangs. */
+typedef int (*gopt_learn_allgather_fn)(void *buf, size_t bytes, int rc, void *user, gopt_error *err);
+typedef struct gopt_learn_dist {
+  int rank, size;
+  gopt_learn_allgather_fn allgather;
+  void *user;
+} gopt_learn_dist;
+
 typedef struct gopt_learn_train_opts {
   int64_t iters;           /* total iterations of the run (a resumed run gives the same value) */
   int64_t stop_after;      /* > 0: return after this many total iterations (as an interrupt) */
@@ -107,6 +124,8 @@ typedef struct gopt_learn_train_opts {
   float ent_coef;          /* entropy bonus (default 0.01) */
   float clip_norm;         /* gradient clipping (default 1.0) */
   float baseline_decay;    /* per-graph moving-average baseline decay (default 0.9) */
+  int rollout_groups;      /* one process: gradient groups per batch (default 1; samples % groups == 0) */
+  const gopt_learn_dist *dist; /* non-NULL: distributed, groups = dist->size (rollout_groups ignored) */
   gopt_learn_iter_fn on_iter;
   void *user;
 } gopt_learn_train_opts;

@@ -129,6 +129,12 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err);
  * gopt_sim_evaluate_batch uses). Results are identical either way. */
 void gopt_sim_state_set_incremental(gopt_sim_state *st, int on);
 
+/* Delta evaluation on (default) or off (incremental evaluation stays as set). On, a replay after
+ * changes to at most 64 units stops at the first recorded checkpoint where its state equals the
+ * recorded run's and no changed decision can be read later, and splices the recorded rest
+ * (docs/SIMULATOR.md); results are identical either way. */
+void gopt_sim_state_set_delta(gopt_sim_state *st, int on);
+
 /* How the state's evaluations ran (for tests and benchmarks). */
 typedef struct gopt_sim_inc_stats {
   uint64_t full;          /* evaluations run from time 0 */
@@ -140,7 +146,11 @@ typedef struct gopt_sim_inc_stats {
   int32_t last_from;      /* iteration the last evaluation started from (0: full) */
   int32_t checkpoints;    /* checkpoints held now, ... */
   int32_t ck_every;       /* ... one every this many iterations */
-  size_t record_bytes;    /* memory of the logs and checkpoints */
+  size_t record_bytes;    /* memory of the logs, checkpoints and delta copies */
+  uint64_t converged;     /* incremental evaluations that converged to the recorded run */
+  uint64_t iters_spliced; /* event-loop iterations taken from the recorded run, not simulated */
+  int32_t last_to;        /* iteration the last evaluation simulated to (its convergence point,
+                             or last_iters when it ran to the end) */
 } gopt_sim_inc_stats;
 void gopt_sim_state_inc_stats(const gopt_sim_state *st, gopt_sim_inc_stats *out);
 

@@ -85,6 +85,13 @@ const gopt_sim *gopt_env_sim(const gopt_env *e);
  * XLA-style fusion rules / topological priority) into x (nvars doubles). */
 void gopt_env_default(const gopt_env *e, double *x);
 
+/* How gopt_env_evaluate_delta evaluates (for tests and benchmarks; results are identical):
+ * DELTA (default) replays from a checkpoint and stops where the timeline converges back to the
+ * recorded one; INCREMENTAL replays from a checkpoint to the end; FULL evaluates every vector from
+ * time 0 (gopt_env_evaluate). Applies to workspaces made afterwards. */
+enum { GOPT_ENV_EVAL_DELTA = 0, GOPT_ENV_EVAL_INCREMENTAL = 1, GOPT_ENV_EVAL_FULL = 2 };
+void gopt_env_set_evaluation(gopt_env *e, int mode);
+
 /* A per-thread evaluation workspace (holds a simulator state). */
 typedef struct gopt_env_ws gopt_env_ws;
 gopt_env_ws *gopt_env_ws_new(const gopt_env *e);

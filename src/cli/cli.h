@@ -162,4 +162,26 @@ void cli_history_record(const char *cmd, const cli_task_flags *f, const gopt_env
 /* Hooks into modules that may be absent in a build (training). */
 int cli_make_training(const char *model, gopt_graph *g, gopt_error *err);
 
+/* ---- MPI (cli_mpi.c, docs/SCALING.md): rank 0 of 1 unless started by mpirun with GOPT_MPI ---- */
+#include "gopt/learn.h"
+void cli_mpi_init(int *argc, char ***argv);
+void cli_mpi_finalize(void);
+int cli_mpi_rank(void);
+int cli_mpi_size(void);
+/* gopt_learn_allgather_fn over MPI_COMM_WORLD (statuses first, so a failing rank never hangs the
+ * others: every rank returns its error line). */
+int cli_mpi_allgather(void *buf, size_t bytes, int rc, void *user, gopt_error *err);
+/* The distributed-training hook for gopt_learn_train_opts.dist; NULL with one process. */
+const gopt_learn_dist *cli_mpi_learn_dist(void);
+/* MPI_Bcast of bytes from root (nothing with one process); 0 or GOPT_EIO. */
+int cli_mpi_bcast(void *buf, size_t bytes, int root);
+/* 1 (default): a search method under mpirun runs as islands (cli_task_run_method); `gopt compare`
+ * sets 0 and spreads its methods over the ranks instead. */
+extern int cli_mpi_islands;
+/* Island model: every rank runs method with its own seed stream on its share of o->budget_evals
+ * (the global budget), in rounds; after each round all continue from the best of all ranks
+ * (migration). x_best/res: the best over all ranks, res->evals the sum over ranks. */
+int cli_mpi_island_search(const char *method, gopt_env *e, const gopt_search_opts *o, double *x_best,
+                          gopt_search_result *res, gopt_error *err);
+
 #endif

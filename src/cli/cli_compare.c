@@ -173,6 +173,27 @@ static int keep_applicable(const char *cmd, const cli_task_flags *f, gopt_env *e
   return 0;
 }
 
+/* Under mpirun: every row's outcome (result and decisions, or its failure line) from the rank that
+ * ran it to all (rank 0 prints). Curves stay on the rank that ran the row (plots show rank 0's). */
+static int cmp_gather(cli_cmp *m, size_t nv) {
+  for (size_t i = 0; i < m->nr; i++) {
+    cli_cmp_row *r = &m->rows[i];
+    int owner = (int)(i % (size_t)cli_mpi_size()), mine = owner == cli_mpi_rank();
+    struct { int done; cli_task_run run; char msg[320]; } h;
+    memset(&h, 0, sizeof h);
+    h.done = r->done;
+    h.run = r->run;
+    if (mine && r->failed) memcpy(h.msg, m->skipped[r->failed - 1], sizeof h.msg);
+    if (cli_mpi_bcast(&h, sizeof h, owner)) return 1;
+    if (h.done && r->x && cli_mpi_bcast(r->x, nv * sizeof *r->x, owner)) return 1;
+    if (mine) continue;
+    r->done = h.done;
+    r->run = h.run;
+    if (!h.done && h.msg[0]) memcpy(m->skipped[m->nskip++], h.msg, sizeof h.msg);
+  }
+  return 0;
+}
+
 int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *m) {
   int rc = keep_applicable(cmd, f, e, m);
   if (rc) return rc;
@@ -196,7 +217,9 @@ int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *
   if (any_search && (rc = cli_task_start_resolve(cmd, f, e, &m->start))) return rc;
   gopt_error err = {0};
   cli_task_sigint(1);
+  cli_mpi_islands = 0; /* under mpirun the methods are spread over the ranks (row i on rank i % P) */
   for (size_t i = 0; i < m->nr && !cli_task_interrupted(); i++) {
+    if ((int)(i % (size_t)cli_mpi_size()) != cli_mpi_rank()) continue;
     cli_cmp_row *r = &m->rows[i];
     gopt_search_opts so;
     cli_task_search_opts(f, tty, &so);
@@ -209,12 +232,21 @@ int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *
       /* one failing method does not lose the others: it is listed with its error */
       fprintf(stderr, "gopt %s: warning: %s: %s\n", cmd, r->name, err.msg);
       snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "%s (failed: %.150s)", r->name, err.msg);
+      r->failed = m->nskip;
       continue;
     }
     r->done = 1;
-    cli_history_record(cmd, f, e, r->name, r->x, &r->run);
+    if (cli_mpi_size() == 1) cli_history_record(cmd, f, e, r->name, r->x, &r->run);
   }
   cli_task_sigint(0);
+  if (cli_mpi_size() > 1) {
+    if (cmp_gather(m, gopt_env_nvars(e))) {
+      fprintf(stderr, "gopt %s: MPI broadcast of the results failed\n", cmd);
+      return 1;
+    }
+    for (size_t i = 0; i < m->nr && cli_mpi_rank() == 0; i++)
+      if (m->rows[i].done) cli_history_record(cmd, f, e, m->rows[i].name, m->rows[i].x, &m->rows[i].run);
+  }
   /* the best method: fitting in memory first, then the lower objective (gopt_env_result_cmp) */
   m->best = m->nr;
   for (size_t i = 0; i < m->nr; i++)

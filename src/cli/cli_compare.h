@@ -34,6 +34,7 @@ typedef struct cli_cmp_row {
   cli_cmp_curve cv;
   double *x;              /* its decision vector (nvars), once done */
   int done;
+  size_t failed;          /* 1 + its line in skipped when it failed */
 } cli_cmp_row;
 
 typedef struct cli_cmp {

@@ -9,7 +9,7 @@
 
 void cli_history_record(const char *cmd, const cli_task_flags *f, const gopt_env *e, const char *method,
                         const double *x, const cli_task_run *run) {
-  if (f->no_history || !gopt_history_enabled()) return;
+  if (f->no_history || !gopt_history_enabled() || cli_mpi_rank() != 0) return; /* rank 0 records for the job */
   const gopt_graph *g = gopt_env_graph(e);
   gopt_decisions d;
   gopt_decisions_init(&d, g);

@@ -122,7 +122,10 @@ int cli_task_run_method(const char *method, gopt_env *e, const cli_task_flags *f
       o.x0 = st->x0;
       o.budget_evals = gopt_search_budget_after_start(so->budget_evals, &st->info);
     }
-    rc = gopt_search_run(method, e, &o, x, &res, err);
+    /* under mpirun the stochastic methods run as islands; the exact ones (ilp, dp) on every rank */
+    int islands = cli_mpi_size() > 1 && cli_mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
+    rc = islands ? cli_mpi_island_search(method, e, &o, x, &res, err)
+                                               : gopt_search_run(method, e, &o, x, &res, err);
     if (rc) return rc;
     out->evals = res.evals + (st ? st->info.evals : 0);
     out->interrupted = res.interrupted;
@@ -159,6 +162,11 @@ void cli_task_sigint(int install) {
   sa.sa_handler = install ? on_sigint : SIG_DFL;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
+  /* under mpirun: Ctrl-C on mpirun reaches the ranks as SIGTERM (SIGUSR1 when forwarded) */
+  if (cli_mpi_size() > 1) {
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+  }
   if (install) {
     interrupted_flag = 0;
     gopt_search_clear_stop();

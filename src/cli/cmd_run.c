@@ -199,6 +199,11 @@ static gopt_graph *load_model(const run_opts *o, const tensor_list *in) {
     gopt_error_prefix(&err, "%s: ", o->model);
     goto fail;
   }
+  /* shapes that depend on the input values: computed from the inputs given */
+  if (in && in->n && (rc = gopt_exec_complete_shapes(g, in->t, in->n, &io, &err)) < 0) {
+    gopt_error_prefix(&err, "%s: ", o->model);
+    goto fail;
+  }
   return g;
 fail:
   fprintf(stderr, "gopt run: %s\n", err.msg);

@@ -22,6 +22,9 @@ static const char train_help[] =
     "  separate several with ';' or repeat --graphs. Ctrl-C writes P.gpol; --resume continues it\n"
     "  exactly (same --task, --cluster, --graphs, --iters, --seed, --threads). Defaults: --iters 100,\n"
     "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n"
+    "  --rollout-groups G  split each batch's samples into G gradient groups summed in order (default 1).\n"
+    "  Under `mpirun -np P` every rank evaluates and differentiates one group (G = P, K % P == 0) and\n"
+    "  rank 0 writes P.gpol: bitwise the weights of one process with --rollout-groups P (docs/SCALING.md).\n"
     "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n";
 
 #define MAX_ITEMS 4096
@@ -129,7 +132,7 @@ static void on_sigint(int sig) {
 typedef struct train_args {
   const char *task, *out, *clusters;
   char graphs[8192];
-  long iters, seed, threads, samples, stop_after;
+  long iters, seed, threads, samples, stop_after, groups;
   int resume, no_history;
 } train_args;
 
@@ -141,7 +144,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!strcmp(f, "--resume")) { a->resume = 1; continue; }
     if (!strcmp(f, "--no-history")) { a->no_history = 1; continue; }
     int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
-                !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after");
+                !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after") ||
+                !strcmp(f, "--rollout-groups");
     if (!takes) return cli_usage_error("train", f[0] == '-' ? "unknown flag '%s'" : "unexpected argument '%s'", f);
     if (!v) return cli_usage_error("train", "%s: missing value", f);
     i++;
@@ -156,7 +160,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
                               !strcmp(f, "--samples") ? 255 : 1000000000L,
                               !strcmp(f, "--iters") ? &a->iters : !strcmp(f, "--seed") ? &a->seed
                               : !strcmp(f, "--threads") ? &a->threads : !strcmp(f, "--samples") ? &a->samples
-                              : &a->stop_after)) return 2;
+                              : !strcmp(f, "--rollout-groups") ? &a->groups : &a->stop_after)) return 2;
   }
   if (!a->task) return cli_usage_error("train", "missing --task");
   if (gopt_task_from_name(a->task) < 0) return cli_usage_error("train", "--task: unknown task '%s'", a->task);
@@ -214,7 +218,8 @@ int cli_train(int argc, char **argv) {
   total_iters = a.iters;
   t_start = t_last = gopt_now();
   gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
-                             .stop_after = a.stop_after,
+                             .stop_after = a.stop_after, .rollout_groups = (int)a.groups,
+                             .dist = cli_mpi_learn_dist(),
                              .on_iter = on_iter, .user = s};
   gopt_learn_train_result tr;
   gopt_learn_clear_stop();
@@ -222,17 +227,21 @@ int cli_train(int argc, char **argv) {
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, &old);
+  if (cli_mpi_size() > 1) { /* see cli_task_sigint */
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+  }
   int trc = gopt_learn_train(p, s->e, (const char *const *)s->name, s->n, &o, &tr, &err);
   sigaction(SIGINT, &old, NULL);
   if (trc) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
-  if (gopt_policy_save(p, a.out, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
+  if (cli_mpi_rank() == 0 && gopt_policy_save(p, a.out, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
   if (tr.interrupted) {
     fprintf(stderr, "gopt train: interrupted at iteration %lld of %ld; wrote %s (continue with --resume)\n",
             (long long)tr.iters_done, a.iters, a.out);
     rc = 130;
     goto done;
   }
-  if (!a.no_history) record(&a, s, &tr);
+  if (!a.no_history && cli_mpi_rank() == 0) record(&a, s, &tr);
   printf("wrote %s: task %s, %zu graph x cluster pairs, %lld iterations, %zu weights, %.1f s\n", a.out,
          a.task, s->n, (long long)tr.iters_done, gopt_policy_param_count(p), tr.seconds);
   rc = 0;

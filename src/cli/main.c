@@ -13,6 +13,7 @@ int cli_train(int argc, char **argv); /* cmd_train.c */
 int cli_passes(int argc, char **argv); /* cmd_passes.c */
 int cli_history(int argc, char **argv), cli_costdb(int argc, char **argv); /* records */
 int cli_report(int argc, char **argv); /* cmd_report.c */
+int cli_rewrite(int argc, char **argv), cli_rules(int argc, char **argv); /* cmd_rewrite.c, cmd_rules.c */
 
 static const struct {
   const char *name;
@@ -25,6 +26,8 @@ static const struct {
     {"convert", cli_convert, "write a model (file or zoo name) as ONNX or XLA HLO text"},
     {"passes", cli_passes, "run compiler passes (XLA's default order or a list): instruction counts"},
     {"run", cli_run, "execute a model on this CPU: outputs, --check against test data, --profile"},
+    {"rewrite", cli_rewrite, "rewrite the graph with verified substitution rules (TASO-style search)"},
+    {"rules", cli_rules, "generate, verify or list the rewrite rules (rules.json)"},
     {"simulate", cli_simulate, "simulate one step on a cluster: time, memory, transfers, trace"},
     {"devices", cli_devices, "list the simulator's device presets and cluster shorthands"},
     {"calibrate", cli_calibrate, "fit the host device's cost model to a measured cost database"},
@@ -58,7 +61,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+    if (!strcmp(argv[1], cmds[i].name)) {
+      cli_mpi_init(&argc, &argv); /* under mpirun: rank 0 of P speaks, the others work (cli_mpi.c) */
+      int rc = cmds[i].fn(argc - 1, argv + 1);
+      cli_mpi_finalize();
+      return rc;
+    }
   fprintf(stderr, "gopt: unknown command '%s' (see gopt --help)\n", argv[1]);
   return 2;
 }

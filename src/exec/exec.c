@@ -241,14 +241,25 @@ static int prepare_node(gopt_exec *x, ex_kernel *k, int32_t n, gopt_error *err) 
   int rc = kernel_fill_io(x, k, n);
   if (rc) return gopt_error_set(err, rc, "out of memory");
   int op = x->g->nodes.a[n].op;
-  /* An opaque node (e.g. an HLO op mapped to a kind of the same class only) has no kernel. */
-  if (x->g->nodes.a[n].flags & GOPT_N_OPAQUE)
+  /* An opaque HLO node (its kind only shares the fusion class, docs/HLO.md) has no kernel. */
+  if ((x->g->nodes.a[n].flags & GOPT_N_OPAQUE) && !strncmp(gopt_node_type(x->g, n), "hlo::", 5))
     return ex_node_error(x, n, err, GOPT_EUNSUP, "op type not supported by the executor");
-  if (ex_dnnl_handles(op)) return ex_prepare_dnnl(x, k, err);
-  if (ex_elem_handles(x, n)) return ex_prepare_elem(x, k, err);
-  if (ex_data_handles(op)) return ex_prepare_data(x, k, err);
-  if (ex_misc_handles(op)) return ex_prepare_misc(x, k, err);
-  return ex_node_error(x, n, err, GOPT_EUNSUP, "op type not supported by the executor");
+  if (ex_ref_claims(x, n)) return ex_prepare_ref(x, k, err);
+  if (ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
+  else if (ex_elem_handles(x, n)) rc = ex_prepare_elem(x, k, err);
+  else if (ex_data_handles(op)) rc = ex_prepare_data(x, k, err);
+  else if (ex_misc_handles(op)) rc = ex_prepare_misc(x, k, err);
+  else if (!ex_ref_handles(x, n))
+    return ex_node_error(x, n, err, GOPT_EUNSUP, "op type not supported by the executor");
+  else rc = GOPT_EUNSUP;
+  if (rc != GOPT_EUNSUP || !ex_ref_handles(x, n)) return rc;
+  /* a case the specialised kernel does not cover (dtype, attribute, run-time operand): the
+   * reference kernel runs it */
+  if (k->fini) k->fini(k->st);
+  k->fini = NULL;
+  k->st = NULL;
+  k->run = NULL;
+  return ex_prepare_ref(x, k, err);
 }
 
 /* ---- planning ------------------------------------------------------------------------------------------ */

@@ -91,6 +91,11 @@ int ex_dnnl_handles(int op);
 int ex_elem_handles(const gopt_exec *x, int32_t n);
 int ex_data_handles(int op);
 int ex_misc_handles(int op);
+/* Reference kernels (k_ref.c, by op type name): ex_ref_claims says whether they run node n instead
+ * of the specialised kernels; ex_ref_handles whether they can run it when those refuse it. */
+int ex_ref_claims(const gopt_exec *x, int32_t n);
+int ex_ref_handles(const gopt_exec *x, int32_t n);
+int ex_prepare_ref(gopt_exec *x, ex_kernel *k, gopt_error *err);
 
 /* Fused group: compiles the members (node ids, in a valid order) into one loop. */
 int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *members, int n_members,

@@ -65,13 +65,13 @@ static int pb_read(const char *path, const void *buf, size_t len, gopt_host_tens
       rc = gopt_error_set(err, GOPT_EPARSE, "%s: raw_data has %zu bytes, dims say %zu", path, tp->raw_data.len, nb);
       goto done;
     }
-    memcpy(t->data, tp->raw_data.data, nb);
+    if (nb) memcpy(t->data, tp->raw_data.data, nb); /* empty tensors have no data pointer */
   } else if (t->dtype == GOPT_DT_FLOAT && tp->n_float_data == n) {
-    memcpy(t->data, tp->float_data, nb);
+    if (nb) memcpy(t->data, tp->float_data, nb);
   } else if (t->dtype == GOPT_DT_DOUBLE && tp->n_double_data == n) {
-    memcpy(t->data, tp->double_data, nb);
+    if (nb) memcpy(t->data, tp->double_data, nb);
   } else if (t->dtype == GOPT_DT_INT64 && tp->n_int64_data == n) {
-    memcpy(t->data, tp->int64_data, nb);
+    if (nb) memcpy(t->data, tp->int64_data, nb);
   } else if ((t->dtype == GOPT_DT_UINT64 || t->dtype == GOPT_DT_UINT32) && tp->n_uint64_data == n) {
     for (size_t i = 0; i < n; i++) {
       if (t->dtype == GOPT_DT_UINT64) ((uint64_t *)t->data)[i] = tp->uint64_data[i];

@@ -9,6 +9,8 @@
 typedef struct learn_ppo_cfg {
   int samples, epochs;
   float clip_eps, ent_coef, baseline_decay;
+  int groups;                   /* rollout groups (<= 1: one); see gopt_learn_dist */
+  const gopt_learn_dist *dist;  /* distributed training (NULL: one process) */
 } learn_ppo_cfg;
 
 typedef struct learn_batch {

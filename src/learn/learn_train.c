@@ -87,12 +87,13 @@ void learn_batch_free(learn_batch *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* The PPO loss of the batch on the pass f (old log-probs and advantages from b). */
+/* The PPO loss of samples [i0, i1) of the batch on the pass f (old log-probs and advantages from
+ * b), over b->k; the entropy bonus is added when i0 == 0. */
 static gopt_nn_tensor *batch_loss(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g,
-                                  const learn_batch *b, const learn_ppo_cfg *c, int record_old) {
+                                  const learn_batch *b, const learn_ppo_cfg *c, int record_old, int i0, int i1) {
   gopt_nn_tensor *total = NULL;
   int64_t sh[1] = {b->nv};
-  for (int i = 0; i < b->k; i++) {
+  for (int i = i0; i < i1; i++) {
     gopt_nn_tensor *lp = learn_logp(ctx, f, g, &b->acts[i]);
     if (!lp) return NULL;
     if (record_old) memcpy(b->old + (size_t)i * (size_t)b->nv, lp->data, (size_t)b->nv * sizeof(float));
@@ -103,8 +104,54 @@ static gopt_nn_tensor *batch_loss(gopt_nn_ctx *ctx, const learn_fwd *f, const le
     total = total ? gopt_nn_add(ctx, total, l) : l;
   }
   total = gopt_nn_scale(ctx, total, 1.0f / (float)b->k);
-  gopt_nn_tensor *ent = learn_entropy(ctx, f);
+  gopt_nn_tensor *ent = i0 == 0 ? learn_entropy(ctx, f) : NULL;
   return ent && c->ent_coef != 0 ? gopt_nn_sub(ctx, total, gopt_nn_scale(ctx, ent, c->ent_coef)) : total;
+}
+
+/* Gradient groups of a batch (gopt_learn_dist): 1 for plain training. */
+static int ppo_groups(const learn_ppo_cfg *c) { return c->dist ? c->dist->size : (c->groups > 1 ? c->groups : 1); }
+
+/* Evaluates the batch's samples: all of them, or under dist this rank's group, then gathers every
+ * group's results in rank order. */
+static int batch_evaluate(gopt_env *e, learn_batch *b, const learn_ppo_cfg *c, gopt_error *err) {
+  const gopt_learn_dist *d = c->dist;
+  if (!d) return gopt_env_evaluate_batch(e, b->xs, (size_t)b->k, b->res, err);
+  size_t r = (size_t)(b->k / d->size), nv = gopt_env_nvars(e);
+  int rc = gopt_env_evaluate_batch(e, b->xs + (size_t)d->rank * r * nv, r, b->res + (size_t)d->rank * r, err);
+  return d->allgather(b->res, r * sizeof *b->res, rc, d->user, err);
+}
+
+/* One epoch's gradient as the sum, in group order, of the groups' gradients (each group's computed
+ * by its rank under dist, or all of them here); leaves it in p's gradients and the summed loss in
+ * *loss. Blocks: the group's gradient floats, then its loss (a double). */
+static int group_grads(gopt_nn_ctx *ctx, gopt_policy *p, const learn_fwd *f, const learn_graph *g,
+                       const learn_batch *b, const learn_ppo_cfg *c, int record_old, double *loss, gopt_error *err) {
+  int G = ppo_groups(c), r = b->k / G, rc = 0;
+  size_t np = gopt_nn_params_total(p->params), bytes = np * sizeof(float) + sizeof(double);
+  float *grad = gopt_nn_params_grad(p->params);
+  unsigned char *buf = calloc((size_t)G, bytes);
+  if (!buf) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (group gradients)");
+  for (int grp = 0; grp < G && !rc; grp++) {
+    if (c->dist && grp != c->dist->rank) continue;
+    gopt_nn_tensor *l = batch_loss(ctx, f, g, b, c, record_old, grp * r, (grp + 1) * r);
+    gopt_nn_params_zero_grad(p->params);
+    if (!(rc = gopt_nn_ctx_status(ctx, err)) && !(rc = gopt_nn_backward(ctx, l, err))) {
+      double lv = l->data[0];
+      memcpy(buf + (size_t)grp * bytes, grad, np * sizeof(float));
+      memcpy(buf + (size_t)grp * bytes + np * sizeof(float), &lv, sizeof lv);
+    }
+  }
+  if (c->dist) rc = c->dist->allgather(buf, bytes, rc, c->dist->user, err);
+  *loss = 0;
+  for (int grp = 0; grp < G && !rc; grp++) {
+    const float *gg = (const float *)(buf + (size_t)grp * bytes);
+    double lv;
+    memcpy(&lv, buf + (size_t)grp * bytes + np * sizeof(float), sizeof lv);
+    for (size_t j = 0; j < np; j++) grad[j] = grp ? grad[j] + gg[j] : gg[j];
+    *loss += lv;
+  }
+  free(buf);
+  return rc;
 }
 
 /* Advantages from rewards and the graph's moving-average baseline *ema (NaN: first visit). */
@@ -140,12 +187,19 @@ int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt
         learn_sample(&f, g, rng, 0, &b->acts[i]);
         learn_to_x(g, &b->acts[i], b->xs + (size_t)i * nv);
       }
-      if ((rc = gopt_env_evaluate_batch(e, b->xs, (size_t)b->k, b->res, err))) return rc;
+      if ((rc = batch_evaluate(e, b, c, err))) return rc;
       for (int i = 0; i < b->k; i++) b->reward[i] = gopt_learn_reward(e, &b->res[i], ref);
       advantages(b, ema, c->baseline_decay);
     }
     if (b->nv == 0) continue;
-    gopt_nn_tensor *loss = batch_loss(ctx, &f, g, b, c, ep == 0);
+    if (ppo_groups(c) > 1) {
+      double lv = 0;
+      if ((rc = group_grads(ctx, p, &f, g, b, c, ep == 0, &lv, err))) return rc;
+      gopt_nn_optim_step(opt);
+      loss_sum += lv;
+      continue;
+    }
+    gopt_nn_tensor *loss = batch_loss(ctx, &f, g, b, c, ep == 0, 0, b->k);
     if ((rc = gopt_nn_ctx_status(ctx, err))) return rc;
     gopt_nn_params_zero_grad(p->params);
     if (mod && mod->params) gopt_nn_params_zero_grad(mod->params);
@@ -208,6 +262,18 @@ static int train_state(gopt_policy *p, const char *const *names, size_t n, int64
   return 0;
 }
 
+/* Under dist: *stop becomes 1 when any rank asks to stop (Ctrl-C reaches the ranks at different
+ * times; all must leave at the same iteration boundary). */
+static int train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err) {
+  int *all = calloc((size_t)d->size, sizeof *all);
+  if (!all) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  all[d->rank] = *stop;
+  int rc = d->allgather(all, sizeof *all, 0, d->user, err);
+  for (int r = 0; r < d->size && !rc; r++) *stop |= all[r];
+  free(all);
+  return rc;
+}
+
 typedef struct train_slot { learn_graph *g; gopt_env_result ref; int ready; } train_slot;
 
 /* Prepares graph i on first use (encoding and best-baseline reference). */
@@ -233,7 +299,11 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
   int resumed = p->has_train && p->ckpt;
   int rc = train_state(p, names, n, o.iters, err);
   if (rc) return rc;
-  learn_ppo_cfg c = {o.samples, o.epochs, o.clip_eps, o.ent_coef, o.baseline_decay};
+  learn_ppo_cfg c = {o.samples, o.epochs, o.clip_eps, o.ent_coef, o.baseline_decay, o.rollout_groups, o.dist};
+  int G = ppo_groups(&c);
+  if (o.samples % G)
+    return gopt_error_set(err, GOPT_EINVAL, "learn: --samples %d is not a multiple of the %d rollout groups%s", o.samples, G,
+                          o.dist ? " (one per MPI rank)" : "");
   gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, o.lr);
   oc.clip_norm = o.clip_norm;
   oc.sched = GOPT_NN_LR_WARMUP_COSINE;
@@ -253,7 +323,9 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
     if (step != p->iter) { rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)p->iter); goto done; }
   }
   while (p->iter < o.iters) {
-    if (learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after)) { res->interrupted = 1; break; }
+    int stop = learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after);
+    if (o.dist && (rc = train_agree_stop(o.dist, &stop, err))) goto done;
+    if (stop) { res->interrupted = 1; break; }
     gopt_learn_iter_info info = {.iter = p->iter};
     for (int j = 0; j < o.graphs_per_iter; j++) {
       size_t gi = (size_t)(gopt_nn_rng_u64(&rng) % n);

@@ -364,8 +364,9 @@ static int prop(ictx *c, int32_t n, int op) {
       for (int64_t o = 0; o < outer; o++)
         for (int i = 0; i < k; i++) {
           int32_t ti = ops_in(c, n, i), cnt;
-          const pval *vi = ops_val(c, ti, &cnt);
           oshape si;
+          if (static_shape(c, ti, &si) == 0) continue; /* an empty input adds nothing */
+          const pval *vi = ops_val(c, ti, &cnt);
           if (!vi || static_shape(c, ti, &si) != cnt || si.rank != os.rank) return 0;
           int64_t blk = si.d[ax] * inner;
           if (p + blk > ne) return 0;
@@ -459,6 +460,45 @@ static int prop(ictx *c, int32_t n, int op) {
           if (x == INT64_MIN) return 0; /* not representable: leave the value untracked */
           r[i] = pv_conc_i(x);
         }
+      }
+      break;
+    }
+    case GOPT_OP_SCATTER_ND: { /* masks built by assignment: data with updates at the indices */
+      v0 = ops_val(c, t0, &n0);
+      v2 = ops_val(c, t2, &n2);
+      int64_t ix[OPS_MAX_VALS];
+      int ni = ops_in_ints(c, n, 1, ix, OPS_MAX_VALS);
+      if (!v0 || !v2 || ni < 0 || static_shape(c, t0, &s0) != n0 || n0 != ne ||
+          static_shape(c, t1, &s1) != ni || s1.rank < 1 || static_shape(c, t2, &s2) != n2)
+        return 0;
+      if (strcmp(gopt_node_get_string(g, n, "reduction", "none"), "none")) return 0;
+      int64_t kk = s1.d[s1.rank - 1], tuples = kk ? ni / kk : 0, slice = 1;
+      if (kk < 1 || kk > s0.rank) return 0;
+      for (int j = (int)kk; j < s0.rank; j++) slice *= s0.d[j];
+      if (tuples * slice != n2) return 0;
+      memcpy(r, v0, (size_t)ne * sizeof *r);
+      for (int64_t q = 0; q < tuples; q++) {
+        int64_t off = 0;
+        for (int j = 0; j < kk; j++) {
+          int64_t id = ix[q * kk + j] < 0 ? ix[q * kk + j] + s0.d[j] : ix[q * kk + j];
+          if (id < 0 || id >= s0.d[j]) return 0;
+          off = off * s0.d[j] + id;
+        }
+        for (int64_t e = 0; e < slice; e++) r[off * slice + e] = v2[q * slice + e];
+      }
+      break;
+    }
+    case GOPT_OP_TRILU: {
+      v0 = ops_val(c, t0, &n0);
+      int64_t kk = 0;
+      if (!v0 || static_shape(c, t0, &s0) != n0 || n0 != ne || s0.rank < 2) return 0;
+      if (t1 >= 0 && ops_in_ints(c, n, 1, &kk, 1) != 1) return 0;
+      int up = (int)gopt_node_get_int(g, n, "upper", 1);
+      int64_t R = s0.d[s0.rank - 2], C = s0.d[s0.rank - 1];
+      for (int64_t i = 0; i < ne; i++) {
+        int64_t col = i % C, row = (i / C) % R;
+        int keep = up ? col - row >= kk : col - row <= kk;
+        r[i] = keep ? v0[i] : (fl0 ? pv_conc_f(0.0) : pv_conc_i(0));
       }
       break;
     }

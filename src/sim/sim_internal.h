@@ -79,9 +79,10 @@ typedef struct sim_ev {
 } sim_ev;
 
 
-/* Per-act run state, written when its producer finishes. */
+/* Per-act run state, written when its producer finishes (its reference count, the holders of the
+ * original buffer — local consumers, transfers, graph output — is in the state's aref array, so a
+ * converged delta evaluation can clear all counts with one memset). */
 typedef struct sim_act {
-  int32_t ref;    /* holders of the original buffer: local consumers, transfers, graph output */
   int32_t dev;    /* device of the producer */
   int32_t xhead;  /* first transfer of the act (-1: none) */
 } sim_act;
@@ -91,7 +92,8 @@ typedef struct sim_act {
 typedef struct sim_ur {
   double ready_t, start, end;  /* seconds: became ready, started, ended */
   double obytes;               /* bytes of its outputs, allocated when it starts */
-  int32_t pending;             /* inputs not yet present on its device */
+  int32_t spare0;              /* visit mark of a delta splice (sim_delta.c); the pending input
+                                  count is in the state's pend array */
   int32_t dev;                 /* device */
   int32_t rank;                /* ready-queue rank: position in the (key, unit) order */
   int32_t dep, cause;          /* SIM_CAUSE: what made it ready; what it started after */
@@ -102,7 +104,11 @@ typedef struct sim_ur {
 
 /* Per-device run state. */
 typedef struct sim_dev {
-  double busy, mem, dpeak;     /* busy seconds; non-resident bytes allocated now, their peak */
+  int64_t busy;                /* busy time in SIM_FX units (exact sums: order-independent) */
+  double mem, dpeak;           /* non-resident bytes allocated now; their peak up to the last
+                                  checkpoint (recording runs) or to now (the rest) */
+  double speak;                /* peak of mem since the last checkpoint (in a checkpoint's copy:
+                                  the peak of the segment that ended there) */
   int32_t running;             /* unit running (-1: idle) */
   int32_t prev_unit;           /* unit that ran last (-1: none) */
   int32_t hn;                  /* units in the ready queue */
@@ -114,7 +120,8 @@ typedef struct sim_dev {
 
 /* Per-link run state. */
 typedef struct sim_link {
-  double bytes, busy;
+  double bytes;                /* integer byte counts: exact sums */
+  int64_t busy;                /* SIM_FX units */
   int32_t qhead, qtail;        /* FIFO of transfers (chained by next_q) */
   int32_t run, prev;           /* transfer in flight (-1: none); the last one */
   int32_t flag;                /* on the dirty list */
@@ -127,6 +134,8 @@ typedef struct sim_lv {
   int32_t it, done, nd, nl;    /* iteration, kernels finished, dirty devices / links */
   int32_t np, nr, nxr, ns;     /* log lengths (pending, act ref, transfer ref, starts) */
   int32_t next_ck;             /* iteration of the next checkpoint */
+  uint64_t h;                  /* fingerprint of the live per-unit/act/transfer state (recording
+                                  runs; sim_delta.c) */
 } sim_lv;
 
 /* Checkpoint header (the device and link records, pending events and dirty lists follow it in
@@ -136,6 +145,11 @@ typedef struct sim_ck {
   uint64_t evseq;
   int32_t nx, nev;
 } sim_ck;
+
+/* Busy times are summed as integers of 2^-44 s (57 fs) so that a delta evaluation can splice the
+ * sums of a recorded tail exactly (floating-point sums depend on their order). */
+#define SIM_FX 0x1p44
+static inline int64_t sim_fx(double sec) { return (int64_t)(sec * SIM_FX + 0.5); }
 
 /* Encoded ready-queue key of priority v: ascending in the order "higher priority first"; -0.0
  * and 0.0 encode alike (they compare equal as doubles). */
@@ -149,6 +163,9 @@ static inline uint64_t sim_key(double v) {
   uint64_t asc = (b >> 63) ? ~b : (b | 0x8000000000000000ULL); /* ascending in v */
   return ~asc;
 }
+
+#define SIM_CHG_MAX 64
+struct sim_old;
 
 struct gopt_sim_state {
   const gopt_sim *s;
@@ -185,6 +202,8 @@ struct gopt_sim_state {
   int32_t *seq;                /* strict: each device's units in rank order, region hbase[d] */
   /* per act */
   sim_act *act;
+  int32_t *aref;               /* [n_act] buffer holders left (see sim_act) */
+  int32_t *pend;               /* [n] per unit: inputs not yet present on its device */
   /* transfers */
   sim_xfer *x;
   size_t nx, capx;
@@ -212,6 +231,7 @@ struct gopt_sim_state {
   int32_t inc_from;            /* earliest iteration a change since then can affect (INT32_MAX:
                                   none) */
   int32_t *slog;               /* [U] units in start order */
+  int32_t *srit;               /* [U] their ready iterations (ready_it), in the same order */
   int32_t *plog, *rlog, *xlog; /* [capl] pending / act ref / transfer ref decrements */
   int32_t np, nr, nxr, ns;
   size_t capl;
@@ -220,6 +240,15 @@ struct gopt_sim_state {
   size_t ck_size;              /* bytes per checkpoint */
   unsigned char *ck;           /* [ck_max * ck_size] */
   gopt_sim_inc_stats stats;
+  /* delta evaluation (sim_delta.c): units changed since the last evaluation, and what a replay
+   * keeps of the recorded run it may converge back to */
+  int32_t nchg;                /* changed units listed (SIM_CHG_MAX + 1: too many to list) */
+  int32_t chg[SIM_CHG_MAX];
+  uint8_t chg_dev[SIM_CHG_MAX];/* 1: device changed (else priority) */
+  struct sim_old *old;         /* what a replay keeps of the recorded run (allocated once) */
+  int delta;                   /* delta evaluation on (gopt_sim_state_set_delta) */
+  int delta_on;                /* a replay may converge: check at its checkpoints */
+  uint32_t stamp;              /* visit marks in ur[].spare0 (sim_delta.c) */
 };
 
 /* Device of unit u. */
@@ -243,5 +272,50 @@ void sim_rank_keys(const uint64_t *key, int32_t U, int32_t *rank, int32_t *runit
 size_t sim_ck_size(int D, int L);
 /* Most checkpoints a state keeps. */
 #define SIM_CK_MAX 256
+
+/* ---- checkpoints and ready queues (sim_run.c), used by the delta evaluation (sim_delta.c) ---- */
+typedef struct ck_view {
+  sim_ck *h;
+  sim_dev *dv;    /* [D] */
+  sim_link *lk;   /* [L] */
+  sim_ev *ev;     /* [D + L] */
+  int32_t *dirty; /* ddirty[D], ldirty[L] */
+} ck_view;
+ck_view sim_ck_at(gopt_sim_state *st, int32_t c);
+void sim_ck_save(gopt_sim_state *st, const sim_lv *lv, const sim_ev *ev, int nev, uint64_t evseq,
+                 size_t nx);
+
+/* ---- delta evaluation (sim_delta.c) ---------------------------------------------------------- */
+/* 64-bit mixer (splitmix64's finaliser) for the live-state fingerprint. */
+static inline uint64_t sim_mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+static inline uint64_t sim_dbits(double v) {
+  union {
+    double d;
+    uint64_t u;
+  } x;
+  x.d = v;
+  return x.u;
+}
+/* Records a change of unit u for the next evaluation (dev: a device change). */
+void sim_delta_note(gopt_sim_state *st, int32_t u, int dev);
+/* Before a replay from checkpoint c: saves what convergence checks and the splice need (the
+ * recorded run's end state, its transfers past the checkpoint, the link queue tails). Returns 1
+ * when the replay may converge (changes listed, memory available), else 0. */
+int sim_delta_begin(gopt_sim_state *st, int32_t c);
+/* At the top of checkpoint iteration lv->it of a replay: whether the state equals the recorded
+ * run's checkpoint there and no changed decision can be read later; if so splices the recorded
+ * tail (records, results) and returns 1 (the evaluation is complete). */
+int sim_delta_try(gopt_sim_state *st, sim_lv *lv, const sim_ev *ev, int nev, uint64_t evseq,
+                  size_t nx);
+/* Ends a replay (converged or not). */
+void sim_delta_end(gopt_sim_state *st);
+void sim_delta_free(gopt_sim_state *st);
 
 #endif

@@ -135,14 +135,6 @@ static inline int32_t bm_pop(bm_q q) {
 }
 
 /* ---- checkpoints ---------------------------------------------------------------------------- */
-typedef struct ck_view {
-  sim_ck *h;
-  sim_dev *dv;    /* [D] */
-  sim_link *lk;   /* [L] */
-  sim_ev *ev;     /* [D + L] */
-  int32_t *dirty; /* ddirty[D], ldirty[L] */
-} ck_view;
-
 static size_t al8(size_t x) { return (x + 7) & ~(size_t)7; }
 
 size_t sim_ck_size(int D, int L) {
@@ -150,7 +142,7 @@ size_t sim_ck_size(int D, int L) {
          (size_t)(D + L) * sizeof(sim_ev) + al8((size_t)(D + L) * sizeof(int32_t));
 }
 
-static ck_view ck_at(gopt_sim_state *st, int32_t c) {
+ck_view sim_ck_at(gopt_sim_state *st, int32_t c) {
   unsigned char *b = st->ck + (size_t)c * st->ck_size;
   ck_view v;
   v.h = (sim_ck *)(void *)b;
@@ -164,21 +156,36 @@ static ck_view ck_at(gopt_sim_state *st, int32_t c) {
 #define CPY(dst, src, cnt) memcpy((dst), (src), (size_t)(cnt) * sizeof *(src))
 
 /* Saves the loop state at the top of iteration lv->it (before dispatch) as the next checkpoint;
- * when all are used, keeps every other one and doubles the spacing first. */
-static void ck_save(gopt_sim_state *st, const sim_lv *lv, const sim_ev *ev, int nev,
-                    uint64_t evseq, size_t nx) {
+ * when all are used, keeps every other one and doubles the spacing first. Each device's segment
+ * peak (speak) is folded into its running peak (dpeak) and restarts; the checkpoint keeps the
+ * segment's peak in its speak (a merged pair of segments keeps the larger). */
+void sim_ck_save(gopt_sim_state *st, const sim_lv *lv, const sim_ev *ev, int nev, uint64_t evseq,
+                 size_t nx) {
   if (st->nck == st->ck_max) {
-    for (int32_t i = 1; i < st->ck_max / 2; i++)
+    for (int32_t i = 1; i < st->ck_max / 2; i++) {
+      ck_view a = sim_ck_at(st, 2 * i - 1), b = sim_ck_at(st, 2 * i);
+      for (int d = 0; d < st->D; d++)
+        if (a.dv[d].speak > b.dv[d].speak) b.dv[d].speak = a.dv[d].speak;
       memcpy(st->ck + (size_t)i * st->ck_size, st->ck + (size_t)(2 * i) * st->ck_size, st->ck_size);
+    }
+    /* the segment after the last kept checkpoint absorbs the dropped odd one */
+    ck_view a = sim_ck_at(st, st->ck_max - 1);
+    for (int d = 0; d < st->D; d++)
+      if (a.dv[d].speak > st->dv[d].speak) st->dv[d].speak = a.dv[d].speak;
     st->nck = st->ck_max / 2;
     st->ck_every *= 2;
   }
-  ck_view v = ck_at(st, st->nck++);
+  ck_view v = sim_ck_at(st, st->nck++);
   v.h->v = *lv;
   v.h->evseq = evseq;
   v.h->nx = (int32_t)nx;
   v.h->nev = nev;
+  for (int d = 0; d < st->D; d++) {
+    sim_dev *x = &st->dv[d];
+    if (x->speak > x->dpeak) x->dpeak = x->speak;
+  }
   CPY(v.dv, st->dv, st->D);
+  for (int d = 0; d < st->D; d++) st->dv[d].speak = st->dv[d].mem;
   CPY(v.lk, st->lk, st->L);
   CPY(v.ev, ev, nev);
   CPY(v.dirty, st->ddirty, lv->nd);
@@ -201,23 +208,30 @@ static void queues_reset(gopt_sim_state *st) {
  * (see the top of this file). Fills *lv. */
 static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
   const int D = st->D, L = st->L;
-  ck_view v = ck_at(st, c);
+  ck_view v = sim_ck_at(st, c);
   const sim_lv *o = &v.h->v;
   sim_ur *ur = st->ur;
   /* undo the decrements made after the checkpoint */
-  for (int32_t i = o->np; i < st->np; i++) ur[st->plog[i]].pending++;
-  for (int32_t i = o->nr; i < st->nr; i++) st->act[st->rlog[i]].ref++;
+  for (int32_t i = o->np; i < st->np; i++) {
+    st->pend[st->plog[i]]++;
+    __builtin_prefetch(&ur[st->plog[i]], 1); /* the replay reads these units' lines */
+  }
+  for (int32_t i = o->nr; i < st->nr; i++) st->aref[st->rlog[i]]++;
   for (int32_t i = o->nxr; i < st->nxr; i++) st->x[st->xlog[i]].refs++;
   /* devices and links as they were (queues refilled below, dirty flags from the lists) */
   CPY(st->dv, v.dv, D);
   CPY(st->lk, v.lk, L);
-  for (int d = 0; d < D; d++) st->dv[d].hn = 0; /* the queues are empty after a complete run */
+  for (int d = 0; d < D; d++) {
+    st->dv[d].hn = 0; /* the queues are empty after a complete run */
+    st->dv[d].speak = st->dv[d].mem;
+  }
   st->hbase[0] = 0;
   for (int d = 0; d < D; d++) st->hbase[d + 1] = st->hbase[d] + st->dcnt[d];
   /* ready queues: ready before the checkpoint, started at or after it */
   for (int32_t i = o->ns; i < st->ns; i++) {
+    if (st->srit[i] >= o->it) continue; /* (read sequentially, not from the unit's line) */
     int32_t u = st->slog[i];
-    if (ur[u].ready_it < o->it) {
+    {
       int d = ur[u].dev;
       bm_push(bm_at(st, d), ur[u].rank);
       st->dv[d].hn++;
@@ -263,6 +277,19 @@ static void resident_bytes(gopt_sim_state *st) {
   for (int d = 0; d < D; d++) st->dv[d].dmark = -1;
 }
 
+/* Fingerprint term of unit u waiting in a ready queue: what a later iteration reads of it (when
+ * and in which iteration it became ready, and why: a unit, or a transfer by its act and
+ * destination, so that transfer numbering may differ between runs). */
+static inline uint64_t hready(const gopt_sim_state *st, int32_t u, const sim_ur *W) {
+  uint64_t dep = (uint64_t)(int64_t)W->dep;
+  if (W->dep >= 0 && (W->dep & 1)) {
+    const sim_xfer *x = &st->x[W->dep >> 1];
+    dep = ((uint64_t)(uint32_t)x->act << 12 | (uint32_t)x->dst) << 1 | 1;
+  }
+  return sim_mix((uint64_t)(uint32_t)u * 0x9E3779B97F4A7C15ULL ^ sim_dbits(W->ready_t) * 0xD1B54A32D192ED03ULL ^
+                 dep * 0xD6E8FEB86659FD93ULL ^ (uint64_t)(uint32_t)W->ready_it << 40);
+}
+
 /* Resets everything for a run from time 0 and pushes the initially ready units. */
 static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   const int D = st->D, L = st->L;
@@ -270,11 +297,12 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   const int32_t *in_off = st->in_off;
   sim_ur *ur = st->ur;
   queues_reset(st);
-  for (int32_t u = 0; u < U; u++) ur[u].pending = in_off[u + 1] - in_off[u];
+  for (int32_t u = 0; u < U; u++) st->pend[u] = in_off[u + 1] - in_off[u];
   for (int d = 0; d < D; d++) {
     sim_dev *v = &st->dv[d];
     v->running = v->prev_unit = v->dmark = -1;
-    v->busy = v->mem = v->dpeak = 0;
+    v->busy = 0;
+    v->mem = v->dpeak = v->speak = 0;
     v->seqpos = 0;
     st->ddirty[d] = d; /* every device is dirty at the start */
     v->flag = 1;
@@ -282,7 +310,8 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   for (int l = 0; l < L; l++) {
     sim_link *k = &st->lk[l];
     k->qhead = k->qtail = k->run = k->prev = -1;
-    k->bytes = k->busy = 0;
+    k->bytes = 0;
+    k->busy = 0;
     k->flag = 0;
   }
   if (st->strict) { /* each device's units in rank order */
@@ -296,16 +325,19 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   st->nev = 0;
   st->evseq = 0;
   resident_bytes(st);
+  uint64_t h = 0;
   for (int32_t u = 0; u < U; u++)
-    if (ur[u].pending == 0) {
+    if (st->pend[u] == 0) {
       int d = ur[u].dev;
       ur[u].ready_t = 0;
       ur[u].dep = -1;
       ur[u].ready_it = -1;
       bm_push(bm_at(st, d), ur[u].rank);
       st->dv[d].hn++;
+      if (rec) h += hready(st, u, &ur[u]);
     }
   memset(lv, 0, sizeof *lv);
+  lv->h = h;
   lv->nd = D;
   st->np = st->nr = st->nxr = st->ns = 0;
   if (rec) {
@@ -316,9 +348,11 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
 }
 
 /* The event loop from the state in *lv (and st) to the end. `one`: a single device (no links);
- * `rec`: record for incremental re-evaluation. Constant arguments specialise the inlined copies. */
-static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, sim_lv *lv,
-                                                          const int one, const int rec) {
+ * `rec`: record for incremental re-evaluation. Constant arguments specialise the inlined copies.
+ * Returns 1 when a delta replay converged to the recorded run (sim_delta_try spliced its tail;
+ * the state is complete), else 0. */
+static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, sim_lv *lv,
+                                                         const int one, const int rec) {
   const gopt_sim *s = st->s;
   const int D = one ? 1 : st->D;
   const int32_t U = st->U;
@@ -331,6 +365,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
   sim_dev *dv = st->dv;
   sim_link *lk = st->lk;
   sim_act *act = st->act;
+  int32_t *aref = st->aref, *pend = st->pend;
   sim_xfer *xs = st->x;
   int32_t *ddirty = st->ddirty, *ldirty = st->ldirty;
   sim_ev *ev = st->ev;
@@ -340,6 +375,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
   double now = lv->now, step = lv->step;
   int32_t it = lv->it, done = lv->done, nd = lv->nd, nl = lv->nl, next_ck = lv->next_ck;
   int32_t np = st->np, nr = st->nr, nxr = st->nxr, ns = st->ns;
+  uint64_t hh = lv->h;
 
 #define MARK_DEV(d_)            \
   do {                          \
@@ -360,6 +396,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
     (c_)->ready_t = now;                     \
     (c_)->dep = (why_);                      \
     (c_)->ready_it = it;                     \
+    if (rec) hh += hready(st, cu, (c_));     \
     bm_push(bm_at(st, dv_), (c_)->rank);     \
     dv[dv_].hn++;                            \
     MARK_DEV(dv_);                           \
@@ -377,7 +414,9 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
       lv->nr = nr;
       lv->nxr = nxr;
       lv->ns = ns;
-      ck_save(st, lv, ev, nev, evseq, nx);
+      lv->h = hh;
+      if (st->delta_on && sim_delta_try(st, lv, ev, nev, evseq, nx)) return 1;
+      sim_ck_save(st, lv, ev, nev, evseq, nx);
       next_ck = it + st->ck_every;
     }
     /* dispatch idle devices and links */
@@ -392,14 +431,15 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
       sim_ur *W = &ur[u];
       v->hn--;
       if (strict) v->seqpos++;
+      if (rec) hh -= hready(st, u, W);
       W->start = now;
       W->start_it = it;
       W->cause = (W->ready_t < now && v->prev_unit >= 0) ? SIM_CAUSE_UNIT(v->prev_unit) : W->dep;
       double dur = ucost[(size_t)d * U + u];
       W->end = now + dur;
-      v->busy += dur;
+      v->busy += sim_fx(dur);
       v->mem += W->obytes;
-      if (v->mem > v->dpeak) v->dpeak = v->mem;
+      if (v->mem > v->speak) v->speak = v->mem;
       v->running = u;
       /* its consumers are read when it ends: start fetching (the first few of) their lines */
       for (int32_t j = out_off[u]; j < out_off[u + 1]; j++) {
@@ -408,7 +448,10 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
         for (int32_t c = c0; c < c1; c++) __builtin_prefetch(&ur[cons[c]], 1);
       }
       ev_push(ev, &nev, &evseq, now + dur, 0, d);
-      if (rec) st->slog[ns++] = u;
+      if (rec) {
+        st->srit[ns] = W->ready_it;
+        st->slog[ns++] = u;
+      }
     }
     nd = 0;
     if (!one) {
@@ -428,10 +471,10 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
         x->cause = (x->req < now && k->prev >= 0) ? SIM_CAUSE_XFER(k->prev)
                                                   : SIM_CAUSE_UNIT(st->aprod[x->act]);
         k->bytes += b;
-        k->busy += dur;
+        k->busy += sim_fx(dur);
         sim_dev *v = &dv[x->dst];
         v->mem += b;
-        if (v->mem > v->dpeak) v->dpeak = v->mem;
+        if (v->mem > v->speak) v->speak = v->mem;
         k->run = xi;
         ev_push(ev, &nev, &evseq, x->end, 1, l);
       }
@@ -457,7 +500,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
           int32_t a = in_act[j];
           sim_act *A = &act[a];
           if (one || A->dev == d) {
-            if (--A->ref == 0) v->mem -= abytes[a];
+            if (--aref[a] == 0) v->mem -= abytes[a];
             if (rec) st->rlog[nr++] = a;
           } else {
             int32_t xi = A->xhead;
@@ -479,7 +522,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
             if (one || cd == d) {
               local++;
               if (rec) st->plog[np++] = cu;
-              if (--C->pending == 0) READY(C, cd, SIM_CAUSE_UNIT(u));
+              if (--pend[cu] == 0) READY(C, cd, SIM_CAUSE_UNIT(u));
             } else {
               if (dv[cd].dmark != a) {
                 dv[cd].dmark = a;
@@ -514,8 +557,8 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
               lk[l].qtail = xi;
               MARK_LINK(l);
             }
-          A->ref = local + ndst + aout[a];
-          if (A->ref == 0) v->mem -= abytes[a];
+          aref[a] = local + ndst + aout[a];
+          if (aref[a] == 0) v->mem -= abytes[a];
         }
       } else {
         int l = e.id;
@@ -527,8 +570,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
         x->fin_it = it;
         MARK_LINK(l);
         int32_t a = x->act;
-        sim_act *A = &act[a];
-        if (--A->ref == 0) dv[A->dev].mem -= abytes[a];
+        if (--aref[a] == 0) dv[act[a].dev].mem -= abytes[a];
         if (rec) st->rlog[nr++] = a;
         int dst = x->dst;
         for (int32_t c = cons_off[a]; c < cons_off[a + 1]; c++) {
@@ -536,7 +578,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
           sim_ur *C = &ur[cu];
           if (C->dev != dst) continue;
           if (rec) st->plog[np++] = cu;
-          if (--C->pending == 0) READY(C, dst, SIM_CAUSE_XFER(xi));
+          if (--pend[cu] == 0) READY(C, dst, SIM_CAUSE_XFER(xi));
         }
       }
     }
@@ -552,6 +594,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
   lv->nd = nd;
   lv->nl = nl;
   lv->next_ck = next_ck;
+  lv->h = hh;
   st->nev = nev;
   st->evseq = evseq;
   st->nx = nx;
@@ -559,6 +602,7 @@ static inline __attribute__((always_inline)) void run_loop(gopt_sim_state *st, s
   st->nr = nr;
   st->nxr = nxr;
   st->ns = ns;
+  return 0;
 }
 
 static void fill_result(gopt_sim_state *st, gopt_sim_result *r) {
@@ -601,6 +645,7 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
     if (c >= st->nck) c = st->nck - 1;
   }
   if (c >= 1) {
+    if (st->delta) sim_delta_begin(st, c);
     ck_restore(st, c, &lv);
   } else {
     if (!rec) st->nck = 0;
@@ -609,19 +654,28 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   int32_t from = lv.it;
   st->inc_valid = 0;
   st->inc_from = INT32_MAX;
+  int conv;
   if (D == 1) {
-    if (rec) run_loop(st, &lv, 1, 1);
-    else run_loop(st, &lv, 1, 0);
+    if (rec) conv = run_loop(st, &lv, 1, 1);
+    else conv = run_loop(st, &lv, 1, 0);
   } else {
-    if (rec) run_loop(st, &lv, 0, 1);
-    else run_loop(st, &lv, 0, 0);
+    if (rec) conv = run_loop(st, &lv, 0, 1);
+    else conv = run_loop(st, &lv, 0, 0);
   }
+  int32_t to = conv ? st->stats.last_to : lv.it; /* sim_delta_try set last_to */
+  sim_delta_end(st);
+  st->nchg = 0;
   st->iters = lv.it;
   st->stats.last_iters = lv.it;
   st->stats.last_from = from;
+  st->stats.last_to = to;
   if (from > 0) {
     st->stats.incremental++;
-    st->stats.iters_replayed += (uint64_t)(lv.it - from);
+    st->stats.iters_replayed += (uint64_t)(to - from);
+    if (conv) {
+      st->stats.converged++;
+      st->stats.iters_spliced += (uint64_t)(lv.it - to);
+    }
   } else {
     st->stats.full++;
     st->stats.iters_full += (uint64_t)lv.it;
@@ -630,31 +684,31 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   if (lv.done < U) {
     st->evaluated = 0;
     for (int32_t u = 0; u < U; u++)
-      if (st->ur[u].pending > 0 || st->dv[st->ur[u].dev].hn > 0)
+      if (st->pend[u] > 0 || st->dv[st->ur[u].dev].hn > 0)
         return gopt_error_set(err, GOPT_EINVAL,
                               "simulate: the schedule cannot complete: node '%s' never runs",
                               gopt_node_name(s->g, s->order[sim_unit_first(st, u)]));
     return gopt_error_set(err, GOPT_EINVAL, "simulate: the schedule cannot complete");
   }
   st->step = U > 0 ? lv.step : 0;
-  /* graph outputs are released at the end of the step (logged: a replay undoes them too) */
-  for (int32_t i = 0; i < s->n_gout; i++) {
+  /* graph outputs are released at the end of the step (logged: a replay undoes them too; a
+   * converged replay spliced the recorded release) */
+  for (int32_t i = 0; i < s->n_gout && !conv; i++) {
     int32_t a = s->gout[i];
-    sim_act *A = &st->act[a];
-    if (--A->ref == 0) st->dv[A->dev].mem -= s->act_bytes[a];
+    if (--st->aref[a] == 0) st->dv[st->act[a].dev].mem -= s->act_bytes[a];
     if (rec) st->rlog[st->nr++] = a;
   }
   for (int d = 0; d < D; d++) {
     const sim_dev *v = &st->dv[d];
-    st->busy[d] = v->busy;
+    st->busy[d] = (double)v->busy / SIM_FX;
     st->endmem[d] = st->resid[d] + v->mem;
-    st->peak[d] = st->resid[d] + v->dpeak;
+    st->peak[d] = st->resid[d] + (v->speak > v->dpeak ? v->speak : v->dpeak);
     double cap = s->cl->devices[d].mem_bytes;
     st->over[d] = st->peak[d] > cap ? st->peak[d] - cap : 0;
   }
   for (int l = 0; l < st->L; l++) {
     st->lbytes[l] = st->lk[l].bytes;
-    st->lbusy[l] = st->lk[l].busy;
+    st->lbusy[l] = (double)st->lk[l].busy / SIM_FX;
   }
   if (rec) st->inc_valid = 1;
   if (r) fill_result(st, r);

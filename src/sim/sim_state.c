@@ -46,8 +46,9 @@ void gopt_sim_state_free(gopt_sim_state *st) {
                   st->runit, st->sk, st->su, st->bm, st->seq, st->act, st->x, st->dv, st->dcnt,
                   st->hbase, st->ddirty, st->dlist, st->peak, st->over, st->busy, st->resid,
                   st->endmem, st->rescnt, st->lk, st->ldirty, st->lbytes, st->lbusy, st->ev,
-                  st->slog, st->plog, st->rlog, st->xlog, st->ck};
+                  st->slog, st->srit, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
+  sim_delta_free(st);
   free(st);
 }
 
@@ -78,12 +79,12 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
   if (!st->ur || GOPT_ALLOC(st->pdev, n) || GOPT_ALLOC(st->pprio, n) || GOPT_ALLOC(st->prank, n) ||
       GOPT_ALLOC(st->uprio, n) || GOPT_ALLOC(st->ukey, n) || GOPT_ALLOC(st->rorder, n) ||
       GOPT_ALLOC(st->runit, n) || GOPT_ALLOC(st->sk, 2 * n) || GOPT_ALLOC(st->su, 3 * n) || GOPT_ALLOC(st->seq, n) ||
-      GOPT_ALLOC(st->act, A) || GOPT_ALLOC(st->x, st->capx) || GOPT_ALLOC(st->dv, D) || GOPT_ALLOC(st->dcnt, D) ||
+      GOPT_ALLOC(st->act, A) || GOPT_ALLOC(st->aref, A + 1) || GOPT_ALLOC(st->pend, n + 1) || GOPT_ALLOC(st->x, st->capx) || GOPT_ALLOC(st->dv, D) || GOPT_ALLOC(st->dcnt, D) ||
       GOPT_ALLOC(st->hbase, D + 1) || GOPT_ALLOC(st->ddirty, D) || GOPT_ALLOC(st->dlist, D) ||
       GOPT_ALLOC(st->peak, D) || GOPT_ALLOC(st->over, D) || GOPT_ALLOC(st->busy, D) || GOPT_ALLOC(st->resid, D) ||
       GOPT_ALLOC(st->endmem, D) || GOPT_ALLOC(st->rescnt, (size_t)s->n_res * D) || GOPT_ALLOC(st->lk, L) ||
       GOPT_ALLOC(st->ldirty, L) || GOPT_ALLOC(st->lbytes, L) || GOPT_ALLOC(st->lbusy, L) ||
-      GOPT_ALLOC(st->ev, D + L + 1) || GOPT_ALLOC(st->slog, n) || GOPT_ALLOC(st->plog, st->capl) ||
+      GOPT_ALLOC(st->ev, D + L + 1) || GOPT_ALLOC(st->slog, n) || GOPT_ALLOC(st->srit, n) || GOPT_ALLOC(st->plog, st->capl) ||
       GOPT_ALLOC(st->rlog, st->capl) || GOPT_ALLOC(st->xlog, st->capl) ||
       GOPT_ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || GOPT_ALLOC(st->bm, D * st->bm_words)) {
     gopt_sim_state_free(st);
@@ -103,6 +104,7 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
   }
   st->dcnt[0] = s->n;
   st->incremental = 1;
+  st->delta = 1;
   st->inc_from = INT32_MAX;
   return st;
 }
@@ -524,6 +526,7 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     sim_state_unfuse(st);
   }
   st->inc_valid = 0; /* the next evaluation runs in full */
+  st->nchg = 0;
   st->res_valid = 0;
   const int32_t *pl = (d && d->placement) ? d->placement : NULL;
   const double *pr = (d && d->priority) ? d->priority : NULL;
@@ -673,6 +676,7 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
         if (f < k) k = f;
       }
       inc_note(st, k);
+      sim_delta_note(st, u, 1);
     }
   }
   if (st->inc_valid) {
@@ -729,7 +733,10 @@ int gopt_sim_state_set_priority(gopt_sim_state *st, int32_t nid, double priority
   if (k != st->ukey[u]) {
     st->ukey[u] = k;
     rank_move(st, u);
-    if (st->inc_valid) inc_note(st, st->ur[u].ready_it < 0 ? 0 : st->ur[u].ready_it);
+    if (st->inc_valid) {
+      inc_note(st, st->ur[u].ready_it < 0 ? 0 : st->ur[u].ready_it);
+      sim_delta_note(st, u, 0);
+    }
   }
   return GOPT_OK;
 }
@@ -738,16 +745,23 @@ void gopt_sim_state_set_incremental(gopt_sim_state *st, int on) {
   st->incremental = on != 0;
   st->inc_valid = 0;
   st->inc_from = INT32_MAX;
+  st->nchg = 0;
 }
+
+void gopt_sim_state_set_delta(gopt_sim_state *st, int on) { st->delta = on != 0; }
 
 void gopt_sim_state_inc_stats(const gopt_sim_state *st, gopt_sim_inc_stats *out) {
   *out = st->stats;
   out->checkpoints = st->nck;
   out->ck_every = st->ck_every;
   size_t n = (size_t)st->n;
-  out->record_bytes = n * sizeof(int32_t) + st->capl * 3 * sizeof(int32_t) +
+  out->record_bytes = 2 * n * sizeof(int32_t) + st->capl * 3 * sizeof(int32_t) +
                       (size_t)st->ck_max * st->ck_size +
                       (size_t)st->s->n_res * (size_t)st->D * sizeof(int32_t);
+  /* delta evaluation's copies of the recorded tail (allocated on the first delta replay) */
+  if (st->old)
+    out->record_bytes += st->capx * sizeof(sim_xfer) + st->capl * 3 * sizeof(int32_t) +
+                         (size_t)st->D * sizeof(sim_dev) + (size_t)st->L * (sizeof(sim_link) + 8);
 }
 
 int gopt_sim_state_device(const gopt_sim_state *st, int32_t nid) {

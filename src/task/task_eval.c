@@ -42,6 +42,7 @@ gopt_env_ws *gopt_env_ws_new(const gopt_env *e) {
   if (!(w->st = gopt_sim_state_new(e->sim)) || GOPT_ALLOC(w->want, e->n) || GOPT_ALLOC(w->dev, e->n) ||
       GOPT_ALLOC(w->x, e->nvars))
     goto fail;
+  gopt_sim_state_set_delta(w->st, e->eval_mode == GOPT_ENV_EVAL_DELTA);
   if (e->off_dev >= 0 || e->fixed_dev) {
     if (GOPT_ALLOC(w->d.placement, NN)) goto fail;
     for (size_t i = 0; i < NN; i++) w->d.placement[i] = -1;
@@ -163,6 +164,7 @@ int gopt_env_evaluate_delta(gopt_env_ws *w, const double *x, const size_t *idx, 
     if (idx[j] >= e->nvars)
       return gopt_error_set(err, GOPT_EINVAL, "task: changed variable %zu out of range (%zu variables)",
                             idx[j], e->nvars);
+  if (e->eval_mode == GOPT_ENV_EVAL_FULL) return gopt_env_evaluate(w, x, r, NULL, err);
   /* every changed variable is found (idx is a hint; a full comparison is O(nvars), far below a
    * simulation), and a change that can alter the fusion groups falls back to a full evaluation */
   int full = 0;
@@ -192,6 +194,8 @@ int gopt_env_evaluate_delta(gopt_env_ws *w, const double *x, const size_t *idx, 
   w->has_x = 1;
   return GOPT_OK;
 }
+
+void gopt_env_set_evaluation(gopt_env *e, int mode) { e->eval_mode = mode; }
 
 int gopt_env_evaluate_batch(const gopt_env *e, const double *xs, size_t n, gopt_env_result *out,
                             gopt_error *err) {

@@ -40,6 +40,7 @@ struct gopt_env {
   int32_t *dfs_rank;             /* [n] rank of each position in a depth-first topological order
                                     (producer and consumer chains stay close: small reorder windows) */
   atomic_uint_least64_t evals;
+  int eval_mode;                 /* GOPT_ENV_EVAL_* (gopt_env_set_evaluation) */
 };
 
 /* ---- fusion groups from FUSE bits (task_group.c) ----------------------------------------- */

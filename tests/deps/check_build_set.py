@@ -52,6 +52,11 @@ def finder_files(cache):
         pc = subprocess.run(["pkg-config", "--variable=pcfiledir", module], capture_output=True,
                             text=True).stdout.strip()
         found.append((f"pkg_check_modules({prefix}) .pc", os.path.join(pc, module + ".pc")))
+    if "find_package(MPI" in text and cache.get("MPI_C_LIB_NAMES"):
+        # optional: when found (GOPT_MPI on by default) its library and header count as found
+        for name in cache["MPI_C_LIB_NAMES"].split(";"):
+            found.append((f"find_package(MPI) {name}", cache.get(f"MPI_{name}_LIBRARY", "")))
+        found.append(("find_package(MPI) mpi.h", os.path.join(cache.get("MPI_C_HEADER_DIR", ""), "mpi.h")))
     if "find_package(OpenMP" in text:
         found.append(("find_package(OpenMP)", cache.get("OpenMP_gomp_LIBRARY", "")))
     for var in ("CMAKE_C_COMPILER", "CMAKE_MAKE_PROGRAM", "PKG_CONFIG_EXECUTABLE"):

@@ -2,7 +2,9 @@
  * (Shape/Gather/Range/ConstantOfShape/Equal/Where/Expand, flatten-and-restore Reshapes), and
  * --batch binding: after gopt_graph_bind_symbol + re-inference with folding, shapes are fully
  * concrete and the shape computations are folded. Expectations are written out by hand: the input
- * symbols ("batch", "seq") must survive; the bound shapes equal numpy's (stated literally). */
+ * symbols ("batch", "seq") must survive; the bound shapes equal numpy's (stated literally).
+ * Masks and shapes built by assignment and triangle ops: values fold through ScatterND and Trilu
+ * into Reshape targets (expected values worked out with numpy, stated literally). */
 #include <string.h>
 
 #include "check.h"
@@ -55,7 +57,44 @@ static int32_t node_named(const char *name) {
   return -1;
 }
 
+/* Reshape targets computed through ScatterND and Trilu:
+ *   ScatterND([1,1,1], [[0],[2]], [4,6]) = [4,1,6]                (numpy: a[[0,2]] = [4,6])
+ *   Gather(Reshape(Trilu([[2,3],[5,7]], upper), [4]), [0,1,3]) = [2,3,7]   (np.triu) */
+static void test_scatter_trilu(void) {
+  g = gopt_graph_new("values2");
+  gopt_opset os = {gopt_graph_intern(g, ""), 16};
+  GOPT_ARR_PUSH(g->opsets, os);
+  int64_t d24[] = {24}, d42[] = {42}, three[] = {3}, two1[] = {2, 1}, two[] = {2}, sq[] = {2, 2}, one[] = {1};
+  int32_t x = T("x", GOPT_DT_FLOAT, 1, d24), y = T("y", GOPT_DT_FLOAT, 1, d42);
+  gopt_graph_add_input(g, x);
+  gopt_graph_add_input(g, y);
+  int64_t ones[] = {1, 1, 1}, idx[] = {0, 2}, upd[] = {4, 6}, m[] = {2, 3, 5, 7}, v4 = 4, gi[] = {0, 1, 3};
+  int32_t base = cI64("base", 1, three, ones, 3), ix = cI64("ix", 2, two1, idx, 2);
+  int32_t up = cI64("upd", 1, two, upd, 2), mat = cI64("mat", 2, sq, m, 4);
+  int32_t flat = cI64("flat4", 1, one, &v4, 1), gix = cI64("gix", 1, three, gi, 3);
+  int32_t sin[] = {base, ix, up};
+  int32_t shp = tout(N("ScatterND", "scatter", 3, sin, "shp1"));
+  int32_t r1[] = {x, shp};
+  N("Reshape", "r1", 2, r1, "x3");
+  int32_t tri = tout(N("Trilu", "triu", 1, &mat, "tri"));
+  int32_t rf[] = {tri, flat};
+  int32_t tf = tout(N("Reshape", "rf", 2, rf, "trif"));
+  int32_t gin[] = {tf, gix};
+  int32_t s2 = tout(N("Gather", "gt", 2, gin, "shp2"));
+  gopt_node_set_int(g, node_named("gt"), "axis", 0);
+  int32_t r2[] = {y, s2};
+  N("Reshape", "r2", 2, r2, "y3");
+  gopt_infer_opts o = {1, 1};
+  int rc = gopt_infer_shapes(g, &o, &err);
+  CHECK_MSG(rc == 0, "%s", err.msg);
+  CHECK(rank_of("x3") == 3 && dim_is("x3", 0, NULL, 4) && dim_is("x3", 1, NULL, 1) && dim_is("x3", 2, NULL, 6));
+  CHECK(rank_of("y3") == 3 && dim_is("y3", 0, NULL, 2) && dim_is("y3", 1, NULL, 3) && dim_is("y3", 2, NULL, 7));
+  gopt_graph_free(g);
+  g = NULL;
+}
+
 int main(void) {
+  test_scatter_trilu();
   g = gopt_graph_new("values");
   gopt_opset os = {gopt_graph_intern(g, ""), 13};
   GOPT_ARR_PUSH(g->opsets, os);

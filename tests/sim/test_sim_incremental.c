@@ -2,8 +2,9 @@
  * and priority changes on zoo graphs over 2- and 4-device clusters (and fused groups, an explicit
  * order, one device), each evaluated incrementally and compared field by field — step time,
  * feasibility, counts, per-device busy / peak / over / resident / end memory, per-link bytes and
- * busy, every transfer, the whole critical path — with a fresh state given the same decisions
- * and evaluated in full (the reference); and checks that replays really start late (the stats). */
+ * busy, every transfer, the whole critical path, every device's memory curve — with a fresh state given the same decisions
+ * and evaluated in full (the reference); and checks that replays really start late and that delta
+ * evaluations converge and splice the recorded tail (the stats). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ typedef struct snap {
   gopt_sim_result r;
   double busy[16], peak[16], over[16], resid[16], endm[16], lb[128], lbusy[128];
   size_t ncp, nx;
+  uint64_t mcurve[16];   /* per device: bit hash of the memory curve (gopt_sim_memory_curve) */
   gopt_sim_item *cp;
   gopt_sim_transfer_info *x;
 } snap;
@@ -40,6 +42,25 @@ static void take(snap *s, const gopt_sim_state *st, const gopt_sim_result *r) {
   memcpy(s->lb, r->link_bytes, L * sizeof(double));
   memcpy(s->lbusy, r->link_busy, L * sizeof(double));
   s->ncp = gopt_sim_critical_path(st, s->cp, MAXCP);
+  for (size_t d = 0; d < D && d < 16; d++) {
+    double *t = NULL, *b = NULL;
+    size_t n = 0;
+    gopt_error err = {0};
+    uint64_t h = 1469598103934665603ULL;
+    if (gopt_sim_memory_curve(st, (int)d, &t, &b, &n, &err) == 0) {
+      for (size_t i = 0; i < n; i++) {
+        uint64_t u[2];
+        memcpy(&u[0], &t[i], 8);
+        memcpy(&u[1], &b[i], 8);
+        h = (h ^ u[0]) * 1099511628211ULL;
+        h = (h ^ u[1]) * 1099511628211ULL;
+      }
+      h ^= n;
+    }
+    free(t);
+    free(b);
+    s->mcurve[d] = h;
+  }
   s->nx = gopt_sim_transfer_count(st);
   for (size_t i = 0; i < s->nx && i < MAXCP; i++) gopt_sim_transfer(st, i, &s->x[i]);
 }
@@ -67,6 +88,7 @@ static const char *diff(const snap *a, const snap *b) {
     if (a->over[d] != b->over[d]) return "mem_over";
     if (a->resid[d] != b->resid[d]) return "resident";
     if (a->endm[d] != b->endm[d]) return "end_mem";
+    if (d < 16 && a->mcurve[d] != b->mcurve[d]) return "memory curve";
   }
   for (int l = 0; l < x->n_links; l++) {
     if (a->lb[l] != b->lb[l]) return "link_bytes";
@@ -172,6 +194,10 @@ static void test_random(const char *spec, const char *cluster, int rounds) {
             (unsigned long long)is.iters_replayed, (unsigned long long)is.incremental,
             is.last_iters);
   CHECK(is.checkpoints > 0 && is.checkpoints <= 256 && is.record_bytes > 0);
+  /* delta evaluation: some replays converged back to the recorded run and spliced its tail */
+  CHECK_MSG(is.converged > 0 && is.converged <= is.incremental && is.iters_spliced > 0,
+            "%s: %llu of %llu replays converged", spec, (unsigned long long)is.converged,
+            (unsigned long long)is.incremental);
   gopt_sim_result r;
   uint64_t cached = is.cached;
   CHECK_EQ_INT(gopt_sim_evaluate(st, &r, &err), 0);

@@ -1,0 +1,474 @@
+/* cmd_rewrite.c: `gopt rewrite MODEL -o OUT.onnx`: searches for a cheaper equivalent graph with the
+ * substitution rules (rules.json + built-ins), verifies the result against the input (gopt's
+ * executor on random inputs with the model's weights, or made-up weights for a structure-only
+ * model; and ONNX Runtime through tools/ort/ort_run.js), then writes it; and `gopt rules
+ * generate|verify|list`. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "gopt/exec.h"
+#include "gopt/onnx.h"
+#include "gopt/rewrite.h"
+#include "gopt/util.h"
+
+static const char rewrite_help[] =
+    "usage: gopt rewrite MODEL -o OUT.onnx [--method greedy] [--cluster C] [--budget N]\n"
+    "                    [--seconds S] [--alpha A] [--rules F] [--seed S] [--verify exec|ort|both]\n"
+    "                    [--json] [--measure] [--batch N]\n"
+    "  MODEL          an .onnx file or a zoo spec\n"
+    "  --method M     greedy (TASO's cost-ordered backtracking search; default)\n"
+    "  --cluster C    cost device preset (default V100): the simulator's step time\n"
+    "  --budget N     graphs dequeued (default 100);  --seconds S  wall-clock limit\n"
+    "  --alpha A      accept candidates costing < A x best (default 1.05)\n"
+    "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"
+    "  --verify V     exec: gopt's executor; ort: also ONNX Runtime (default both)\n"
+    "  --json         print one JSON object\n"
+    "  --measure      time both graphs with the executor even without weight data (made-up weights)\n";
+
+static int fail(const char *msg) {
+  fprintf(stderr, "gopt rewrite: %s\n", msg);
+  return 1;
+}
+
+static int exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0;
+}
+
+/* The shipped rules.json: $GOPT_RULES, next to the executable, or in the source tree. */
+static int find_rules(char *buf, size_t n) {
+  const char *env = getenv("GOPT_RULES");
+  if (env && *env && exists(env)) {
+    snprintf(buf, n, "%s", env);
+    return 1;
+  }
+  char dir[1024] = "";
+  ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
+  dir[k > 0 ? k : 0] = 0;
+  if (strchr(dir, '/')) *strrchr(dir, '/') = 0;
+  const char *subs[] = {"/rules", "/../rules", "/../share/gopt/rules", "/../../rules"};
+  for (int i = 0; dir[0] && i < 4; i++) {
+    snprintf(buf, n, "%s%s/rules.json", dir, subs[i]);
+    if (exists(buf)) return 1;
+  }
+  buf[0] = 0;
+  return 0;
+}
+
+/* Drops the data of big float constants (the search works on structure; replay adds weights). */
+static void strip_weights(gopt_graph *g, const uint8_t *keep) {
+  for (size_t t = 0; t < g->tensors.n; t++) {
+    gopt_tensor *x = &g->tensors.a[t];
+    if (!(x->flags & GOPT_T_CONST) || x->dtype != GOPT_DT_FLOAT || (keep && keep[t])) continue;
+    if (!keep && gopt_tensor_numel(g, (int32_t)t) <= 64) continue;
+    if (!gopt_tensor_data(g, (int32_t)t)) continue;
+    size_t nb = g->consts.a[x->cdata].nbytes;
+    gopt_tensor_set_const(g, (int32_t)t, NULL, nb, NULL);
+    g->consts.a[x->cdata].nbytes = nb;
+  }
+}
+
+/* ---- ONNX Runtime check ---------------------------------------------------------------------- */
+
+static int run_ort(const char *model, const char *in_json, const char *out_dir) {
+  char cmd[4096];
+  const char *root = getenv("GOPT_SOURCE_DIR");
+  char js[1200] = "tools/ort/ort_run.js";
+  if (root && *root) {
+    snprintf(js, sizeof js, "%.1000s/tools/ort/ort_run.js", root);
+  } else if (!exists(js)) {
+    /* next to the executable: build/bin/../../tools, bin/../tools, share/gopt/tools */
+    char dir[1024] = "";
+    ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    dir[k > 0 ? k : 0] = 0;
+    if (strchr(dir, '/')) *strrchr(dir, '/') = 0;
+    const char *subs[] = {"/../../tools", "/../tools", "/../share/gopt/tools"};
+    for (int i = 0; i < 3; i++) {
+      snprintf(js, sizeof js, "%.1000s%s/ort/ort_run.js", dir, subs[i]);
+      if (exists(js)) break;
+    }
+  }
+  snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' --threads 2 >/dev/null", js, model, in_json, out_dir);
+  return system(cmd);
+}
+
+/* Writes random inputs of g for ort_run.js into dir/in.json. */
+static int write_inputs(const gopt_graph *g, const char *dir, uint64_t seed, gopt_error *err) {
+  json_t *root = json_object(), *ins = json_object();
+  uint64_t s = seed * 2654435761u + 1;
+  int rc = 0;
+  for (size_t i = 0; i < g->inputs.n && !rc; i++) {
+    int32_t t = g->inputs.a[i];
+    const gopt_tensor *x = &g->tensors.a[t];
+    if (x->flags & GOPT_T_CONST) continue;
+    int64_t n = gopt_tensor_numel(g, t);
+    const char *name = gopt_graph_str(g, x->name);
+    char file[64], path[1200];
+    snprintf(file, sizeof file, "in%zu.bin", i);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    const char *type = x->dtype == GOPT_DT_FLOAT ? "float32" : x->dtype == GOPT_DT_INT64 ? "int64"
+                       : x->dtype == GOPT_DT_INT32 ? "int32" : NULL;
+    if (!type) {
+      rc = gopt_error_set(err, GOPT_EUNSUP, "input '%s': no random values for dtype %s", name,
+                          gopt_dtype_name(x->dtype));
+      break;
+    }
+    size_t es = gopt_dtype_size(x->dtype);
+    unsigned char *buf = malloc((size_t)n * es + 1);
+    if (!buf) {
+      rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+      break;
+    }
+    for (int64_t j = 0; j < n; j++) {
+      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+      if (x->dtype == GOPT_DT_FLOAT) ((float *)buf)[j] = (float)((double)(s >> 40) / 8388608.0 - 1.0);
+      else if (x->dtype == GOPT_DT_INT64) ((int64_t *)buf)[j] = (int64_t)((s >> 33) & 1);
+      else ((int32_t *)buf)[j] = (int32_t)((s >> 33) & 1);
+    }
+    rc = gopt_file_write_atomic(path, buf, (size_t)n * es, err);
+    free(buf);
+    json_t *d = json_array();
+    for (int k = 0; k < x->rank; k++) json_array_append_new(d, json_integer(gopt_tensor_dims(g, t)[k]));
+    json_t *e = json_object();
+    json_object_set_new(e, "type", json_string(type));
+    json_object_set_new(e, "dims", d);
+    json_object_set_new(e, "file", json_string(file));
+    json_object_set_new(ins, name, e);
+  }
+  json_object_set_new(root, "inputs", ins);
+  char path[1200];
+  snprintf(path, sizeof path, "%s/in.json", dir);
+  if (!rc && json_dump_file(root, path, 0)) rc = gopt_error_set(err, GOPT_EIO, "%s: cannot write", path);
+  json_decref(root);
+  return rc;
+}
+
+/* Compares float outputs of two ort_run.js output directories. */
+static int compare_ort(const char *da, const char *db, gopt_error *err) {
+  char pa[2600], pb[2600];
+  snprintf(pa, sizeof pa, "%.1200s/outputs.json", da);
+  snprintf(pb, sizeof pb, "%.1200s/outputs.json", db);
+  json_t *ja = json_load_file(pa, 0, NULL), *jb = json_load_file(pb, 0, NULL);
+  int rc = 0;
+  if (!ja || !jb) {
+    rc = gopt_error_set(err, GOPT_EIO, "ONNX Runtime produced no outputs (%s)", !ja ? pa : pb);
+    goto done;
+  }
+  const char *key;
+  json_t *va;
+  json_object_foreach(json_object_get(ja, "outputs"), key, va) {
+    json_t *vb = json_object_get(json_object_get(jb, "outputs"), key);
+    if (!vb) {
+      rc = gopt_error_set(err, GOPT_EINVAL, "ONNX Runtime: output '%s' missing after the rewrite", key);
+      break;
+    }
+    snprintf(pa, sizeof pa, "%.1200s/%.1200s", da, json_string_value(json_object_get(va, "file")));
+    snprintf(pb, sizeof pb, "%.1200s/%.1200s", db, json_string_value(json_object_get(vb, "file")));
+    void *a = NULL, *b = NULL;
+    size_t la = 0, lb = 0;
+    if ((rc = gopt_file_read(pa, &a, &la, err)) || (rc = gopt_file_read(pb, &b, &lb, err))) {
+      free(a);
+      break;
+    }
+    if (la != lb) rc = gopt_error_set(err, GOPT_EINVAL, "ONNX Runtime: output '%s' changed size", key);
+    else if (!strcmp(json_string_value(json_object_get(va, "type")), "float32")) {
+      const float *x = a, *y = b;
+      double scale = 0;
+      for (size_t i = 0; i < la / 4; i++) scale = scale > fabsf(x[i]) ? scale : fabsf(x[i]);
+      for (size_t i = 0; i < la / 4 && !rc; i++) {
+        double d = fabs((double)x[i] - (double)y[i]);
+        double tol = 1e-4 + 1e-3 * (fabs((double)x[i]) > 0.01 * scale ? fabs((double)x[i]) : 0.01 * scale);
+        if (!(d <= tol))
+          rc = gopt_error_set(err, GOPT_EINVAL, "ONNX Runtime: output '%s' differs at %zu: %g vs %g",
+                              key, i, (double)x[i], (double)y[i]);
+      }
+    } else if (memcmp(a, b, la)) {
+      rc = gopt_error_set(err, GOPT_EINVAL, "ONNX Runtime: output '%s' differs", key);
+    }
+    free(a);
+    free(b);
+    if (rc) break;
+  }
+done:
+  json_decref(ja);
+  json_decref(jb);
+  return rc;
+}
+
+/* Runs both graphs (with weights) under ONNX Runtime on the same random inputs. */
+static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, gopt_error *err) {
+  char dir[] = "/tmp/gopt-rewrite-XXXXXX";
+  if (!mkdtemp(dir)) return gopt_error_set(err, GOPT_EIO, "cannot create a temporary directory");
+  char ma[1200], mb[1200], oa[1200], ob[1200], in[1200];
+  snprintf(ma, sizeof ma, "%s/a.onnx", dir);
+  snprintf(mb, sizeof mb, "%s/b.onnx", dir);
+  snprintf(oa, sizeof oa, "%s/oa", dir);
+  snprintf(ob, sizeof ob, "%s/ob", dir);
+  snprintf(in, sizeof in, "%s/in.json", dir);
+  int rc = gopt_onnx_save(a, ma, err);
+  if (!rc) rc = gopt_onnx_save(b, mb, err);
+  if (!rc) rc = write_inputs(a, dir, seed, err);
+  if (!rc && (run_ort(ma, in, oa) || run_ort(mb, in, ob)))
+    rc = gopt_error_set(err, GOPT_EIO, "ONNX Runtime could not run the models (node tools/ort/ort_run.js)");
+  if (!rc) rc = compare_ort(oa, ob, err);
+  char cmd[1300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) { /* best effort */
+  }
+  return rc;
+}
+
+/* ---- gopt rewrite ---------------------------------------------------------------------------- */
+
+typedef struct rw_args {
+  const char *model, *out, *method, *cluster, *rules, *verify;
+  long budget, seed;
+  double seconds, alpha;
+  int json, measure;
+  cli_model_opts mo;
+} rw_args;
+
+static int parse_args(int argc, char **argv, rw_args *a) {
+  int mf;
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    int has = i + 1 < argc;
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+      fputs(rewrite_help, stdout);
+      return 0;
+    } else if (!strcmp(s, "--json")) {
+      a->json = 1;
+    } else if (!strcmp(s, "--measure")) {
+      a->measure = 1;
+    } else if ((mf = cli_model_flag("rewrite", argc, argv, &i, &a->mo)) != 0) {
+      if (mf < 0) return 2;
+    } else if (!strcmp(s, "-o") || !strcmp(s, "--method") || !strcmp(s, "--cluster") ||
+               !strcmp(s, "--rules") || !strcmp(s, "--verify") || !strcmp(s, "--budget") ||
+               !strcmp(s, "--seed") || !strcmp(s, "--seconds") || !strcmp(s, "--alpha")) {
+      if (!has) return cli_usage_error("rewrite", "%s needs a value", s);
+      const char *v = argv[++i];
+      char *end;
+      if (!strcmp(s, "-o")) a->out = v;
+      else if (!strcmp(s, "--method")) a->method = v;
+      else if (!strcmp(s, "--cluster")) a->cluster = v;
+      else if (!strcmp(s, "--rules")) a->rules = v;
+      else if (!strcmp(s, "--verify")) a->verify = v;
+      else if (!strcmp(s, "--budget")) {
+        if (cli_parse_long("rewrite", s, v, 1, 1000000, &a->budget)) return 2;
+      } else if (!strcmp(s, "--seed")) {
+        if (cli_parse_long("rewrite", s, v, 0, 0x7fffffff, &a->seed)) return 2;
+      } else {
+        double d = strtod(v, &end);
+        if (*end || !(d > 0)) return cli_usage_error("rewrite", "%s: expected a positive number, got '%s'", s, v);
+        if (!strcmp(s, "--seconds")) a->seconds = d;
+        else a->alpha = d;
+      }
+    } else if (s[0] == '-' && s[1]) {
+      return cli_usage_error("rewrite", "unknown flag '%s' (see gopt rewrite --help)", s);
+    } else if (!a->model) {
+      a->model = s;
+    } else {
+      return cli_usage_error("rewrite", "unexpected argument '%s' (one MODEL)", s);
+    }
+  }
+  if (!a->model) return cli_usage_error("rewrite", "missing MODEL (see gopt rewrite --help)");
+  if (!a->out) return cli_usage_error("rewrite", "missing -o OUT.onnx");
+  if (a->verify && strcmp(a->verify, "exec") && strcmp(a->verify, "ort") && strcmp(a->verify, "both"))
+    return cli_usage_error("rewrite", "--verify: expected exec, ort or both, got '%s'", a->verify);
+  return -1;
+}
+
+static double measure(const gopt_graph *g, uint64_t seed) {
+  gopt_exec *x = NULL;
+  gopt_exec_opts eo = {0, seed, NULL, 0, NULL, 0};
+  double s = -1;
+  if (!gopt_exec_new(g, &eo, &x, NULL, NULL) && !gopt_exec_random_inputs(x, seed, NULL))
+    if (gopt_exec_time_run(x, 1, 5, &s, NULL)) s = -1;
+  gopt_exec_free(x);
+  return s;
+}
+
+int cli_rewrite(int argc, char **argv) {
+  rw_args a;
+  memset(&a, 0, sizeof a);
+  a.mo.default_batch = 1;
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+  rc = 1;
+  gopt_error err = {0};
+  gopt_cluster *c = NULL;
+  gopt_ruleset *rs = NULL;
+  gopt_graph *g = NULL, *full = NULL, *sg = NULL, *outg = NULL;
+  gopt_rewrite_result res;
+  memset(&res, 0, sizeof res);
+  uint8_t *had = NULL;
+  char rules_path[1200] = "";
+  uint64_t seed = (uint64_t)a.seed;
+  if (gopt_cluster_parse(a.cluster ? a.cluster : "V100", &c, &err)) {
+    fail(err.msg);
+    goto done;
+  }
+  if (a.rules) snprintf(rules_path, sizeof rules_path, "%s", a.rules);
+  else find_rules(rules_path, sizeof rules_path);
+  if (rules_path[0] ? gopt_ruleset_load(rules_path, &rs, &err) : !(rs = gopt_ruleset_builtin())) {
+    fail(rules_path[0] ? err.msg : "out of memory");
+    goto done;
+  }
+  const char *forced = getenv("GOPT_REWRITE_FORCE_RULE"); /* test hook: skip verifying one rule */
+  if (forced)
+    for (size_t i = 0; i < gopt_ruleset_count(rs); i++)
+      if (!strcmp(gopt_ruleset_rule_name(rs, i), forced)) gopt_ruleset_force_enable(rs, i);
+  if (!(g = cli_load_model(a.model, &a.mo))) goto done;
+  /* which constants came with data: a structure-only model's made-up weights are not written */
+  if (!(had = calloc(g->tensors.n + 1, 1)) || !(full = gopt_graph_clone(g)) || !(sg = gopt_graph_clone(g))) {
+    fail("out of memory");
+    goto done;
+  }
+  int structure_only = 0;
+  for (size_t t = 0; t < g->tensors.n; t++) {
+    if (!(g->tensors.a[t].flags & GOPT_T_CONST)) continue;
+    had[t] = gopt_tensor_data(g, (int32_t)t) != NULL;
+    if (!had[t]) structure_only = 1;
+  }
+  int64_t made = gopt_rewrite_materialize(full, seed + 1, &err);
+  if (made < 0) {
+    fail(err.msg);
+    goto done;
+  }
+  strip_weights(sg, NULL);
+  gopt_rewrite_opts ro = {a.method, c, a.alpha, a.budget, a.seconds, 0, seed};
+  /* Every pattern rule the best result uses is verified again (numerically, with the executor)
+   * before it is applied to the model; one that fails is disabled and the search runs again, so
+   * a rule whose verification fails is never applied. */
+  uint8_t *checked = calloc(gopt_ruleset_count(rs) + 1, 1);
+  if (!checked) {
+    fail("out of memory");
+    goto done;
+  }
+  for (;;) {
+    gopt_rewrite_result_clear(&res);
+    if (gopt_rewrite_search(sg, rs, &ro, &res, &err)) {
+      free(checked);
+      fail(err.msg);
+      goto done;
+    }
+    int again = 0;
+    for (size_t i = 0; i < res.n_steps; i++) {
+      size_t ri = (size_t)res.steps[i].rule;
+      if (checked[ri] || (forced && !strcmp(gopt_ruleset_rule_name(rs, ri), forced))) continue;
+      checked[ri] = 1;
+      gopt_error ve = {0};
+      if (gopt_rule_verify(rs, ri, seed + 11, &ve)) {
+        fprintf(stderr, "gopt rewrite: warning: rule '%s' dropped, never applied: %s\n",
+                gopt_ruleset_rule_name(rs, ri), ve.msg);
+        gopt_ruleset_disable(rs, ri, ve.msg);
+        again = 1;
+      }
+    }
+    if (!again) break;
+  }
+  free(checked);
+  /* the best history replayed on the graph with weights, then verified */
+  if (gopt_rewrite_replay(full, rs, &res, 0, seed, &outg, &err)) {
+    fail(err.msg);
+    goto done;
+  }
+  int verified = 0;
+  gopt_error ve = {0};
+  double maxd = 0;
+  if (gopt_rewrite_compare(full, outg, seed + 2, 1e-3, 1e-4, &maxd, &ve)) {
+    /* name the first step that breaks it */
+    if (gopt_rewrite_replay_check(full, rs, &res, seed + 2, &err) == 0)
+      snprintf(err.msg, sizeof err.msg, "verification failed: %.400s", ve.msg);
+    fail(err.msg);
+    goto done;
+  }
+  if (!a.verify || strcmp(a.verify, "exec")) {
+    if (verify_ort(full, outg, seed + 3, &err)) {
+      gopt_error_prefix(&err, "verification with ONNX Runtime failed (%zu rewrites): ", res.n_steps);
+      fail(err.msg);
+      goto done;
+    }
+  }
+  verified = 1;
+  double mb = -1, ma = -1;
+  if (!structure_only || a.measure) {
+    mb = measure(full, seed + 4);
+    ma = measure(outg, seed + 4);
+  }
+  if (structure_only) {
+    /* written as the input came: weights without data stay data-less */
+    for (size_t t = 0; t < outg->tensors.n; t++) {
+      int32_t ot = gopt_graph_find_tensor(g, gopt_graph_str(outg, outg->tensors.a[t].name));
+      if (ot >= 0 && had[ot]) continue;
+      gopt_tensor *x = &outg->tensors.a[t];
+      if ((x->flags & GOPT_T_CONST) && x->dtype == GOPT_DT_FLOAT && gopt_tensor_data(outg, (int32_t)t)) {
+        size_t nb = outg->consts.a[x->cdata].nbytes;
+        gopt_tensor_set_const(outg, (int32_t)t, NULL, nb, NULL);
+        outg->consts.a[x->cdata].nbytes = nb;
+      }
+    }
+  }
+  if (gopt_onnx_save(outg, a.out, &err)) {
+    fail(err.msg);
+    goto done;
+  }
+  if (a.json) {
+    json_t *o = json_object(), *ra = json_object();
+    for (size_t i = 0; i < res.n_steps; i++) {
+      const char *n = gopt_ruleset_rule_name(rs, (size_t)res.steps[i].rule);
+      json_t *v = json_object_get(ra, n);
+      json_object_set_new(ra, n, json_integer(v ? json_integer_value(v) + 1 : 1));
+    }
+    json_object_set_new(o, "model", json_string(a.model));
+    json_object_set_new(o, "method", json_string(a.method ? a.method : "greedy"));
+    json_object_set_new(o, "cluster", json_string(c->name));
+    json_object_set_new(o, "rules", json_string(rules_path[0] ? rules_path : "built-in"));
+    json_object_set_new(o, "rules_applied", ra);
+    json_object_set_new(o, "nodes_before", json_integer((json_int_t)gopt_graph_node_count(g)));
+    json_object_set_new(o, "nodes_after", json_integer((json_int_t)gopt_graph_node_count(outg)));
+    json_object_set_new(o, "predicted_before_s", json_real(res.cost_before));
+    json_object_set_new(o, "predicted_after_s", json_real(res.cost_after));
+    json_object_set_new(o, "measured_before_s", mb >= 0 ? json_real(mb) : json_null());
+    json_object_set_new(o, "measured_after_s", ma >= 0 ? json_real(ma) : json_null());
+    json_object_set_new(o, "verified", json_boolean(verified));
+    json_object_set_new(o, "verified_with", json_string(a.verify ? a.verify : "both"));
+    json_object_set_new(o, "max_abs_diff", json_real(maxd));
+    json_object_set_new(o, "structure_only", json_boolean(structure_only));
+    if (structure_only && mb >= 0) json_object_set_new(o, "measured_weights", json_string("made-up"));
+    json_object_set_new(o, "weights_flagged", json_boolean(structure_only && (res.flags & GOPT_RW_WEIGHTS)));
+    json_object_set_new(o, "search_seconds", json_real(res.search_seconds));
+    json_object_set_new(o, "dequeued", json_integer((json_int_t)res.dequeued));
+    json_object_set_new(o, "generated", json_integer((json_int_t)res.generated));
+    json_object_set_new(o, "rejected", json_integer((json_int_t)res.rejected));
+    char *s = json_dumps(o, JSON_COMPACT);
+    if (s) puts(s);
+    free(s);
+    json_decref(o);
+  } else {
+    printf("%s: %zu rewrites, predicted %.4g ms -> %.4g ms on %s (%.1f%% less), %zu -> %zu nodes, "
+           "search %.2f s, verified\n",
+           a.out, res.n_steps, res.cost_before * 1e3, res.cost_after * 1e3, c->name,
+           res.cost_before > 0 ? 100 * (1 - res.cost_after / res.cost_before) : 0.0,
+           gopt_graph_node_count(g), gopt_graph_node_count(outg), res.search_seconds);
+    if (structure_only && (res.flags & GOPT_RW_WEIGHTS))
+      printf("  note: the model has no weight data; weight-changing rewrites were applied to the structure only\n");
+  }
+  rc = 0;
+done:
+  gopt_rewrite_result_clear(&res);
+  gopt_graph_free(g);
+  gopt_graph_free(full);
+  gopt_graph_free(sg);
+  gopt_graph_free(outg);
+  gopt_ruleset_free(rs);
+  gopt_cluster_free(c);
+  free(had);
+  return rc;
+}

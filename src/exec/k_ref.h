@@ -1,0 +1,48 @@
+/* k_ref.h: the reference-kernel framework shared by k_ref.c (conversion to/from double, dispatch by
+ * op type name) and the op files k_ref_ops.c and k_ref_nn.c. */
+#ifndef GOPT_EXEC_K_REF_H
+#define GOPT_EXEC_K_REF_H
+
+#include "exec/exec_internal.h"
+
+#define REF_MAX_IO 16
+
+/* A tensor as the reference kernels see it: static shape and values as doubles (v is NULL for an
+ * omitted optional input or output). */
+typedef struct rt {
+  int32_t id;
+  int dt, rank;
+  int64_t d[GOPT_MAX_RANK];
+  int64_t n;
+  double *v;
+} rt;
+
+/* An op: reads in[0..nin), fills every out[i].v (zeroed, sized from the static output shape). */
+typedef int (*ref_fn)(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err);
+
+typedef struct ref_entry {
+  const char *name;                                /* ONNX op type */
+  ref_fn fn;
+  int (*claim)(const gopt_exec *x, int32_t n);     /* NULL: claims every node of the type before the
+                                                      specialised kernels; else only when it says so */
+} ref_entry;
+
+typedef struct ref_st {
+  ref_fn fn;
+} ref_st;
+
+extern const ref_entry ex_ref_ops_table[];
+extern const ref_entry ex_ref_nn_table[];
+extern const ref_entry ex_ref_more_table[];
+
+/* Row-major strides of t. */
+void ref_strides(const rt *t, int64_t *st);
+/* Flat index into in (numpy-broadcast to out's shape) of out's flat index o. */
+int64_t ref_bcast_index(const rt *in, const rt *out, int64_t o);
+/* Reads int attribute name (default dflt) as an axis of a rank-`rank` tensor, negative allowed. */
+int ref_axis(const gopt_exec *x, int32_t n, const char *name, int64_t dflt, int rank, int *axis,
+             gopt_error *err);
+/* t viewed as [outer, t->d[axis], inner]. */
+void ref_split3(const rt *t, int axis, int64_t *outer, int64_t *mid, int64_t *inner);
+
+#endif

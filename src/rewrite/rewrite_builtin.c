@@ -1,0 +1,442 @@
+/* rewrite_builtin.c: TASO's hand-written substitutions as built-in rules: Conv followed by
+ * BatchNormalization / Mul / Add folded into the conv's weights and bias, parallel convs sharing an
+ * input merged into one (with kernel enlargement when their kernels differ) followed by a Split,
+ * parallel MatMuls sharing their left input merged the same way, and constant folding. Weights are
+ * computed when their data exists; otherwise the new weights are data-less (structure only) and the
+ * application is flagged. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gopt/ops.h"
+#include "rewrite/rewrite_internal.h"
+#include "util/util_internal.h"
+
+static int push(gopt_rewrite_match **out, size_t *n, size_t *cap, const gopt_rewrite_match *m) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 64;
+    gopt_rewrite_match *p = realloc(*out, c * sizeof *p);
+    if (!p) return GOPT_ENOMEM;
+    *out = p;
+    *cap = c;
+  }
+  (*out)[(*n)++] = *m;
+  return 0;
+}
+
+static int is_const(const gopt_graph *g, int32_t t) {
+  return t >= 0 && (g->tensors.a[t].flags & GOPT_T_CONST);
+}
+
+static int is_output(const gopt_graph *g, int32_t t) {
+  for (size_t i = 0; i < g->outputs.n; i++)
+    if (g->outputs.a[i] == t) return 1;
+  return 0;
+}
+
+/* The single live consumer of t (-1 when none, several, or t is a graph output). */
+static int32_t sole_user(const gopt_graph *g, int32_t t) {
+  int32_t who = -1;
+  if (is_output(g, t)) return -1;
+  for (int32_t s = g->tensors.a[t].first_use; s >= 0; s = g->slots.a[s].next_use) {
+    int32_t n = g->slots.a[s].node;
+    if (!gopt_node_alive(g, n)) continue;
+    if (who >= 0) return -1;
+    who = n;
+  }
+  return who;
+}
+
+/* A 2-D convolution with constant weights (and bias). */
+static int conv_ok(const gopt_graph *g, int32_t n) {
+  if (!gopt_node_alive(g, n) || g->nodes.a[n].op != GOPT_OP_CONV || g->nodes.a[n].n_out != 1) return 0;
+  int32_t w = gopt_node_input(g, n, 1);
+  if (!is_const(g, w) || g->tensors.a[w].rank != 4 || g->tensors.a[w].dtype != GOPT_DT_FLOAT) return 0;
+  if (g->nodes.a[n].n_in > 2 && gopt_node_input(g, n, 2) >= 0 && !is_const(g, gopt_node_input(g, n, 2)))
+    return 0;
+  const char *ap = gopt_node_get_string(g, n, "auto_pad", "NOTSET");
+  return !strcmp(ap, "NOTSET");
+}
+
+/* ---- Conv + BatchNorm / Mul / Add ------------------------------------------------------------ */
+
+enum { AFF_BN, AFF_MUL, AFF_ADD };
+
+/* The per-output-channel constant of a Mul/Add after a conv with cout channels, or -1. */
+static int32_t channel_const(const gopt_graph *g, int32_t n, int32_t y, int64_t cout) {
+  int32_t a = gopt_node_input(g, n, 0), b = gopt_node_input(g, n, 1);
+  int32_t c = a == y ? b : b == y ? a : -1;
+  if (c < 0 || c == y || !is_const(g, c) || g->tensors.a[c].dtype != GOPT_DT_FLOAT) return -1;
+  int64_t numel = gopt_tensor_numel(g, c);
+  int r = g->tensors.a[c].rank;
+  const int64_t *d = gopt_tensor_dims(g, c);
+  if (numel == 1) return c;
+  if (numel != cout) return -1;
+  /* [C,1,1] or [1,C,1,1] */
+  if (r == 3 && d[0] == cout) return c;
+  if (r == 4 && d[0] == 1 && d[1] == cout) return c;
+  return -1;
+}
+
+static int find_affine(const gopt_graph *g, int32_t rule, int kind, gopt_rewrite_match **out,
+                       size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t c = (int32_t)i;
+    if (!conv_ok(g, c)) continue;
+    int32_t y = gopt_node_output(g, c, 0);
+    int32_t u = sole_user(g, y);
+    if (u < 0) continue;
+    int op = g->nodes.a[u].op;
+    int64_t cout = gopt_tensor_dims(g, gopt_node_input(g, c, 1))[0];
+    gopt_rewrite_match m = {rule, 2, 1, {u, c}, {gopt_node_input(g, c, 0)}};
+    if (kind == AFF_BN) {
+      if (op != GOPT_OP_BATCH_NORM || g->nodes.a[u].n_out != 1 || g->nodes.a[u].n_in != 5 ||
+          gopt_node_input(g, u, 0) != y || gopt_node_get_int(g, u, "training_mode", 0))
+        continue;
+      int ok = 1;
+      for (int k = 1; k < 5; k++) ok &= is_const(g, gopt_node_input(g, u, k));
+      if (!ok) continue;
+    } else if (op != (kind == AFF_MUL ? GOPT_OP_MUL : GOPT_OP_ADD) ||
+               channel_const(g, u, y, cout) < 0) {
+      continue;
+    } else if (g->tensors.a[gopt_node_output(g, u, 0)].rank != 4) {
+      continue;
+    }
+    if (push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+static int find_bn(const gopt_graph *g, int32_t r, gopt_rewrite_match **o, size_t *n, size_t *c) {
+  return find_affine(g, r, AFF_BN, o, n, c);
+}
+static int find_mul(const gopt_graph *g, int32_t r, gopt_rewrite_match **o, size_t *n, size_t *c) {
+  return find_affine(g, r, AFF_MUL, o, n, c);
+}
+static int find_add(const gopt_graph *g, int32_t r, gopt_rewrite_match **o, size_t *n, size_t *c) {
+  return find_affine(g, r, AFF_ADD, o, n, c);
+}
+
+static const float *cdata(const gopt_graph *g, int32_t t) {
+  return t >= 0 ? (const float *)gopt_tensor_data(g, t) : NULL;
+}
+
+/* Per-channel scale and shift of the affine op u after a conv with cout channels; 0 when the
+ * constants have no data (*have = 0). */
+static int affine_coeffs(const gopt_graph *g, int32_t u, int32_t y, int64_t cout, float *scale,
+                         float *shift, int *have) {
+  int op = g->nodes.a[u].op;
+  *have = 1;
+  for (int64_t o = 0; o < cout; o++) scale[o] = 1, shift[o] = 0;
+  if (op == GOPT_OP_BATCH_NORM) {
+    const float *s = cdata(g, gopt_node_input(g, u, 1)), *b = cdata(g, gopt_node_input(g, u, 2));
+    const float *mu = cdata(g, gopt_node_input(g, u, 3)), *v = cdata(g, gopt_node_input(g, u, 4));
+    if (!s || !b || !mu || !v) return *have = 0;
+    double eps = gopt_node_get_float(g, u, "epsilon", 1e-5);
+    for (int64_t o = 0; o < cout; o++) {
+      scale[o] = (float)(s[o] / sqrt((double)v[o] + eps));
+      shift[o] = b[o] - mu[o] * scale[o];
+    }
+    return 0;
+  }
+  int32_t c = channel_const(g, u, y, cout);
+  const float *d = cdata(g, c);
+  if (!d) return *have = 0;
+  int64_t numel = gopt_tensor_numel(g, c);
+  for (int64_t o = 0; o < cout; o++) {
+    float v = d[numel == 1 ? 0 : o];
+    if (op == GOPT_OP_MUL) scale[o] = v;
+    else shift[o] = v;
+  }
+  return 0;
+}
+
+static int apply_affine(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  int32_t u = m->nodes[0], c = m->nodes[1];
+  int32_t w = gopt_node_input(h, c, 1), b = h->nodes.a[c].n_in > 2 ? gopt_node_input(h, c, 2) : -1;
+  int32_t y = gopt_node_output(h, c, 0), z = gopt_node_output(h, u, 0);
+  int64_t wd[4]; /* copied: adding tensors below may move the dims array */
+  memcpy(wd, gopt_tensor_dims(h, w), sizeof wd);
+  int64_t cout = wd[0], per = gopt_tensor_numel(h, w) / (cout ? cout : 1);
+  float *scale = NULL, *shift = NULL, *nw = NULL, *nbias = NULL;
+  int have, rc = GOPT_ENOMEM;
+  if (GOPT_ALLOC(scale, cout) || GOPT_ALLOC(shift, cout)) goto done;
+  affine_coeffs(h, u, y, cout, scale, shift, &have);
+  const float *ow = cdata(h, w), *ob = cdata(h, b);
+  if (have && ow && (b < 0 || ob)) {
+    if (GOPT_ALLOC(nw, cout * per) || GOPT_ALLOC(nbias, cout)) goto done;
+    for (int64_t o = 0; o < cout; o++) {
+      for (int64_t i = 0; i < per; i++) nw[o * per + i] = ow[o * per + i] * scale[o];
+      nbias[o] = (ob ? ob[o] : 0.0f) * scale[o] + shift[o];
+    }
+  } else {
+    *flags |= GOPT_RW_NODATA;
+  }
+  *flags |= GOPT_RW_WEIGHTS;
+  int64_t bd[1] = {cout};
+  int32_t tw = rw_const(h, GOPT_DT_FLOAT, 4, wd, nw, err);
+  int32_t tb = rw_const(h, GOPT_DT_FLOAT, 1, bd, nbias, err);
+  if (tw < 0 || tb < 0) goto done;
+  int32_t nt = rw_new_tensor(h, err);
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[3] = {gopt_node_input(h, c, 0), tw, tb};
+  int32_t nc = gopt_graph_add_node(h, "Conv", name, 3, in, 1, &nt, err);
+  if (nt < 0 || nc < 0) goto done;
+  /* copy the conv's attributes */
+  const char *ia[] = {"group", "kernel_shape", "pads", "strides", "dilations"};
+  for (size_t k = 0; k < sizeof ia / sizeof ia[0]; k++) {
+    const gopt_attr *a = gopt_node_attr(h, c, ia[k]);
+    if (!a) continue;
+    if (a->kind == GOPT_ATTR_INT) rc = gopt_node_set_int(h, nc, ia[k], a->v.i);
+    else if (a->kind == GOPT_ATTR_INTS) {
+      int64_t v[GOPT_MAX_RANK * 2];
+      size_t cnt = a->n < GOPT_MAX_RANK * 2 ? a->n : GOPT_MAX_RANK * 2;
+      memcpy(v, h->ints.a + a->v.off, cnt * sizeof *v);
+      rc = gopt_node_set_ints(h, nc, ia[k], v, cnt);
+    }
+    if (rc) goto done;
+  }
+  if ((rc = rw_replace(h, z, nt, err))) goto done;
+  gopt_graph_remove_node(h, u);
+  gopt_graph_remove_node(h, c);
+  rc = 0;
+done:
+  if (rc == GOPT_ENOMEM && (!err || !err->code)) gopt_error_set(err, rc, "out of memory");
+  free(scale);
+  free(shift);
+  free(nw);
+  free(nbias);
+  return rc;
+}
+
+/* ---- parallel convs / matmuls ---------------------------------------------------------------- */
+
+static int ints_eq(const gopt_graph *g, int32_t a, int32_t b, const char *name) {
+  size_t na, nb;
+  const int64_t *x = gopt_node_get_ints(g, a, name, &na), *y = gopt_node_get_ints(g, b, name, &nb);
+  if (na != nb) return 0;
+  return na == 0 || !memcmp(x, y, na * sizeof *x);
+}
+
+/* "Same" padding: pads = k/2 on each side, odd kernel, stride and dilation 1 . */
+static int same_padded(const gopt_graph *g, int32_t n) {
+  const int64_t *wd = gopt_tensor_dims(g, gopt_node_input(g, n, 1));
+  size_t np, ns, nd;
+  const int64_t *p = gopt_node_get_ints(g, n, "pads", &np);
+  const int64_t *s = gopt_node_get_ints(g, n, "strides", &ns);
+  const int64_t *d = gopt_node_get_ints(g, n, "dilations", &nd);
+  for (int k = 0; k < 2; k++) {
+    int64_t kk = wd[2 + k];
+    if (kk % 2 == 0) return 0;
+    int64_t pb = np == 4 ? p[k] : 0, pe = np == 4 ? p[k + 2] : 0;
+    if (pb != kk / 2 || pe != kk / 2) return 0;
+    if (ns == 2 && s[k] != 1) return 0;
+    if (nd == 2 && d[k] != 1) return 0;
+  }
+  return 1;
+}
+
+/* enlarge = 0: identical kernels and attributes; 1: different kernels, both "same" padded. */
+static int convs_mergeable(const gopt_graph *g, int32_t a, int32_t b, int enlarge) {
+  if (!conv_ok(g, b) || gopt_node_get_int(g, a, "group", 1) != 1 || gopt_node_get_int(g, b, "group", 1) != 1)
+    return 0;
+  const int64_t *wa = gopt_tensor_dims(g, gopt_node_input(g, a, 1));
+  const int64_t *wb = gopt_tensor_dims(g, gopt_node_input(g, b, 1));
+  if (wa[1] != wb[1]) return 0;
+  int same_k = wa[2] == wb[2] && wa[3] == wb[3];
+  if (!enlarge)
+    return same_k && ints_eq(g, a, b, "pads") && ints_eq(g, a, b, "strides") &&
+           ints_eq(g, a, b, "dilations");
+  return !same_k && same_padded(g, a) && same_padded(g, b);
+}
+
+static int find_parallel(const gopt_graph *g, int32_t rule, int op, int enlarge,
+                         gopt_rewrite_match **out, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t a = (int32_t)i;
+    if (op == GOPT_OP_CONV ? !conv_ok(g, a)
+                           : (!gopt_node_alive(g, a) || g->nodes.a[a].op != GOPT_OP_MATMUL))
+      continue;
+    int32_t x = gopt_node_input(g, a, 0);
+    for (int32_t s = g->tensors.a[x].first_use; s >= 0; s = g->slots.a[s].next_use) {
+      int32_t b = g->slots.a[s].node;
+      if (b <= a || !gopt_node_alive(g, b) || g->nodes.a[b].op != op || gopt_node_input(g, b, 0) != x)
+        continue;
+      if (op == GOPT_OP_CONV && !convs_mergeable(g, a, b, enlarge)) continue;
+      if (op == GOPT_OP_MATMUL) {
+        int32_t ba = gopt_node_input(g, a, 1), bb = gopt_node_input(g, b, 1);
+        if (g->tensors.a[ba].rank != 2 || g->tensors.a[bb].rank != 2 || ba == bb ||
+            gopt_tensor_dims(g, ba)[0] != gopt_tensor_dims(g, bb)[0] ||
+            g->tensors.a[gopt_node_output(g, a, 0)].rank < 2)
+          continue;
+      }
+      gopt_rewrite_match m = {rule, 2, 1, {a, b}, {x}};
+      if (push(out, n, cap, &m)) return GOPT_ENOMEM;
+      break;
+    }
+  }
+  return 0;
+}
+
+static int find_pconv(const gopt_graph *g, int32_t r, gopt_rewrite_match **o, size_t *n, size_t *c) {
+  return find_parallel(g, r, GOPT_OP_CONV, 0, o, n, c);
+}
+static int find_econv(const gopt_graph *g, int32_t r, gopt_rewrite_match **o, size_t *n, size_t *c) {
+  return find_parallel(g, r, GOPT_OP_CONV, 1, o, n, c);
+}
+static int find_pmm(const gopt_graph *g, int32_t r, gopt_rewrite_match **o, size_t *n, size_t *c) {
+  return find_parallel(g, r, GOPT_OP_MATMUL, 0, o, n, c);
+}
+
+/* Adds a Split of t along axis into outputs of sizes s0, s1 (an input in opset >= 13). */
+static int add_split(gopt_graph *h, int32_t t, int64_t axis, int64_t s0, int64_t s1, int32_t *outs,
+                     gopt_error *err) {
+  int64_t sz[2] = {s0, s1}, two = 2;
+  outs[0] = rw_new_tensor(h, err);
+  outs[1] = rw_new_tensor(h, err);
+  if (outs[0] < 0 || outs[1] < 0) return GOPT_ENOMEM;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t n;
+  if (gopt_graph_opset(h, "", 13) >= 13) {
+    int32_t st = rw_const(h, GOPT_DT_INT64, 1, &two, sz, err);
+    if (st < 0) return GOPT_ENOMEM;
+    h->tensors.a[st].flags &= (uint16_t)~GOPT_T_PARAM;
+    int32_t in[2] = {t, st};
+    n = gopt_graph_add_node(h, "Split", name, 2, in, 2, outs, err);
+  } else {
+    n = gopt_graph_add_node(h, "Split", name, 1, &t, 2, outs, err);
+    if (n >= 0 && gopt_node_set_ints(h, n, "split", sz, 2)) return GOPT_ENOMEM;
+  }
+  if (n < 0) return GOPT_EINVAL;
+  return gopt_node_set_int(h, n, "axis", axis) ? GOPT_ENOMEM : 0;
+}
+
+static int apply_pconv(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  int32_t a = m->nodes[0], b = m->nodes[1];
+  int32_t wa = gopt_node_input(h, a, 1), wb = gopt_node_input(h, b, 1);
+  int32_t ba = h->nodes.a[a].n_in > 2 ? gopt_node_input(h, a, 2) : -1;
+  int32_t bb = h->nodes.a[b].n_in > 2 ? gopt_node_input(h, b, 2) : -1;
+  int64_t da[4], db[4]; /* copied: adding tensors below may move the dims array */
+  memcpy(da, gopt_tensor_dims(h, wa), sizeof da);
+  memcpy(db, gopt_tensor_dims(h, wb), sizeof db);
+  int64_t ca = da[0], cb = db[0], cin = da[1];
+  int64_t kh = da[2] > db[2] ? da[2] : db[2], kw = da[3] > db[3] ? da[3] : db[3];
+  int64_t wd[4] = {ca + cb, cin, kh, kw}, bd[1] = {ca + cb};
+  float *nw = NULL, *nbias = NULL;
+  int rc = GOPT_ENOMEM;
+  const float *pa = cdata(h, wa), *pb = cdata(h, wb), *qa = cdata(h, ba), *qb = cdata(h, bb);
+  int have = pa && pb && (ba < 0 || qa) && (bb < 0 || qb);
+  if (have) {
+    if (GOPT_ALLOC(nw, wd[0] * cin * kh * kw) || GOPT_ALLOC(nbias, wd[0])) goto done;
+    for (int side = 0; side < 2; side++) {
+      const int64_t *d = side ? db : da;
+      const float *src = side ? pb : pa, *bias = side ? qb : qa;
+      int64_t off = side ? ca : 0, oh = (kh - d[2]) / 2, ow = (kw - d[3]) / 2;
+      for (int64_t o = 0; o < d[0]; o++) {
+        nbias[off + o] = bias ? bias[o] : 0.0f;
+        for (int64_t i = 0; i < cin; i++)
+          for (int64_t y = 0; y < d[2]; y++)
+            for (int64_t x = 0; x < d[3]; x++)
+              nw[(((off + o) * cin + i) * kh + y + oh) * kw + x + ow] = src[((o * cin + i) * d[2] + y) * d[3] + x];
+      }
+    }
+  } else {
+    *flags |= GOPT_RW_NODATA;
+  }
+  *flags |= GOPT_RW_WEIGHTS;
+  int32_t tw = rw_const(h, GOPT_DT_FLOAT, 4, wd, nw, err), tb = rw_const(h, GOPT_DT_FLOAT, 1, bd, nbias, err);
+  int32_t nt = rw_new_tensor(h, err);
+  if (tw < 0 || tb < 0 || nt < 0) goto done;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[3] = {m->vars[0], tw, tb};
+  int32_t nc = gopt_graph_add_node(h, "Conv", name, 3, in, 1, &nt, err);
+  if (nc < 0) goto done;
+  int32_t big = da[2] * da[3] >= db[2] * db[3] ? a : b;
+  const char *ia[] = {"pads", "strides", "dilations"};
+  for (size_t k = 0; k < 3; k++) {
+    size_t cnt;
+    const int64_t *v = gopt_node_get_ints(h, big, ia[k], &cnt);
+    int64_t copy[8];
+    if (!v || cnt > 8) continue;
+    memcpy(copy, v, cnt * sizeof *v);
+    if (gopt_node_set_ints(h, nc, ia[k], copy, cnt)) goto done;
+  }
+  int64_t ks[2] = {kh, kw};
+  if (gopt_node_set_ints(h, nc, "kernel_shape", ks, 2)) goto done;
+  int32_t outs[2];
+  if ((rc = add_split(h, nt, 1, ca, cb, outs, err))) goto done;
+  if ((rc = rw_replace(h, gopt_node_output(h, a, 0), outs[0], err)) ||
+      (rc = rw_replace(h, gopt_node_output(h, b, 0), outs[1], err)))
+    goto done;
+  gopt_graph_remove_node(h, a);
+  gopt_graph_remove_node(h, b);
+  rc = 0;
+done:
+  free(nw);
+  free(nbias);
+  return rc;
+}
+
+static int apply_pmm(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  (void)flags;
+  int32_t a = m->nodes[0], b = m->nodes[1];
+  int32_t ba = gopt_node_input(h, a, 1), bb = gopt_node_input(h, b, 1);
+  int64_t na = gopt_tensor_dims(h, ba)[1], nb = gopt_tensor_dims(h, bb)[1];
+  int r = h->tensors.a[gopt_node_output(h, a, 0)].rank;
+  int32_t cat = rw_new_tensor(h, err), mm = rw_new_tensor(h, err);
+  if (cat < 0 || mm < 0) return GOPT_ENOMEM;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[2] = {ba, bb};
+  int32_t nc = gopt_graph_add_node(h, "Concat", name, 2, in, 1, &cat, err);
+  if (nc < 0 || gopt_node_set_int(h, nc, "axis", 1)) return GOPT_EINVAL;
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in2[2] = {m->vars[0], cat};
+  if (gopt_graph_add_node(h, "MatMul", name, 2, in2, 1, &mm, err) < 0) return GOPT_EINVAL;
+  int32_t outs[2];
+  int rc = add_split(h, mm, r - 1, na, nb, outs, err);
+  if (rc) return rc;
+  if ((rc = rw_replace(h, gopt_node_output(h, a, 0), outs[0], err)) ||
+      (rc = rw_replace(h, gopt_node_output(h, b, 0), outs[1], err)))
+    return rc;
+  gopt_graph_remove_node(h, a);
+  gopt_graph_remove_node(h, b);
+  return 0;
+}
+
+/* ---- constant folding ------------------------------------------------------------------------ */
+
+static int find_fold(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    if (!rw_foldable(g, (int32_t)i)) continue;
+    gopt_rewrite_match m = {rule, 1, 0, {(int32_t)i}, {0}};
+    if (push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+static int apply_fold(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  size_t nodata = 0;
+  int rc = rw_fold_node(h, m->nodes[0], &nodata, err);
+  *flags |= GOPT_RW_WEIGHTS | (nodata ? GOPT_RW_NODATA : 0);
+  return rc;
+}
+
+static const rw_builtin k_builtins[] = {
+    {"fuse_conv_batchnorm", 2, find_bn, apply_affine},
+    {"fuse_conv_mul", 2, find_mul, apply_affine},
+    {"fuse_conv_add", 2, find_add, apply_affine},
+    {"merge_parallel_conv", 2, find_pconv, apply_pconv},
+    {"enlarge_merge_conv", 2, find_econv, apply_pconv},
+    {"merge_parallel_matmul", 2, find_pmm, apply_pmm},
+    {"fold_constants", 1, find_fold, apply_fold},
+};
+
+const rw_builtin *rw_builtins(size_t *n) {
+  *n = sizeof k_builtins / sizeof k_builtins[0];
+  return k_builtins;
+}

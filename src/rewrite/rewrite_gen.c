@@ -1,0 +1,540 @@
+/* rewrite_gen.c: rule generation by TASO's method. Every graph of up to max_ops ops over
+ * MatMul, Add, Mul, Relu, Transpose, Concat and Split (both axes) on up to three n x n input
+ * matrices is enumerated (independent ops in one canonical order; duplicate graphs removed by
+ * their expression text), evaluated by a small double-precision reference evaluator on random
+ * inputs (the fingerprint), and graphs with equal fingerprints are paired into candidate rules.
+ * Each graph is paired both ways with its fingerprint group's smallest member (a star, not all
+ * pairs). Candidates are pruned by input renaming (rules equal up to renaming the variables) and common
+ * subgraphs (an op on the same variables on both sides), re-checked by the reference evaluator on
+ * further random inputs and a second size, verified with gopt's executor (gopt_rule_verify) and,
+ * when enabled, proved with Z3 over operator axioms (rewrite_z3.c). The result is the built-in
+ * rules followed by the generated ones; dropped rules stay in the set, disabled, with the reason. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gopt/ops.h"
+#include "gopt/util.h"
+#include "rewrite/rewrite_internal.h"
+#include "util/util_internal.h"
+
+enum { G_MATMUL, G_ADD, G_MUL, G_RELU, G_TRANSPOSE, G_CONCAT0, G_CONCAT1, G_SPLIT0, G_SPLIT1, G_NOPS };
+static const char *const k_gname[G_NOPS] = {"M", "A", "X", "R", "T", "C0", "C1", "S0", "S1"};
+static const int k_garity[G_NOPS] = {2, 2, 2, 1, 1, 2, 2, 1, 1};
+static const int k_gouts[G_NOPS] = {1, 1, 1, 1, 1, 1, 1, 2, 2};
+
+#define G_VARS 3
+#define G_MAXOPS 4
+#define G_MAXT (G_VARS + 2 * G_MAXOPS)
+#define G_MAXE 256  /* elements of a value (16 x 16) */
+
+typedef struct gop {
+  uint8_t type, in[2];
+} gop;
+
+/* A value: rows x cols doubles. */
+typedef struct gval {
+  int r, c;
+  double v[G_MAXE];
+} gval;
+
+/* Evaluates op o on a (and b) into out[0..1]; returns 0, or -1 when shapes do not fit. */
+static int geval(int type, const gval *a, const gval *b, gval *out) {
+  switch (type) {
+    case G_MATMUL:
+      if (a->c != b->r || a->r * b->c > G_MAXE) return -1;
+      out->r = a->r, out->c = b->c;
+      for (int i = 0; i < a->r; i++)
+        for (int j = 0; j < b->c; j++) {
+          double s = 0;
+          for (int k = 0; k < a->c; k++) s += a->v[i * a->c + k] * b->v[k * b->c + j];
+          out->v[i * b->c + j] = s;
+        }
+      return 0;
+    case G_ADD:
+    case G_MUL:
+      if (a->r != b->r || a->c != b->c) return -1;
+      *out = *a;
+      for (int i = 0; i < a->r * a->c; i++)
+        out->v[i] = type == G_ADD ? a->v[i] + b->v[i] : a->v[i] * b->v[i];
+      return 0;
+    case G_RELU:
+      *out = *a;
+      for (int i = 0; i < a->r * a->c; i++) out->v[i] = a->v[i] > 0 ? a->v[i] : 0;
+      return 0;
+    case G_TRANSPOSE:
+      out->r = a->c, out->c = a->r;
+      for (int i = 0; i < a->r; i++)
+        for (int j = 0; j < a->c; j++) out->v[j * a->r + i] = a->v[i * a->c + j];
+      return 0;
+    case G_CONCAT0:
+      if (a->c != b->c || (a->r + b->r) * a->c > G_MAXE) return -1;
+      out->r = a->r + b->r, out->c = a->c;
+      memcpy(out->v, a->v, sizeof(double) * (size_t)(a->r * a->c));
+      memcpy(out->v + a->r * a->c, b->v, sizeof(double) * (size_t)(b->r * b->c));
+      return 0;
+    case G_CONCAT1:
+      if (a->r != b->r || a->r * (a->c + b->c) > G_MAXE) return -1;
+      out->r = a->r, out->c = a->c + b->c;
+      for (int i = 0; i < a->r; i++) {
+        memcpy(out->v + i * out->c, a->v + i * a->c, sizeof(double) * (size_t)a->c);
+        memcpy(out->v + i * out->c + a->c, b->v + i * b->c, sizeof(double) * (size_t)b->c);
+      }
+      return 0;
+    case G_SPLIT0:
+      if (a->r % 2) return -1;
+      for (int h = 0; h < 2; h++) {
+        out[h].r = a->r / 2, out[h].c = a->c;
+        memcpy(out[h].v, a->v + h * (a->r / 2) * a->c, sizeof(double) * (size_t)(a->r / 2 * a->c));
+      }
+      return 0;
+    case G_SPLIT1:
+      if (a->c % 2) return -1;
+      for (int h = 0; h < 2; h++) {
+        out[h].r = a->r, out[h].c = a->c / 2;
+        for (int i = 0; i < a->r; i++)
+          memcpy(out[h].v + i * (a->c / 2), a->v + i * a->c + h * (a->c / 2), sizeof(double) * (size_t)(a->c / 2));
+      }
+      return 0;
+  }
+  return -1;
+}
+
+/* A recorded graph: ops, outputs (tensor indices), fingerprint. Tensor t < G_VARS is variable t;
+ * G_VARS + 2 i + k is output k of op i. */
+typedef struct grec {
+  gop ops[G_MAXOPS];
+  uint8_t n_ops, n_out, out[2], vars;
+  uint64_t fp;
+} grec;
+
+typedef struct gen {
+  int max_ops, n;
+  gval vals[G_MAXT];   /* current values (one random input set) */
+  int have[G_MAXT];
+  int uses[G_MAXT];
+  gop ops[G_MAXOPS];
+  int n_ops;
+  grec *recs;
+  size_t n_recs, cap;
+  uint64_t *seen;      /* open-addressing set of expression hashes */
+  size_t seen_cap, seen_n;
+  size_t enumerated;
+  int oom;
+} gen;
+
+static int seen_add(gen *g, uint64_t h) {
+  if (!h) h = 1;
+  if ((g->seen_n + 1) * 2 > g->seen_cap) {
+    size_t nc = g->seen_cap ? g->seen_cap * 2 : 1 << 16;
+    uint64_t *na = calloc(nc, sizeof *na);
+    if (!na) return g->oom = 1, 0;
+    for (size_t i = 0; i < g->seen_cap; i++)
+      if (g->seen[i]) {
+        size_t j = g->seen[i] & (nc - 1);
+        while (na[j]) j = (j + 1) & (nc - 1);
+        na[j] = g->seen[i];
+      }
+    free(g->seen);
+    g->seen = na;
+    g->seen_cap = nc;
+  }
+  size_t j = h & (g->seen_cap - 1);
+  while (g->seen[j]) {
+    if (g->seen[j] == h) return 0;
+    j = (j + 1) & (g->seen_cap - 1);
+  }
+  g->seen[j] = h;
+  g->seen_n++;
+  return 1;
+}
+
+/* Expression text of tensor t (shared subexpressions written out in full). */
+static void expr(const gop *ops, int t, char *buf, size_t n, size_t *len) {
+  if (*len + 16 >= n) return;
+  if (t < G_VARS) {
+    *len += (size_t)snprintf(buf + *len, n - *len, "x%d", t);
+    return;
+  }
+  int i = (t - G_VARS) / 2, k = (t - G_VARS) % 2;
+  const gop *o = &ops[i];
+  *len += (size_t)snprintf(buf + *len, n - *len, "%s%s(", k_gname[o->type], k ? ".1" : "");
+  for (int a = 0; a < k_garity[o->type]; a++) {
+    if (a && *len + 1 < n) buf[(*len)++] = ',';
+    expr(ops, o->in[a], buf, n, len);
+  }
+  if (*len + 1 < n) buf[(*len)++] = ')';
+  buf[*len < n ? *len : n - 1] = 0;
+}
+
+static uint64_t value_fp(const gval *v) {
+  uint64_t h = gopt_hash_mix((uint64_t)v->r, (uint64_t)v->c);
+  for (int i = 0; i < v->r * v->c; i++) h = gopt_hash_mix(h, (uint64_t)llround(v->v[i] * 1e6));
+  return h;
+}
+
+/* Records the current graph when every op output but at most two (the outputs) is used and the
+ * variables used are x0..x(k-1). */
+static void record(gen *g) {
+  int outs[G_MAXT], no = 0;
+  for (int t = G_VARS; t < G_VARS + 2 * g->n_ops; t++)
+    if (g->have[t] && !g->uses[t]) outs[no++] = t;
+  if (no < 1 || no > 2) return;
+  int vars = 0;
+  for (int v = 0; v < G_VARS; v++)
+    if (g->uses[v]) vars = v + 1;
+  for (int v = 0; v < vars; v++)
+    if (!g->uses[v]) return;
+  char buf[1024];
+  size_t len = 0;
+  for (int k = 0; k < no; k++) {
+    expr(g->ops, outs[k], buf, sizeof buf, &len);
+    if (len + 1 < sizeof buf) buf[len++] = ';';
+  }
+  buf[len < sizeof buf ? len : sizeof buf - 1] = 0;
+  if (!seen_add(g, gopt_hash_bytes(buf, len, 77))) return;
+  if (g->n_recs == g->cap) {
+    size_t nc = g->cap ? g->cap * 2 : 4096;
+    grec *p = realloc(g->recs, nc * sizeof *p);
+    if (!p) {
+      g->oom = 1;
+      return;
+    }
+    g->recs = p;
+    g->cap = nc;
+  }
+  grec *r = &g->recs[g->n_recs++];
+  memset(r, 0, sizeof *r);
+  memcpy(r->ops, g->ops, sizeof r->ops);
+  r->n_ops = (uint8_t)g->n_ops;
+  r->n_out = (uint8_t)no;
+  r->vars = (uint8_t)vars;
+  uint64_t h = (uint64_t)vars;
+  for (int k = 0; k < no; k++) {
+    r->out[k] = (uint8_t)outs[k];
+    h = gopt_hash_mix(h, value_fp(&g->vals[outs[k]]));
+  }
+  r->fp = h;
+}
+
+static int op_sig(const gop *o) { return (o->type * 32 + o->in[0]) * 32 + o->in[1]; }
+
+static void dfs(gen *g) {
+  if (g->oom) return;
+  if (g->n_ops > 0) record(g);
+  if (g->n_ops == g->max_ops) return;
+  int nt = G_VARS + 2 * g->n_ops;
+  int prev_first = G_VARS + 2 * (g->n_ops - 1);
+  for (int type = 0; type < G_NOPS; type++) {
+    int ar = k_garity[type];
+    for (int a = 0; a < nt; a++) {
+      if (!g->have[a]) continue;
+      for (int b = ar == 2 ? 0 : a; b < (ar == 2 ? nt : a + 1); b++) {
+        if (!g->have[b]) continue;
+        if ((type == G_ADD || type == G_MUL) && b < a) continue; /* commutative */
+        gop o = {(uint8_t)type, {(uint8_t)a, (uint8_t)(ar == 2 ? b : 0)}};
+        /* canonical order of independent ops: a new op reads the previous op's output or has a
+         * larger signature */
+        if (g->n_ops > 0) {
+          int reads_prev = a >= prev_first || (ar == 2 && b >= prev_first);
+          if (!reads_prev && op_sig(&o) <= op_sig(&g->ops[g->n_ops - 1])) continue;
+        }
+        int slot = nt;
+        gval out[2];
+        if (geval(type, &g->vals[a], &g->vals[b], out)) continue;
+        g->enumerated++;
+        g->ops[g->n_ops++] = o;
+        for (int k = 0; k < k_gouts[type]; k++) {
+          g->vals[slot + k] = out[k];
+          g->have[slot + k] = 1;
+          g->uses[slot + k] = 0;
+        }
+        g->uses[a]++;
+        if (ar == 2) g->uses[b]++;
+        dfs(g);
+        g->uses[a]--;
+        if (ar == 2) g->uses[b]--;
+        g->have[slot] = g->have[slot + 1] = 0;
+        g->n_ops--;
+      }
+    }
+  }
+}
+
+/* ---- candidates -------------------------------------------------------------------------------- */
+
+static void fill_random(gval *vals, int n, uint64_t seed) {
+  uint64_t s = seed;
+  for (int v = 0; v < G_VARS; v++) {
+    vals[v].r = vals[v].c = n;
+    for (int i = 0; i < n * n; i++)
+      vals[v].v[i] = (double)(gopt_splitmix64(&s) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
+  }
+}
+
+/* Evaluates r on inputs vals (G_VARS filled); outputs into out[0..n_out-1]. */
+static int run_rec(const grec *r, const gval *in, gval *out) {
+  static __thread gval t[G_MAXT];
+  for (int v = 0; v < G_VARS; v++) t[v] = in[v];
+  for (int i = 0; i < r->n_ops; i++) {
+    const gop *o = &r->ops[i];
+    if (geval(o->type, &t[o->in[0]], &t[o->in[1]], &t[G_VARS + 2 * i])) return -1;
+  }
+  for (int k = 0; k < r->n_out; k++) out[k] = t[r->out[k]];
+  return 0;
+}
+
+/* a and b agree on further random inputs of size n (relative 1e-9). */
+static int agree(const grec *a, const grec *b, int n, uint64_t seed) {
+  gval in[G_VARS], oa[2], ob[2];
+  for (int trial = 0; trial < 3; trial++) {
+    fill_random(in, n, seed + (uint64_t)trial * 1000003);
+    if (run_rec(a, in, oa) || run_rec(b, in, ob)) return n != 4 ? 1 : 0; /* size does not fit */
+    for (int k = 0; k < a->n_out; k++) {
+      if (oa[k].r != ob[k].r || oa[k].c != ob[k].c) return 0;
+      for (int i = 0; i < oa[k].r * oa[k].c; i++)
+        if (fabs(oa[k].v[i] - ob[k].v[i]) > 1e-9 * (1 + fabs(oa[k].v[i]))) return 0;
+    }
+  }
+  return 1;
+}
+
+static uint64_t expr_hash(const gop *ops, int t) {
+  char buf[1024];
+  size_t len = 0;
+  expr(ops, t, buf, sizeof buf, &len);
+  return gopt_hash_bytes(buf, len, 5);
+}
+
+/* Common subgraph (TASO's pruning): some op output computes the same expression on both sides, or
+ * both sides end in the same op with all inputs but one equal; the rule then follows from a
+ * smaller one. */
+static int common_subgraph(const grec *a, const grec *b) {
+  uint64_t ha[2 * G_MAXOPS];
+  int na = 0;
+  for (int i = 0; i < a->n_ops; i++)
+    for (int k = 0; k < k_gouts[a->ops[i].type]; k++) ha[na++] = expr_hash(a->ops, G_VARS + 2 * i + k);
+  for (int j = 0; j < b->n_ops; j++)
+    for (int k = 0; k < k_gouts[b->ops[j].type]; k++) {
+      uint64_t h = expr_hash(b->ops, G_VARS + 2 * j + k);
+      for (int q = 0; q < na; q++)
+        if (ha[q] == h) return 1;
+    }
+  if (a->n_out == 1) {
+    const gop *x = &a->ops[(a->out[0] - G_VARS) / 2], *y = &b->ops[(b->out[0] - G_VARS) / 2];
+    if (x->type == y->type && k_gouts[x->type] == 1) {
+      int ar = k_garity[x->type], diff = 0;
+      for (int k = 0; k < ar; k++)
+        diff += expr_hash(a->ops, x->in[k]) != expr_hash(b->ops, y->in[k]);
+      if (diff <= 1) return 1;
+    }
+  }
+  return 0;
+}
+
+/* Canonical text of the rule a -> b with variables renamed in a's first-use order. */
+static uint64_t rule_key(const grec *a, const grec *b) {
+  int ren[G_VARS] = {-1, -1, -1}, next = 0;
+  for (int i = 0; i < a->n_ops; i++)
+    for (int k = 0; k < k_garity[a->ops[i].type]; k++) {
+      int t = a->ops[i].in[k];
+      if (t < G_VARS && ren[t] < 0) ren[t] = next++;
+    }
+  gop oa[G_MAXOPS], ob[G_MAXOPS];
+  memcpy(oa, a->ops, sizeof oa);
+  memcpy(ob, b->ops, sizeof ob);
+  for (int i = 0; i < G_MAXOPS; i++)
+    for (int k = 0; k < 2; k++) {
+      if (oa[i].in[k] < G_VARS && ren[oa[i].in[k]] >= 0) oa[i].in[k] = (uint8_t)ren[oa[i].in[k]];
+      if (ob[i].in[k] < G_VARS && ren[ob[i].in[k]] >= 0) ob[i].in[k] = (uint8_t)ren[ob[i].in[k]];
+    }
+  char buf[2048];
+  size_t len = 0;
+  for (int k = 0; k < a->n_out; k++) {
+    expr(oa, a->out[k], buf, sizeof buf, &len);
+    if (len + 1 < sizeof buf) buf[len++] = ';';
+  }
+  if (len + 2 < sizeof buf) buf[len++] = '>';
+  for (int k = 0; k < b->n_out; k++) {
+    expr(ob, b->out[k], buf, sizeof buf, &len);
+    if (len + 1 < sizeof buf) buf[len++] = ';';
+  }
+  return gopt_hash_bytes(buf, len, 99);
+}
+
+/* ---- rules from records ---------------------------------------------------------------------- */
+
+static const char *onnx_type(int t) {
+  switch (t) {
+    case G_MATMUL: return "MatMul";
+    case G_ADD: return "Add";
+    case G_MUL: return "Mul";
+    case G_RELU: return "Relu";
+    case G_TRANSPOSE: return "Transpose";
+    case G_CONCAT0: case G_CONCAT1: return "Concat";
+    default: return "Split";
+  }
+}
+
+static void rec_pattern(const grec *r, rw_pattern *p) {
+  memset(p, 0, sizeof *p);
+  p->n_ops = r->n_ops;
+  for (int i = 0; i < r->n_ops; i++) {
+    const gop *o = &r->ops[i];
+    rw_pop *q = &p->ops[i];
+    q->op = gopt_op_from_name(onnx_type(o->type));
+    snprintf(q->type, sizeof q->type, "%s", onnx_type(o->type));
+    q->n_in = k_garity[o->type];
+    q->n_out = k_gouts[o->type];
+    for (int k = 0; k < q->n_in; k++) {
+      int t = o->in[k];
+      q->in[k] = t < G_VARS ? t : RW_REF_OP((t - G_VARS) / 2, (t - G_VARS) % 2);
+    }
+    q->attrs = json_object();
+    if (o->type == G_TRANSPOSE) json_object_set_new(q->attrs, "perm", json_pack("[ii]", 1, 0));
+    if (o->type == G_CONCAT0 || o->type == G_SPLIT0) json_object_set_new(q->attrs, "axis", json_integer(0));
+    if (o->type == G_CONCAT1 || o->type == G_SPLIT1) json_object_set_new(q->attrs, "axis", json_integer(1));
+  }
+  p->n_out = r->n_out;
+  for (int k = 0; k < r->n_out; k++) p->out[k] = RW_REF_OP((r->out[k] - G_VARS) / 2, (r->out[k] - G_VARS) % 2);
+}
+
+static int cmp_fp(const void *a, const void *b) {
+  const grec *x = a, *y = b;
+  if (x->fp != y->fp) return x->fp < y->fp ? -1 : 1;
+  if (x->n_ops != y->n_ops) return x->n_ops - y->n_ops;
+  return memcmp(x->ops, y->ops, sizeof x->ops);
+}
+
+/* Adds candidate a -> b as a rule (verified or dropped) to rs. */
+static int add_rule(gopt_ruleset *rs, const grec *a, const grec *b, size_t idx, const gopt_rulegen_opts *o,
+                    gopt_rulegen_stats *st) {
+  rw_rule r;
+  memset(&r, 0, sizeof r);
+  r.builtin = -1;
+  snprintf(r.name, sizeof r.name, "gen_%04zu", idx);
+  r.n_vars = a->vars;
+  rec_pattern(a, &r.src);
+  rec_pattern(b, &r.dst);
+  r.shapes = json_array();
+  json_t *sh = json_object();
+  for (int v = 0; v < r.n_vars; v++) {
+    char k[16];
+    snprintf(k, sizeof k, "x%d", v);
+    json_object_set_new(sh, k, json_pack("[ii]", 4, 4));
+  }
+  json_array_append_new(r.shapes, sh);
+  for (int v = 0; v < RW_MAX_VARS; v++) r.var_rank[v] = v < r.n_vars ? 2 : -1;
+  r.enabled = 1;
+  if (rw_ruleset_push(rs, &r)) {
+    rw_rule_clear(&r);
+    return GOPT_ENOMEM;
+  }
+  gopt_error e2 = {0};
+  rw_rule *rr = &rs->r[rs->n - 1];
+  if (gopt_rule_verify(rs, rs->n - 1, o->seed + 5, &e2)) {
+    rr->enabled = 0;
+    snprintf(rr->reason, sizeof rr->reason, "numeric verification failed: %.200s", e2.msg);
+    st->dropped_numeric++;
+    return 0;
+  }
+  if (o->use_z3) {
+    char why[200] = "";
+    int p = rw_z3_prove(rr, 1000, why, sizeof why);
+    rr->extra = json_object();
+    if (p == 1) {
+      json_object_set_new(rr->extra, "proof", json_string("z3"));
+      st->proved++;
+    } else {
+      rr->enabled = 0;
+      snprintf(rr->reason, sizeof rr->reason, "not proved by Z3 from the axioms: %s", why);
+      st->dropped_formal++;
+      return 0;
+    }
+  }
+  st->verified++;
+  return 0;
+}
+
+int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulegen_stats *st,
+                     gopt_error *err) {
+  memset(st, 0, sizeof *st);
+  *out = NULL;
+  double t0 = gopt_now();
+  int max_ops = o->max_ops >= 1 && o->max_ops <= G_MAXOPS ? o->max_ops : 3;
+  gen *g = calloc(1, sizeof *g);
+  gopt_ruleset *rs = gopt_ruleset_builtin();
+  uint64_t *keys = NULL;
+  int rc = 0;
+  if (!g || !rs) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  st->builtin = gopt_ruleset_count(rs);
+  g->max_ops = max_ops;
+  fill_random(g->vals, 4, o->seed * 7 + 1);
+  for (int v = 0; v < G_VARS; v++) g->have[v] = 1;
+  dfs(g);
+  if (g->oom) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory enumerating graphs (%zu recorded)", g->n_recs);
+    goto done;
+  }
+  st->graphs = g->n_recs;
+  qsort(g->recs, g->n_recs, sizeof *g->recs, cmp_fp);
+  /* pair equal fingerprints */
+  size_t nkeys = 0, kcap = 0, idx = 0;
+  for (size_t i = 0; i < g->n_recs;) {
+    size_t j = i;
+    while (j < g->n_recs && g->recs[j].fp == g->recs[i].fp) j++;
+    /* Each graph is paired with the group's representative (fewest ops, first in order) both
+     * ways: a star instead of all k (k - 1) pairs; any two members are two rewrites apart. */
+    size_t rep = i;
+    for (size_t q = i; q < j; q++)
+      if (g->recs[q].n_ops < g->recs[rep].n_ops) rep = q;
+    for (size_t a = i; a < j; a++)
+      for (size_t b = i; b < j; b++) {
+        if (a == b || (a != rep && b != rep)) continue;
+        const grec *ra = &g->recs[a], *rb = &g->recs[b];
+        if (ra->n_out != rb->n_out || ra->vars != rb->vars) continue;
+        st->candidates++;
+        uint64_t key = rule_key(ra, rb);
+        int dup = 0;
+        for (size_t q = 0; q < nkeys && !dup; q++) dup = keys[q] == key;
+        if (dup || common_subgraph(ra, rb) || !agree(ra, rb, 4, o->seed + 11) || !agree(ra, rb, 6, o->seed + 13)) {
+          st->pruned++;
+          continue;
+        }
+        if (nkeys == kcap) {
+          kcap = kcap ? kcap * 2 : 1024;
+          uint64_t *p = realloc(keys, kcap * sizeof *p);
+          if (!p) {
+            rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+            goto done;
+          }
+          keys = p;
+        }
+        keys[nkeys++] = key;
+        if (getenv("GOPT_RULEGEN_PROGRESS") && idx % 100 == 0)
+          fprintf(stderr, "rulegen: %zu graphs, %zu candidates, %zu rules, %zu proved, %.1f s\n",
+                  st->graphs, st->candidates, idx, st->proved, gopt_now() - t0);
+        if ((rc = add_rule(rs, ra, rb, idx++, o, st))) {
+          gopt_error_set(err, rc, "out of memory");
+          goto done;
+        }
+      }
+    i = j;
+  }
+  *out = rs;
+  rs = NULL;
+done:
+  st->seconds = gopt_now() - t0;
+  if (g) {
+    free(g->recs);
+    free(g->seen);
+  }
+  free(g);
+  free(keys);
+  gopt_ruleset_free(rs);
+  return rc;
+}

@@ -1,0 +1,103 @@
+/* rewrite_internal.h: the rewriting module's shared internals: the rule and pattern structures,
+ * pattern building, the built-in rule table and graph-editing helpers (internal). */
+#ifndef GOPT_REWRITE_INTERNAL_H
+#define GOPT_REWRITE_INTERNAL_H
+
+#include <jansson.h>
+
+#include "gopt/rewrite.h"
+
+#define RW_MAX_IN 4
+#define RW_MAX_OUT 4
+#define RW_MAX_VARS GOPT_REWRITE_MAX_OPS
+
+/* A pattern reference: >= 0 is variable v; < 0 is output k of op i, encoded -(i * 8 + k) - 1. */
+#define RW_REF_OP(i, k) (-((i) * 8 + (k)) - 1)
+#define RW_REF_IS_OP(r) ((r) < 0)
+#define RW_REF_OPI(r) ((-(r)-1) / 8)
+#define RW_REF_OUTK(r) ((-(r)-1) % 8)
+
+typedef struct rw_pop {
+  int op;                 /* gopt_op kind */
+  char type[32];          /* its type name */
+  int n_in, n_out;
+  int in[RW_MAX_IN];
+  json_t *attrs;          /* attribute values (constraints in a source, values in a target) */
+} rw_pop;
+
+typedef struct rw_pattern {
+  int n_ops, n_out;
+  rw_pop ops[GOPT_REWRITE_MAX_OPS];
+  int out[RW_MAX_OUT];
+} rw_pattern;
+
+/* A built-in rule: finds its matches and applies one to a graph copy (ids as in the original). */
+typedef struct rw_builtin {
+  const char *name;
+  int size;  /* source ops */
+  int (*find)(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap);
+  int (*apply)(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err);
+} rw_builtin;
+
+typedef struct rw_rule {
+  char name[64];
+  int builtin;            /* index in rw_builtins(), -1 for a pattern rule */
+  int enabled;
+  char reason[256];
+  int n_vars;
+  int var_const[RW_MAX_VARS];
+  int var_rank[RW_MAX_VARS];   /* rank the variable must have (its test shapes'), -1: any */
+  rw_pattern src, dst;
+  json_t *shapes;         /* array of {"x0": [dims], ...} test shape assignments */
+  json_t *extra;          /* other fields of the rule's JSON object, kept for saving */
+} rw_rule;
+
+struct gopt_ruleset {
+  rw_rule *r;
+  size_t n, cap;
+};
+
+const rw_builtin *rw_builtins(size_t *n);
+/* Appends a rule (copied; the set takes ownership of its json references). */
+int rw_ruleset_push(gopt_ruleset *rs, const rw_rule *r);
+gopt_ruleset *rw_ruleset_new(void);
+void rw_rule_clear(rw_rule *r);
+/* Parses / prints one pattern ({"ops": [...], "out": [...]}). */
+int rw_pattern_parse(json_t *j, int n_vars, rw_pattern *p, const char *where, gopt_error *err);
+json_t *rw_pattern_json(const rw_pattern *p);
+void rw_pattern_clear(rw_pattern *p);
+/* Adds pattern p's ops to g reading vars[v] for variable v; outs[k] receives the tensor of
+ * pattern output k. New tensors get unknown shapes (run shape inference after). */
+int rw_pattern_build(gopt_graph *g, const rw_pattern *p, const int32_t *vars, int32_t *outs,
+                     gopt_error *err);
+/* Node n's attributes equal the object a exactly (same names, same values). */
+int rw_attrs_equal(const gopt_graph *g, int32_t n, const json_t *a);
+/* Sets the attributes in a on node n. */
+int rw_attrs_set(gopt_graph *g, int32_t n, const json_t *a);
+
+/* Editing helpers (rewrite_edit.c). */
+/* A new tensor with a generated name and unknown shape. */
+int32_t rw_new_tensor(gopt_graph *g, gopt_error *err);
+/* Rewires the uses of `from` to `to`; when `from` is a graph output, `to` takes its name (so
+ * exported output names stay) and `from` gets a fresh one. */
+int rw_replace(gopt_graph *g, int32_t from, int32_t to, gopt_error *err);
+/* Removes live nodes whose outputs are all unused and not graph outputs, repeatedly. */
+void rw_dce(gopt_graph *g);
+/* A new constant tensor of dtype FLOAT/INT64 with the given shape and data (NULL: data-less). */
+int32_t rw_const(gopt_graph *g, int dtype, int rank, const int64_t *dims, const void *data,
+                 gopt_error *err);
+/* Finishes an application: cycle check, DCE, shape inference (compact after). */
+int rw_finish(gopt_graph *h, gopt_error *err);
+
+/* Constant folding of live nodes with id >= first (rewrite_exec.c); returns the count folded. */
+int rw_fold(gopt_graph *g, size_t first, size_t *nodata, gopt_error *err);
+
+/* Node n is foldable now (alive, a cheap op class, every input constant). */
+int rw_foldable(const gopt_graph *g, int32_t n);
+/* Folds node n (its outputs become constants; data-less when an input has no data). */
+int rw_fold_node(gopt_graph *g, int32_t n, size_t *nodata, gopt_error *err);
+
+/* Proves rule r with Z3 over the operator axioms (rewrite_z3.c): 1 proved, 0 not (why says). */
+int rw_z3_prove(const rw_rule *r, int timeout_ms, char *why, size_t n);
+
+#endif

@@ -1,0 +1,213 @@
+/* rewrite_z3.c: formal verification of generated rules with Z3, as TASO does: tensors are one
+ * uninterpreted sort, each operator an uninterpreted function, and the operators' algebra is given
+ * as universally quantified axioms (commutativity, associativity, distributivity and linearity of
+ * matmul, transpose identities, concat/split relations, elementwise ops over concat and split).
+ * A rule is proved when "some source output differs from its target output" is unsatisfiable
+ * together with the axioms within the time limit. The axioms ignore shapes (TASO's carry them), so
+ * a proof is only accepted after the rule passed numerical verification. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <z3.h>
+
+#include "rewrite/rewrite_internal.h"
+
+typedef struct zc {
+  Z3_context c;
+  Z3_sort T;
+  Z3_func_decl M, A, X, R, Tr, C0, C1, S[2][2]; /* S[axis][half] */
+} zc;
+
+static Z3_ast ap1(zc *z, Z3_func_decl f, Z3_ast a) { return Z3_mk_app(z->c, f, 1, &a); }
+static Z3_ast ap2(zc *z, Z3_func_decl f, Z3_ast a, Z3_ast b) {
+  Z3_ast x[2] = {a, b};
+  return Z3_mk_app(z->c, f, 2, x);
+}
+
+static void axiom(zc *z, Z3_solver s, Z3_ast *v, unsigned nv, Z3_ast lhs, Z3_ast rhs) {
+  Z3_app bound[4];
+  for (unsigned i = 0; i < nv; i++) bound[i] = Z3_to_app(z->c, v[i]);
+  Z3_ast body = Z3_mk_eq(z->c, lhs, rhs);
+  Z3_solver_assert(z->c, s, Z3_mk_forall_const(z->c, 0, nv, bound, 0, NULL, body));
+}
+
+static void axioms(zc *z, Z3_solver s) {
+  Z3_ast v[4];
+  for (int i = 0; i < 4; i++) {
+    char n[16];
+    snprintf(n, sizeof n, "v%d", i);
+    v[i] = Z3_mk_const(z->c, Z3_mk_string_symbol(z->c, n), z->T);
+  }
+  Z3_ast a = v[0], b = v[1], c = v[2], d = v[3];
+  Z3_func_decl ew[2] = {z->A, z->X};
+  for (int i = 0; i < 2; i++) {
+    axiom(z, s, v, 2, ap2(z, ew[i], a, b), ap2(z, ew[i], b, a));
+    axiom(z, s, v, 3, ap2(z, ew[i], ap2(z, ew[i], a, b), c), ap2(z, ew[i], a, ap2(z, ew[i], b, c)));
+  }
+  axiom(z, s, v, 3, ap2(z, z->M, ap2(z, z->M, a, b), c), ap2(z, z->M, a, ap2(z, z->M, b, c)));
+  axiom(z, s, v, 3, ap2(z, z->M, a, ap2(z, z->A, b, c)), ap2(z, z->A, ap2(z, z->M, a, b), ap2(z, z->M, a, c)));
+  axiom(z, s, v, 3, ap2(z, z->M, ap2(z, z->A, a, b), c), ap2(z, z->A, ap2(z, z->M, a, c), ap2(z, z->M, b, c)));
+  axiom(z, s, v, 3, ap2(z, z->X, a, ap2(z, z->A, b, c)), ap2(z, z->A, ap2(z, z->X, a, b), ap2(z, z->X, a, c)));
+  /* transpose */
+  axiom(z, s, v, 1, ap1(z, z->Tr, ap1(z, z->Tr, a)), a);
+  axiom(z, s, v, 2, ap1(z, z->Tr, ap2(z, z->M, a, b)), ap2(z, z->M, ap1(z, z->Tr, b), ap1(z, z->Tr, a)));
+  for (int i = 0; i < 2; i++)
+    axiom(z, s, v, 2, ap1(z, z->Tr, ap2(z, ew[i], a, b)), ap2(z, ew[i], ap1(z, z->Tr, a), ap1(z, z->Tr, b)));
+  axiom(z, s, v, 1, ap1(z, z->Tr, ap1(z, z->R, a)), ap1(z, z->R, ap1(z, z->Tr, a)));
+  axiom(z, s, v, 1, ap1(z, z->R, ap1(z, z->R, a)), ap1(z, z->R, a));
+  /* concat and split */
+  Z3_func_decl C[2] = {z->C0, z->C1};
+  for (int ax = 0; ax < 2; ax++) {
+    axiom(z, s, v, 2, ap1(z, z->S[ax][0], ap2(z, C[ax], a, b)), a);
+    axiom(z, s, v, 2, ap1(z, z->S[ax][1], ap2(z, C[ax], a, b)), b);
+    axiom(z, s, v, 1, ap2(z, C[ax], ap1(z, z->S[ax][0], a), ap1(z, z->S[ax][1], a)), a);
+    axiom(z, s, v, 3, ap2(z, C[ax], ap2(z, C[ax], a, b), c), ap2(z, C[ax], a, ap2(z, C[ax], b, c)));
+    for (int i = 0; i < 2; i++)
+      axiom(z, s, v, 4, ap2(z, ew[i], ap2(z, C[ax], a, b), ap2(z, C[ax], c, d)),
+            ap2(z, C[ax], ap2(z, ew[i], a, c), ap2(z, ew[i], b, d)));
+    axiom(z, s, v, 2, ap1(z, z->R, ap2(z, C[ax], a, b)), ap2(z, C[ax], ap1(z, z->R, a), ap1(z, z->R, b)));
+    axiom(z, s, v, 2, ap1(z, z->Tr, ap2(z, C[ax], a, b)), ap2(z, C[1 - ax], ap1(z, z->Tr, a), ap1(z, z->Tr, b)));
+    for (int h = 0; h < 2; h++) {
+      for (int i = 0; i < 2; i++)
+        axiom(z, s, v, 2, ap1(z, z->S[ax][h], ap2(z, ew[i], a, b)),
+              ap2(z, ew[i], ap1(z, z->S[ax][h], a), ap1(z, z->S[ax][h], b)));
+      axiom(z, s, v, 1, ap1(z, z->S[ax][h], ap1(z, z->R, a)), ap1(z, z->R, ap1(z, z->S[ax][h], a)));
+      axiom(z, s, v, 1, ap1(z, z->S[ax][h], ap1(z, z->Tr, a)), ap1(z, z->Tr, ap1(z, z->S[1 - ax][h], a)));
+    }
+  }
+  axiom(z, s, v, 3, ap2(z, z->M, ap2(z, z->C0, a, b), c), ap2(z, z->C0, ap2(z, z->M, a, c), ap2(z, z->M, b, c)));
+  axiom(z, s, v, 3, ap2(z, z->M, a, ap2(z, z->C1, b, c)), ap2(z, z->C1, ap2(z, z->M, a, b), ap2(z, z->M, a, c)));
+  axiom(z, s, v, 4, ap2(z, z->M, ap2(z, z->C1, a, b), ap2(z, z->C0, c, d)),
+        ap2(z, z->A, ap2(z, z->M, a, c), ap2(z, z->M, b, d)));
+  axiom(z, s, v, 4, ap2(z, z->C1, ap2(z, z->C0, a, b), ap2(z, z->C0, c, d)),
+        ap2(z, z->C0, ap2(z, z->C1, a, c), ap2(z, z->C1, b, d)));
+  for (int h = 0; h < 2; h++) {
+    axiom(z, s, v, 2, ap1(z, z->S[0][h], ap2(z, z->M, a, b)), ap2(z, z->M, ap1(z, z->S[0][h], a), b));
+    axiom(z, s, v, 2, ap1(z, z->S[1][h], ap2(z, z->M, a, b)), ap2(z, z->M, a, ap1(z, z->S[1][h], b)));
+  }
+}
+
+/* Term of output k of pattern op i. */
+static Z3_ast term(zc *z, const rw_pattern *p, const Z3_ast *vars, int ref) {
+  if (!RW_REF_IS_OP(ref)) return vars[ref];
+  const rw_pop *o = &p->ops[RW_REF_OPI(ref)];
+  Z3_ast a = term(z, p, vars, o->in[0]);
+  Z3_ast b = o->n_in > 1 ? term(z, p, vars, o->in[1]) : NULL;
+  json_t *ax = o->attrs ? json_object_get(o->attrs, "axis") : NULL;
+  int axis = ax ? (int)json_integer_value(ax) : 0;
+  if (!strcmp(o->type, "MatMul")) return ap2(z, z->M, a, b);
+  if (!strcmp(o->type, "Add")) return ap2(z, z->A, a, b);
+  if (!strcmp(o->type, "Mul")) return ap2(z, z->X, a, b);
+  if (!strcmp(o->type, "Relu")) return ap1(z, z->R, a);
+  if (!strcmp(o->type, "Transpose")) return ap1(z, z->Tr, a);
+  if (!strcmp(o->type, "Concat")) return ap2(z, axis ? z->C1 : z->C0, a, b);
+  if (!strcmp(o->type, "Split")) return ap1(z, z->S[axis ? 1 : 0][RW_REF_OUTK(ref)], a);
+  return NULL;
+}
+
+/* 1 when proved, 0 when not (why says: disproved, unknown / timeout, or unsupported op). */
+static int prove_here(const rw_rule *r, int timeout_ms, char *why, size_t n) {
+  Z3_config cfg = Z3_mk_config();
+  zc z;
+  z.c = Z3_mk_context(cfg);
+  Z3_del_config(cfg);
+  z.T = Z3_mk_uninterpreted_sort(z.c, Z3_mk_string_symbol(z.c, "Tensor"));
+  Z3_sort t2[2] = {z.T, z.T};
+  const char *n2[] = {"matmul", "ewadd", "ewmul", "concat0", "concat1"};
+  Z3_func_decl *f2[] = {&z.M, &z.A, &z.X, &z.C0, &z.C1};
+  for (int i = 0; i < 5; i++) *f2[i] = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, n2[i]), 2, t2, z.T);
+  z.R = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "relu"), 1, t2, z.T);
+  z.Tr = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "transpose"), 1, t2, z.T);
+  for (int ax = 0; ax < 2; ax++)
+    for (int h = 0; h < 2; h++) {
+      char nm[16];
+      snprintf(nm, sizeof nm, "split%d_%d", ax, h);
+      z.S[ax][h] = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, nm), 1, t2, z.T);
+    }
+  Z3_solver s = Z3_mk_solver(z.c);
+  Z3_solver_inc_ref(z.c, s);
+  Z3_params p = Z3_mk_params(z.c);
+  Z3_params_inc_ref(z.c, p);
+  /* a deterministic resource limit (the same rules are proved on every machine), and a time limit
+   * as a backstop */
+  Z3_params_set_uint(z.c, p, Z3_mk_string_symbol(z.c, "rlimit"), 3000000u);
+  Z3_params_set_uint(z.c, p, Z3_mk_string_symbol(z.c, "timeout"), (unsigned)timeout_ms);
+  Z3_solver_set_params(z.c, s, p);
+  axioms(&z, s);
+  Z3_ast vars[RW_MAX_VARS];
+  for (int v = 0; v < r->n_vars; v++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "x%d", v);
+    vars[v] = Z3_mk_const(z.c, Z3_mk_string_symbol(z.c, nm), z.T);
+  }
+  Z3_ast diff[RW_MAX_OUT];
+  int ok = 1;
+  for (int k = 0; k < r->src.n_out && ok; k++) {
+    Z3_ast ls = term(&z, &r->src, vars, r->src.out[k]), rs = term(&z, &r->dst, vars, r->dst.out[k]);
+    if (!ls || !rs) ok = 0;
+    else diff[k] = Z3_mk_not(z.c, Z3_mk_eq(z.c, ls, rs));
+  }
+  int proved = 0;
+  if (!ok) {
+    snprintf(why, n, "an op has no axioms");
+  } else {
+    Z3_solver_assert(z.c, s, Z3_mk_or(z.c, (unsigned)r->src.n_out, diff));
+    Z3_lbool res = Z3_solver_check(z.c, s);
+    proved = res == Z3_L_FALSE;
+    if (!proved) snprintf(why, n, "%s", res == Z3_L_TRUE ? "not implied by the axioms (Z3 found a model)" : "unknown within the resource limit");
+  }
+  Z3_params_dec_ref(z.c, p);
+  Z3_solver_dec_ref(z.c, s);
+  Z3_del_context(z.c);
+  return proved;
+}
+
+/* Z3 may ignore its limits deep inside quantifier instantiation (seen: 4 GiB and minutes on one
+ * rule), so each proof runs in a child process with an address-space limit (1 GiB) and is killed
+ * after the time limit; the child's exit status is the verdict. */
+int rw_z3_prove(const rw_rule *r, int timeout_ms, char *why, size_t n) {
+  int fds[2];
+  if (pipe(fds)) return snprintf(why, n, "cannot create a pipe"), 0;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    snprintf(why, n, "cannot fork");
+    return 0;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+#if !defined(__SANITIZE_ADDRESS__)
+    /* (AddressSanitizer reserves terabytes of address space: no limit in such builds) */
+    struct rlimit rl = {1UL << 30, 1UL << 30};
+    setrlimit(RLIMIT_AS, &rl);
+#endif
+    char msg[200] = "";
+    int ok = prove_here(r, timeout_ms, msg, sizeof msg);
+    if (write(fds[1], msg, strlen(msg)) < 0) ok = 0;
+    _exit(ok ? 0 : 1);
+  }
+  close(fds[1]);
+  int status = 0, done = 0;
+  struct timespec ts = {0, 10 * 1000 * 1000};
+  for (int waited = 0; waited < 3 * timeout_ms + 2000 && !done; waited += 10) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) done = 1;
+    else nanosleep(&ts, NULL);
+  }
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  char msg[200];
+  ssize_t k = read(fds[0], msg, sizeof msg - 1);
+  close(fds[0]);
+  msg[k > 0 ? k : 0] = 0;
+  if (done && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 1;
+  snprintf(why, n, "%s", done && WIFEXITED(status) ? msg : "Z3 ran out of its time or memory limit");
+  return 0;
+}

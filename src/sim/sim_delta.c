@@ -1,0 +1,387 @@
+/* sim_delta.c: exact delta simulation. A replay after a few changed decisions (sim_run.c) stops
+ * as soon as its state equals the recorded run's at one of the recorded checkpoints, and the
+ * recorded tail's records and results are spliced onto the replayed prefix.
+ *
+ * Why splicing is exact. The tail of a run from the top of iteration K on is a deterministic
+ * function of (a) the loop state at K and (b) the decisions the tail reads. (b): a changed unit's
+ * device is read only until it has finished and every consumer of its outputs has finished
+ * ("settled"), its priority only until it started (we require finished too); so when every
+ * changed unit is settled at K in both runs, the tail reads only unchanged decisions. (a): the
+ * state at the top of an iteration is: the scalars (now, last kernel end, kernels done, started
+ * units), the dirty device / link lists (their order fixes the order of new transfers), the
+ * pending events, per device (running unit, previous unit, queue length, order position, memory
+ * allocated), per link (queued transfers in FIFO order, the one in flight, the previous one),
+ * and per unit / act / transfer the counters and fields a later iteration reads. The first groups
+ * are compared exactly (transfers by identity: act, destination and link, since transfer numbers
+ * shift when the transfer set changes). Of the per-object state, the ready queues' contents with
+ * what a start reads (ready time, ready iteration, cause) are compared through a fingerprint: the
+ * sum of a 64-bit mix of each waiting unit's fields, kept by the loop (added when a unit becomes
+ * ready, subtracted when it starts), so two runs' sums agree when the sets agree (a false match
+ * needs a 64-bit collision between different sets, ~2^-64 per comparison). Everything else is
+ * implied: with equal queues, running units and link queues, the set of finished units and of
+ * completed transfers is equal (a unit finished in one run only would, walking back through its
+ * inputs, show a producer or a transfer still queued, running or waiting in the other, and a
+ * source unit waiting in a queue), and pending counts and buffer references are functions of
+ * those sets and of the (unchanged, or settled) placement. Busy time, link bytes and busy time
+ * are exact sums (integers), so the spliced totals are prefix + (recorded total - recorded
+ * prefix) exactly; peaks are maxima over checkpoint segments (sim_ck_save).
+ *
+ * What the splice rewrites: the recorded transfers past the checkpoint move to follow the
+ * replayed ones, and every transfer number in the tail (FIFO and per-act links, causes, the
+ * transfer-reference log, link records in later checkpoints, the units the tail readied through
+ * a transfer) is mapped: tail transfers shift, earlier ones are found by identity; the logs'
+ * tails move to the replay's log lengths; later checkpoints shift their log lengths, transfer
+ * count, busy sums and cumulative peaks. Counters (pending inputs, buffer references, transfer
+ * references) are set to their end-of-run value, 0, which the undo in ck_restore expects. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_internal.h"
+#include "util/util_internal.h"
+
+struct sim_old {
+  int32_t c, nck, iters, np, nr, nxr, ns, nx, nx_c;
+  double step;
+  sim_xfer *x;      /* [capx] the recorded transfers from nx_c on */
+  sim_dev *dv;      /* [D] the recorded run's end state */
+  sim_link *lk;     /* [L] */
+  int32_t *qtail;   /* [L] each link's queue tail at the checkpoint ... */
+  int32_t *qnext;   /* [L] ... and its next_q in the recorded run (ck_restore cuts it) */
+  int32_t *lp, *lr, *lx;     /* [capl] the recorded logs' tails from the checkpoint on ... */
+  int32_t lp0, lr0, lx0;     /* ... which starts at these positions */
+  int32_t ofin[SIM_CHG_MAX]; /* per changed unit: recorded iteration by which it settled */
+};
+
+void sim_delta_free(gopt_sim_state *st) {
+  if (!st || !st->old) return;
+  free(st->old->x);
+  free(st->old->dv);
+  free(st->old->lk);
+  free(st->old->qtail);
+  free(st->old->qnext);
+  free(st->old->lp);
+  free(st->old->lr);
+  free(st->old->lx);
+  free(st->old);
+  st->old = NULL;
+}
+
+void sim_delta_note(gopt_sim_state *st, int32_t u, int dev) {
+  if (st->nchg >= SIM_CHG_MAX) {
+    st->nchg = SIM_CHG_MAX + 1;
+    return;
+  }
+  st->chg_dev[st->nchg] = (uint8_t)(dev != 0);
+  st->chg[st->nchg++] = u;
+}
+
+int sim_delta_begin(gopt_sim_state *st, int32_t c) {
+  const gopt_sim *s = st->s;
+  st->delta_on = 0;
+  if (!st->delta || st->nchg < 1 || st->nchg > SIM_CHG_MAX || st->strict) return 0;
+  if (!st->old) {
+    struct sim_old *o = calloc(1, sizeof *o);
+    if (!o) return 0;
+    st->old = o;
+    if (GOPT_ALLOC(o->x, st->capx + 1) || GOPT_ALLOC(o->dv, st->D) || GOPT_ALLOC(o->lk, st->L + 1) ||
+        GOPT_ALLOC(o->qtail, st->L + 1) || GOPT_ALLOC(o->qnext, st->L + 1) ||
+        GOPT_ALLOC(o->lp, st->capl + 1) || GOPT_ALLOC(o->lr, st->capl + 1) || GOPT_ALLOC(o->lx, st->capl + 1)) {
+      sim_delta_free(st);
+      return 0;
+    }
+  }
+  struct sim_old *o = st->old;
+  ck_view v = sim_ck_at(st, c);
+  o->c = c;
+  o->nck = st->nck;
+  o->iters = st->iters;
+  o->np = st->np;
+  o->nr = st->nr;
+  o->nxr = st->nxr;
+  o->ns = st->ns;
+  o->nx = (int32_t)st->nx;
+  o->nx_c = v.h->nx;
+  o->step = st->step;
+  memcpy(o->x, st->x + o->nx_c, (size_t)(o->nx - o->nx_c) * sizeof *o->x);
+  /* the replay rewrites the logs from the checkpoint on, possibly past the recorded positions */
+  o->lp0 = v.h->v.np;
+  o->lr0 = v.h->v.nr;
+  o->lx0 = v.h->v.nxr;
+  memcpy(o->lp, st->plog + o->lp0, (size_t)(o->np - o->lp0) * sizeof *o->lp);
+  memcpy(o->lr, st->rlog + o->lr0, (size_t)(o->nr - o->lr0) * sizeof *o->lr);
+  memcpy(o->lx, st->xlog + o->lx0, (size_t)(o->nxr - o->lx0) * sizeof *o->lx);
+  memcpy(o->dv, st->dv, (size_t)st->D * sizeof *o->dv);
+  memcpy(o->lk, st->lk, (size_t)st->L * sizeof *o->lk);
+  for (int l = 0; l < st->L; l++) {
+    o->qtail[l] = v.lk[l].qtail;
+    o->qnext[l] = o->qtail[l] >= 0 ? st->x[o->qtail[l]].next_q : -1;
+  }
+  /* when each changed unit settled in the recorded run; it is marked unfinished for the replay */
+  for (int32_t i = 0; i < st->nchg; i++) {
+    int32_t u = st->chg[i], f = st->ur[u].fin_it;
+    for (int32_t j = st->out_off[u]; j < st->out_off[u + 1] && st->chg_dev[i]; j++) {
+      int32_t a = st->out_act[j];
+      if (s->act_out[a]) f = INT32_MAX;
+      for (int32_t k = st->cons_off[a]; k < st->cons_off[a + 1] && f < INT32_MAX; k++)
+        if (st->ur[st->cons[k]].fin_it > f) f = st->ur[st->cons[k]].fin_it;
+    }
+    o->ofin[i] = f;
+  }
+  for (int32_t i = 0; i < st->nchg; i++) st->ur[st->chg[i]].fin_it = INT32_MAX;
+  st->delta_on = 1;
+  return 1;
+}
+
+void sim_delta_end(gopt_sim_state *st) { st->delta_on = 0; }
+
+/* The recorded run's transfer oi (by its number then). */
+static inline const sim_xfer *old_x(const gopt_sim_state *st, int32_t oi) {
+  return oi < st->old->nx_c ? &st->x[oi] : &st->old->x[oi - st->old->nx_c];
+}
+
+/* next_q of recorded transfer oi in the recorded run. */
+static int32_t old_next(const gopt_sim_state *st, int l, int32_t oi) {
+  if (oi == st->old->qtail[l]) return st->old->qnext[l];
+  return old_x(st, oi)->next_q;
+}
+
+static inline int same_x(const sim_xfer *a, const sim_xfer *b) {
+  return a->act == b->act && a->dst == b->dst && a->link == b->link;
+}
+
+/* Whether the replay's state at the top of this iteration equals the recorded checkpoint k. */
+static int converged(gopt_sim_state *st, const sim_lv *lv, ck_view k, const sim_ev *ev, int nev) {
+  const struct sim_old *o = st->old;
+  const sim_lv *r = &k.h->v;
+  if (r->it != lv->it) return 0;
+  if (r->now != lv->now) return 0;
+  if (r->step != lv->step || r->done != lv->done || r->ns != lv->ns) return 0;
+  if (r->nd != lv->nd || r->nl != lv->nl || k.h->nev != nev) return 0;
+  if (r->h != lv->h) return 0;
+  for (int32_t i = 0; i < st->nchg; i++) {
+    int32_t u = st->chg[i];
+    if (o->ofin[i] >= lv->it || st->ur[u].fin_it >= lv->it) return 0;
+    if (st->chg_dev[i])
+      for (int32_t j = st->out_off[u]; j < st->out_off[u + 1]; j++)
+        if (st->aref[st->out_act[j]] != 0) return 0;
+  }
+  for (int i = 0; i < nev; i++)
+    if (ev[i].t != k.ev[i].t || ev[i].kind != k.ev[i].kind || ev[i].id != k.ev[i].id) return 0;
+  for (int i = 0; i < lv->nd; i++)
+    if (k.dirty[i] != st->ddirty[i]) return 0;
+  for (int i = 0; i < lv->nl; i++)
+    if (k.dirty[st->D + i] != st->ldirty[i]) return 0;
+  for (int d = 0; d < st->D; d++) {
+    const sim_dev *a = &st->dv[d], *b = &k.dv[d];
+    if (a->running != b->running || a->prev_unit != b->prev_unit || a->hn != b->hn ||
+        a->seqpos != b->seqpos || a->mem != b->mem)
+      return 0;
+  }
+  for (int l = 0; l < st->L; l++) {
+    const sim_link *a = &st->lk[l], *b = &k.lk[l];
+    if ((a->run < 0) != (b->run < 0) || (a->prev < 0) != (b->prev < 0)) return 0;
+    if (a->run >= 0 && !same_x(&st->x[a->run], old_x(st, b->run))) return 0;
+    if (a->prev >= 0 && !same_x(&st->x[a->prev], old_x(st, b->prev))) return 0;
+    int32_t i = a->qhead, j = b->qhead;
+    while (i >= 0 && j >= 0) {
+      if (!same_x(&st->x[i], old_x(st, j))) return 0;
+      i = st->x[i].next_q;
+      j = old_next(st, l, j);
+    }
+    if (i >= 0 || j >= 0) return 0;
+  }
+  return 1;
+}
+
+/* Number in the spliced run of recorded transfer oi (the replay's when it precedes the tail). */
+static int32_t map_x(const gopt_sim_state *st, int32_t oi, int32_t nx_k_old, int32_t dx) {
+  if (oi < 0 || oi < st->old->nx_c) return oi;
+  if (oi >= nx_k_old) return oi + dx;
+  const sim_xfer *x = old_x(st, oi);
+  int32_t i = st->act[x->act].xhead;
+  while (i >= 0 && st->x[i].dst != x->dst) i = st->x[i].next_act;
+  return i;
+}
+
+static inline int32_t map_cause(const gopt_sim_state *st, int32_t c, int32_t nxk, int32_t dx) {
+  return (c >= 0 && (c & 1)) ? SIM_CAUSE_XFER(map_x(st, c >> 1, nxk, dx)) : c;
+}
+
+/* Units readied in the tail (ready_it >= K) by transfer ni (recorded as oi) on its destination:
+ * their cause fields now name ni. Each unit is mapped once (stamp). */
+static void fix_readied(gopt_sim_state *st, int32_t ni, int32_t it_k, int32_t nxk, int32_t dx) {
+  const sim_xfer *x = &st->x[ni];
+  for (int32_t c = st->cons_off[x->act]; c < st->cons_off[x->act + 1]; c++) {
+    sim_ur *W = &st->ur[st->cons[c]];
+    if (W->dev != x->dst || W->ready_it < it_k || W->spare0 == (int32_t)st->stamp) continue;
+    W->spare0 = (int32_t)st->stamp;
+    W->dep = map_cause(st, W->dep, nxk, dx);
+    W->cause = map_cause(st, W->cause, nxk, dx);
+  }
+}
+
+/* Units waiting at K (readied by the replay, started in the tail): a cause naming a transfer is
+ * their ready cause, whose number the replay wrote. Empties the ready queues (a complete run
+ * leaves them empty). */
+static void fix_waiting(gopt_sim_state *st) {
+  for (int d = 0; d < st->D; d++) {
+    if (!st->dv[d].hn) continue;
+    uint64_t *b0 = st->bm + (size_t)d * st->bm_words, *b1 = b0 + st->bm_off[1],
+             *b2 = b0 + st->bm_off[2];
+    for (size_t w1 = 0; w1 < st->bm_off[2] - st->bm_off[1]; w1++) {
+      for (uint64_t m1 = b1[w1]; m1; m1 &= m1 - 1) {
+        size_t w0 = (w1 << 6) | (size_t)__builtin_ctzll(m1);
+        for (uint64_t m0 = b0[w0]; m0; m0 &= m0 - 1) {
+          sim_ur *W = &st->ur[st->runit[(w0 << 6) | (size_t)__builtin_ctzll(m0)]];
+          if (W->cause >= 0 && (W->cause & 1)) W->cause = W->dep;
+        }
+        b0[w0] = 0;
+      }
+      b1[w1] = 0;
+    }
+    memset(b2, 0, (st->bm_words - st->bm_off[2]) * sizeof *b2);
+  }
+}
+
+/* Copies the recorded log tail from position `from` to its end `end` (saved from position `base`
+ * in `saved`) to `to` in log `lg`. */
+static void log_tail(int32_t *lg, const int32_t *saved, int32_t base, int32_t from, int32_t end,
+                     int32_t to) {
+  if (end > from) memcpy(lg + to, saved + (from - base), (size_t)(end - from) * sizeof *lg);
+}
+
+/* The splice: the state is the replay's at the top of recorded checkpoint kc (equal to the
+ * recorded one); afterwards it is the complete run's, as a full evaluation leaves it. */
+static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev, int nev,
+                   uint64_t evseq, size_t nx_new) {
+  struct sim_old *o = st->old;
+  const int D = st->D, L = st->L;
+  ck_view k = sim_ck_at(st, kc);
+  const sim_lv r = k.h->v;
+  const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, it_k = lv->it;
+  const int32_t dp = lv->np - r.np, dr = lv->nr - r.nr, dxr = lv->nxr - r.nxr;
+  if (++st->stamp == 0) {
+    for (int32_t u = 0; u < st->U; u++) st->ur[u].spare0 = 0;
+    st->stamp = 1;
+  }
+  /* 1. transfers waiting or in flight at K: the tail wrote their times and cause in the
+   * recorded copies; tail transfers follow the replay's */
+  for (int l = 0; l < L; l++) {
+    for (int32_t i = st->lk[l].qhead, j = k.lk[l].qhead; i >= 0;) {
+      const sim_xfer *ox = old_x(st, j);
+      int32_t ni = st->x[i].next_q, nj = old_next(st, l, j);
+      st->x[i].start = ox->start;
+      st->x[i].end = ox->end;
+      st->x[i].start_it = ox->start_it;
+      st->x[i].fin_it = ox->fin_it;
+      st->x[i].cause = map_cause(st, ox->cause, nxk, dx);
+      st->x[i].next_q = map_x(st, nj, nxk, dx); /* the last one's successor is in the tail */
+      i = ni;
+      j = nj;
+    }
+  }
+  for (int l = 0; l < L; l++) /* in flight at K: the tail ended it */
+    if (st->lk[l].run >= 0) st->x[st->lk[l].run].fin_it = old_x(st, k.lk[l].run)->fin_it;
+  for (int32_t j = nxk; j < o->nx; j++) {
+    int32_t ni = j + dx;
+    sim_xfer x = *old_x(st, j);
+    x.next_q = map_x(st, x.next_q, nxk, dx);
+    x.next_act = map_x(st, x.next_act, nxk, dx);
+    x.cause = map_cause(st, x.cause, nxk, dx);
+    st->x[ni] = x;
+    st->act[x.act].xhead = ni; /* the batch's last (its head) wins */
+  }
+  /* 2. cause fields of units the tail readied through a transfer, and of units waiting at K */
+  for (int l = 0; l < L; l++) {
+    if (st->lk[l].run >= 0) fix_readied(st, st->lk[l].run, it_k, nxk, dx);
+    for (int32_t i = st->lk[l].qhead; i >= 0; i = st->x[i].next_q) fix_readied(st, i, it_k, nxk, dx);
+  }
+  for (int32_t j = nxk; j < o->nx; j++) fix_readied(st, j + dx, it_k, nxk, dx);
+  fix_waiting(st);
+  /* 3. logs */
+  log_tail(st->plog, o->lp, o->lp0, r.np, o->np, lv->np);
+  log_tail(st->rlog, o->lr, o->lr0, r.nr, o->nr, lv->nr);
+  log_tail(st->xlog, o->lx, o->lx0, r.nxr, o->nxr, lv->nxr);
+  for (int32_t i = lv->nxr; i < o->nxr + dxr; i++) st->xlog[i] = map_x(st, st->xlog[i], nxk, dx);
+  /* 4. this checkpoint becomes the replay's; later ones shift */
+  int64_t dbusy[64];
+  double dlb[64];
+  int64_t dlbusy[64];
+  const int Dm = D < 64 ? D : 64, Lm = L < 64 ? L : 64; /* sim_delta_try: D, L <= 64 */
+  for (int d = 0; d < Dm; d++) dbusy[d] = st->dv[d].busy - k.dv[d].busy;
+  for (int l = 0; l < Lm; l++) {
+    dlb[l] = st->lk[l].bytes - k.lk[l].bytes;
+    dlbusy[l] = st->lk[l].busy - k.lk[l].busy;
+  }
+  st->nck = kc;
+  sim_ck_save(st, lv, ev, nev, evseq, nx_new);
+  for (int32_t j = kc + 1; j < o->nck; j++) {
+    ck_view v = sim_ck_at(st, j), p = sim_ck_at(st, j - 1);
+    v.h->v.np += dp;
+    v.h->v.nr += dr;
+    v.h->v.nxr += dxr;
+    v.h->nx += dx;
+    for (int d = 0; d < Dm; d++) {
+      v.dv[d].busy += dbusy[d];
+      double c0 = p.dv[d].dpeak;
+      v.dv[d].dpeak = v.dv[d].speak > c0 ? v.dv[d].speak : c0;
+    }
+    for (int l = 0; l < Lm; l++) {
+      sim_link *q = &v.lk[l];
+      q->bytes += dlb[l];
+      q->busy += dlbusy[l];
+      q->qhead = map_x(st, q->qhead, nxk, dx);
+      q->qtail = map_x(st, q->qtail, nxk, dx);
+      q->run = map_x(st, q->run, nxk, dx);
+      q->prev = map_x(st, q->prev, nxk, dx);
+    }
+  }
+  /* 5. the end state and results */
+  ck_view last = sim_ck_at(st, o->nck - 1);
+  for (int d = 0; d < Dm; d++) {
+    sim_dev e = o->dv[d];
+    e.busy += dbusy[d];
+    double c0 = last.dv[d].dpeak;
+    e.dpeak = e.speak > c0 ? e.speak : c0;
+    e.speak = e.dpeak;
+    st->dv[d] = e;
+  }
+  for (int l = 0; l < Lm; l++) {
+    sim_link e = o->lk[l];
+    e.bytes += dlb[l];
+    e.busy += dlbusy[l];
+    e.prev = map_x(st, e.prev, nxk, dx);
+    e.qhead = e.qtail = e.run = -1;
+    st->lk[l] = e;
+  }
+  memset(st->pend, 0, (size_t)st->U * sizeof *st->pend);
+  memset(st->aref, 0, (size_t)st->s->n_act * sizeof *st->aref);
+  st->nx = (size_t)(o->nx + dx);
+  for (size_t i = 0; i < st->nx; i++) st->x[i].refs = 0;
+  st->np = o->np + dp;
+  st->nr = o->nr + dr;
+  st->nxr = o->nxr + dxr;
+  st->ns = o->ns;
+  st->nev = 0;
+  st->nck = o->nck;
+  lv->it = o->iters;
+  lv->step = o->step;
+  lv->done = st->U;
+  lv->nd = lv->nl = 0;
+}
+
+int sim_delta_try(gopt_sim_state *st, sim_lv *lv, const sim_ev *ev, int nev, uint64_t evseq,
+                  size_t nx) {
+  struct sim_old *o = st->old;
+  int32_t kc = st->nck;
+  if (kc >= o->nck || st->D > 64 || st->L > 64) {
+    st->delta_on = 0;
+    return 0;
+  }
+  ck_view k = sim_ck_at(st, kc);
+  if (!converged(st, lv, k, ev, nev)) return 0;
+  st->stats.last_to = lv->it;
+  splice(st, lv, kc, ev, nev, evseq, nx);
+  return 1;
+}
+
