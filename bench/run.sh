@@ -47,6 +47,12 @@ if [ "$what" = python ] || [ "$what" = all ]; then
   GOPT_LIB=build/libgopt.so /usr/bin/python3 bench/python/bench_env.py
   echo
 fi
+if [ "$what" = learn ] || [ "$what" = all ]; then
+  echo "### Learned policy (go) at GO's scale: zero-shot inference with the shipped policies"
+  echo
+  bench/learn/run.sh build
+  echo
+fi
 if [ "$what" = install ] || [ "$what" = all ]; then
   echo "### First run on a fresh Debian 12 (debootstrap minbase chroot)"
   echo

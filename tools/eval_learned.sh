@@ -1,41 +1,45 @@
 #!/usr/bin/env bash
-# eval_learned.sh [GOPT] [BUDGET]: the shipped GO policies on held-out graphs (docs/LEARNED.md's
-# split: WaveNet, Transformer-XL, corpus wavenet/densenet121/efficientnet_b0/shufflenet_v2) against
-# the task's baselines and search methods, via `gopt compare --json` (search budget BUDGET
-# evaluations, default 200). Prints a markdown table: each method's objective relative to the best
-# baseline (lower is better) and go's evaluations. FINETUNE=N adds go fine-tuning for N evaluations.
+# eval_learned.sh [GOPT] [SVGDIR]: the evaluation in docs/LEARNED.md, one command. For the shipped GO
+# policies on held-out graphs (docs/LEARNED.md's split: zoo wavenet and transformer_xl at their
+# default knobs, corpus wavenet, densenet121, efficientnet_b0 and shufflenet_v2_x1_0) and each task
+# (placement, schedule and joint on 2xV100-nvlink and 8xH100, fusion on V100):
+#   gopt compare --budget 1000 --json            zero-shot go vs every baseline and search at 1K;
+#   gopt compare --budget 5000 --finetune 333    every search at 5K, and go fine-tuned for 333
+#                --json --plot SVGDIR/T_C_G.svg  evaluations with its best-vs-evaluations curve.
+# Prints the markdown tables (tools/eval_learned.py) to stdout; SVGs go to SVGDIR (default
+# docs/learned). BUDGET1 / BUDGET2 / FINETUNE override 1000 / 5000 / 333; GRAPHS (space-separated)
+# overrides the graphs; JSONDIR keeps the compare JSON files there. 2-3 minutes on the 2-core machine at load 6-10 (42 graph x cluster pairs,
+# 84 compare runs, 76 s measured); heavier load stretches it.
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
 gopt="${1:-$here/build/bin/gopt}"
-budget="${2:-200}"
-ft=()
-[ -n "${FINETUNE:-}" ] && ft=(--finetune "$FINETUNE")
+svg="${2:-$here/docs/learned}"
+b1="${BUDGET1:-1000}"
+b2="${BUDGET2:-5000}"
+ft="${FINETUNE:-333}"
 c="$here/corpus"
-graphs=(wavenet transformer_xl "$c/wavenet.onnx" "$c/densenet121.onnx" "$c/efficientnet_b0.onnx" "$c/shufflenet_v2_x1_0.onnx")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-echo "| task | cluster | graph | go | best search (method) | go evals |"
-echo "| --- | --- | --- | --- | --- | --- |"
-for task in placement fusion schedule joint; do
-  clusters="2xV100-nvlink 8xH100"
-  [ "$task" = fusion ] && clusters="V100"
+graphs=(${GRAPHS:-wavenet transformer_xl $c/wavenet.onnx $c/densenet121.onnx $c/efficientnet_b0.onnx $c/shufflenet_v2_x1_0.onnx})
+mkdir -p "$svg"
+if [ -n "${JSONDIR:-}" ]; then tmp="$JSONDIR"; mkdir -p "$tmp"; else tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; fi
+start=$(date +%s)
+for task in placement joint schedule fusion; do
+  case "$task" in
+    placement|joint|schedule) clusters="2xV100-nvlink 8xH100" ;;
+    fusion) clusters="V100" ;;
+  esac
   for cl in $clusters; do
     for g in "${graphs[@]}"; do
-      "$gopt" compare "$g" --task "$task" --cluster "$cl" --budget "$budget" --threads 2 --json \
-        ${ft[@]+"${ft[@]}"} >"$tmp/c.json" 2>/dev/null || { echo "| $task | $cl | $(basename "$g") | failed | | |"; continue; }
-      /usr/bin/python3 - "$tmp/c.json" "$task" "$cl" "$(basename "$g")" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); task, cl, g = sys.argv[2:5]
-rs = c["results"]
-fit = lambda r: (not r["feasible"], r["objective"])
-base = min((r for r in rs if r["kind"] == "baseline"), key=fit)
-srch = [r for r in rs if r["kind"] == "search"]
-go = [r for r in rs if r["method"] == "go"]
-bs = min(srch, key=fit) if srch else None
-rel = lambda r: f'{r["objective"] / base["objective"]:.3f}' + ("" if r["feasible"] else "*")
-print(f'| {task} | {cl} | {g} | {rel(go[0]) if go else "skipped"} | '
-      f'{rel(bs) + " (" + bs["method"] + ")" if bs else "-"} | {go[0]["evaluations"] if go else "-"} |')
-PY
+      name="$(basename "$g" .onnx)"
+      [ "$g" != "$name" ] && [ -f "$g" ] && name="corpus_$name"
+      id="${task}_${cl}_${name}"
+      "$gopt" compare "$g" --task "$task" --cluster "$cl" --budget "$b1" --threads 2 --json \
+        >"$tmp/$id.1k.json" 2>/dev/null || echo "eval_learned: $id: compare --budget $b1 failed" >&2
+      "$gopt" compare "$g" --task "$task" --cluster "$cl" --budget "$b2" --threads 2 --json \
+        --finetune "$ft" --plot "$svg/$id.svg" >"$tmp/$id.5k.json" 2>/dev/null \
+        || echo "eval_learned: $id: compare --budget $b2 --finetune $ft failed" >&2
     done
   done
 done
+/usr/bin/python3 "$here/tools/eval_learned.py" "$tmp" "$b1" "$b2" "$ft" "$(basename "$svg")"
+echo
+echo "Run time: $(( $(date +%s) - start )) s."

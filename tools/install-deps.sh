@@ -6,11 +6,14 @@
 #   tools/install-deps.sh --list        the sets and what each is for
 #
 # Sets (the README lists them too):
-#   build  compilers, CMake and the libraries libgopt and the CLI link (the CLI links Open MPI,
-#          libopenmpi-dev): enough to build gopt and run every command (./gopt installs only this)
+#   build  compilers, CMake and the libraries libgopt and the CLI link, Graphviz for the report's
+#          layout: enough to build gopt and run every command (./gopt installs only this)
 #   test   what the test suite adds: python-onnx, numpy, PyTorch and torchvision for the reference
-#          fixtures (Debian's /usr/bin/python3), clang for the libFuzzer target, dpkg-dev for the
-#          Debian package, openmpi-bin (mpirun) for the MPI tests (./test installs build and test)
+#          fixtures (Debian's /usr/bin/python3), ONNX Runtime (npm) as the output oracle, Chromium
+#          and playwright-core for the report's browser test, clang for the libFuzzer target,
+#          dpkg-dev for the Debian package, and Open MPI (libopenmpi-dev, openmpi-bin): the build
+#          turns MPI on when it finds it (GOPT_MPI), so ./test builds and tests the MPI commands
+#          while ./gopt does not need it (./test installs build and test)
 #   tools  what the corpus export and benchmark scripts need (tools/, bench/)
 # Debian packages are installed with apt-get (as root, or through sudo), without recommends.
 # Entries "npm:NAME@VERSION" are npm packages, installed with `npm install --ignore-scripts` into
@@ -25,7 +28,6 @@ set_build=(
   libz3-dev
   libsqlite3-dev
   graphviz
-  libopenmpi-dev
 )
 set_test=(
   clang dpkg-dev
@@ -33,10 +35,11 @@ set_test=(
   npm:playwright-core@1.65.1
   python3-numpy python3-onnx python3-torch python3-torchvision
   chromium
-  openmpi-bin
+  libopenmpi-dev openmpi-bin
 )
 set_tools=(
   python3-numpy python3-onnx python3-torch python3-torchvision
+  time
 )
 
 die() {

@@ -124,6 +124,9 @@ typedef struct gopt_learn_train_opts {
   float ent_coef;          /* entropy bonus (default 0.01) */
   float clip_norm;         /* gradient clipping (default 1.0) */
   float baseline_decay;    /* per-graph moving-average baseline decay (default 0.9) */
+  int64_t imitate_iters;   /* the first this many of iters are an imitation warm start: cross-entropy
+                            * to each graph's reference decisions (gopt_learn_reference), no PPO
+                            * (default 0) */
   int rollout_groups;      /* one process: gradient groups per batch (default 1; samples % groups == 0) */
   const gopt_learn_dist *dist; /* non-NULL: distributed, groups = dist->size (rollout_groups ignored) */
   gopt_learn_iter_fn on_iter;

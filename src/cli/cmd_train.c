@@ -16,12 +16,14 @@
 
 static const char train_help[] =
     "usage: gopt train --task T --cluster C[,C2...] --graphs SPEC[;SPEC...] -o P.gpol\n"
-    "                  [--iters N] [--seed S] [--threads N] [--samples K] [--resume]\n"
+    "                  [--iters N] [--imitate M] [--seed S] [--threads N] [--samples K] [--resume]\n"
     "  trains a policy with PPO on every graph x cluster pair and writes P.gpol.\n"
     "  SPEC: a model file (.onnx), a zoo spec (gnmt:layers=8,steps=100) or a folder (its *.onnx);\n"
     "  separate several with ';' or repeat --graphs. Ctrl-C writes P.gpol; --resume continues it\n"
     "  exactly (same --task, --cluster, --graphs, --iters, --seed, --threads). Defaults: --iters 100,\n"
     "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n"
+    "  --imitate M: the first M of the N iterations imitate each graph's best baseline (cross-entropy\n"
+    "  warm start, no PPO); default 0. --resume needs the same --imitate.\n"
     "  --rollout-groups G  split each batch's samples into G gradient groups summed in order (default 1).\n"
     "  Under `mpirun -np P` every rank evaluates and differentiates one group (G = P, K % P == 0) and\n"
     "  rank 0 writes P.gpol: bitwise the weights of one process with --rollout-groups P (docs/SCALING.md).\n"
@@ -132,7 +134,7 @@ static void on_sigint(int sig) {
 typedef struct train_args {
   const char *task, *out, *clusters;
   char graphs[8192];
-  long iters, seed, threads, samples, stop_after, groups;
+  long iters, seed, threads, samples, stop_after, imitate, groups;
   int resume, no_history;
 } train_args;
 
@@ -145,7 +147,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!strcmp(f, "--no-history")) { a->no_history = 1; continue; }
     int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
                 !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after") ||
-                !strcmp(f, "--rollout-groups");
+                !strcmp(f, "--imitate") || !strcmp(f, "--rollout-groups");
     if (!takes) return cli_usage_error("train", f[0] == '-' ? "unknown flag '%s'" : "unexpected argument '%s'", f);
     if (!v) return cli_usage_error("train", "%s: missing value", f);
     i++;
@@ -156,6 +158,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
       size_t l = strlen(a->graphs);
       if (l + strlen(v) + 2 > sizeof a->graphs) return cli_usage_error("train", "--graphs: list too long");
       snprintf(a->graphs + l, sizeof a->graphs - l, "%s%s", l ? ";" : "", v);
+    } else if (!strcmp(f, "--imitate")) {
+      if (cli_parse_long("train", f, v, 0, 1000000000L, &a->imitate)) return 2;
     } else if (cli_parse_long("train", f, v, !strcmp(f, "--seed") ? 0 : 1,
                               !strcmp(f, "--samples") ? 255 : 1000000000L,
                               !strcmp(f, "--iters") ? &a->iters : !strcmp(f, "--seed") ? &a->seed
@@ -218,7 +222,8 @@ int cli_train(int argc, char **argv) {
   total_iters = a.iters;
   t_start = t_last = gopt_now();
   gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
-                             .stop_after = a.stop_after, .rollout_groups = (int)a.groups,
+                             .stop_after = a.stop_after, .imitate_iters = a.imitate,
+                             .rollout_groups = (int)a.groups,
                              .dist = cli_mpi_learn_dist(),
                              .on_iter = on_iter, .user = s};
   gopt_learn_train_result tr;

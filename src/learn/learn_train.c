@@ -7,6 +7,7 @@
 
 #include "gopt/baselines.h"
 #include "gopt/util.h"
+#include "learn/learn_imitate.h"
 #include "learn/learn_internal.h"
 #include "learn/learn_ppo.h"
 
@@ -225,6 +226,7 @@ static gopt_learn_train_opts train_defaults(const gopt_learn_train_opts *o) {
   else if (d.ent_coef == 0) d.ent_coef = 0.01f;
   if (d.clip_norm <= 0) d.clip_norm = 1.0f;
   if (d.baseline_decay <= 0 || d.baseline_decay >= 1) d.baseline_decay = 0.9f;
+  if (d.imitate_iters < 0) d.imitate_iters = 0;
   return d;
 }
 
@@ -274,13 +276,19 @@ static int train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err
   return rc;
 }
 
-typedef struct train_slot { learn_graph *g; gopt_env_result ref; int ready; } train_slot;
+typedef struct train_slot { learn_graph *g; gopt_env_result ref; learn_acts target; int ready; } train_slot;
 
-/* Prepares graph i on first use (encoding and best-baseline reference). */
-static int slot_ready(train_slot *s, gopt_env *e, gopt_error *err) {
+/* Prepares graph i on first use (encoding, best-baseline reference and, when imitating, the
+ * imitation target made from the reference's decisions). */
+static int slot_ready(train_slot *s, gopt_env *e, int imitate, gopt_error *err) {
   if (s->ready) return 0;
+  double *x_ref = imitate ? malloc((gopt_env_nvars(e) + 1) * sizeof *x_ref) : NULL;
+  if (imitate && !x_ref) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (reference)");
   int rc = learn_graph_new(e, &s->g, err);
-  rc = rc ? rc : gopt_learn_reference(e, &s->ref, NULL, err);
+  rc = rc ? rc : gopt_learn_reference(e, &s->ref, x_ref, err);
+  if (!rc && imitate && learn_acts_alloc(&s->target, s->g)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (target)");
+  rc = rc || !imitate ? rc : learn_imitate_target(e, s->g, &s->ref, x_ref, &s->target, err);
+  free(x_ref);
   s->ready = rc == 0;
   return rc;
 }
@@ -329,7 +337,17 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
     gopt_learn_iter_info info = {.iter = p->iter};
     for (int j = 0; j < o.graphs_per_iter; j++) {
       size_t gi = (size_t)(gopt_nn_rng_u64(&rng) % n);
-      if ((rc = slot_ready(&slots[gi], envs[gi], err))) goto done;
+      int imitating = p->iter < o.imitate_iters;
+      if ((rc = slot_ready(&slots[gi], envs[gi], o.imitate_iters > 0, err))) goto done;
+      if (imitating) { /* deterministic and whole-graph: under dist every rank takes the same step */
+        double l = 0;
+        if ((rc = learn_imitate_step(ctx, p, opt, slots[gi].g, &slots[gi].target, &l, err))) goto done;
+        info.loss += l / o.graphs_per_iter;
+        info.graph = gi;
+        info.best_obj = slots[gi].ref.objective;
+        info.ref_obj = slots[gi].ref.objective;
+        continue;
+      }
       learn_batch_free(&b);
       if (learn_batch_init(&b, slots[gi].g, gopt_env_nvars(envs[gi]), c.samples)) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (batch)"); goto done; }
       if ((rc = learn_ppo_batch(ctx, p, NULL, opt, envs[gi], slots[gi].g, &slots[gi].ref, &p->ema[gi], &c, &rng, &b, err))) goto done;
@@ -352,7 +370,7 @@ done:
   res->iters_done = p->iter;
   res->seconds = gopt_now() - t0;
   learn_batch_free(&b);
-  for (size_t i = 0; slots && i < n; i++) learn_graph_free(slots[i].g);
+  for (size_t i = 0; slots && i < n; i++) { learn_graph_free(slots[i].g); learn_acts_free(&slots[i].target); }
   free(slots);
   gopt_nn_ctx_free(ctx);
   gopt_nn_optim_free(opt);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_train.sh GOPT: `gopt train` end to end: trains a small placement policy; an interrupted
-# run (--stop-after, as Ctrl-C) resumed with --resume writes a file identical to the uninterrupted
-# run's; loading it for another task, truncated or corrupted gives one error line naming the file;
+# run (--stop-after, as Ctrl-C, inside the --imitate warm start) resumed with --resume writes a file
+# identical to the uninterrupted run's; loading it for another task, truncated or corrupted gives one error line naming the file;
 # bad flags give one line.
 set -u
 gopt="$1"
@@ -10,7 +10,7 @@ ee="$here/expect_error.sh"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-args=(--task placement --cluster 2xV100-nvlink,4xV100-nvlink --graphs "gpt2:layers=1;transformer:layers=1" --graphs resnet50 --iters 6 --seed 3 --threads 2 --samples 4)
+args=(--task placement --cluster 2xV100-nvlink,4xV100-nvlink --graphs "gpt2:layers=1;transformer:layers=1" --graphs resnet50 --iters 6 --imitate 3 --seed 3 --threads 2 --samples 4)
 "$gopt" train "${args[@]}" -o "$d/a.gpol" >"$d/out" 2>"$d/err" || { cat "$d/err"; fail "train exited $?"; }
 grep -q "6 graph x cluster pairs, 6 iterations" "$d/out" || { cat "$d/out"; fail "summary line"; }
 "$gopt" train "${args[@]}" -o "$d/b.gpol" --stop-after 2 >/dev/null 2>"$d/err"

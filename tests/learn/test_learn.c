@@ -4,7 +4,10 @@
  * task's heads give valid x vectors (cards and ranges of gopt_env_vars); resuming an interrupted
  * training run reproduces the losses and the final weights bitwise; policy files with the wrong
  * task, truncated or corrupted get one-line errors naming the file; zero-shot optimize plus
- * fine-tuning counts its evaluations and never returns worse than zero-shot. */
+ * fine-tuning counts its evaluations and never returns worse than zero-shot; the imitation warm start
+ * alone (no PPO) makes the greedy decision reproduce the best baseline's result (gopt_learn_reference)
+ * on a graph where that is a split across devices, and resume is exact across the imitation -> PPO
+ * boundary. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +131,40 @@ static void test_ppo_learns(void) {
   fix_free(&f);
 }
 
+/* Imitation only: the greedy placement scores like the best baseline, which splits the chain. */
+static void test_imitation(void) {
+  fix f;
+  if (fix_make2(&f, matmul_chain(8, 32768), "4xV100-nvlink", GOPT_TASK_PLACEMENT, 0)) return;
+  size_t nv = gopt_env_nvars(f.e);
+  double *x = calloc(nv, sizeof *x);
+  gopt_error err = {0};
+  gopt_env_result ref, r0, r1, dflt;
+  CHECK(gopt_learn_reference(f.e, &ref, x, &err) == 0);
+  int split = 0;
+  for (size_t i = 1; i < nv; i++) split |= x[i] != x[0];
+  CHECK(split); /* the reference is not "everything on one device" */
+  for (size_t i = 0; i < nv; i++) x[i] = 0;
+  eval1(f.e, x, &dflt);
+  CHECK(gopt_env_result_better(&ref, &dflt));
+  gopt_policy *p = NULL;
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 2, &p, &err) == 0);
+  CHECK(gopt_policy_decide(p, f.e, 1, 1, 0, x, &err) == 0);
+  eval1(f.e, x, &r0);
+  gopt_learn_train_opts o = {.iters = 80, .imitate_iters = 80, .seed = 5, .graphs_per_iter = 1};
+  gopt_learn_train_result tr;
+  const char *name = "chain";
+  int rc = gopt_learn_train(p, &f.e, &name, 1, &o, &tr, &err);
+  CHECK_MSG(rc == 0, "%s", err.msg);
+  CHECK(gopt_policy_decide(p, f.e, 1, 1, 0, x, &err) == 0);
+  eval1(f.e, x, &r1);
+  fprintf(stderr, "imitation: untrained %.6g, imitated %.6g, best baseline %.6g, default %.6g\n", r0.objective,
+          r1.objective, ref.objective, dflt.objective);
+  CHECK(gopt_env_result_cmp(&r1, &ref) == 0);
+  free(x);
+  gopt_policy_free(p);
+  fix_free(&f);
+}
+
 static void test_devices_and_tasks(void) {
   gopt_error err = {0};
   gopt_policy *p = NULL;
@@ -199,7 +236,8 @@ static void test_resume_and_files(void) {
   if (fix_make(&f[1], g1, "4xV100-nvlink", GOPT_TASK_PLACEMENT)) return;
   gopt_env *envs[2] = {f[0].e, f[1].e};
   const char *names[2] = {"gpt2:layers=1@2xV100-nvlink", "resnet50@4xV100-nvlink"};
-  gopt_learn_train_opts o = {.iters = 6, .seed = 11, .samples = 4};
+  /* iterations 0-3 imitate, 4-5 are PPO; the interruption at 3 falls inside the imitation phase */
+  gopt_learn_train_opts o = {.iters = 6, .imitate_iters = 4, .seed = 11, .samples = 4};
   losses la = {0}, lb = {0};
   gopt_learn_train_result tr;
   gopt_policy *a = NULL, *b = NULL, *b2 = NULL;
@@ -269,6 +307,7 @@ static void test_resume_and_files(void) {
 int main(void) {
   gopt_nn_set_threads(2);
   test_ppo_learns();
+  test_imitation();
   test_devices_and_tasks();
   test_resume_and_files();
   return check_exit("test_learn");
