@@ -1,4 +1,5 @@
-/* replay_onnx.c: replays saved fuzz inputs through the ONNX import fuzz target without libFuzzer,
+/* replay_onnx.c: replays saved fuzz inputs through an import fuzz target without libFuzzer (linked
+ * with fuzz_onnx_import.c as replay_onnx, with fuzz_hlo_import.c as replay_hlo),
  * so every regression input runs in the ordinary (gcc) builds and under ASan+UBSan.
  *   replay_onnx DIR [PATTERN]   every DIR/PATTERN file (glob, default "regress-*"), sorted
  * Each file is read whole and handed to LLVMFuzzerTestOneInput (fuzz_onnx_import.c, linked in), the

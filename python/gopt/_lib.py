@@ -193,6 +193,9 @@ _SIGS = {
     "gopt_error_name": (c_char_p, [c_int]),
     # models
     "gopt_onnx_load": (c_int, [c_char_p, P, POINTER(P), E]),
+    "gopt_hlo_load": (c_int, [c_char_p, POINTER(P), E]),
+    "gopt_hlo_is_hlo_file": (c_int, [c_char_p]),
+    "gopt_hlo_instruction_count": (c_size_t, [P]),
     "gopt_onnx_save": (c_int, [P, c_char_p, E]),
     "gopt_zoo_build": (c_int, [c_char_p, POINTER(P), E]),
     "gopt_infer_shapes": (c_int, [P, POINTER(InferOpts), E]),

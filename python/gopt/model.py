@@ -34,7 +34,7 @@ def _view(arr, dtype):
 
 
 def _looks_like_file(model):
-    return "/" in model or model.endswith(".onnx")
+    return "/" in model or model.endswith(".onnx") or model.endswith(".hlo") or model.endswith(".txt")
 
 
 class Cluster:
@@ -80,7 +80,11 @@ class Model:
         err = L.new_error()
         g = ctypes.c_void_p()
         self.spec = os.fspath(spec)
-        if _looks_like_file(self.spec):
+        hlo = _looks_like_file(self.spec) and L.lib.gopt_hlo_is_hlo_file(L.s(self.spec))
+        if hlo:  # XLA HLO text: shapes come from the text, nothing to fold (as the CLI)
+            rc = L.lib.gopt_hlo_load(L.s(self.spec), ctypes.byref(g), ctypes.byref(err))
+            fold = False
+        elif _looks_like_file(self.spec):
             rc = L.lib.gopt_onnx_load(L.s(self.spec), None, ctypes.byref(g), ctypes.byref(err))
         else:
             rc = L.lib.gopt_zoo_build(L.s(self.spec), ctypes.byref(g), ctypes.byref(err))
@@ -154,7 +158,7 @@ class Model:
 
     def info(self):
         """The model summary, as `gopt info MODEL --json` prints it: name, nodes, edges,
-        tensors_count, params, param_bytes, trainable, flops, bytes, ir_bytes, ops (count per op
+        instructions (HLO instruction count), hash (structural), tensors_count, params, param_bytes, trainable, flops, bytes, ir_bytes, ops (count per op
         type), flops_by_op."""
         st = L.GraphStats()
         L.lib.gopt_graph_stats_compute(self._g, ctypes.byref(st))
@@ -167,7 +171,9 @@ class Model:
             ops[t] = ops.get(t, 0) + 1
             fb[t] = fb.get(t, 0.0) + c.flops
         order = sorted(ops, key=lambda k: (-ops[k], k))
-        return {"name": self.name, "nodes": st.nodes, "edges": st.edges, "tensors_count": st.tensors,
+        return {"name": self.name, "nodes": st.nodes, "edges": st.edges,
+                "instructions": L.lib.gopt_hlo_instruction_count(self._g),
+                "hash": "%016x" % L.lib.gopt_graph_hash(self._g), "tensors_count": st.tensors,
                 "params": st.params, "param_bytes": st.param_bytes, "trainable": st.trainable,
                 "flops": st.flops, "bytes": st.bytes, "ir_bytes": L.lib.gopt_graph_memory(self._g, 0),
                 "ops": {k: ops[k] for k in order}, "flops_by_op": {k: fb[k] for k in order}}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "gopt/hlo.h"
 #include "gopt/onnx.h"
 #include "gopt/ops.h"
 #include "gopt/zoo.h"
@@ -75,14 +76,18 @@ int cli_model_out_args(const char *cmd, const char *help, int argc, char **argv,
 
 static int looks_like_file(const char *model) {
   size_t n = strlen(model);
-  return strchr(model, '/') || (n > 5 && !strcmp(model + n - 5, ".onnx"));
+  return strchr(model, '/') || (n > 5 && !strcmp(model + n - 5, ".onnx")) ||
+         (n > 4 && (!strcmp(model + n - 4, ".hlo") || !strcmp(model + n - 4, ".txt")));
 }
 
 gopt_graph *cli_load_model(const char *model, const cli_model_opts *o) {
   gopt_error err = {0};
   gopt_graph *g = NULL;
-  int rc;
-  if (looks_like_file(model)) {
+  int rc, hlo = 0;
+  if (looks_like_file(model) && gopt_hlo_is_hlo_file(model)) {
+    hlo = 1; /* HLO text: shapes come from the text (checked on import); nothing to fold */
+    rc = gopt_hlo_load(model, &g, &err);
+  } else if (looks_like_file(model)) {
     rc = gopt_onnx_load(model, NULL, &g, &err);
   } else {
     rc = gopt_zoo_build(model, &g, &err);
@@ -100,7 +105,7 @@ gopt_graph *cli_load_model(const char *model, const cli_model_opts *o) {
     const char *sym = gopt_graph_batch_symbol(g);
     if (sym) gopt_graph_bind_symbol(g, sym, o->default_batch);
   }
-  gopt_infer_opts io = {.fold_constants = !(o && o->no_fold), .keep_source_shapes = 1};
+  gopt_infer_opts io = {.fold_constants = !(o && o->no_fold) && !hlo, .keep_source_shapes = 1};
   rc = gopt_infer_shapes(g, &io, &err);
   if (rc != GOPT_OK) {
     gopt_error_prefix(&err, "%s: ", model);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "gopt/hlo.h"
 #include "gopt/ops.h"
 #include "gopt/util.h"
 
@@ -114,6 +115,12 @@ static int print_json(const gopt_graph *g, const gopt_graph_stats *s, op_row *ro
   json_object_set_new(o, "name", json_string(gopt_graph_str(g, g->name)));
   json_object_set_new(o, "nodes", json_integer((json_int_t)s->nodes));
   json_object_set_new(o, "edges", json_integer((json_int_t)s->edges));
+  /* HLO instructions over all computations (parameters, constants, nodes; each called
+   * computation once), as the model would be written by gopt convert -o X.hlo */
+  json_object_set_new(o, "instructions", json_integer((json_int_t)gopt_hlo_instruction_count(g)));
+  char hash[24];
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)gopt_graph_hash(g));
+  json_object_set_new(o, "hash", json_string(hash)); /* gopt_graph_hash: structure, not names */
   json_object_set_new(o, "tensors_count", json_integer((json_int_t)s->tensors));
   json_object_set_new(o, "params", json_integer(s->params));
   json_object_set_new(o, "param_bytes", json_integer(s->param_bytes));

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "gopt/hlo.h"
 #include "gopt/costdb.h"
 #include "gopt/decisions.h"
 #include "gopt/exec.h"
@@ -137,7 +138,8 @@ static int read_inputs(const char *spec, tensor_list *l) {
 
 static int looks_like_file(const char *model) {
   size_t n = strlen(model);
-  return strchr(model, '/') || (n > 5 && !strcmp(model + n - 5, ".onnx"));
+  return strchr(model, '/') || (n > 5 && !strcmp(model + n - 5, ".onnx")) ||
+         (n > 4 && (!strcmp(model + n - 4, ".hlo") || !strcmp(model + n - 4, ".txt")));
 }
 
 static void shape_str(const gopt_host_tensor *t, char *buf, size_t cap) {
@@ -152,7 +154,9 @@ static gopt_graph *load_model(const run_opts *o, const tensor_list *in) {
   gopt_error err = {0};
   gopt_graph *g = NULL;
   int rc;
-  if (looks_like_file(o->model)) rc = gopt_onnx_load(o->model, NULL, &g, &err);
+  int hlo = looks_like_file(o->model) && gopt_hlo_is_hlo_file(o->model);
+  if (hlo) rc = gopt_hlo_load(o->model, &g, &err); /* runs where every op has a kernel */
+  else if (looks_like_file(o->model)) rc = gopt_onnx_load(o->model, NULL, &g, &err);
   else rc = gopt_zoo_build(o->model, &g, &err);
   if (rc) goto fail;
   if (in && in->n) {

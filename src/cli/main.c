@@ -10,6 +10,7 @@ int cli_simulate(int argc, char **argv), cli_devices(int argc, char **argv),
     cli_calibrate(int argc, char **argv), cli_fidelity(int argc, char **argv); /* simulator */
 int cli_optimize(int argc, char **argv), cli_compare(int argc, char **argv); /* tasks */
 int cli_train(int argc, char **argv); /* cmd_train.c */
+int cli_passes(int argc, char **argv); /* cmd_passes.c */
 int cli_history(int argc, char **argv), cli_costdb(int argc, char **argv); /* records */
 int cli_report(int argc, char **argv); /* cmd_report.c */
 int cli_rewrite(int argc, char **argv), cli_rules(int argc, char **argv); /* cmd_rewrite.c, cmd_rules.c */
@@ -22,7 +23,8 @@ static const struct {
     {"info", cli_info, "show a model's size, op mix, FLOPs, bytes and tensor shapes"},
     {"zoo", cli_zoo, "list the built-in models and their size knobs"},
     {"dot", cli_dot, "write a model as Graphviz DOT"},
-    {"convert", cli_convert, "write a model (file or zoo name) as ONNX"},
+    {"convert", cli_convert, "write a model (file or zoo name) as ONNX or XLA HLO text"},
+    {"passes", cli_passes, "run compiler passes (XLA's default order or a list): instruction counts"},
     {"run", cli_run, "execute a model on this CPU: outputs, --check against test data, --profile"},
     {"rewrite", cli_rewrite, "rewrite the graph with verified substitution rules (TASO-style search)"},
     {"rules", cli_rules, "generate, verify or list the rewrite rules (rules.json)"},
@@ -42,7 +44,7 @@ static void usage(FILE *f) {
   fprintf(f, "usage: gopt COMMAND [ARGS] (gopt COMMAND --help for each)\n\ncommands:\n");
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
-  fprintf(f, "\nMODEL is an .onnx file or a zoo spec such as resnet50 or gnmt:layers=8,steps=100\n");
+  fprintf(f, "\nMODEL is an .onnx or HLO text file (.hlo, or .txt starting HloModule) or a zoo spec such as resnet50 or gnmt:layers=8,steps=100\n");
 }
 
 int main(int argc, char **argv) {

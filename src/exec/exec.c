@@ -241,6 +241,9 @@ static int prepare_node(gopt_exec *x, ex_kernel *k, int32_t n, gopt_error *err) 
   int rc = kernel_fill_io(x, k, n);
   if (rc) return gopt_error_set(err, rc, "out of memory");
   int op = x->g->nodes.a[n].op;
+  /* An opaque HLO node (its kind only shares the fusion class, docs/HLO.md) has no kernel. */
+  if ((x->g->nodes.a[n].flags & GOPT_N_OPAQUE) && !strncmp(gopt_node_type(x->g, n), "hlo::", 5))
+    return ex_node_error(x, n, err, GOPT_EUNSUP, "op type not supported by the executor");
   if (ex_ref_claims(x, n)) return ex_prepare_ref(x, k, err);
   if (ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
   else if (ex_elem_handles(x, n)) rc = ex_prepare_elem(x, k, err);

@@ -241,6 +241,7 @@ int gopt_tensor_set_shape(gopt_graph *g, int32_t t, int rank, const int64_t *dim
 
 int64_t gopt_tensor_numel(const gopt_graph *g, int32_t t) {
   const gopt_tensor *x = &g->tensors.a[t];
+  if (x->rank == 0) return 1; /* no dims stored (g->dims may still be empty) */
   const int64_t *d = g->dims.a + x->dims;
   int64_t n = 1;
   for (int i = 0; i < x->rank; i++)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "gopt/ops.h"
+#include "ops/ops_hlo.h"
 #include "ops/ops_train.h"
 
 static double numel(const gopt_graph *g, int32_t t) {
@@ -97,6 +98,7 @@ void gopt_node_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
   memset(c, 0, sizeof *c);
   if (!g || n < 0 || (size_t)n >= g->nodes.n) return;
   if (ops_train_kind(g, n) > 0 && ops_train_cost(g, n, c) == 1) return;
+  if (ops_hlo_cost(g, n, c)) return; /* "hlo::OPCODE" nodes: rules from the HLO attributes */
   memset(c, 0, sizeof *c);
   const gopt_node *nd = &g->nodes.a[n];
   int op = nd->op;

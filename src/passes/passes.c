@@ -1,0 +1,278 @@
+/* passes.c: the pass registry (one table, addressed by index or XLA's name), the driver that runs
+ * a pass over a clone of a graph and every computation it calls, the pipelines (XLA's CPU
+ * default order with its fixed-point loop, or a list), and the rewrite helpers of
+ * passes_internal.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gopt/hlo.h"
+#include "gopt/ops.h"
+#include "ops/ops_hlo.h"
+#include "passes/passes_internal.h"
+
+static const struct {
+  const char *name, *desc;
+  pass_fn fn;
+} passes[] = {
+    {"algsimp", "algebraic simplifier (rules in docs/PASSES.md)", pass_algsimp},
+    {"cse", "common-subexpression elimination (nodes and equal constants)", pass_cse},
+    {"dce", "dead-code elimination (side-effecting ops kept)", pass_dce},
+    {"constant_folding", "evaluates elementwise ops and broadcasts of constants", pass_constant_folding},
+    {"tuple-simplifier", "get-tuple-element(tuple) and tuple(get-tuple-element...) folding", pass_tuple_simplifier},
+    {"transpose-folding", "folds transposes of dot operands into the dimension numbers", pass_transpose_folding},
+    {"call-inliner", "inlines call instructions", pass_call_inliner},
+    {"zero_sized_hlo_elimination", "replaces ops with zero-element results by constants", pass_zero_sized},
+    {"logistic-expander", "logistic(x) -> 1 / (1 + exp(-x))", pass_logistic_expander},
+    {"batchnorm_expander", "batch-norm-inference/-training as reduce and elementwise ops", pass_batchnorm_expander},
+};
+#define N_PASSES ((int)(sizeof passes / sizeof passes[0]))
+
+int gopt_pass_count(void) { return N_PASSES; }
+const char *gopt_pass_name(int i) { return i >= 0 && i < N_PASSES ? passes[i].name : NULL; }
+const char *gopt_pass_description(int i) { return i >= 0 && i < N_PASSES ? passes[i].desc : NULL; }
+
+int gopt_pass_find(const char *name) {
+  for (int i = 0; name && i < N_PASSES; i++)
+    if (!strcmp(passes[i].name, name)) return i;
+  return -1;
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+const char *pass_op(const gopt_graph *g, int32_t n) { return ops_hlo_opcode(g, n); }
+
+int pass_is(const gopt_graph *g, int32_t n, const char *op) {
+  const char *o = ops_hlo_opcode(g, n);
+  return o && !strcmp(o, op);
+}
+
+int pass_same_type(const gopt_graph *g, int32_t a, int32_t b) {
+  if (a < 0 || b < 0) return 0;
+  const gopt_tensor *x = &g->tensors.a[a], *y = &g->tensors.a[b];
+  if (x->dtype != y->dtype || x->rank != y->rank || ((x->flags | y->flags) & GOPT_T_NOSHAPE)) return 0;
+  return x->rank == 0 || !memcmp(gopt_tensor_dims(g, a), gopt_tensor_dims(g, b), (size_t)x->rank * sizeof(int64_t));
+}
+
+int pass_is_output(const pctx *p, int32_t t) {
+  for (size_t i = 0; i < p->g->outputs.n; i++)
+    if (p->g->outputs.a[i] == t) return 1;
+  return 0;
+}
+
+void pass_replace(pctx *p, int32_t n, const int32_t *to) {
+  gopt_graph *g = p->g;
+  int no = g->nodes.a[n].n_out;
+  for (int i = 0; i < no; i++) gopt_graph_replace_uses(g, gopt_node_output(g, n, i), to[i]);
+  gopt_graph_remove_node(g, n);
+  p->st->removed++;
+  p->st->rewrites++;
+}
+
+static int const_all_equal(const gopt_graph *g, int32_t t, double v) {
+  const gopt_tensor *x = &g->tensors.a[t];
+  const void *d = gopt_tensor_data(g, t);
+  if (!(x->flags & GOPT_T_CONST) || !d) return 0;
+  int64_t ne = gopt_tensor_numel(g, t);
+  if (g->consts.a[x->cdata].nbytes < (size_t)ne * gopt_dtype_size(x->dtype)) return 0;
+  for (int64_t i = 0; i < ne; i++) {
+    double e;
+    switch (x->dtype) {
+    case GOPT_DT_FLOAT: e = ((const float *)d)[i]; break;
+    case GOPT_DT_DOUBLE: e = ((const double *)d)[i]; break;
+    case GOPT_DT_INT32: e = ((const int32_t *)d)[i]; break;
+    case GOPT_DT_INT64: e = (double)((const int64_t *)d)[i]; break;
+    case GOPT_DT_UINT32: e = ((const uint32_t *)d)[i]; break;
+    case GOPT_DT_BOOL: case GOPT_DT_UINT8: e = ((const uint8_t *)d)[i]; break;
+    default: return 0;
+    }
+    if (e != v) return 0;
+  }
+  return 1;
+}
+
+int pass_all_equal(const gopt_graph *g, int32_t t, double v) {
+  if (t < 0) return 0;
+  if (const_all_equal(g, t, v)) return 1;
+  int32_t n = g->tensors.a[t].producer;
+  return n >= 0 && pass_is(g, n, "broadcast") && g->nodes.a[n].n_in == 1 &&
+         const_all_equal(g, gopt_node_input(g, n, 0), v);
+}
+
+int pass_side_effect(const gopt_graph *g, int32_t n) {
+  const char *op = pass_op(g, n);
+  if (!op) return 0;
+  static const char *const keep[] = {"rng", "infeed", "outfeed", "send", "send-done", "recv",
+                                     "recv-done", "after-all", "all-reduce", "all-gather",
+                                     "all-to-all", "collective-permute", "reduce-scatter", NULL};
+  for (const char *const *k = keep; *k; k++)
+    if (!strcmp(op, *k)) return 1;
+  if (!strcmp(op, "custom-call"))
+    return !strcmp(gopt_node_get_string(g, n, "custom_call_has_side_effect", "false"), "true");
+  return 0;
+}
+
+int32_t pass_add_hlo(pctx *p, const char *op, const char *hint, int n_in, const int32_t *ins,
+                     int dtype, int rank, const int64_t *dims) {
+  gopt_graph *g = p->g;
+  char type[64], name[96];
+  snprintf(type, sizeof type, "hlo::%s", op);
+  snprintf(name, sizeof name, "%s.gopt%zu", hint, g->nodes.n);
+  int32_t t = gopt_graph_add_tensor(g, gopt_graph_find_tensor(g, name) >= 0 ? NULL : name, dtype,
+                                    rank, dims, p->err);
+  if (t < 0) return -1;
+  int32_t n = gopt_graph_add_node(g, type, gopt_graph_str(g, g->tensors.a[t].name), n_in, ins, 1, &t, p->err);
+  if (n < 0) return -1;
+  ops_hlo_set_kind(g, n, 0);
+  p->st->added++;
+  return t;
+}
+
+int32_t pass_splat(pctx *p, int dtype, double v, int rank, const int64_t *dims) {
+  gopt_graph *g = p->g;
+  char name[64];
+  snprintf(name, sizeof name, "constant.gopt%zu", g->tensors.n);
+  int32_t c = gopt_graph_add_tensor(g, gopt_graph_find_tensor(g, name) >= 0 ? NULL : name, dtype, 0, NULL, p->err);
+  if (c < 0) return -1;
+  unsigned char buf[8] = {0};
+  switch (dtype) {
+  case GOPT_DT_FLOAT: { float f = (float)v; memcpy(buf, &f, 4); break; }
+  case GOPT_DT_DOUBLE: memcpy(buf, &v, 8); break;
+  case GOPT_DT_INT32: { int32_t i = (int32_t)v; memcpy(buf, &i, 4); break; }
+  case GOPT_DT_INT64: { int64_t i = (int64_t)v; memcpy(buf, &i, 8); break; }
+  default: return gopt_error_set(p->err, GOPT_EUNSUP, "pass: no constant of type %s", gopt_dtype_name(dtype)), -1;
+  }
+  if (gopt_tensor_set_const(g, c, buf, gopt_dtype_size(dtype), p->err)) return -1;
+  if (rank == 0) return c;
+  int32_t b = pass_add_hlo(p, "broadcast", "broadcast", 1, &c, dtype, rank, dims);
+  int64_t none = 0;
+  if (b >= 0 && gopt_node_set_ints(g, g->tensors.a[b].producer, "dimensions", &none, 0))
+    return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory"), -1;
+  return b;
+}
+
+/* ---- driver --------------------------------------------------------------------------------- */
+
+static int run_on(pass_fn fn, gopt_graph *g, gopt_pass_stats *st, gopt_error *err, int depth) {
+  if (depth > 64) return gopt_error_set(err, GOPT_EUNSUP, "pass: computations nest deeper than 64");
+  for (size_t s = 0; s < g->subgraphs.n; s++) {
+    int rc = run_on(fn, g->subgraphs.a[s], st, err, depth + 1);
+    if (rc) return rc;
+  }
+  pctx p = {g, st, err, NULL, 0};
+  int rc = fn(&p);
+  if (rc) return rc;
+  if (g->n_dead && gopt_graph_compact(g, NULL))
+    return gopt_error_set(err, GOPT_ENOMEM, "pass: out of memory compacting the graph");
+  return 0;
+}
+
+int gopt_pass_run(int i, const gopt_graph *in, gopt_graph **out, gopt_pass_stats *st,
+                  gopt_error *err) {
+  gopt_pass_stats local;
+  if (!st) st = &local;
+  memset(st, 0, sizeof *st);
+  if (out) *out = NULL;
+  if (i < 0 || i >= N_PASSES || !in || !out)
+    return gopt_error_set(err, GOPT_EINVAL, "gopt_pass_run: no pass #%d", i);
+  gopt_graph *g = gopt_graph_clone(in);
+  if (!g) return gopt_error_set(err, GOPT_ENOMEM, "pass %s: out of memory", passes[i].name);
+  st->ops_before = gopt_hlo_instruction_count(in);
+  int rc = run_on(passes[i].fn, g, st, err, 0);
+  if (rc) {
+    gopt_error_prefix(err, "pass %s: ", passes[i].name);
+    gopt_graph_free(g);
+    return rc;
+  }
+  st->ops_after = gopt_hlo_instruction_count(g);
+  *out = g;
+  return 0;
+}
+
+/* XLA's CPU pipeline with the passes gopt has (see docs/PASSES.md). */
+static const char *const pre_default[] = {"call-inliner", "zero_sized_hlo_elimination",
+                                          "batchnorm_expander", "logistic-expander", NULL};
+static const char *const loop_default[] = {"algsimp", "dce", "zero_sized_hlo_elimination",
+                                           "tuple-simplifier", "dce", "constant_folding", NULL};
+static const char *const post_default[] = {"transpose-folding", "cse", "tuple-simplifier", "dce", NULL};
+
+typedef struct prun {
+  gopt_graph *g;
+  gopt_pipeline_step *steps;
+  size_t n, cap;
+  gopt_error *err;
+} prun;
+
+/* Runs pass idx on r->g (replacing it); *changed is set when the graph changed. */
+static int step(prun *r, int idx, int *changed) {
+  gopt_graph *h = NULL;
+  gopt_pass_stats st;
+  int rc = gopt_pass_run(idx, r->g, &h, &st, r->err);
+  if (rc) return rc;
+  if (r->n == r->cap) {
+    size_t c = r->cap ? r->cap * 2 : 32;
+    gopt_pipeline_step *s = realloc(r->steps, c * sizeof *s);
+    if (!s) {
+      gopt_graph_free(h);
+      return gopt_error_set(r->err, GOPT_ENOMEM, "out of memory");
+    }
+    r->steps = s;
+    r->cap = c;
+  }
+  r->steps[r->n++] = (gopt_pipeline_step){idx, st.ops_before, st.ops_after};
+  if (changed) *changed = st.rewrites > 0 || st.ops_after != st.ops_before;
+  gopt_graph_free(r->g);
+  r->g = h;
+  return 0;
+}
+
+static int run_list(prun *r, const char *const *names, int *changed) {
+  for (; *names; names++) {
+    int c = 0, rc = step(r, gopt_pass_find(*names), &c);
+    if (rc) return rc;
+    if (changed) *changed |= c;
+  }
+  return 0;
+}
+
+int gopt_pipeline_run(const char *spec, const gopt_graph *in, gopt_graph **out,
+                      gopt_pipeline_step **steps, size_t *n_steps, gopt_error *err) {
+  prun r = {0};
+  int rc = 0;
+  r.err = err;
+  if (out) *out = NULL;
+  if (steps) *steps = NULL;
+  if (n_steps) *n_steps = 0;
+  if (!spec || !in || !out) return gopt_error_set(err, GOPT_EINVAL, "gopt_pipeline_run: bad arguments");
+  if (!(r.g = gopt_graph_clone(in))) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if (!strcmp(spec, "default")) {
+    rc = run_list(&r, pre_default, NULL);
+    for (int round = 0, changed = 1; !rc && changed && round < 25; round++) {
+      changed = 0;
+      rc = run_list(&r, loop_default, &changed);
+    }
+    if (!rc) rc = run_list(&r, post_default, NULL);
+  } else {
+    char *list = strdup(spec), *save = NULL;
+    if (!list) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    for (char *tok = list ? strtok_r(list, ",", &save) : NULL; tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+      int idx = gopt_pass_find(tok);
+      if (idx < 0) {
+        rc = gopt_error_set(err, GOPT_EINVAL, "--order: unknown pass '%s' (gopt passes --list shows them)", tok);
+        break;
+      }
+      rc = step(&r, idx, NULL);
+    }
+    free(list);
+  }
+  if (rc) {
+    gopt_graph_free(r.g);
+    free(r.steps);
+    return rc;
+  }
+  *out = r.g;
+  if (steps) *steps = r.steps;
+  else free(r.steps);
+  if (n_steps) *n_steps = r.n;
+  return 0;
+}

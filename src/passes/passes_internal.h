@@ -1,0 +1,57 @@
+/* passes_internal.h: the pass context and the rewrite helpers shared by the passes of
+ * src/passes (internal). A pass function rewrites one graph in place (the driver in passes.c
+ * clones the input, applies the function to the graph and every computation it calls, compacts
+ * and counts). */
+#ifndef GOPT_PASSES_INTERNAL_H
+#define GOPT_PASSES_INTERNAL_H
+
+#include <stdint.h>
+
+#include "gopt/graph.h"
+#include "gopt/passes.h"
+
+typedef struct pctx {
+  gopt_graph *g;
+  gopt_pass_stats *st;
+  gopt_error *err;
+  unsigned char *is_out; /* per tensor (at entry): a graph output */
+  size_t n_is_out;
+} pctx;
+
+typedef int (*pass_fn)(pctx *p);
+
+/* HLO opcode of node n ("add" for "hlo::add"), NULL for nodes of other front ends. */
+const char *pass_op(const gopt_graph *g, int32_t n);
+/* 1 when n has opcode op. */
+int pass_is(const gopt_graph *g, int32_t n, const char *op);
+/* 1 when tensors a and b have the same dtype and static shape. */
+int pass_same_type(const gopt_graph *g, int32_t a, int32_t b);
+/* 1 when t is a graph output of p's graph. */
+int pass_is_output(const pctx *p, int32_t t);
+/* Makes every use of n's outputs use to[i] instead and removes n (counted as a rewrite). */
+void pass_replace(pctx *p, int32_t n, const int32_t *to);
+/* 1 when every element of t is v: a constant with bytes, or an hlo broadcast of one. */
+int pass_all_equal(const gopt_graph *g, int32_t t, double v);
+/* 1 when the node must stay although its results are unused (rng, infeed, side effects). */
+int pass_side_effect(const gopt_graph *g, int32_t n);
+/* Adds an hlo node of opcode op reading ins and producing one new tensor of dtype/shape; its op
+ * kind is set as on import. Returns the output tensor, or -1 with p->err set. */
+int32_t pass_add_hlo(pctx *p, const char *op, const char *hint, int n_in, const int32_t *ins,
+                     int dtype, int rank, const int64_t *dims);
+/* A new scalar constant of dtype with value v broadcast to dims (two instructions when rank > 0:
+ * constant and broadcast). Returns the tensor or -1. */
+int32_t pass_splat(pctx *p, int dtype, double v, int rank, const int64_t *dims);
+
+/* The passes. */
+int pass_dce(pctx *p);
+int pass_cse(pctx *p);
+int pass_tuple_simplifier(pctx *p);
+int pass_zero_sized(pctx *p);
+int pass_algsimp(pctx *p);
+int pass_transpose_folding(pctx *p);
+int pass_constant_folding(pctx *p);
+int pass_call_inliner(pctx *p);
+int pass_logistic_expander(pctx *p);
+int pass_batchnorm_expander(pctx *p);
+
+#endif
