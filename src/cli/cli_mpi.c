@@ -13,9 +13,10 @@
 
 #ifdef GOPT_MPI
 #include <mpi.h>
+static int mpi_on = 0; /* MPI_Init succeeded (only under a launcher) */
 #endif
 
-static int mpi_rank = 0, mpi_size = 1, mpi_on = 0;
+static int mpi_rank = 0, mpi_size = 1;
 int cli_mpi_islands = 1;
 
 int cli_mpi_rank(void) { return mpi_rank; }

@@ -4,7 +4,7 @@
 # 0 (check_mpi_train.sh); island-model search keeps the global budget and is at least as good as one
 # process (check_mpi_search.py).
 find_program(GOPT_MPIRUN NAMES mpirun)
-if(GOPT_MPI AND GOPT_MPIRUN)
+if(GOPT_MPI_ON AND GOPT_MPIRUN)
   add_test(NAME mpi_train COMMAND ${CMAKE_CURRENT_LIST_DIR}/check_mpi_train.sh ${GOPT_BIN} ${GOPT_MPIRUN}
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   add_test(NAME mpi_search COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_mpi_search.py ${GOPT_BIN} ${GOPT_MPIRUN} 5
