@@ -6,11 +6,12 @@
 #   tools/install-deps.sh --list        the sets and what each is for
 #
 # Sets (the README lists them too):
-#   build  compilers, CMake and the libraries libgopt and the CLI link, Graphviz for the report's
-#          layout: enough to build gopt and run every command (./gopt installs only this)
+#   build  compilers, CMake and the libraries libgopt and the CLI link: enough to build gopt and
+#          run every command (./gopt installs only this; `gopt report` draws its graph section
+#          with Graphviz when it is there and says how to install it when not)
 #   test   what the test suite adds: python-onnx, numpy, PyTorch and torchvision for the reference
 #          fixtures (Debian's /usr/bin/python3), ONNX Runtime (npm) as the output oracle, Chromium
-#          and playwright-core for the report's browser test, clang for the libFuzzer target,
+#          playwright-core and Graphviz for the report's browser test, clang for the libFuzzer target,
 #          dpkg-dev for the Debian package, and Open MPI (libopenmpi-dev, openmpi-bin): the build
 #          turns MPI on when it finds it (GOPT_MPI), so ./test builds and tests the MPI commands
 #          while ./gopt does not need it (./test installs build and test)
@@ -27,14 +28,13 @@ set_build=(
   libjansson-dev libopenblas-dev libdnnl-dev libmetis-dev libglpk-dev
   libz3-dev
   libsqlite3-dev
-  graphviz
 )
 set_test=(
   clang dpkg-dev
   npm:onnxruntime-node@1.30.0
   npm:playwright-core@1.65.1
   python3-numpy python3-onnx python3-torch python3-torchvision
-  chromium
+  chromium graphviz
   libopenmpi-dev openmpi-bin
 )
 set_tools=(
