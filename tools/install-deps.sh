@@ -32,7 +32,7 @@ set_build=(
 set_test=(
   clang dpkg-dev
   npm:onnxruntime-node@1.30.0
-  npm:playwright-core@1.65.1
+  npm:playwright-core@1.60.0
   python3-numpy python3-onnx python3-torch python3-torchvision
   chromium graphviz
   libopenmpi-dev openmpi-bin
@@ -86,8 +86,10 @@ missing=() npm_missing=()
 for p in "${wanted[@]}"; do
   if [ "${p#npm:}" != "$p" ]; then
     name="${p#npm:}"
+    version="${name##*@}"
     name="${name%@*}"
-    [ -f "$node_dir/node_modules/$name/package.json" ] || npm_missing+=("${p#npm:}")
+    grep -qs "\"version\": \"$version\"" "$node_dir/node_modules/$name/package.json" ||
+      npm_missing+=("${p#npm:}")
     continue
   fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
