@@ -475,10 +475,6 @@ static int comp_name(ex *x, const gopt_graph *sub, char **out) {
   return emit_comp(x, sub, nm, 0);
 }
 
-static int is_derived(const char *k) {
-  return !strcmp(k, "to") || !strcmp(k, "perm") || !strcmp(k, "axis") || !strcmp(k, "equation") ||
-         !strcmp(k, "hlo.operands") || !strcmp(k, "hlo.leaf_offset");
-}
 
 /* Attributes of an hlo:: node as HLO writes them. */
 static void hlo_attrs(cx *c, sbuf *b, int32_t n) {
@@ -488,7 +484,7 @@ static void hlo_attrs(cx *c, sbuf *b, int32_t n) {
     uint32_t ai = nd->attr + i;
     const gopt_attr *a = &g->attrs.a[ai];
     const char *k = gopt_graph_str(g, a->name);
-    if (is_derived(k)) continue;
+    if (hlo_attr_reserved(k)) continue;
     if (a->kind == GOPT_ATTR_GRAPH) {
       const char *dot = strrchr(k, '.');
       if (!dot) {

@@ -263,6 +263,8 @@ static int attach(cimp *ci, int32_t n, const char *key, gopt_graph *s) {
 static int set_attr(cimp *ci, int32_t n, const hlo_instr *in, const hlo_attr *a) {
   gopt_graph *g = ci->g;
   int rc = 0;
+  if (hlo_attr_reserved(a->key))
+    return at(ci->im, a->line, a->col, GOPT_EPARSE, "attribute '%s' is not an HLO attribute%s", a->key, "");
   if (hlo_is_comp_attr(a->key)) return attach(ci, n, a->key, called_graph(ci, a, a->val, strlen(a->val)));
   if (hlo_is_comp_list_attr(a->key)) {
     const char *s = a->val;

@@ -4,6 +4,7 @@
 #define GOPT_HLO_INTERNAL_H
 
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 
 #include "gopt/graph.h"
@@ -80,5 +81,13 @@ int hlo_is_comp_list_attr(const char *key);
 int hlo_is_ints_attr(const char *key);
 int hlo_is_int_attr(const char *key);
 int hlo_is_float_attr(const char *key);
+
+/* Attribute names gopt itself derives on imported nodes (convert's "to", transpose's "perm", ...)
+ * and its own bookkeeping: export leaves them out, so a text attribute of that name is refused on
+ * import rather than lost on the way back. */
+static inline int hlo_attr_reserved(const char *k) {
+  return !strcmp(k, "to") || !strcmp(k, "perm") || !strcmp(k, "axis") || !strcmp(k, "equation") ||
+         !strncmp(k, "hlo.", 4);
+}
 
 #endif
