@@ -13,18 +13,6 @@
 #include "rewrite/rewrite_internal.h"
 #include "util/util_internal.h"
 
-static int push(gopt_rewrite_match **out, size_t *n, size_t *cap, const gopt_rewrite_match *m) {
-  if (*n == *cap) {
-    size_t c = *cap ? *cap * 2 : 64;
-    gopt_rewrite_match *p = realloc(*out, c * sizeof *p);
-    if (!p) return GOPT_ENOMEM;
-    *out = p;
-    *cap = c;
-  }
-  (*out)[(*n)++] = *m;
-  return 0;
-}
-
 static int is_const(const gopt_graph *g, int32_t t) {
   return t >= 0 && (g->tensors.a[t].flags & GOPT_T_CONST);
 }
@@ -103,7 +91,7 @@ static int find_affine(const gopt_graph *g, int32_t rule, int kind, gopt_rewrite
     } else if (g->tensors.a[gopt_node_output(g, u, 0)].rank != 4) {
       continue;
     }
-    if (push(out, n, cap, &m)) return GOPT_ENOMEM;
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
   }
   return 0;
 }
@@ -273,7 +261,7 @@ static int find_parallel(const gopt_graph *g, int32_t rule, int op, int enlarge,
           continue;
       }
       gopt_rewrite_match m = {rule, 2, 1, {a, b}, {x}};
-      if (push(out, n, cap, &m)) return GOPT_ENOMEM;
+      if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
       break;
     }
   }
@@ -414,7 +402,7 @@ static int find_fold(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out
   for (size_t i = 0; i < g->nodes.n; i++) {
     if (!rw_foldable(g, (int32_t)i)) continue;
     gopt_rewrite_match m = {rule, 1, 0, {(int32_t)i}, {0}};
-    if (push(out, n, cap, &m)) return GOPT_ENOMEM;
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
   }
   return 0;
 }

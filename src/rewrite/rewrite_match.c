@@ -208,7 +208,7 @@ static int match_rec(mstate *s) {
   return 0;
 }
 
-static int push_match(gopt_rewrite_match **out, size_t *n, size_t *cap, const gopt_rewrite_match *m) {
+int rw_match_push(gopt_rewrite_match **out, size_t *n, size_t *cap, const gopt_rewrite_match *m) {
   if (*n == *cap) {
     size_t c = *cap ? *cap * 2 : 64;
     gopt_rewrite_match *p = realloc(*out, c * sizeof *p);
@@ -236,7 +236,7 @@ static int find_pattern(const gopt_graph *g, const rw_rule *r, int32_t rule, gop
     for (int i = 0, k = 1; i < r->src.n_ops; i++)
       if (i != anchor) m.nodes[k++] = s.nodes[i];
     memcpy(m.vars, s.vars, sizeof m.vars);
-    if (push_match(out, n, cap, &m)) return GOPT_ENOMEM;
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
   }
   return 0;
 }

@@ -13,7 +13,7 @@ import tempfile
 import gopt
 
 GOPT = sys.argv[1]
-failures = []
+from pycase import case, failures  # noqa: E402
 
 
 def cli(*args):
@@ -51,16 +51,6 @@ def same(a, b, path="", rel=1e-12, skip=()):
         raise AssertionError("%s: %r != %r" % (path, a, b))
 
 
-def case(name):
-    def wrap(fn):
-        try:
-            fn()
-            print("ok   %s" % name)
-        except Exception as e:  # noqa: BLE001 - report every failing case
-            failures.append(name)
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-        return fn
-    return wrap
 
 
 TIMING = ("seconds",)  # wall-clock fields differ between runs

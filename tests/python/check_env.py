@@ -15,19 +15,9 @@ import onnx
 import gopt
 
 GOPT = sys.argv[1]
-failures = []
+from pycase import case, failures  # noqa: E402
 
 
-def case(name):
-    def wrap(fn):
-        try:
-            fn()
-            print("ok   %s" % name)
-        except Exception as e:  # noqa: BLE001 - report every failing case
-            failures.append(name)
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-        return fn
-    return wrap
 
 
 def raises(fn, pattern):
