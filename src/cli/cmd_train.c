@@ -27,7 +27,9 @@ static const char train_help[] =
     "  --rollout-groups G  split each batch's samples into G gradient groups summed in order (default 1).\n"
     "  Under `mpirun -np P` every rank evaluates and differentiates one group (G = P, K % P == 0) and\n"
     "  rank 0 writes P.gpol: bitwise the weights of one process with --rollout-groups P (docs/SCALING.md).\n"
-    "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n";
+    "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n"
+    "usage: gopt train --method rewrite MODEL... -o P.gpol [...]: the rewrite agent of\n"
+    "  `gopt rewrite --method rl` (see gopt train --method rewrite --help)\n";
 
 #define MAX_ITEMS 4096
 
@@ -190,6 +192,11 @@ static void record(const train_args *a, const train_set *s, const gopt_learn_tra
 }
 
 int cli_train(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++) /* --method rewrite: the rewrite agent (cmd_train_rewrite.c) */
+    if (!strcmp(argv[i], "--method")) {
+      if (!strcmp(argv[i + 1], "rewrite")) return cli_train_rewrite(argc, argv);
+      return cli_usage_error("train", "--method: unknown training method '%s' (rewrite; task policies take --task)", argv[i + 1]);
+    }
   train_args a = {.iters = 100, .seed = 1, .threads = 2, .samples = 8};
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
