@@ -120,7 +120,7 @@ typedef struct gopt_rewrite_opts {
   double max_growth;           /* op count limit as a multiple of the original (<= 0: 2) */
   uint64_t seed;
   const char *policy;          /* rl: the policy file (NULL: the shipped policies/rewrite.gpol);
-                                * budget = the episode's steps (<= 0: 32) */
+                                * budget = the episode's steps (<= 0: 64) */
 } gopt_rewrite_opts;
 
 /* One applied rewrite of the best graph's history. */
@@ -163,7 +163,8 @@ int gopt_rewrite_replay_check(const gopt_graph *g, const gopt_ruleset *rs,
 
 /* ---- rl (X-RLflow; docs/REWRITE.md "## rl") ------------------------------------------------- */
 /* The rewriting MDP for the sequential agent (gopt/learn_seq.h): state = the current graph (node
- * features: the learn module's env features + cost ratio and step fraction); candidates = up to
+ * features: the learn module's env features + cost ratio to the original and candidate count);
+ * candidates = up to
  * GOPT_REWRITE_RL_CANDIDATES (rule, location) matches whose application succeeds and changes the
  * graph, the cheapest first (features: hashed rule id, rule size, relative simulated cost change,
  * op-count change, weight-changing flag; anchored at the match's first node); reward = (previous

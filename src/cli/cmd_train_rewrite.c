@@ -2,7 +2,6 @@
  * rewrite agent (the learn module's sequential agent on the rewriting MDP of rewrite.h) with PPO on
  * the models and writes the policy; Ctrl-C writes it and --resume continues (as `gopt train`). */
 #define _POSIX_C_SOURCE 200809L
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,11 +82,6 @@ static void trw_on_iter(const gopt_learn_iter_info *in, void *user) {
           trw_total, in->loss, in->reward, in->best_obj, in->lr, trw_names[in->graph], eta);
 }
 
-static void trw_sigint(int sig) {
-  (void)sig;
-  gopt_learn_request_stop();
-}
-
 int cli_train_rewrite(int argc, char **argv) {
   trw_args a = {.iters = 100, .seed = 1, .threads = 2, .episodes = 8, .steps = 16};
   int rc = trw_parse(argc, argv, &a);
@@ -128,17 +122,9 @@ int cli_train_rewrite(int argc, char **argv) {
   trw_total = a.iters;
   trw_t0 = trw_last = gopt_now();
   trw_names = a.models;
-  gopt_learn_clear_stop();
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = trw_sigint;
-  sigaction(SIGINT, &sa, &old);
-  if (cli_mpi_size() > 1) { /* see cli_task_sigint */
-    sigaction(SIGUSR1, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-  }
+  cli_task_sigint(1); /* Ctrl-C: stop at the next iteration boundary, write the policy */
   int trc = gopt_rewrite_rl_train((const gopt_graph *const *)gs, a.models, (size_t)a.n_models, rs, &ro, p, &to, &tr, &err);
-  sigaction(SIGINT, &old, NULL);
+  cli_task_sigint(0);
   if (trc) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
   if (cli_mpi_rank() == 0 && gopt_seq_policy_save(p, a.out, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
   if (tr.interrupted) {

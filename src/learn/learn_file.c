@@ -246,6 +246,13 @@ done:
   return rc;
 }
 
+int learn_file_keep_ckpt(const char *path, const learn_file *f, unsigned char **ckpt, size_t *len, gopt_error *err) {
+  if (!(*ckpt = malloc(f->ck_len + 1))) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+  memcpy(*ckpt, f->ck, f->ck_len);
+  *len = f->ck_len;
+  return 0;
+}
+
 void learn_file_free(learn_file *f) {
   if (!f) return;
   free(f->meta);
@@ -261,11 +268,7 @@ int gopt_policy_load(const char *path, int task, gopt_policy **out, gopt_error *
   if ((rc = parse_meta(path, f.meta, task, out, err))) goto done;
   int64_t step = 0;
   if ((rc = learn_ckpt_from_blob(path, f.ck, f.ck_len, (*out)->params, NULL, NULL, &step, err))) goto done;
-  if ((*out)->has_train) {
-    if (!((*out)->ckpt = malloc(f.ck_len + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
-    memcpy((*out)->ckpt, f.ck, f.ck_len);
-    (*out)->ckpt_len = f.ck_len;
-  }
+  if ((*out)->has_train) rc = learn_file_keep_ckpt(path, &f, &(*out)->ckpt, &(*out)->ckpt_len, err);
 done:
   if (rc) { gopt_policy_free(*out); *out = NULL; }
   learn_file_free(&f);

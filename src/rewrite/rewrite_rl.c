@@ -156,7 +156,8 @@ static int rl_grow(gopt_rewrite_rl *r, size_t nodes, size_t edges, gopt_error *e
   return 0;
 }
 
-/* Node features (the learn module's env features + cost ratio and step fraction) and dataflow
+/* Node features (the learn module's env features + cost ratio to the original and the candidate
+ * count as a fraction of the maximum; the same at any episode length) and dataflow
  * edges of the current graph over its live nodes in topological order; pos maps id -> row. */
 static int rl_encode(gopt_rewrite_rl *r, int32_t *pos, int64_t *n_out, int64_t *ne_out, gopt_error *err) {
   const gopt_graph *g = r->cur;
@@ -180,7 +181,7 @@ static int rl_encode(gopt_rewrite_rl *r, int32_t *pos, int64_t *n_out, int64_t *
       float *row = r->feat + i * RL_NF;
       memcpy(row, ef + (size_t)order[i] * GOPT_ENV_NFEAT, GOPT_ENV_NFEAT * sizeof *row);
       row[GOPT_ENV_NFEAT] = (float)(r->cost / r->cost0);
-      row[GOPT_ENV_NFEAT + 1] = (float)r->step / (float)r->max_steps;
+      row[GOPT_ENV_NFEAT + 1] = (float)r->nc / (float)r->max_cand;
     }
     for (int64_t i = 0; i < n; i++) {
       const gopt_node *nd = &g->nodes.a[order[i]];
@@ -224,7 +225,7 @@ static void rl_cand_feats(gopt_rewrite_rl *r, const int32_t *pos) {
 static int rl_observe(void *u, gopt_seq_obs *o, gopt_error *err) {
   gopt_rewrite_rl *r = u;
   if (!r->cur) return gopt_error_set(err, GOPT_EINVAL, "rewrite rl: observe before reset");
-  int rc = r->have_cands ? 0 : rl_candidates(r, err);
+  int rc = r->have_cands ? 0 : rl_candidates(r, err); /* before rl_encode: it reads r->nc */
   int32_t *pos = rc ? NULL : malloc((r->cur->nodes.n + 1) * sizeof *pos);
   int64_t n = 0, ne = 0;
   if (!rc && !pos) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
@@ -317,7 +318,7 @@ static int rl_take(gopt_rewrite_rl *r, gopt_rewrite_result *res) {
 }
 
 /* The "rl" search method: one greedy episode of the policy (o->policy, else the shipped
- * rewrite.gpol) of at most o->budget steps (default 32); the best graph seen is the result. */
+ * rewrite.gpol) of at most o->budget steps (default 64); the best graph seen is the result. */
 int rw_search_rl(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
                  gopt_rewrite_result *res, gopt_error *err) {
   char path[1200];
@@ -331,7 +332,7 @@ int rw_search_rl(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite
   if (!rc && (got.node_feat != want.node_feat || got.cand_feat != want.cand_feat))
     rc = gopt_error_set(err, GOPT_EUNSUP, "%s: policy has %d node and %d candidate features, this build uses %d and %d (retrain it)",
                         path, got.node_feat, got.cand_feat, want.node_feat, want.cand_feat);
-  rc = rc ? rc : gopt_rewrite_rl_new(&g, 1, rs, o, (int)(o->budget > 0 ? o->budget : 32), &r, err);
+  rc = rc ? rc : gopt_rewrite_rl_new(&g, 1, rs, o, (int)(o->budget > 0 ? o->budget : 64), &r, err);
   gopt_seq_env env = r ? gopt_rewrite_rl_env(r) : (gopt_seq_env){0};
   rc = rc ? rc : gopt_seq_run(p, &env, 0, 1, o->seed, r->max_steps, NULL, NULL, err);
   if (!rc) rl_take(r, res);
