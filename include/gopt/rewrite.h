@@ -120,7 +120,7 @@ typedef struct gopt_rewrite_opts {
   double max_growth;           /* op count limit as a multiple of the original (<= 0: 2) */
   uint64_t seed;
   const char *policy;          /* rl: the policy file (NULL: the shipped policies/rewrite.gpol);
-                                * budget = the episode's steps (<= 0: 64) */
+                                * budget = the episode's steps (<= 0: 100) */
 } gopt_rewrite_opts;
 
 /* One applied rewrite of the best graph's history. */
