@@ -102,6 +102,14 @@ int gopt_localadv_train(gopt_policy *p, const gopt_ladata *d, gopt_env *const *e
 int gopt_localadv_predict(gopt_policy *p, const gopt_env *e, const double *x, double *adv,
                           gopt_error *err);
 
+/* Kendall tau-b of the pairs (x[i], y[i]), i < n; NaN when undefined (n < 2, a constant side). */
+double gopt_localadv_kendall(const double *x, const double *y, size_t n);
+/* The held-out ranking quality of m on a dataset (envs as for training): per graph, Kendall tau of
+ * the predicted against the true advantages of every label into tau[g], and of their absolute
+ * values (what the guided search ranks by) into tau_abs[g]. */
+int gopt_localadv_evaluate(gopt_policy *m, const gopt_ladata *d, gopt_env *const *envs, double *tau,
+                           double *tau_abs, gopt_error *err);
+
 /* A gopt_search_guide_fn for the "guided" search: user is a gopt_localadv_guide whose model and
  * env are set and state is NULL (the encoding is prepared on the first call and kept in state;
  * release it with gopt_localadv_guide_free). score[i] is gopt_localadv_predict's adv[i]. */

@@ -414,3 +414,67 @@ void gopt_localadv_guide_free(gopt_localadv_guide *g) {
   free(s);
   g->state = NULL;
 }
+
+/* ---- held-out ranking quality -------------------------------------------------------------- */
+/* Kendall tau-b of (x[i], y[i]), i < n (ties in either count as neither concordant nor
+ * discordant); NaN when n < 2 or one side is constant. O(n^2). */
+double gopt_localadv_kendall(const double *x, const double *y, size_t n) {
+  double con = 0, dis = 0, tx = 0, ty = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++) {
+      double a = x[i] - x[j], b = y[i] - y[j];
+      if (a == 0 && b == 0) continue;
+      if (a == 0) tx++;
+      else if (b == 0) ty++;
+      else if ((a > 0) == (b > 0)) con++;
+      else dis++;
+    }
+  double den = sqrt((con + dis + tx) * (con + dis + ty));
+  return den > 0 ? (con - dis) / den : NAN;
+}
+
+int gopt_localadv_evaluate(gopt_policy *m, const gopt_ladata *d, gopt_env *const *envs, double *tau,
+                           double *tau_abs, gopt_error *err) {
+  if (!m->localadv) return gopt_error_set(err, GOPT_EINVAL, "localadv: the model is a GO policy");
+  gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
+  if (!ctx) return gopt_error_set(err, GOPT_ENOMEM, "localadv: out of memory");
+  int rc = 0;
+  for (size_t gi = 0; gi < d->n && !rc; gi++) {
+    const ladata_graph *G = &d->g[gi];
+    size_t nl = 0;
+    for (size_t r = 0; r < G->nrec; r++) nl += G->card[G->var[r]] - 1u;
+    double *pa = malloc((nl + 1) * sizeof *pa), *ta = malloc((nl + 1) * sizeof *ta);
+    double *x = malloc(((size_t)G->nvars + 1) * sizeof *x);
+    la_prep p;
+    memset(&p, 0, sizeof p);
+    if (!pa || !ta || !x) rc = gopt_error_set(err, GOPT_ENOMEM, "localadv: out of memory");
+    if (!rc && !(rc = gopt_ladata_check_env(d, gi, envs[gi], err))) rc = la_prep_new(envs[gi], &p, err);
+    size_t k = 0;
+    for (size_t r = 0; r < G->nrec && !rc; r++) {
+      for (uint32_t i = 0; i < G->nvars; i++) x[i] = G->cfg[r * G->nvars + i];
+      gopt_nn_tensor *s = NULL;
+      gopt_nn_ctx_reset(ctx);
+      gopt_nn_ctx_set_training(ctx, 0);
+      if ((rc = la_scores(ctx, m, &p, x, &s, err))) break;
+      uint32_t v = G->var[r], dv = G->dflt[v];
+      const float *row = s->data + (size_t)(p.pos[v] < 0 ? 0 : p.pos[v]) * (size_t)s->shape[1];
+      const double *c = G->cost + G->cost_off[r];
+      for (uint32_t q = 0; q < G->card[v]; q++) {
+        if (q == dv) continue;
+        pa[k] = p.pos[v] < 0 ? 0 : (double)row[q] - (double)row[dv];
+        ta[k++] = c[q] - c[dv];
+      }
+    }
+    if (!rc) {
+      tau[gi] = gopt_localadv_kendall(pa, ta, k);
+      for (size_t i = 0; i < k; i++) { pa[i] = fabs(pa[i]); ta[i] = fabs(ta[i]); }
+      tau_abs[gi] = gopt_localadv_kendall(pa, ta, k);
+    }
+    la_prep_free(&p);
+    free(pa);
+    free(ta);
+    free(x);
+  }
+  gopt_nn_ctx_free(ctx);
+  return rc;
+}
