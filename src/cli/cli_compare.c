@@ -140,7 +140,8 @@ int cli_cmp_methods(const char *cmd, const char *methods, int task, const cli_ta
   for (size_t i = 0; i < gopt_search_method_count(); i++) {
     const char *nm = gopt_search_method_name(i);
     /* guided only when its advantage model is there (--policy or the shipped one) */
-    if (!strcmp(nm, "guided") && cli_localadv_model_path(f, task, pp, sizeof pp, &perr)) {
+    if (!strcmp(nm, "guided") && (task == GOPT_TASK_FUSION || task == GOPT_TASK_PLACEMENT) &&
+        cli_localadv_model_path(f, task, pp, sizeof pp, &perr)) {
       snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "guided (%.280s)", perr.msg);
       continue;
     }
