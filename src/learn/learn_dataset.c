@@ -247,30 +247,16 @@ int gopt_ladata_append(gopt_ladata *d, const gopt_ladata *src, gopt_error *err) 
 }
 
 /* ---- file ---------------------------------------------------------------------------------- */
-typedef struct obuf { unsigned char *p; size_t n, cap; int oom; } obuf;
-static void ob_put(obuf *b, const void *d, size_t n) {
-  if (b->oom) return;
-  if (b->n + n > b->cap) {
-    size_t c = b->cap ? b->cap : 1 << 16;
-    while (c < b->n + n) c *= 2;
-    unsigned char *q = realloc(b->p, c);
-    if (!q) { b->oom = 1; return; }
-    b->p = q;
-    b->cap = c;
-  }
-  memcpy(b->p + b->n, d, n);
-  b->n += n;
-}
-static void ob_u32(obuf *b, uint32_t v) { ob_put(b, &v, 4); }
-static void ob_u64(obuf *b, uint64_t v) { ob_put(b, &v, 8); }
-static void ob_str(obuf *b, const char *s) {
+static void ob_u32(learn_buf *b, uint32_t v) { learn_buf_put(b, &v, 4); }
+static void ob_u64(learn_buf *b, uint64_t v) { learn_buf_put(b, &v, 8); }
+static void ob_str(learn_buf *b, const char *s) {
   ob_u32(b, (uint32_t)strlen(s));
-  ob_put(b, s, strlen(s));
+  learn_buf_put(b, s, strlen(s));
 }
 
 int gopt_ladata_save(const gopt_ladata *d, const char *path, gopt_error *err) {
-  obuf b = {0};
-  ob_put(&b, LA_MAGIC, 8);
+  learn_buf b = {0};
+  learn_buf_put(&b, LA_MAGIC, 8);
   ob_u32(&b, GOPT_LADATA_VERSION);
   ob_u32(&b, (uint32_t)d->task);
   ob_u32(&b, (uint32_t)d->n);
@@ -280,13 +266,13 @@ int gopt_ladata_save(const gopt_ladata *d, const char *path, gopt_error *err) {
     ob_str(&b, g->cluster);
     ob_u64(&b, g->hash);
     ob_u32(&b, g->nvars);
-    ob_put(&b, g->card, g->nvars);
-    ob_put(&b, g->dflt, g->nvars);
+    learn_buf_put(&b, g->card, g->nvars);
+    learn_buf_put(&b, g->dflt, g->nvars);
     ob_u64(&b, g->nrec);
     for (size_t r = 0; r < g->nrec; r++) {
       ob_u32(&b, g->var[r]);
-      ob_put(&b, g->cfg + r * g->nvars, g->nvars);
-      ob_put(&b, g->cost + g->cost_off[r], g->card[g->var[r]] * sizeof(double));
+      learn_buf_put(&b, g->cfg + r * g->nvars, g->nvars);
+      learn_buf_put(&b, g->cost + g->cost_off[r], g->card[g->var[r]] * sizeof(double));
     }
   }
   uint64_t h = b.oom ? 0 : gopt_hash_bytes(b.p, b.n, 0);

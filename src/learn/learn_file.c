@@ -59,8 +59,8 @@ int learn_ckpt_from_blob(const char *label, const unsigned char *blob, size_t le
   return rc;
 }
 
-typedef struct wbuf { unsigned char *p; size_t n, cap; int oom; } wbuf;
-static void put(wbuf *b, const void *d, size_t n) {
+typedef learn_buf wbuf;
+void learn_buf_put(learn_buf *b, const void *d, size_t n) {
   if (b->oom) return;
   if (b->n + n > b->cap) {
     size_t c = b->cap ? b->cap : 4096;
@@ -73,6 +73,7 @@ static void put(wbuf *b, const void *d, size_t n) {
   memcpy(b->p + b->n, d, n);
   b->n += n;
 }
+static void put(wbuf *b, const void *d, size_t n) { learn_buf_put(b, d, n); }
 static void putf(wbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void putf(wbuf *b, const char *fmt, ...) {
   char line[1024];

@@ -112,6 +112,11 @@ int learn_ckpt_to_blob(const gopt_nn_params *p, const gopt_nn_optim *o, const go
 int learn_ckpt_from_blob(const char *label, const unsigned char *blob, size_t len, gopt_nn_params *p,
                          gopt_nn_optim *o, gopt_nn_rng *rng, int64_t *step, gopt_error *err);
 
+/* A growable byte buffer for the file writers: oom is set when an allocation fails (the later puts
+ * do nothing); the caller frees p. */
+typedef struct learn_buf { unsigned char *p; size_t n, cap; int oom; } learn_buf;
+void learn_buf_put(learn_buf *b, const void *d, size_t n);
+
 /* A stop request is pending (gopt_learn_request_stop). */
 int learn_stop_requested(void);
 
