@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_localadv.sh GOPT: the local advantage commands end to end on small graphs: gopt collect
-# (two models, --append), gopt train --method localadv (an interrupted run resumed gives a
+# (two models, --append; placement too), gopt train --method localadv (an interrupted run resumed gives a
 # byte-identical file), --evaluate, optimize/compare with khop and guided; one-line errors for a
 # corrupted or truncated dataset, a truncated model, a GO policy given to guided, and bad flags.
 set -eu
@@ -25,6 +25,11 @@ cmp "$t/full.gpol" "$t/part.gpol" || { echo "FAIL: resumed model differs"; exit 
   --start default --budget 60 --alpha 20 --hops 2 --json | grep -q '"method": "guided"'
 "$gopt" compare "gpt2:layers=2,seq=16" --task fusion --cluster V100 --methods khop,guided --policy "$t/full.gpol" \
   --budget 40 --json | grep -q '"khop"'
+# placement: collect, train, guided (no shipped placement model: --policy)
+"$gopt" collect "resnet50:depth=18" --task placement --cluster 2xV100-nvlink --samples 80 -o "$t/p.bin" >/dev/null
+"$gopt" train --method localadv --data "$t/p.bin" --iters 4 -o "$t/p.gpol" >/dev/null 2>&1
+"$gopt" optimize "resnet50:depth=34" --task placement --cluster 2xV100-nvlink --method guided --policy "$t/p.gpol" \
+  --start default --budget 40 --json | grep -q '"evaluations": 40'
 # errors
 cp "$t/d.bin" "$t/bad.bin"
 printf '\x55' | dd of="$t/bad.bin" bs=1 seek=40 conv=notrunc 2>/dev/null
