@@ -102,9 +102,8 @@ int gopt_localadv_train(gopt_policy *p, const gopt_ladata *d, gopt_env *const *e
 int gopt_localadv_predict(gopt_policy *p, const gopt_env *e, const double *x, double *adv,
                           gopt_error *err);
 
-/* Kendall tau-b of the pairs (x[i], y[i]), i < n; NaN when undefined (n < 2, a constant side). */
-double gopt_localadv_kendall(const double *x, const double *y, size_t n);
-/* The held-out ranking quality of m on a dataset (envs as for training): per graph, Kendall tau of
+/* The held-out ranking quality of m on a dataset (envs as for training): per graph, Kendall tau-b
+ * (gopt_sim_kendall_tau) of
  * the predicted against the true advantages of every label into tau[g], and of their absolute
  * values (what the guided search ranks by) into tau_abs[g]. */
 int gopt_localadv_evaluate(gopt_policy *m, const gopt_ladata *d, gopt_env *const *envs, double *tau,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gopt/sim.h"
 #include "gopt/util.h"
 #include "learn/learn_localadv.h"
 
@@ -416,23 +417,6 @@ void gopt_localadv_guide_free(gopt_localadv_guide *g) {
 }
 
 /* ---- held-out ranking quality -------------------------------------------------------------- */
-/* Kendall tau-b of (x[i], y[i]), i < n (ties in either count as neither concordant nor
- * discordant); NaN when n < 2 or one side is constant. O(n^2). */
-double gopt_localadv_kendall(const double *x, const double *y, size_t n) {
-  double con = 0, dis = 0, tx = 0, ty = 0;
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = i + 1; j < n; j++) {
-      double a = x[i] - x[j], b = y[i] - y[j];
-      if (a == 0 && b == 0) continue;
-      if (a == 0) tx++;
-      else if (b == 0) ty++;
-      else if ((a > 0) == (b > 0)) con++;
-      else dis++;
-    }
-  double den = sqrt((con + dis + tx) * (con + dis + ty));
-  return den > 0 ? (con - dis) / den : NAN;
-}
-
 int gopt_localadv_evaluate(gopt_policy *m, const gopt_ladata *d, gopt_env *const *envs, double *tau,
                            double *tau_abs, gopt_error *err) {
   if (!m->localadv) return gopt_error_set(err, GOPT_EINVAL, "localadv: the model is a GO policy");
@@ -466,9 +450,9 @@ int gopt_localadv_evaluate(gopt_policy *m, const gopt_ladata *d, gopt_env *const
       }
     }
     if (!rc) {
-      tau[gi] = gopt_localadv_kendall(pa, ta, k);
+      tau[gi] = gopt_sim_kendall_tau(pa, ta, k);
       for (size_t i = 0; i < k; i++) { pa[i] = fabs(pa[i]); ta[i] = fabs(ta[i]); }
-      tau_abs[gi] = gopt_localadv_kendall(pa, ta, k);
+      tau_abs[gi] = gopt_sim_kendall_tau(pa, ta, k);
     }
     la_prep_free(&p);
     free(pa);
