@@ -111,6 +111,8 @@ int pass_algsimp(pctx *p) {
   for (size_t n = 0; n < g->nodes.n; n++) { /* storage order is a valid order for imports */
     if (!gopt_node_alive(g, (int32_t)n)) continue;
     int32_t to = simplify(p, (int32_t)n);
+    if (to == -1) to = pass_algsimp_slice(p, (int32_t)n);
+    if (to == -2) return p->err->code ? p->err->code : GOPT_ENOMEM;
     if (to >= 0) {
       pass_replace(p, (int32_t)n, &to);
       continue;

@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'tools', 
 import hlo_count  # noqa: E402
 
 GROW = {'call-inliner', 'logistic-expander', 'zero_sized_hlo_elimination', 'batchnorm_expander',
+        'dot_decomposer', 'dot_merger', 'operand_upcaster',
         'default'}  # may add instructions (the default order runs the expanders)
 
 
