@@ -10,17 +10,6 @@
 
 /* ---- reshape mover ----------------------------------------------------------------------------- */
 
-static int mover_elementwise(const char *op) {
-  static const char *const u[] = {"abs", "negate", "exponential", "log", "sqrt", "rsqrt", "tanh", "floor",
-                                  "ceil", "sign", "not", "logistic", "sine", "cosine", "convert",
-                                  "exponential-minus-one", "log-plus-one", "add", "subtract", "multiply",
-                                  "divide", "maximum", "minimum", "power", "and", "or", "xor", "compare",
-                                  "select", "clamp", "remainder", "atan2", NULL};
-  for (const char *const *q = u; *q; q++)
-    if (!strcmp(op, *q)) return 1;
-  return 0;
-}
-
 /* 1 when t is a broadcast of a scalar (it can take any shape for free). */
 static int scalar_bcast(const gopt_graph *g, int32_t t) {
   int32_t pr = g->tensors.a[t].producer;
@@ -39,23 +28,6 @@ static int same_rearrange(const gopt_graph *g, int32_t a, int32_t b) {
   size_t ka, kb;
   const int64_t *pa = gopt_node_get_ints(g, a, "dimensions", &ka), *pb = gopt_node_get_ints(g, b, "dimensions", &kb);
   return ka == kb && (!ka || !memcmp(pa, pb, ka * sizeof *pa));
-}
-
-/* Copies n's STRING attributes (compare's direction, ...) to node m and re-derives m's kind. */
-static int copy_string_attrs(pctx *p, int32_t n, int32_t m) {
-  gopt_graph *g = p->g;
-  for (uint16_t a = 0; a < g->nodes.a[n].n_attr; a++) {
-    const gopt_attr *at = &g->attrs.a[g->nodes.a[n].attr + a];
-    if (at->kind != GOPT_ATTR_STRING) continue;
-    char key[128];
-    snprintf(key, sizeof key, "%s", gopt_graph_str(g, at->name));
-    char *val = strdup(gopt_graph_str(g, at->v.s));
-    int bad = !val || gopt_node_set_string(g, m, key, val);
-    free(val);
-    if (bad) return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory");
-  }
-  ops_hlo_set_kind(g, m, 0);
-  return 0;
 }
 
 /* 1 when n's operand i already appeared as an operand j < i. */
@@ -115,7 +87,7 @@ static int32_t sink_rearrange(pctx *p, int32_t n) {
     if (ins[i] < 0 || pass_set_ints(p, ins[i], "dimensions", &none, 0)) return -2;
   }
   int32_t e = pass_add_hlo(p, pass_op(g, n), pass_op(g, n), nin, ins, g->tensors.a[y].dtype, r, sd);
-  if (e < 0 || copy_string_attrs(p, n, g->tensors.a[e].producer)) return -2;
+  if (e < 0 || pass_copy_string_attrs(p, n, g->tensors.a[e].producer)) return -2;
   int is_t = pass_is(g, first, "transpose");
   int32_t o = pass_add_hlo(p, is_t ? "transpose" : "reshape", is_t ? "transpose" : "reshape", 1, &e,
                            g->tensors.a[y].dtype, g->tensors.a[y].rank, gopt_tensor_dims(g, y));
@@ -128,7 +100,7 @@ int pass_reshape_mover(pctx *p) {
   size_t nn = g->nodes.n; /* moved rearranges are considered again in the next run */
   for (size_t n = 0; n < nn; n++) {
     const char *op = gopt_node_alive(g, (int32_t)n) ? pass_op(g, (int32_t)n) : NULL;
-    if (!op || g->nodes.a[n].n_out != 1 || !mover_elementwise(op)) continue;
+    if (!op || g->nodes.a[n].n_out != 1 || !pass_elementwise(op)) continue;
     int32_t to = sink_rearrange(p, (int32_t)n);
     if (to == -2) return p->err->code ? p->err->code : GOPT_ENOMEM;
     if (to >= 0) pass_replace(p, (int32_t)n, &to);

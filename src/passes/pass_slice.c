@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/ops_hlo.h"
 #include "passes/passes_internal.h"
 
 static const int64_t *dims_of(const gopt_graph *g, int32_t t) { return gopt_tensor_dims(g, t); }
@@ -139,17 +138,6 @@ int32_t pass_algsimp_slice(pctx *p, int32_t n) {
 
 /* ---- broadcast folding ----------------------------------------------------------------------- */
 
-static int elementwise(const char *op) {
-  static const char *const u[] = {"abs", "negate", "exponential", "log", "sqrt", "rsqrt", "tanh", "floor",
-                                  "ceil", "sign", "not", "logistic", "sine", "cosine", "convert",
-                                  "exponential-minus-one", "log-plus-one", "add", "subtract", "multiply",
-                                  "divide", "maximum", "minimum", "power", "and", "or", "xor", "compare",
-                                  "select", "clamp", "remainder", "atan2", NULL};
-  for (const char *const *q = u; *q; q++)
-    if (!strcmp(op, *q)) return 1;
-  return 0;
-}
-
 /* B1 broadcast(broadcast(x)) -> broadcast(x) (dimensions composed); B2 reshape, transpose or
  * slice of broadcast(scalar) -> broadcast(scalar). Returns the replacement, -1, or -2. */
 static int32_t fold_bcast_user(pctx *p, int32_t n) {
@@ -205,16 +193,7 @@ static int32_t sink_bcast(pctx *p, int32_t n) {
   int32_t e = pass_add_hlo(p, pass_op(g, n), pass_op(g, n), nd->n_in, xs, g->tensors.a[y].dtype, rank_of(g, xs[0]),
                            dims_of(g, xs[0]));
   if (e < 0) return -2;
-  int32_t en = g->tensors.a[e].producer;
-  nd = &g->nodes.a[n];
-  for (uint16_t a = 0; a < nd->n_attr; a++) { /* compare's direction, convert's type, ... */
-    const gopt_attr *at = &g->attrs.a[nd->attr + a];
-    const char *key = gopt_graph_str(g, at->name);
-    if (at->kind == GOPT_ATTR_STRING && gopt_node_set_string(g, en, key, gopt_graph_str(g, at->v.s)))
-      return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory"), -2;
-    nd = &g->nodes.a[n];
-  }
-  ops_hlo_set_kind(g, en, 0);
+  if (pass_copy_string_attrs(p, n, g->tensors.a[e].producer)) return -2;
   int32_t b = pass_add_hlo(p, "broadcast", "broadcast", 1, &e, g->tensors.a[y].dtype, rank_of(g, y), dims_of(g, y));
   if (b < 0 || pass_set_ints(p, b, "dimensions", dims, k0)) return -2;
   return b;
@@ -229,7 +208,7 @@ int pass_broadcast_folding(pctx *p) {
     int32_t to = -1;
     if (!strcmp(op, "broadcast") || !strcmp(op, "reshape") || !strcmp(op, "transpose") || !strcmp(op, "slice"))
       to = fold_bcast_user(p, (int32_t)n);
-    else if (elementwise(op)) to = sink_bcast(p, (int32_t)n);
+    else if (pass_elementwise(op)) to = sink_bcast(p, (int32_t)n);
     if (to == -2) return p->err->code ? p->err->code : GOPT_ENOMEM;
     if (to >= 0) pass_replace(p, (int32_t)n, &to);
   }

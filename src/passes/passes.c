@@ -131,6 +131,34 @@ int pass_all_equal(const gopt_graph *g, int32_t t, double v) {
          const_all_equal(g, gopt_node_input(g, n, 0), v);
 }
 
+int pass_elementwise(const char *op) {
+  static const char *const u[] = {"abs", "negate", "exponential", "log", "sqrt", "rsqrt", "tanh", "floor",
+                                  "ceil", "sign", "not", "logistic", "sine", "cosine", "convert",
+                                  "exponential-minus-one", "log-plus-one", "add", "subtract", "multiply",
+                                  "divide", "maximum", "minimum", "power", "and", "or", "xor", "compare",
+                                  "select", "clamp", "remainder", "atan2", NULL};
+  for (const char *const *q = u; *q; q++)
+    if (!strcmp(op, *q)) return 1;
+  return 0;
+}
+
+/* Copies n's STRING attributes (compare's direction, ...) to node m and re-derives m's kind. */
+int pass_copy_string_attrs(pctx *p, int32_t n, int32_t m) {
+  gopt_graph *g = p->g;
+  for (uint16_t a = 0; a < g->nodes.a[n].n_attr; a++) {
+    const gopt_attr *at = &g->attrs.a[g->nodes.a[n].attr + a];
+    if (at->kind != GOPT_ATTR_STRING) continue;
+    char key[128];
+    snprintf(key, sizeof key, "%s", gopt_graph_str(g, at->name));
+    char *val = strdup(gopt_graph_str(g, at->v.s));
+    int bad = !val || gopt_node_set_string(g, m, key, val);
+    free(val);
+    if (bad) return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory");
+  }
+  ops_hlo_set_kind(g, m, 0);
+  return 0;
+}
+
 int pass_side_effect(const gopt_graph *g, int32_t n) {
   const char *op = pass_op(g, n);
   if (!op) return 0;

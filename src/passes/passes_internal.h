@@ -36,6 +36,11 @@ void pass_replace(pctx *p, int32_t n, const int32_t *to);
 void pass_drop_unused(pctx *p, int32_t n);
 /* 1 when every element of t is v: a constant with bytes, or an hlo broadcast of one. */
 int pass_all_equal(const gopt_graph *g, int32_t t, double v);
+/* 1 when HLO opcode op is elementwise (the ops the broadcast folder and reshape mover move). */
+int pass_elementwise(const char *op);
+/* Copies node n's STRING attributes (compare's direction, ...) to node m and re-derives m's op
+ * kind. 0 or an error. */
+int pass_copy_string_attrs(pctx *p, int32_t n, int32_t m);
 /* 1 when the node must stay although its results are unused (rng, infeed, side effects). */
 int pass_side_effect(const gopt_graph *g, int32_t n);
 /* Adds an hlo node of opcode op reading ins and producing one new tensor of dtype/shape; its op
