@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "exec/k_ref.h"
+#include "ops/ops_hlo.h"
 
 #define NODE (k->node)
 #define G (x->g)
@@ -297,27 +298,10 @@ static int f_broadcast(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int
   return GOPT_OK;
 }
 
-/* Parses slice="{[a:b(:s)], ...}" into start/stride per dim; 0 or -1. */
-static int parse_slice(const char *s, int rank, int64_t *st, int64_t *sd) {
-  int k = 0;
-  for (const char *q = s; q && (q = strchr(q, '[')); k++) {
-    char *e;
-    if (k >= rank) return -1;
-    st[k] = strtoll(q + 1, &e, 10);
-    if (*e != ':') return -1;
-    strtoll(e + 1, &e, 10);
-    sd[k] = 1;
-    if (*e == ':') sd[k] = strtoll(e + 1, &e, 10);
-    if (*e != ']' || sd[k] < 1) return -1;
-    q = e;
-  }
-  return k == rank ? 0 : -1;
-}
-
 static int f_slice(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nin, (void)nout;
-  int64_t st[GOPT_MAX_RANK], sd[GOPT_MAX_RANK], idx[GOPT_MAX_RANK];
-  if (parse_slice(gopt_node_get_string(G, NODE, "slice", ""), in[0].rank, st, sd))
+  int64_t st[GOPT_MAX_RANK], li[GOPT_MAX_RANK], sd[GOPT_MAX_RANK], idx[GOPT_MAX_RANK];
+  if (ops_hlo_slice(G, NODE, in[0].rank, st, li, sd))
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "bad slice attribute");
   for (int64_t o = 0; o < out[0].n; o++) {
     unravel(&out[0], o, idx);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/ops_hlo.h"
 #include "passes/passes_internal.h"
 
 static const int64_t *dims_of(const gopt_graph *g, int32_t t) { return gopt_tensor_dims(g, t); }
@@ -17,9 +18,9 @@ static int slice_rules(pctx *p, int32_t n) {
   int32_t a = gopt_node_input(g, n, 0), y = gopt_node_output(g, n, 0), pa = a >= 0 ? g->tensors.a[a].producer : -1;
   int r = rank_of(g, y);
   int64_t st[GOPT_MAX_RANK], li[GOPT_MAX_RANK], sd[GOPT_MAX_RANK], s2[GOPT_MAX_RANK], l2[GOPT_MAX_RANK], d2[GOPT_MAX_RANK];
-  if (pa < 0 || pass_slice_get(g, n, r, st, li, sd)) return 0;
+  if (pa < 0 || ops_hlo_slice(g, n, r, st, li, sd)) return 0;
   const int64_t *od = dims_of(g, y);
-  if (pass_is(g, pa, "slice") && g->nodes.a[pa].n_in == 1 && !pass_slice_get(g, pa, r, s2, l2, d2)) {
+  if (pass_is(g, pa, "slice") && g->nodes.a[pa].n_in == 1 && !ops_hlo_slice(g, pa, r, s2, l2, d2)) {
     for (int i = 0; i < r; i++) {
       st[i] = s2[i] + st[i] * d2[i];
       sd[i] *= d2[i];
@@ -57,8 +58,8 @@ static int adjacent(const gopt_graph *g, int32_t u, int32_t v, int d, int r, int
   int32_t pu = g->tensors.a[u].producer, pv = g->tensors.a[v].producer;
   int64_t s2[GOPT_MAX_RANK], l2[GOPT_MAX_RANK], d2[GOPT_MAX_RANK];
   if (pu < 0 || pv < 0 || !pass_is(g, pu, "slice") || !pass_is(g, pv, "slice") ||
-      gopt_node_input(g, pu, 0) != gopt_node_input(g, pv, 0) || pass_slice_get(g, pu, r, st, li, sd) ||
-      pass_slice_get(g, pv, r, s2, l2, d2) || sd[d] != 1 || d2[d] != 1 || li[d] != s2[d])
+      gopt_node_input(g, pu, 0) != gopt_node_input(g, pv, 0) || ops_hlo_slice(g, pu, r, st, li, sd) ||
+      ops_hlo_slice(g, pv, r, s2, l2, d2) || sd[d] != 1 || d2[d] != 1 || li[d] != s2[d])
     return 0;
   for (int i = 0; i < r; i++)
     if (i != d && (st[i] != s2[i] || li[i] != l2[i] || sd[i] != d2[i])) return 0;

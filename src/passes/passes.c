@@ -214,23 +214,6 @@ int32_t pass_splat(pctx *p, int dtype, double v, int rank, const int64_t *dims) 
   return b;
 }
 
-int pass_slice_get(const gopt_graph *g, int32_t n, int rank, int64_t *st, int64_t *lim, int64_t *sd) {
-  const char *s = gopt_node_get_string(g, n, "slice", NULL);
-  int k = 0;
-  for (const char *q = s; q && (q = strchr(q, '[')); k++) {
-    char *e;
-    if (k >= rank) return -1;
-    st[k] = strtoll(q + 1, &e, 10);
-    if (*e != ':') return -1;
-    lim[k] = strtoll(e + 1, &e, 10);
-    sd[k] = 1;
-    if (*e == ':') sd[k] = strtoll(e + 1, &e, 10);
-    if (*e != ']' || sd[k] < 1 || st[k] < 0 || lim[k] < st[k]) return -1;
-    q = e;
-  }
-  return s && k == rank ? 0 : -1;
-}
-
 int pass_slice_set(pctx *p, int32_t n, int rank, const int64_t *st, const int64_t *lim, const int64_t *sd) {
   char buf[GOPT_MAX_RANK * 72 + 4];
   size_t o = 0;

@@ -51,9 +51,7 @@ int32_t pass_add_hlo(pctx *p, const char *op, const char *hint, int n_in, const 
  * constant and broadcast). Returns the tensor or -1. */
 int32_t pass_splat(pctx *p, int dtype, double v, int rank, const int64_t *dims);
 
-/* slice="{[start:limit(:stride)], ...}" of node n (rank entries) into st/lim/sd; 0, or -1 when it
- * does not parse. pass_slice_set writes it (with strides). */
-int pass_slice_get(const gopt_graph *g, int32_t n, int rank, int64_t *st, int64_t *lim, int64_t *sd);
+/* Writes node n's slice="{[start:limit:stride], ...}" (ops_hlo_slice reads it). */
 int pass_slice_set(pctx *p, int32_t n, int rank, const int64_t *st, const int64_t *lim, const int64_t *sd);
 /* Sets the INTS attribute key of t's producer and re-derives its op kind (as import does). */
 int pass_set_ints(pctx *p, int32_t t, const char *key, const int64_t *v, size_t k);

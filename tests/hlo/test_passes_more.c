@@ -8,24 +8,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "hlo_test_util.h"
 #include "gopt/exec.h"
 #include "gopt/hlo.h"
 #include "gopt/passes.h"
-
-static gopt_graph *load(const char *text) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  int rc = gopt_hlo_load_mem(text, strlen(text), "t.hlo", &g, &err);
-  CHECK_MSG(rc == 0, "load: %s", err.msg);
-  return g;
-}
-
-static size_t count_type(const gopt_graph *g, const char *type) {
-  size_t k = 0;
-  for (size_t n = 0; n < g->nodes.n; n++)
-    k += gopt_node_alive(g, (int32_t)n) && !strcmp(gopt_node_type(g, (int32_t)n), type);
-  return k;
-}
 
 static int pass_output_is(const gopt_graph *g, int32_t t) {
   for (size_t i = 0; i < g->outputs.n; i++)
@@ -39,26 +25,6 @@ static int32_t find_node(const gopt_graph *g, const char *type) {
   return -1;
 }
 
-/* Output 0 of g on the random inputs of seed 7 (floats) into out[0..cap); the element count. */
-static int64_t run(const gopt_graph *g, float *out, int64_t cap) {
-  gopt_exec *x = NULL;
-  gopt_error err = {0};
-  gopt_host_tensor t = {0};
-  gopt_exec_opts o = {0};
-  o.threads = 1;
-  int rc = gopt_exec_new(g, &o, &x, NULL, &err);
-  if (!rc) rc = gopt_exec_random_inputs(x, 7, &err);
-  if (!rc) rc = gopt_exec_run(x, &err);
-  if (!rc) rc = gopt_exec_get_output(x, 0, &t, &err);
-  CHECK_MSG(rc == 0, "exec: %s", err.msg);
-  int64_t n = rc ? 0 : gopt_host_tensor_numel(&t);
-  if (n > cap) n = cap;
-  if (n) memcpy(out, t.data, (size_t)n * sizeof *out);
-  gopt_host_tensor_clear(&t);
-  gopt_exec_free(x);
-  return n;
-}
-
 /* Runs pass name on text's module; checks that the result computes what the module did. */
 static gopt_graph *apply_checked(const char *text, const char *name, gopt_pass_stats *st) {
   gopt_graph *g = load(text), *h = NULL;
@@ -66,13 +32,8 @@ static gopt_graph *apply_checked(const char *text, const char *name, gopt_pass_s
   if (!g) return NULL;
   int rc = gopt_pass_run(gopt_pass_find(name), g, &h, st, &err);
   CHECK_MSG(rc == 0 && h, "%s: %s", name, err.msg);
-  if (h) {
-    float a[256], b[256];
-    int64_t na = run(g, a, 256), nb = run(h, b, 256);
-    CHECK_MSG(na == nb && na > 0, "%s: %lld vs %lld outputs", name, (long long)na, (long long)nb);
-    for (int64_t i = 0; i < na && i < nb; i++)
-      CHECK_MSG(fabsf(a[i] - b[i]) <= 1e-5f * (1 + fabsf(a[i])), "%s: element %lld %g vs %g", name, (long long)i, a[i], b[i]);
-  }
+  char msg[600];
+  if (h) CHECK_MSG(gopt_exec_same_outputs(g, h, 7, 1e-5, 1e-5, msg, sizeof msg) == 1, "%s: %s", name, msg);
   gopt_graph_free(g);
   return h;
 }
@@ -221,8 +182,8 @@ static void dots(void) {
     CHECK(h && count_type(h, "hlo::convert") == 3);
     CHECK(d >= 0 && h->tensors.a[gopt_node_input(h, d, 0)].dtype == GOPT_DT_DOUBLE &&
           h->tensors.a[gopt_node_input(h, d, 1)].dtype == GOPT_DT_DOUBLE);
-    float a[4], b[4];
-    CHECK(h && run(g, a, 4) == 4 && run(h, b, 4) == 4 && !memcmp(a, b, sizeof a));
+    char msg[600];
+    CHECK_MSG(h && gopt_exec_same_outputs(g, h, 7, 0, 0, msg, sizeof msg) == 1, "upcaster: %s", msg);
     gopt_graph_free(h);
     gopt_graph_free(g);
   }
