@@ -4,11 +4,12 @@
  * in the declared dtype; integer bit operations on the exact 32-bit patterns): broadcast with
  * dimensions, reshape/bitcast/copy, slice, dynamic-slice, dynamic-update-slice, pad (edge and
  * interior, negative edges), iota, reverse, reduce with any scalar computation (interpreted per
- * element by the scalar evaluator below; variadic reduces included), the elementwise ops without
+ * element by the scalar evaluator below; variadic reduces included), sort (stable, comparator
+ * interpreted), gather, dot with dimension numbers, the elementwise ops without
  * an ONNX twin (rsqrt, log-plus-one, exponential-minus-one, atan2, clamp, remainder, shifts,
  * bitwise and/or/xor/not on integers, compare NE, bitcast-convert, is-finite, ...), and the
  * custom-call cuda_threefry2x32 (JAX's counter-based RNG, Random123's Threefry-2x32 with 20
- * rounds). tuple and get-tuple-element copy bytes; call and fusion run their computation in a
+ * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; call and fusion run their computation in a
  * nested executor. Semantics as XLA's operation semantics page states them. */
 #include <math.h>
 #include <stdlib.h>
@@ -457,6 +458,98 @@ static int f_reduce(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   return rc;
 }
 
+/* sort(x_0..x_{k-1}), dimensions={d}, to_apply=less(lhs_0, rhs_0, lhs_1, rhs_1, ...): every line along
+ * d sorted by the comparator, stably (merge sort), all operands permuted alike. */
+static int sort_less(scomp *c, const rt *in, int k, int64_t base, int64_t inner, int64_t a, int64_t b) {
+  double args[16], res[1];
+  for (int j = 0; j < k; j++) {
+    args[2 * j] = in[j].v[base + a * inner];
+    args[2 * j + 1] = in[j].v[base + b * inner];
+  }
+  scomp_eval(c, args, res);
+  return res[0] != 0;
+}
+
+static int f_sort(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
+  size_t nd = 0;
+  const int64_t *dims = gopt_node_get_ints(G, NODE, "dimensions", &nd);
+  if (!a || a->kind != GOPT_ATTR_GRAPH || nin != nout || nin > 8 || nd != 1 || dims[0] < 0 || dims[0] >= in[0].rank)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "sort needs at most 8 operands, one dimension and to_apply");
+  const gopt_graph *s = G->subgraphs.a[a->v.graph];
+  for (int j = 1; j < nin; j++)
+    if (in[j].n != in[0].n) return ex_node_error(x, NODE, err, GOPT_EINVAL, "sort operands differ in size");
+  if ((int)s->inputs.n != 2 * nin || s->outputs.n != 1)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "the comparator has %zu parameters", s->inputs.n);
+  scomp c;
+  int rc = scomp_init(&c, s, err);
+  int64_t outer, m, inner;
+  ref_split3(&in[0], (int)dims[0], &outer, &m, &inner);
+  int64_t *idx = malloc((size_t)(2 * m + 1) * sizeof *idx), *tmp = idx ? idx + m : NULL;
+  if (!rc && !idx) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int64_t o = 0; o < outer && !rc; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      int64_t base = o * m * inner + i;
+      for (int64_t q = 0; q < m; q++) idx[q] = q;
+      for (int64_t w = 1; w < m; w *= 2) /* bottom-up merge sort: stable */
+        for (int64_t lo = 0; lo < m - w; lo += 2 * w) {
+          int64_t mid = lo + w, hi = lo + 2 * w < m ? lo + 2 * w : m, p = lo, q = mid, t = 0;
+          while (p < mid || q < hi)
+            tmp[t++] = q >= hi || (p < mid && !sort_less(&c, in, nin, base, inner, idx[q], idx[p])) ? idx[p++] : idx[q++];
+          memcpy(idx + lo, tmp, (size_t)t * sizeof *idx);
+        }
+      for (int j = 0; j < nin; j++)
+        for (int64_t q = 0; q < m; q++) out[j].v[base + q * inner] = in[j].v[base + idx[q] * inner];
+    }
+  free(idx);
+  scomp_free(&c);
+  return rc;
+}
+
+/* gather (XLA's semantics): offset_dims, collapsed_slice_dims, start_index_map, index_vector_dim,
+ * slice_sizes; start indices clamped so the slice stays inside the operand. */
+static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  size_t no, nc, nm, ns, nbd;
+  const int64_t *od = gopt_node_get_ints(G, NODE, "offset_dims", &no);
+  const int64_t *cd = gopt_node_get_ints(G, NODE, "collapsed_slice_dims", &nc);
+  const int64_t *sm = gopt_node_get_ints(G, NODE, "start_index_map", &nm);
+  const int64_t *ss = gopt_node_get_ints(G, NODE, "slice_sizes", &ns);
+  gopt_node_get_ints(G, NODE, "operand_batching_dims", &nbd);
+  int64_t ivd = gopt_node_get_int(G, NODE, "index_vector_dim", in[1].rank);
+  int r = in[0].rank, ri = in[1].rank;
+  if (nin != 2 || (int)ns != r || nbd || ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && in[1].d[ivd] != (int64_t)nm))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "gather: unsupported dimension numbers");
+  unsigned char is_off[GOPT_MAX_RANK] = {0}, coll[GOPT_MAX_RANK] = {0};
+  for (size_t i = 0; i < no; i++)
+    if (od[i] >= 0 && od[i] < out[0].rank) is_off[od[i]] = 1;
+  for (size_t i = 0; i < nc; i++)
+    if (cd[i] >= 0 && cd[i] < r) coll[cd[i]] = 1;
+  int64_t oi[GOPT_MAX_RANK], ii[GOPT_MAX_RANK], si[GOPT_MAX_RANK];
+  for (int64_t o = 0; o < out[0].n; o++) {
+    unravel(&out[0], o, oi);
+    int nb = 0, nof = 0;
+    for (int d = 0; d < out[0].rank; d++) /* batch dims index start_indices (index_vector_dim left out) */
+      if (!is_off[d]) {
+        if (nb == ivd) nb++;
+        si[nb++] = oi[d];
+      }
+    for (int d = 0; d < r; d++) ii[d] = 0;
+    for (size_t kk = 0; kk < nm; kk++) {
+      if (ivd < ri) si[ivd] = (int64_t)kk;
+      int64_t v = (int64_t)in[1].v[ravel(&in[1], si)], hi = in[0].d[sm[kk]] - ss[sm[kk]];
+      ii[sm[kk]] = v < 0 ? 0 : v > hi ? hi : v;
+    }
+    for (int d = 0; d < r; d++)
+      if (!coll[d]) {
+        while (nof < out[0].rank && !is_off[nof]) nof++;
+        if (nof < out[0].rank) ii[d] += oi[nof++];
+      }
+    out[0].v[o] = in[0].v[ravel(&in[0], ii)];
+  }
+  return GOPT_OK;
+}
+
 /* dot with dimension numbers: result dims are batch, lhs free, rhs free (XLA's order). */
 static int f_dot(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout;
@@ -623,6 +716,8 @@ static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
   if (!strcmp(op, "reverse")) return f_reverse;
   if (!strcmp(op, "reduce")) return f_reduce;
   if (!strcmp(op, "dot")) return f_dot;
+  if (!strcmp(op, "sort")) return f_sort;
+  if (!strcmp(op, "gather")) return f_gather;
   if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "cuda_threefry2x32"))
     return f_threefry;
   if (known_elementwise(op) && g->nodes.a[n].n_out == 1) return f_elementwise;
@@ -644,7 +739,7 @@ int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     return GOPT_OK;
   }
   if (!strcmp(op, "call") || !strcmp(op, "fusion")) return prepare_sub(x, k, err);
-  if (!strcmp(op, "reduce")) { /* the computation must be interpretable: say so now */
+  if (!strcmp(op, "reduce") || !strcmp(op, "sort")) { /* the computation must be interpretable: say so now */
     const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
     scomp c;
     gopt_error e = {0};

@@ -6,7 +6,8 @@
  * and the default pipeline (gopt_exec_same_outputs: floats within atol 1e-5 + rtol 1e-4,
  * integers and pred exactly, NaN where NaN). A pass result that no longer runs fails too. A table
  * of the modules that run, and why the others do not, goes to stderr (docs/PASSES.md). Also
- * checks the cuda_threefry2x32 kernel against Random123's known-answer vector. */
+ * checks the executor's HLO kernels against hand-worked results and cuda_threefry2x32 against
+ * Random123's known-answer vector. */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
 #include <math.h>
@@ -138,8 +139,65 @@ static void threefry_kat(void) {
   gopt_graph_free(g);
 }
 
+/* Output `out` of a module of constants against values worked by hand. */
+static void kernel_case(const char *what, const char *body, int out, const double *want, int n) {
+  char text[1024];
+  snprintf(text, sizeof text, "HloModule k\n%s", body);
+  gopt_graph *g = NULL;
+  gopt_error err = {0};
+  gopt_exec *x = NULL;
+  gopt_exec_opts eo = {0};
+  gopt_host_tensor t = {0};
+  int rc = gopt_hlo_load_mem(text, strlen(text), what, &g, &err);
+  if (!rc) rc = gopt_exec_new(g, &eo, &x, NULL, &err);
+  if (!rc) rc = gopt_exec_run(x, &err);
+  if (!rc) rc = gopt_exec_get_output(x, (size_t)out, &t, &err);
+  CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
+  if (!rc) {
+    CHECK_EQ_INT(gopt_host_tensor_numel(&t), n);
+    for (int i = 0; i < n && i < gopt_host_tensor_numel(&t); i++) {
+      double v = t.dtype == GOPT_DT_FLOAT ? ((float *)t.data)[i] : ((int32_t *)t.data)[i];
+      CHECK_MSG(v == want[i], "%s: element %d is %g, %g by hand", what, i, v, want[i]);
+    }
+  }
+  gopt_host_tensor_clear(&t);
+  gopt_exec_free(x);
+  gopt_graph_free(g);
+}
+
+/* HLO kernels of the executor against hand-worked results (XLA's operation semantics). */
+static void kernel_cases(void) {
+  static const double sk[] = {0, 1, 1, 2, 3}, sv[] = {4, 1, 3, 2, 0}, ga[] = {5, 6, 1, 2}, rm[] = {5, 7},
+                      pd[] = {0, 1, 0, 2, 0, 0}, dt[] = {11, 17, 53, 67}, bc[] = {1, 2, 1, 2, 1, 2};
+  const char *sort =
+      "lt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = s32[] parameter(2)\n  d = s32[] parameter(3)\n"
+      "  ROOT r = pred[] compare(a, b), direction=LT\n}\n"
+      "ENTRY e {\n  k = f32[5] constant({3, 1, 2, 1, 0})\n  v = s32[5] constant({0, 1, 2, 3, 4})\n"
+      "  ROOT s = (f32[5], s32[5]) sort(k, v), dimensions={0}, is_stable=true, to_apply=lt\n}\n";
+  kernel_case("sort keys", sort, 0, sk, 5);
+  kernel_case("sort values (stable)", sort, 1, sv, 5);
+  kernel_case("gather rows 2 and 0",
+              "ENTRY e {\n  x = f32[3,2] constant({ {1, 2}, {3, 4}, {5, 6} })\n  i = s32[2,1] constant({ {2}, {0} })\n"
+              "  ROOT g = f32[2,2] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+              "index_vector_dim=1, slice_sizes={1,2}\n}\n", 0, ga, 4);
+  kernel_case("reduce max over dim 1",
+              "mx {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT m = f32[] maximum(a, b)\n}\n"
+              "ENTRY e {\n  x = f32[2,3] constant({ {1, 5, 2}, {7, 0, 3} })\n  z = f32[] constant(-100)\n"
+              "  ROOT r = f32[2] reduce(x, z), dimensions={1}, to_apply=mx\n}\n", 0, rm, 2);
+  kernel_case("pad low 1, interior 1, high 2",
+              "ENTRY e {\n  x = f32[2] constant({1, 2})\n  z = f32[] constant(0)\n  ROOT p = f32[6] pad(x, z), padding=1_2_1\n}\n",
+              0, pd, 6);
+  kernel_case("batched dot", /* per batch b: a[b] (1x2) times b[b] (2x2): 1*3+2*4, 1*5+2*6; 3*7+4*8, 3*9+4*10 */
+              "ENTRY e {\n  a = f32[2,1,2] constant({ { {1, 2} }, { {3, 4} } })\n  b = f32[2,2,2] constant({ { {3, 5}, {4, 6} }, { {7, 9}, {8, 10} } })\n"
+              "  d = f32[2,1,2] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
+              "  ROOT r = f32[4] reshape(d)\n}\n", 0, dt, 4);
+  kernel_case("broadcast along dim 1",
+              "ENTRY e {\n  x = f32[2] constant({1, 2})\n  ROOT b = f32[3,2] broadcast(x), dimensions={1}\n}\n", 0, bc, 6);
+}
+
 int main(void) {
   threefry_kat();
+  kernel_cases();
   CHECK(nftw("tests/hlo/data", collect, 16, FTW_PHYS) == 0);
   qsort(files, (size_t)n_files, sizeof *files, cmp_str);
   int verified = 0;
@@ -147,7 +205,7 @@ int main(void) {
   fprintf(stderr, "%d of %d modules executable and verified (every pass and the default pipeline)\n",
           verified, n_files);
   CHECK(n_files == 85);
-  CHECK(verified >= 55); /* docs/PASSES.md lists them */
+  CHECK(verified >= 58); /* docs/PASSES.md lists them */
   for (int i = 0; i < n_files; i++) free(files[i]);
   return check_exit("test_passes_exec");
 }
