@@ -42,7 +42,8 @@ static int32_t canon_operand(pctx *p, int32_t x, const int64_t *b, size_t nb, co
                              int free_first, int64_t *F) {
   gopt_graph *g = p->g;
   int r = g->tensors.a[x].rank, k = 0, dt = g->tensors.a[x].dtype;
-  const int64_t *xd = gopt_tensor_dims(g, x);
+  int64_t xd[GOPT_MAX_RANK]; /* a copy: adding tensors moves the graph's shape storage */
+  memcpy(xd, gopt_tensor_dims(g, x), (size_t)r * sizeof *xd);
   int64_t perm[GOPT_MAX_RANK], pd[GOPT_MAX_RANK], fr[GOPT_MAX_RANK], nf = 0, Fs = 1, Cs = 1, ident = 1;
   unsigned char used[GOPT_MAX_RANK] = {0};
   for (size_t i = 0; i < nb; i++) perm[k++] = b[i], used[b[i]] = 1;
