@@ -63,11 +63,11 @@ static void on_improve(uint64_t evals, double seconds, double best, void *user) 
 }
 
 const char *cli_cmp_kind_name(int kind) {
-  return kind == CLI_METHOD_SEARCH ? "search" : kind == CLI_METHOD_LEARNED ? "learned" : "baseline";
+  return kind == CLI_METHOD_SEARCH ? "search" : kind == CLI_METHOD_LEARNED || kind == CLI_METHOD_GUIDED ? "learned" : "baseline";
 }
 
 const char *cli_cmp_start_col(int kind, const cli_task_flags *f, const cli_task_start *st) {
-  if (kind == CLI_METHOD_SEARCH) return st->info.name;
+  if (CLI_METHOD_SEARCHES(kind)) return st->info.name;
   if (kind == CLI_METHOD_LEARNED) return f->finetune ? "policy+finetune" : "policy (zero-shot)";
   return "-";
 }
@@ -139,14 +139,17 @@ int cli_cmp_methods(const char *cmd, const char *methods, int task, const cli_ta
     snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", gopt_search_method_name(i));
     rows[m->nr].kind = CLI_METHOD_SEARCH;
   }
-  /* the learned policy when there is one for the task (--policy or the shipped one) */
-  char pp[4096];
-  gopt_error perr = {0};
-  if (!cli_task_policy_path(f, task, pp, sizeof pp, &perr)) {
-    snprintf(rows[m->nr].name, sizeof rows[0].name, "go");
-    rows[m->nr++].kind = CLI_METHOD_LEARNED;
-  } else {
-    snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "go (%.280s)", perr.msg);
+  /* the learned policies when there is one for the task (--policy or the shipped one) */
+  static const char *const learned[2] = {"go", "regal"};
+  for (int i = 0; i < 2; i++) {
+    char pp[4096];
+    gopt_error perr = {0};
+    if (!cli_task_policy_path(f, task, learned[i], pp, sizeof pp, &perr)) {
+      snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", learned[i]);
+      rows[m->nr++].kind = cli_task_method_kind(learned[i]);
+    } else {
+      snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "%s (%.280s)", learned[i], perr.msg);
+    }
   }
   return 0;
 }
@@ -213,7 +216,7 @@ int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *
   if (rc) return rc;
   m->budget = cli_task_budget(f);
   int tty = isatty(STDERR_FILENO), any_search = 0;
-  for (size_t i = 0; i < m->nr; i++) any_search |= m->rows[i].kind == CLI_METHOD_SEARCH;
+  for (size_t i = 0; i < m->nr; i++) any_search |= CLI_METHOD_SEARCHES(m->rows[i].kind);
   if (any_search && (rc = cli_task_start_resolve(cmd, f, e, &m->start))) return rc;
   gopt_error err = {0};
   cli_task_sigint(1);
@@ -225,9 +228,9 @@ int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *
     cli_task_search_opts(f, tty, &so);
     so.on_improve = on_improve;
     so.user = &r->cv;
-    r->cv.offset = r->kind == CLI_METHOD_SEARCH ? m->start.info.evals : 0;
+    r->cv.offset = CLI_METHOD_SEARCHES(r->kind) ? m->start.info.evals : 0;
     if (tty) fprintf(stderr, "gopt %s: [%zu/%zu] %s ...\n", cmd, i + 1, m->nr, r->name);
-    if (cli_task_run_method(r->name, e, f, &so, r->kind == CLI_METHOD_SEARCH ? &m->start : NULL, r->x, &r->run,
+    if (cli_task_run_method(r->name, e, f, &so, CLI_METHOD_SEARCHES(r->kind) ? &m->start : NULL, r->x, &r->run,
                             &err)) {
       /* one failing method does not lose the others: it is listed with its error */
       fprintf(stderr, "gopt %s: warning: %s: %s\n", cmd, r->name, err.msg);

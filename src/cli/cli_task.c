@@ -18,6 +18,7 @@
 /* 1: a baseline (possibly composite), 2: a search method, 0: unknown. */
 int cli_task_method_kind(const char *name) {
   if (!strcmp(name, "go")) return CLI_METHOD_LEARNED;
+  if (!strcmp(name, "regal")) return CLI_METHOD_GUIDED;
   for (size_t i = 0; i < gopt_search_method_count(); i++)
     if (!strcmp(gopt_search_method_name(i), name)) return CLI_METHOD_SEARCH;
   return gopt_baseline_known(name) ? CLI_METHOD_BASELINE : 0;
@@ -31,7 +32,7 @@ const char *cli_task_methods_text(int task, char *buf, size_t n) {
     k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", gopt_baseline_task_name(task, i));
   for (size_t i = 0; i < gopt_search_method_count() && k < n; i++)
     k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", gopt_search_method_name(i));
-  if (k < n) snprintf(buf + k, n - k, "%sgo", k ? ", " : "");
+  if (k < n) snprintf(buf + k, n - k, "%sgo, regal", k ? ", " : "");
   return buf;
 }
 
@@ -44,6 +45,7 @@ int cli_task_applicable(const char *method, const gopt_env *e, const char **why)
     return 0;
   }
   if (kind == CLI_METHOD_SEARCH) return gopt_search_applicable(method, e, why);
+  if (kind == CLI_METHOD_GUIDED) return gopt_search_applicable("brkga-regal", e, why);
   return gopt_baseline_applicable(method, e, why);
 }
 
@@ -69,13 +71,14 @@ void cli_task_start_free(cli_task_start *s) {
   s->x0 = NULL;
 }
 
-int cli_task_policy_path(const cli_task_flags *f, int task, char *buf, size_t n, gopt_error *err) {
+int cli_task_policy_path(const cli_task_flags *f, int task, const char *method, char *buf, size_t n,
+                         gopt_error *err) {
   if (f->policy) {
     if (strlen(f->policy) >= n) return gopt_error_set(err, GOPT_EINVAL, "--policy: path too long");
     memcpy(buf, f->policy, strlen(f->policy) + 1);
     return 0;
   }
-  return gopt_learn_find_policy(task, NULL, buf, n, err);
+  return gopt_learn_find_policy_kind(task, method, NULL, buf, n, err);
 }
 
 /* The learned method: loads the policy and runs gopt_learn_optimize (its own result, never a
@@ -84,7 +87,7 @@ static int run_learned(gopt_env *e, const cli_task_flags *f, const gopt_search_o
                        cli_task_run *out, gopt_error *err) {
   char path[4096];
   gopt_policy *p = NULL;
-  int rc = cli_task_policy_path(f, gopt_env_task(e), path, sizeof path, err);
+  int rc = cli_task_policy_path(f, gopt_env_task(e), "go", path, sizeof path, err);
   if (!rc) rc = gopt_policy_load(path, gopt_env_task(e), &p, err);
   if (rc) return rc;
   gopt_learn_opt_opts lo;
@@ -104,6 +107,40 @@ static int run_learned(gopt_env *e, const cli_task_flags *f, const gopt_search_o
   return 0;
 }
 
+/* A search method (or "regal": brkga-regal sampling from its policy) from st under so. */
+static int run_search(const char *method, gopt_env *e, const cli_task_flags *f, const gopt_search_opts *so,
+                      const cli_task_start *st, double *x, cli_task_run *out, gopt_error *err) {
+  gopt_search_result res;
+  memset(&res, 0, sizeof res);
+  gopt_search_opts o = *so;
+  if (st) {
+    o.x0 = st->x0;
+    o.budget_evals = gopt_search_budget_after_start(so->budget_evals, &st->info);
+  }
+  gopt_policy *p = NULL;
+  gopt_regal_sampler *smp = NULL;
+  int rc = 0;
+  if (!strcmp(method, "regal")) {
+    char path[4096];
+    rc = cli_task_policy_path(f, gopt_env_task(e), "regal", path, sizeof path, err);
+    rc = rc ? rc : gopt_policy_load(path, gopt_env_task(e), &p, err);
+    if (!rc && (rc = gopt_regal_sampler_new(p, e, &smp, err))) gopt_error_prefix(err, "%s: ", path);
+    if (!rc) gopt_regal_sampler_attach(smp, &o);
+    method = "brkga-regal";
+  }
+  /* under mpirun the stochastic methods run as islands; the exact ones (ilp, dp) on every rank */
+  int islands = cli_mpi_size() > 1 && cli_mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
+  if (!rc)
+    rc = islands ? cli_mpi_island_search(method, e, &o, x, &res, err) : gopt_search_run(method, e, &o, x, &res, err);
+  gopt_regal_sampler_free(smp);
+  gopt_policy_free(p);
+  if (rc) return rc;
+  out->evals = res.evals + (st ? st->info.evals : 0);
+  out->interrupted = res.interrupted;
+  out->optimal = res.optimal;
+  return 0;
+}
+
 int cli_task_run_method(const char *method, gopt_env *e, const cli_task_flags *f,
                         const gopt_search_opts *so, const cli_task_start *st, double *x,
                         cli_task_run *out, gopt_error *err) {
@@ -114,22 +151,8 @@ int cli_task_run_method(const char *method, gopt_env *e, const cli_task_flags *f
   int kind = cli_task_method_kind(method);
   if (kind == CLI_METHOD_LEARNED) {
     if ((rc = run_learned(e, f, so, x, out, err))) return rc;
-  } else if (kind == CLI_METHOD_SEARCH) {
-    gopt_search_result res;
-    memset(&res, 0, sizeof res);
-    gopt_search_opts o = *so;
-    if (st) {
-      o.x0 = st->x0;
-      o.budget_evals = gopt_search_budget_after_start(so->budget_evals, &st->info);
-    }
-    /* under mpirun the stochastic methods run as islands; the exact ones (ilp, dp) on every rank */
-    int islands = cli_mpi_size() > 1 && cli_mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
-    rc = islands ? cli_mpi_island_search(method, e, &o, x, &res, err)
-                                               : gopt_search_run(method, e, &o, x, &res, err);
-    if (rc) return rc;
-    out->evals = res.evals + (st ? st->info.evals : 0);
-    out->interrupted = res.interrupted;
-    out->optimal = res.optimal;
+  } else if (CLI_METHOD_SEARCHES(kind)) {
+    if ((rc = run_search(method, e, f, so, st, x, out, err))) return rc;
   } else {
     rc = gopt_baseline_run(method, e, x, err);
     if (rc) return rc;

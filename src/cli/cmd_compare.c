@@ -93,7 +93,7 @@ int cli_compare(int argc, char **argv) {
       json_object_set_new(r, "seconds", json_real(u->seconds));
       json_object_set_new(r, "optimal", json_boolean(u->optimal));
       json_object_set_new(r, "interrupted", json_boolean(u->interrupted));
-      if (rows[i].kind == CLI_METHOD_SEARCH) {
+      if (CLI_METHOD_SEARCHES(rows[i].kind)) {
         json_object_set_new(r, "start", json_string(m.start.info.name));
         json_object_set_new(r, "start_evaluations", json_integer((json_int_t)m.start.info.evals));
       }

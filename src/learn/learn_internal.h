@@ -42,6 +42,7 @@ typedef struct learn_fwd {
   gopt_nn_tensor *dev_logits;   /* [Vd, D] */
   gopt_nn_tensor *fuse_logits;  /* [Vf, 2] */
   gopt_nn_tensor *alpha, *beta; /* [Vp, 1] */
+  gopt_nn_tensor *rows[3];      /* per kind: the final embeddings of its variables' rows */
 } learn_fwd;
 
 /* Per-graph feature modulation (fine-tuning): h <- h * (1 + scale) + shift. */
@@ -50,8 +51,12 @@ typedef struct learn_mod {
   gopt_nn_tensor *scale, *shift;   /* [hidden] */
 } learn_mod;
 
+enum { LEARN_HEAD_GO = 0, LEARN_HEAD_REGAL = 1 }; /* the policy's kind (gopt_policy_kind) */
+
 struct gopt_policy {
   int task;
+  int head;                        /* LEARN_HEAD_*: REGAL adds the affinity Beta heads */
+  gopt_nn_linear aff_a, aff_b;     /* REGAL: node -> device-embedding queries for alpha, beta */
   gopt_learn_arch arch;
   int kinds[3];                    /* decision kinds the task has */
   gopt_nn_params *params;
@@ -72,6 +77,22 @@ struct gopt_policy {
   size_t ckpt_len;
   int64_t total_iters;             /* --iters of the run that wrote it */
 };
+
+/* gopt_policy_new with the policy kind (LEARN_HEAD_*). */
+int learn_policy_create(int task, int head, const gopt_learn_arch *arch, uint64_t seed, gopt_policy **out,
+                        gopt_error *err);
+/* learn_regal.c: adds REGAL's parameters to p (before the parameters are finalized). */
+int learn_regal_params(gopt_policy *p);
+/* learn_regal.c: REINFORCE training of a REGAL policy (gopt_learn_train dispatches to it). */
+int learn_regal_train(gopt_policy *p, gopt_env *const *envs, const char *const *names, size_t n,
+                      const gopt_learn_train_opts *o, gopt_learn_train_result *res, gopt_error *err);
+/* learn_train.c, shared with REGAL's trainer: fresh trainer state in p (or checks that a resumed run
+ * matches it), the all-ranks stop agreement under dist, and advantages of k rewards against the
+ * per-graph moving-average baseline *ema (NaN on first visit; updated), normalised by the rewards'
+ * spread and clamped to [-5, 5]; returns the mean reward. */
+int learn_train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err);
+int learn_train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err);
+double learn_advantages(const double *reward, int k, double *adv, double *ema, double decay);
 
 int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
 void learn_graph_free(learn_graph *g);

@@ -155,19 +155,18 @@ static int group_grads(gopt_nn_ctx *ctx, gopt_policy *p, const learn_fwd *f, con
   return rc;
 }
 
-/* Advantages from rewards and the graph's moving-average baseline *ema (NaN: first visit). */
-static void advantages(learn_batch *b, double *ema, double decay) {
+double learn_advantages(const double *reward, int k, double *adv, double *ema, double decay) {
   double mean = 0, var = 0;
-  for (int i = 0; i < b->k; i++) mean += b->reward[i];
-  mean /= b->k;
-  for (int i = 0; i < b->k; i++) var += (b->reward[i] - mean) * (b->reward[i] - mean);
-  double sd = sqrt(var / b->k), base = isnan(*ema) ? mean : *ema;
-  for (int i = 0; i < b->k; i++) {
-    double a = (b->reward[i] - base) / (sd + 0.01);
-    b->advantage[i] = a > 5 ? 5 : (a < -5 ? -5 : a);
+  for (int i = 0; i < k; i++) mean += reward[i];
+  mean /= k;
+  for (int i = 0; i < k; i++) var += (reward[i] - mean) * (reward[i] - mean);
+  double sd = sqrt(var / k), base = isnan(*ema) ? mean : *ema;
+  for (int i = 0; i < k; i++) {
+    double a = (reward[i] - base) / (sd + 0.01);
+    adv[i] = a > 5 ? 5 : (a < -5 ? -5 : a);
   }
   *ema = isnan(*ema) ? mean : decay * *ema + (1 - decay) * mean;
-  b->mean_reward = mean;
+  return mean;
 }
 
 int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt_nn_optim *opt,
@@ -190,7 +189,7 @@ int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt
       }
       if ((rc = batch_evaluate(e, b, c, err))) return rc;
       for (int i = 0; i < b->k; i++) b->reward[i] = gopt_learn_reward(e, &b->res[i], ref);
-      advantages(b, ema, c->baseline_decay);
+      b->mean_reward = learn_advantages(b->reward, b->k, b->advantage, ema, c->baseline_decay);
     }
     if (b->nv == 0) continue;
     if (ppo_groups(c) > 1) {
@@ -231,7 +230,7 @@ static gopt_learn_train_opts train_defaults(const gopt_learn_train_opts *o) {
 }
 
 /* Starts fresh trainer state in p, or checks that a resumed run matches it. */
-static int train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err) {
+int learn_train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err) {
   if (p->has_train) {
     if (p->n_graphs != n || p->total_iters != iters)
       return gopt_error_set(err, GOPT_EINVAL, "learn: resume: the policy was trained on %zu graphs for %lld iterations, this run has %zu graphs and %lld",
@@ -266,7 +265,7 @@ static int train_state(gopt_policy *p, const char *const *names, size_t n, int64
 
 /* Under dist: *stop becomes 1 when any rank asks to stop (Ctrl-C reaches the ranks at different
  * times; all must leave at the same iteration boundary). */
-static int train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err) {
+int learn_train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err) {
   int *all = calloc((size_t)d->size, sizeof *all);
   if (!all) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
   all[d->rank] = *stop;
@@ -302,10 +301,11 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
     if (gopt_env_task(envs[i]) != p->task)
       return gopt_error_set(err, GOPT_EINVAL, "learn: graph %zu is a '%s' environment, the policy is for '%s'", i,
                             gopt_task_name(gopt_env_task(envs[i])), gopt_task_name(p->task));
+  if (p->head == LEARN_HEAD_REGAL) return learn_regal_train(p, envs, names, n, opts, res, err);
   gopt_learn_train_opts o = train_defaults(opts);
   if (o.iters <= 0) return gopt_error_set(err, GOPT_EINVAL, "learn: --iters must be positive");
   int resumed = p->has_train && p->ckpt;
-  int rc = train_state(p, names, n, o.iters, err);
+  int rc = learn_train_state(p, names, n, o.iters, err);
   if (rc) return rc;
   learn_ppo_cfg c = {o.samples, o.epochs, o.clip_eps, o.ent_coef, o.baseline_decay, o.rollout_groups, o.dist};
   int G = ppo_groups(&c);
@@ -332,7 +332,7 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
   }
   while (p->iter < o.iters) {
     int stop = learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after);
-    if (o.dist && (rc = train_agree_stop(o.dist, &stop, err))) goto done;
+    if (o.dist && (rc = learn_train_agree_stop(o.dist, &stop, err))) goto done;
     if (stop) { res->interrupted = 1; break; }
     gopt_learn_iter_info info = {.iter = p->iter};
     for (int j = 0; j < o.graphs_per_iter; j++) {
