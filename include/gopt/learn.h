@@ -129,6 +129,7 @@ typedef struct gopt_learn_train_opts {
                             * (default 0) */
   int rollout_groups;      /* one process: gradient groups per batch (default 1; samples % groups == 0) */
   uint64_t regal_evals;    /* REGAL: evaluations of each brkga-regal run (default 1000) */
+  int regal_population;    /* REGAL: the runs' BRKGA population (0: brkga-regal's default, 100) */
   const gopt_learn_dist *dist; /* non-NULL: distributed, groups = dist->size (rollout_groups ignored) */
   gopt_learn_iter_fn on_iter;
   void *user;

@@ -44,8 +44,16 @@ struct gopt_regal_sampler {
   size_t genes, npol, ndev;  /* chromosome genes; policy genes; affinity genes (Vd x D) */
   int32_t *src;              /* [genes]: the policy gene of each chromosome gene (-1: uniform) */
   double *ga, *gb;           /* [npol] Beta parameters */
-  int record;                /* accumulate the sufficient statistics of every sample: */
-  double *sa, *sb, sn;       /* [npol] sum log x, sum log(1 - x); samples drawn */
+  /* training: every sampled chromosome is recorded (its policy genes and the hash of its decoded
+   * vector) and matched, in sampling order, with its evaluation through on_sample */
+  int record;
+  const gopt_env *e;
+  size_t nrows, cap, cursor;
+  float *rows;               /* [cap x npol] policy genes of each recorded chromosome */
+  uint64_t *hash;            /* [cap] hash of its decoded x */
+  gopt_env_result *res;      /* [cap] its evaluation */
+  uint8_t *seen;             /* [cap] evaluated (the budget may end first) */
+  double *xbuf;              /* [nvars] */
 };
 
 void gopt_regal_sampler_free(gopt_regal_sampler *s) {
@@ -53,8 +61,11 @@ void gopt_regal_sampler_free(gopt_regal_sampler *s) {
   free(s->src);
   free(s->ga);
   free(s->gb);
-  free(s->sa);
-  free(s->sb);
+  free(s->rows);
+  free(s->hash);
+  free(s->res);
+  free(s->seen);
+  free(s->xbuf);
   free(s);
 }
 
@@ -74,9 +85,9 @@ static int regal_sampler_build(const gopt_env *e, const learn_graph *g, gopt_reg
   s->src = malloc((s->genes + 1) * sizeof *s->src);
   s->ga = malloc((s->npol + 1) * sizeof *s->ga);
   s->gb = malloc((s->npol + 1) * sizeof *s->gb);
-  s->sa = calloc(s->npol + 1, sizeof *s->sa);
-  s->sb = calloc(s->npol + 1, sizeof *s->sb);
-  if (!s->src || !s->ga || !s->gb || !s->sa || !s->sb) goto oom;
+  s->e = e;
+  s->xbuf = malloc((nv + 1) * sizeof *s->xbuf);
+  if (!s->src || !s->ga || !s->gb || !s->xbuf) goto oom;
   size_t j = 0;
   for (size_t i = 0; i < nv; i++) {
     if (vars[i].kind == GOPT_VAR_DEVICE) {
@@ -109,30 +120,56 @@ static void regal_sampler_fill(gopt_regal_sampler *s, const gopt_nn_tensor *aa, 
   }
 }
 
+/* Records row (genes) of a training run; returns GOPT_ENOMEM when it cannot. */
+static int regal_record(gopt_regal_sampler *s, const double *row) {
+  if (s->nrows == s->cap) {
+    size_t c = s->cap ? 2 * s->cap : 64;
+    float *r = realloc(s->rows, c * (s->npol + 1) * sizeof *r);
+    if (r) s->rows = r;
+    uint64_t *h = realloc(s->hash, c * sizeof *h);
+    if (h) s->hash = h;
+    gopt_env_result *v = realloc(s->res, c * sizeof *v);
+    if (v) s->res = v;
+    uint8_t *sn = realloc(s->seen, c);
+    if (sn) s->seen = sn;
+    if (!r || !h || !v || !sn) return GOPT_ENOMEM;
+    s->cap = c;
+  }
+  float *dst = s->rows + s->nrows * s->npol;
+  for (size_t j = 0; j < s->genes; j++)
+    if (s->src[j] >= 0) dst[s->src[j]] = (float)row[j];
+  gopt_search_regal_decode(s->e, row, s->xbuf);
+  s->hash[s->nrows] = gopt_hash_bytes(s->xbuf, gopt_env_nvars(s->e) * sizeof *s->xbuf, 0);
+  s->seen[s->nrows++] = 0;
+  return 0;
+}
+
 /* gopt_search_keys_fn: n chromosomes from the policy's Beta distributions (uniform genes where the
- * policy has none), recording their statistics when training. */
+ * policy has none), recorded when training. */
 static int regal_keys(double *keys, size_t n, size_t genes, uint64_t seed, void *user) {
   gopt_regal_sampler *s = user;
   if (genes != s->genes) return GOPT_EINVAL;
   gopt_nn_rng rng;
   gopt_nn_rng_seed(&rng, seed);
-  for (size_t r = 0; r < n; r++)
+  for (size_t r = 0; r < n; r++) {
     for (size_t j = 0; j < genes; j++) {
       int32_t k = s->src[j];
-      if (k < 0) {
-        keys[r * genes + j] = gopt_nn_rng_uniform(&rng);
-        continue;
-      }
-      double x = gopt_nn_rng_beta(&rng, s->ga[k], s->gb[k]);
-      x = x < 1e-6 ? 1e-6 : (x > 1 - 1e-6 ? 1 - 1e-6 : x);
-      keys[r * genes + j] = x;
-      if (s->record) {
-        s->sa[k] += log(x);
-        s->sb[k] += log1p(-x);
-      }
+      double x = k < 0 ? gopt_nn_rng_uniform(&rng) : gopt_nn_rng_beta(&rng, s->ga[k], s->gb[k]);
+      keys[r * genes + j] = k < 0 ? x : (x < 1e-6 ? 1e-6 : (x > 1 - 1e-6 ? 1 - 1e-6 : x));
     }
-  if (s->record) s->sn += (double)n;
+    if (s->record && regal_record(s, keys + r * genes)) return GOPT_ENOMEM;
+  }
   return 0;
+}
+
+/* on_sample of a training run: the recorded chromosomes are evaluated in sampling order (between
+ * crossovers), so the next unmatched one is the only candidate. */
+static void regal_on_sample(const double *x, const gopt_env_result *r, void *user) {
+  gopt_regal_sampler *s = user;
+  if (s->cursor >= s->nrows) return;
+  if (gopt_hash_bytes(x, gopt_env_nvars(s->e) * sizeof *x, 0) != s->hash[s->cursor]) return;
+  s->res[s->cursor] = *r;
+  s->seen[s->cursor++] = 1;
 }
 
 void gopt_regal_sampler_attach(gopt_regal_sampler *s, gopt_search_opts *o) {
@@ -200,39 +237,72 @@ int gopt_learn_regal_search(gopt_policy *p, gopt_env *e, const gopt_search_opts 
 
 /* ---- REINFORCE ---------------------------------------------------------------------------------- */
 
-/* One iteration's work on one graph: K run pairs, their rewards, the sampling statistics of the
- * guided runs, and the group gradients. */
+/* One iteration's work on one graph: K run pairs, their rewards, the advantage-weighted sampling
+ * statistics of the guided runs' policy chromosomes, and the group gradients. */
 typedef struct regal_batch {
   int K, G;
-  double *stat;    /* K x (2 npol + 1): sum log x, sum log(1 - x), samples */
+  double *stat;    /* K x (2 npol + 2): sum adv log x, sum adv log(1 - x), sum adv, chromosomes */
   double *out;     /* K x 3: reward, guided objective, uniform objective */
-  double *adv;     /* K */
+  double *adv;     /* K (run rewards) or the largest run's chromosome count (scratch) */
   double *x;       /* nvars */
 } regal_batch;
 
-/* Runs pair k (uniform then guided brkga-regal with the same seed) into b. */
+/* Run k's statistics from the sampler's recorded chromosomes: each one's reward is
+ * gopt_learn_reward of its evaluation against the uniform run's best; advantages are the rewards
+ * normalised within the run (learn_advantages); unevaluated ones (budget ended) are left out. */
+static int regal_run_stats(const gopt_regal_sampler *s, const gopt_env *e, const gopt_env_result *ub, double *st) {
+  size_t np = s->npol, c = 0;
+  double *rw = malloc((s->nrows + 1) * sizeof *rw), *adv = malloc((s->nrows + 1) * sizeof *adv), ema = NAN;
+  if (!rw || !adv) {
+    free(rw);
+    free(adv);
+    return GOPT_ENOMEM;
+  }
+  for (size_t i = 0; i < s->nrows; i++)
+    if (s->seen[i]) rw[c++] = gopt_learn_reward(e, &s->res[i], ub);
+  memset(st, 0, (2 * np + 2) * sizeof *st);
+  if (c > 1) learn_advantages(rw, (int)c, adv, &ema, 0.5);
+  for (size_t i = 0, j = 0; c > 1 && i < s->nrows; i++) {
+    if (!s->seen[i]) continue;
+    const float *g = s->rows + i * np;
+    double a = adv[j++];
+    for (size_t q = 0; q < np; q++) {
+      st[q] += a * log(g[q]);
+      st[np + q] += a * log1p(-(double)g[q]);
+    }
+    st[2 * np] += a;
+  }
+  st[2 * np + 1] = c > 1 ? (double)c : 0;
+  free(rw);
+  free(adv);
+  return 0;
+}
+
+/* Runs pair k (uniform then guided brkga-regal with the same seed, both from the environment's
+ * default decisions, as REGAL's BRKGA starts from its samples alone) into b. */
 static int regal_pair(gopt_env *e, gopt_regal_sampler *s, const gopt_learn_train_opts *o, uint64_t seed, int k,
                       regal_batch *b, gopt_error *err) {
   gopt_search_opts so;
   memset(&so, 0, sizeof so);
   so.budget_evals = o->regal_evals;
+  so.population = o->regal_population;
+  so.threads = 1; /* small generations: a thread team costs more than it saves */
   uint64_t z = seed + (uint64_t)k * 0x9e3779b97f4a7c15ULL;
   so.seed = gopt_splitmix64(&z);
   gopt_search_result ur, gr;
   int rc = gopt_search_run("brkga-regal", e, &so, b->x, &ur, err);
   if (rc) return rc;
-  memset(s->sa, 0, s->npol * sizeof *s->sa);
-  memset(s->sb, 0, s->npol * sizeof *s->sb);
-  s->sn = 0;
+  s->nrows = s->cursor = 0;
   s->record = 1;
   gopt_regal_sampler_attach(s, &so);
+  so.on_sample = regal_on_sample;
+  so.user = s;
   rc = gopt_search_run("brkga-regal", e, &so, b->x, &gr, err);
   s->record = 0;
   if (rc) return rc;
-  double *st = b->stat + (size_t)k * (2 * s->npol + 1), *ou = b->out + (size_t)k * 3;
-  memcpy(st, s->sa, s->npol * sizeof *st);
-  memcpy(st + s->npol, s->sb, s->npol * sizeof *st);
-  st[2 * s->npol] = s->sn;
+  if (regal_run_stats(s, e, &ur.best, b->stat + (size_t)k * (2 * s->npol + 2)))
+    return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (REGAL statistics)");
+  double *ou = b->out + (size_t)k * 3;
   ou[0] = gopt_learn_reward(e, &gr.best, &ur.best);
   ou[1] = gr.best.objective;
   ou[2] = ur.best.objective;
@@ -256,10 +326,11 @@ static gopt_nn_tensor *regal_head_term(gopt_nn_ctx *ctx, gopt_nn_tensor *a, gopt
   return gopt_nn_add(ctx, t, gopt_nn_sum(ctx, gopt_nn_mul(ctx, gopt_nn_add_scalar(ctx, b, -1.0f), fb)));
 }
 
-/* REINFORCE loss of group grp: -(1/K) sum_k adv_k * (mean per-sample, per-gene log-density of run
- * k's policy chromosomes). The sum over a run's samples of log Beta(x; a, b) is
- * S logp(1/2; a, b) + (a - 1)(sum log x - S ln 1/2) + (b - 1)(sum log(1 - x) - S ln 1/2), so the
- * statistics recorded by the sampler suffice. c: 2 npol scratch doubles. */
+/* REINFORCE loss of group grp: -(1/K) sum_k (1/C_k) sum_c adv_c (per-gene mean log-density of
+ * chromosome c), c over run k's C_k evaluated policy chromosomes. With A = sum_c adv_c,
+ * sum_c adv_c log Beta(x_c; a, b) = A logp(1/2; a, b) + (a - 1)(sum_c adv_c log x_c - A ln 1/2)
+ * + (b - 1)(sum_c adv_c log(1 - x_c) - A ln 1/2), so the run statistics suffice. c: 2 npol
+ * scratch doubles. */
 static gopt_nn_tensor *regal_group_loss(gopt_nn_ctx *ctx, const gopt_regal_sampler *s, const learn_fwd *f,
                                         gopt_nn_tensor *aa, gopt_nn_tensor *ab, const regal_batch *b, int grp,
                                         double *c) {
@@ -268,14 +339,14 @@ static gopt_nn_tensor *regal_group_loss(gopt_nn_ctx *ctx, const gopt_regal_sampl
   double cS = 0, *cA = c, *cB = c + np;
   memset(c, 0, 2 * np * sizeof *c);
   for (int k = grp * per; k < (grp + 1) * per; k++) {
-    const double *st = b->stat + (size_t)k * (2 * np + 1);
-    double S = st[2 * np];
-    if (!(S > 0)) continue;
-    double w = -b->adv[k] / ((double)b->K * S * (double)np);
-    cS += w * S;
+    const double *st = b->stat + (size_t)k * (2 * np + 2);
+    double A = st[2 * np], C = st[2 * np + 1];
+    if (!(C > 0)) continue;
+    double w = -1.0 / ((double)b->K * C * (double)np);
+    cS += w * A;
     for (size_t i = 0; i < np; i++) {
-      cA[i] += w * (st[i] - S * REGAL_LN_HALF);
-      cB[i] += w * (st[np + i] - S * REGAL_LN_HALF);
+      cA[i] += w * (st[i] - A * REGAL_LN_HALF);
+      cB[i] += w * (st[np + i] - A * REGAL_LN_HALF);
     }
   }
   gopt_nn_tensor *loss = aa ? regal_head_term(ctx, aa, ab, cA, cB, cS) : NULL;
@@ -331,7 +402,7 @@ static int regal_step(gopt_nn_ctx *ctx, gopt_policy *p, gopt_nn_optim *opt, gopt
   gopt_nn_tensor *aa, *ab;
   int rc = regal_sampler_build(e, g, &s, err), per = b.K / G;
   if (rc) return rc;
-  b.stat = calloc((size_t)b.K * (2 * s->npol + 1), sizeof *b.stat);
+  b.stat = calloc((size_t)b.K * (2 * s->npol + 2), sizeof *b.stat);
   b.out = calloc((size_t)b.K * 3, sizeof *b.out);
   b.adv = calloc((size_t)b.K, sizeof *b.adv);
   b.x = malloc((gopt_env_nvars(e) + 1) * sizeof *b.x);

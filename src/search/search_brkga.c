@@ -11,7 +11,8 @@
  * sequentially, so the result depends only on the seed. "BRKGA-5K" is budget_evals = 5000.
  * "brkga-regal" is the same algorithm on REGAL's chromosome (search_regal.c: one affinity gene per
  * node and device, one priority gene per node) whose fresh chromosomes (generation 0's random ones
- * and the mutants) come from opts->sample_keys when set (REGAL's learned Beta distributions). */
+ * and the mutants) come from opts->sample_keys when set (REGAL's learned Beta distributions); its
+ * generation 0 is the start and fresh chromosomes, no baselines. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,13 +98,15 @@ static int brkga_fresh(search_ctx *c, const brkga_code *k, search_rng *rng, doub
   return 0;
 }
 
-/* Generation 0 after the start (slot 0): the chromosome of every standard baseline of the task
- * that applies and runs (at most P - 1), then fresh chromosomes. */
+/* Generation 0 after the start (slot 0): "brkga": the chromosome of every standard baseline of the
+ * task that applies and runs (at most P - 1), then fresh chromosomes; REGAL's chromosome: fresh
+ * chromosomes only (REGAL's first population is the policy's samples; the start is the best
+ * baseline when the caller asks for it, e.g. the CLI's --start best). */
 static int brkga_first_population(search_ctx *c, const brkga_code *k, search_rng *rng, double *pop, size_t P,
                                   double *x) {
   const int task = gopt_env_task(c->e);
   size_t p = 1;
-  for (size_t i = 0; i < gopt_baseline_task_count(task) && p < P; i++) {
+  for (size_t i = 0; !k->regal && i < gopt_baseline_task_count(task) && p < P; i++) {
     const char *name = gopt_baseline_task_name(task, i);
     if (!gopt_baseline_applicable(name, c->e, NULL)) continue;
     gopt_error berr = {0};
