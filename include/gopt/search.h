@@ -57,7 +57,9 @@ typedef struct gopt_search_result {
   int optimal;               /* exact methods: proven optimal */
 } gopt_search_result;
 
-/* Method names: "random", "local", "anneal", "gibbs", "brkga", "brkga-regal", "ilp", "dp". */
+/* Method names: "random", "local", "anneal", "gibbs", "brkga", "brkga-regal", "brkga-tuned", "ilp",
+ * "dp". brkga-tuned is brkga-regal (uniform keys) with the population and fractions of a grid search
+ * on REGAL's training graphs (docs/LEARNED.md). */
 size_t gopt_search_method_count(void);
 const char *gopt_search_method_name(size_t i);
 /* Whether method m applies to the environment's task (e.g. "dp" only to memory scheduling on one

@@ -85,6 +85,7 @@ typedef struct cli_task_flags {
   long samples;        /* --samples K: the learned method's samples besides greedy */
   int has_samples;
   long finetune;       /* --finetune N: PPO fine-tuning evaluations (0: zero-shot) */
+  double ga[4];        /* --brkga P,E,M,B: population, elite/mutant fractions, elite bias (0: defaults) */
   cli_model_opts mo;
 } cli_task_flags;
 

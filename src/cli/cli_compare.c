@@ -139,11 +139,18 @@ int cli_cmp_methods(const char *cmd, const char *methods, int task, const cli_ta
     snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", gopt_search_method_name(i));
     rows[m->nr].kind = CLI_METHOD_SEARCH;
   }
-  /* the learned policies when there is one for the task (--policy or the shipped one) */
+  /* the learned policies when there is one for the task (the shipped ones, or --policy: the row of
+   * its kind) */
   static const char *const learned[2] = {"go", "regal"};
+  gopt_policy *given = NULL;
+  gopt_error gerr = {0};
+  if (f->policy && gopt_policy_load(f->policy, task, &given, &gerr)) return cli_usage_error(cmd, "--policy: %s", gerr.msg);
+  const char *given_kind = given ? gopt_policy_kind(given) : NULL;
+  gopt_policy_free(given);
   for (int i = 0; i < 2; i++) {
     char pp[4096];
     gopt_error perr = {0};
+    if (given_kind && strcmp(given_kind, learned[i])) continue;
     if (!cli_task_policy_path(f, task, learned[i], pp, sizeof pp, &perr)) {
       snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", learned[i]);
       rows[m->nr++].kind = cli_task_method_kind(learned[i]);

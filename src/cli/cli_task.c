@@ -223,7 +223,7 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
   }
   if (strcmp(a, "--task") && strcmp(a, "--cluster") && strcmp(a, "--budget") && strcmp(a, "--seconds") &&
       strcmp(a, "--seed") && strcmp(a, "--threads") && strcmp(a, "--batch") && strcmp(a, "--start") &&
-      strcmp(a, "--policy") && strcmp(a, "--samples") && strcmp(a, "--finetune"))
+      strcmp(a, "--policy") && strcmp(a, "--samples") && strcmp(a, "--finetune") && strcmp(a, "--brkga"))
     return 0;
   if (!has) {
     cli_usage_error(cmd, "%s needs a value", a);
@@ -240,6 +240,15 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
   }
   else if (!strcmp(a, "--cluster")) f->cluster = v;
   else if (!strcmp(a, "--policy")) f->policy = v;
+  else if (!strcmp(a, "--brkga")) {
+    int k = 0;
+    char c = 0;
+    if (sscanf(v, "%lf,%lf,%lf,%lf%n%c", &f->ga[0], &f->ga[1], &f->ga[2], &f->ga[3], &k, &c) != 4 || v[k] ||
+        f->ga[0] != floor(f->ga[0]) || f->ga[0] < 2 || f->ga[0] > 1e6) {
+      cli_usage_error(cmd, "--brkga: expected POPULATION,ELITE,MUTANT,BIAS (e.g. 50,0.2,0.1,0.7), got '%s'", v);
+      return -1;
+    }
+  }
   else if (!strcmp(a, "--samples")) {
     if (cli_parse_long(cmd, "--samples", v, 0, 4096, &f->samples)) return -1;
     f->has_samples = 1;
@@ -341,6 +350,10 @@ void cli_task_search_opts(const cli_task_flags *f, int progress, gopt_search_opt
   so->budget_seconds = f->seconds;
   so->seed = (uint64_t)f->seed;
   so->threads = (int)f->threads;
+  so->population = (int)f->ga[0];
+  so->elite_frac = f->ga[1];
+  so->mutant_frac = f->ga[2];
+  so->elite_bias = f->ga[3];
   const char *env = getenv("GOPT_PROGRESS");
   so->progress = env && !strcmp(env, "0") ? 0 : progress ? 1 : 2; /* a bar, or a plain log */
 }

@@ -33,8 +33,10 @@ static const char cmp_help[] =
     "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n"
     "  --methods L    comma-separated subset (baselines, composite baselines, search methods)\n"
     "  --plot F       SVG of best objective vs evaluations (search methods; baselines as lines)\n"
-    "  --policy P     the learned method go's policy (default: the shipped policies/<task>.gpol;\n"
-    "                 go is listed as skipped when there is none)\n"
+    "  --policy P     a learned policy: its row (go or regal, the policy's kind) replaces the shipped\n"
+    "                 ones (policies/<task>.gpol, policies/<task>_regal.gpol; a row is listed as\n"
+    "                 skipped when there is none)\n"
+    "  --brkga P,E,M,B  population, elite and mutant fractions, elite bias of the BRKGA methods\n"
     "  --samples K    go: decision samples besides the greedy one (default 16)\n"
     "  --finetune N   go: fine-tune the policy on this graph for N evaluations (default: zero-shot)\n";
 

@@ -24,6 +24,12 @@
 #define BRKGA_ELITE 0.2
 #define BRKGA_MUTANT 0.1
 #define BRKGA_BIAS 0.7
+/* brkga-tuned: brkga-regal with the population and fractions that won the grid search of
+ * tools/train_regal.sh on REGAL's training graphs (docs/LEARNED.md, "REGAL", records the run). */
+#define TUNED_POP 100
+#define TUNED_ELITE 0.2
+#define TUNED_MUTANT 0.1
+#define TUNED_BIAS 0.7
 
 void search_brkga_decode(const gopt_env_var *vars, size_t nv, const double *keys, double *x) {
   for (size_t i = 0; i < nv; i++) {
@@ -73,6 +79,7 @@ static int cmp_ranked(const void *a, const void *b) {
 typedef struct brkga_code {
   size_t len;
   int regal;
+  double pop, pe, pm, rho; /* defaults of the population and fractions */
 } brkga_code;
 
 static void code_decode(const search_ctx *c, const brkga_code *k, const double *keys, double *x) {
@@ -124,11 +131,11 @@ static int brkga_run(search_ctx *c, const brkga_code *code) {
   const size_t nv = c->nv, L = code->len;
   const gopt_search_opts *o = c->o;
   int rc = 0;
-  size_t P = o->population > 0 ? (size_t)o->population : BRKGA_POP;
+  size_t P = o->population > 0 ? (size_t)o->population : (size_t)code->pop;
   if (P < 2) P = 2;
-  double pe = o->elite_frac > 0 ? o->elite_frac : BRKGA_ELITE;
-  double pm = o->mutant_frac > 0 ? o->mutant_frac : BRKGA_MUTANT;
-  double rho = o->elite_bias > 0 ? o->elite_bias : BRKGA_BIAS;
+  double pe = o->elite_frac > 0 ? o->elite_frac : code->pe;
+  double pm = o->mutant_frac > 0 ? o->mutant_frac : code->pm;
+  double rho = o->elite_bias > 0 ? o->elite_bias : code->rho;
   size_t ne = (size_t)lround(pe * (double)P), nm = (size_t)lround(pm * (double)P);
   if (ne < 1) ne = 1;
   if (ne > P - 1) ne = P - 1;
@@ -196,11 +203,16 @@ done:
 }
 
 int search_brkga(search_ctx *c) {
-  brkga_code k = {c->nv, 0};
+  brkga_code k = {c->nv, 0, BRKGA_POP, BRKGA_ELITE, BRKGA_MUTANT, BRKGA_BIAS};
   return brkga_run(c, &k);
 }
 
 int search_brkga_regal(search_ctx *c) {
-  brkga_code k = {search_regal_len(c->vars, c->nv), 1};
+  brkga_code k = {search_regal_len(c->vars, c->nv), 1, BRKGA_POP, BRKGA_ELITE, BRKGA_MUTANT, BRKGA_BIAS};
+  return brkga_run(c, &k);
+}
+
+int search_brkga_tuned(search_ctx *c) {
+  brkga_code k = {search_regal_len(c->vars, c->nv), 1, TUNED_POP, TUNED_ELITE, TUNED_MUTANT, TUNED_BIAS};
   return brkga_run(c, &k);
 }
