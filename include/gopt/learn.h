@@ -1,5 +1,6 @@
 /* gopt/learn.h: the learned optimizer (GO-style policy) shared by `gopt train`, `--method go` and
- * later REGAL and local-advantage: graph encoder, per-decision-kind heads, PPO trainer, policy files.
+ * REGAL (--method regal, below) and later local-advantage: graph encoder, per-decision-kind heads,
+ * PPO and REINFORCE trainers, policy files.
  *
  * Policy (docs/LEARNED.md has the details and every hyperparameter):
  *   node features (gopt_env_node_features + cluster/graph context) -> input linear -> GraphSAGE
