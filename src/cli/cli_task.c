@@ -90,6 +90,12 @@ static int run_learned(gopt_env *e, const cli_task_flags *f, const gopt_search_o
   int rc = cli_task_policy_path(f, gopt_env_task(e), "go", path, sizeof path, err);
   if (!rc) rc = gopt_policy_load(path, gopt_env_task(e), &p, err);
   if (rc) return rc;
+  if (strcmp(gopt_policy_kind(p), "go")) {
+    rc = gopt_error_set(err, GOPT_EINVAL, "%s: a '%s' policy (use --method %s)", path, gopt_policy_kind(p),
+                        gopt_policy_kind(p));
+    gopt_policy_free(p);
+    return rc;
+  }
   gopt_learn_opt_opts lo;
   memset(&lo, 0, sizeof lo);
   lo.samples = f->has_samples ? (int)f->samples : 16;
