@@ -42,6 +42,7 @@ for phase in $phases; do
     python3 - "$tmp" "$tsv" "$gopt" "$cl" $grid_graphs <<'PY'
 import json, math, subprocess, sys
 tmp, tsv, gopt, cl, graphs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+shown = ["corpus/" + g.split("/corpus/")[-1] if "/corpus/" in g else g for g in graphs]
 rows = [l.rstrip("\n").split("\t") for l in open(tmp) if l.strip()]
 ref = []
 for g in graphs:  # brkga-regal's defaults, the same budget and seed
@@ -56,8 +57,8 @@ for r in rows:
 scored.sort()
 with open(tsv, "w") as f:
     f.write("# brkga-regal --brkga P,E,M,B at 5000 evaluations, seed 1, --start best, 2xV100-nvlink\n")
-    f.write("# score: geometric mean of peak memory / brkga-regal defaults (100,0.2,0.1,0.7); graphs: %s\n" % " ".join(graphs))
-    f.write("params\tscore\t" + "\t".join(graphs) + "\n")
+    f.write("# score: geometric mean of peak memory / brkga-regal defaults (100,0.2,0.1,0.7); graphs: %s\n" % " ".join(shown))
+    f.write("params\tscore\t" + "\t".join(shown) + "\n")
     f.write("defaults\t1.000000\t" + "\t".join("%.0f" % x for x in ref) + "\n")
     for s, p, v in scored:
         f.write("%s\t%.6f\t%s\n" % (p, s, "\t".join("%.0f" % x for x in v)))

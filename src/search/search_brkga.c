@@ -26,10 +26,10 @@
 #define BRKGA_BIAS 0.7
 /* brkga-tuned: brkga-regal with the population and fractions that won the grid search of
  * tools/train_regal.sh on REGAL's training graphs (docs/LEARNED.md, "REGAL", records the run). */
-#define TUNED_POP 100
-#define TUNED_ELITE 0.2
-#define TUNED_MUTANT 0.1
-#define TUNED_BIAS 0.7
+#define TUNED_POP 30
+#define TUNED_ELITE 0.25
+#define TUNED_MUTANT 0.05
+#define TUNED_BIAS 0.8
 
 void search_brkga_decode(const gopt_env_var *vars, size_t nv, const double *keys, double *x) {
   for (size_t i = 0; i < nv; i++) {
