@@ -93,6 +93,16 @@ int learn_regal_train(gopt_policy *p, gopt_env *const *envs, const char *const *
 int learn_train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err);
 int learn_train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err);
 double learn_advantages(const double *reward, int k, double *adv, double *ema, double decay);
+/* The trainers' Adam (o's learning rate and clipping, warmup-cosine over steps) into *oc / *opt and
+ * their generator seeded by o->seed; when resumed, weights, Adam moments and generator from p's
+ * checkpoint (its step must be p->iter). *opt may be set on error (the caller frees it). */
+int learn_train_optim(gopt_policy *p, const gopt_learn_train_opts *o, int64_t steps, int resumed,
+                      gopt_nn_optim_cfg *oc, gopt_nn_optim **opt, gopt_nn_rng *rng, gopt_error *err);
+/* Ends an iteration (its learning rate into info, p->iter + 1, o->on_iter); at the end of a run,
+ * keeps the trainer's checkpoint (weights, Adam, generator) in p for the policy file. */
+void learn_train_iter_done(gopt_policy *p, const gopt_learn_train_opts *o, const gopt_nn_optim_cfg *oc,
+                           const gopt_nn_optim *opt, gopt_learn_iter_info *info);
+int learn_train_finish(gopt_policy *p, const gopt_nn_optim *opt, const gopt_nn_rng *rng, gopt_error *err);
 
 int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
 void learn_graph_free(learn_graph *g);

@@ -458,23 +458,13 @@ int learn_regal_train(gopt_policy *p, gopt_env *const *envs, const char *const *
   int resumed = p->has_train && p->ckpt;
   int rc = learn_train_state(p, names, n, o.iters, err);
   if (rc) return rc;
-  gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, o.lr);
-  oc.clip_norm = o.clip_norm;
-  oc.sched = GOPT_NN_LR_WARMUP_COSINE;
-  oc.total_steps = o.iters * o.graphs_per_iter;
-  oc.warmup_steps = oc.total_steps / 20;
-  oc.min_lr_ratio = 0.1f;
-  gopt_nn_optim *opt = gopt_nn_optim_new(&oc, p->params, err);
+  gopt_nn_optim_cfg oc;
+  gopt_nn_optim *opt = NULL;
   gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
   learn_graph **gs = calloc(n, sizeof *gs);
   gopt_nn_rng rng;
-  gopt_nn_rng_seed(&rng, o.seed);
-  if (!opt || !ctx || !gs) { rc = opt ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : GOPT_EINVAL; goto done; }
-  if (resumed) {
-    int64_t step = 0;
-    if ((rc = learn_ckpt_from_blob("policy", p->ckpt, p->ckpt_len, p->params, opt, &rng, &step, err))) goto done;
-    if (step != p->iter) { rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)p->iter); goto done; }
-  }
+  if (!ctx || !gs) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory"); goto done; }
+  if ((rc = learn_train_optim(p, &o, o.iters * o.graphs_per_iter, resumed, &oc, &opt, &rng, err))) goto done;
   while (p->iter < o.iters) {
     int stop = learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after);
     if (o.dist && (rc = learn_train_agree_stop(o.dist, &stop, err))) goto done;
@@ -487,13 +477,9 @@ int learn_regal_train(gopt_policy *p, gopt_env *const *envs, const char *const *
       info.graph = gi;
       if ((rc = regal_step(ctx, p, opt, envs[gi], gs[gi], &o, G, seed, &p->ema[gi], &info, &p->best[gi], err))) goto done;
     }
-    info.lr = gopt_nn_lr_at(&oc, gopt_nn_optim_steps(opt));
-    p->iter++;
-    if (o.on_iter) o.on_iter(&info, o.user);
+    learn_train_iter_done(p, &o, &oc, opt, &info);
   }
-  free(p->ckpt);
-  p->ckpt = NULL;
-  rc = learn_ckpt_to_blob(p->params, opt, &rng, p->iter, &p->ckpt, &p->ckpt_len, err);
+  rc = learn_train_finish(p, opt, &rng, err);
 done:
   res->iters_done = p->iter;
   res->seconds = gopt_now() - t0;

@@ -263,6 +263,37 @@ int learn_train_state(gopt_policy *p, const char *const *names, size_t n, int64_
   return 0;
 }
 
+int learn_train_optim(gopt_policy *p, const gopt_learn_train_opts *o, int64_t steps, int resumed,
+                      gopt_nn_optim_cfg *oc, gopt_nn_optim **opt, gopt_nn_rng *rng, gopt_error *err) {
+  *oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, o->lr);
+  oc->clip_norm = o->clip_norm;
+  oc->sched = GOPT_NN_LR_WARMUP_COSINE;
+  oc->total_steps = steps;
+  oc->warmup_steps = steps / 20;
+  oc->min_lr_ratio = 0.1f;
+  gopt_nn_rng_seed(rng, o->seed);
+  if (!(*opt = gopt_nn_optim_new(oc, p->params, err))) return GOPT_EINVAL;
+  if (!resumed) return 0;
+  int64_t step = 0;
+  int rc = learn_ckpt_from_blob("policy", p->ckpt, p->ckpt_len, p->params, *opt, rng, &step, err);
+  if (!rc && step != p->iter)
+    rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)p->iter);
+  return rc;
+}
+
+void learn_train_iter_done(gopt_policy *p, const gopt_learn_train_opts *o, const gopt_nn_optim_cfg *oc,
+                           const gopt_nn_optim *opt, gopt_learn_iter_info *info) {
+  info->lr = gopt_nn_lr_at(oc, gopt_nn_optim_steps(opt));
+  p->iter++;
+  if (o->on_iter) o->on_iter(info, o->user);
+}
+
+int learn_train_finish(gopt_policy *p, const gopt_nn_optim *opt, const gopt_nn_rng *rng, gopt_error *err) {
+  free(p->ckpt);
+  p->ckpt = NULL;
+  return learn_ckpt_to_blob(p->params, opt, rng, p->iter, &p->ckpt, &p->ckpt_len, err);
+}
+
 /* Under dist: *stop becomes 1 when any rank asks to stop (Ctrl-C reaches the ranks at different
  * times; all must leave at the same iteration boundary). */
 int learn_train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err) {
@@ -312,24 +343,14 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
   if (o.samples % G)
     return gopt_error_set(err, GOPT_EINVAL, "learn: --samples %d is not a multiple of the %d rollout groups%s", o.samples, G,
                           o.dist ? " (one per MPI rank)" : "");
-  gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, o.lr);
-  oc.clip_norm = o.clip_norm;
-  oc.sched = GOPT_NN_LR_WARMUP_COSINE;
-  oc.total_steps = o.iters * o.graphs_per_iter * o.epochs;
-  oc.warmup_steps = oc.total_steps / 20;
-  oc.min_lr_ratio = 0.1f;
-  gopt_nn_optim *opt = gopt_nn_optim_new(&oc, p->params, err);
+  gopt_nn_optim_cfg oc;
+  gopt_nn_optim *opt = NULL;
   gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
   train_slot *slots = calloc(n, sizeof *slots);
   learn_batch b = {0};
   gopt_nn_rng rng;
-  gopt_nn_rng_seed(&rng, o.seed);
-  if (!opt || !ctx || !slots) { rc = opt ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : GOPT_EINVAL; goto done; }
-  if (resumed) {
-    int64_t step = 0;
-    if ((rc = learn_ckpt_from_blob("policy", p->ckpt, p->ckpt_len, p->params, opt, &rng, &step, err))) goto done;
-    if (step != p->iter) { rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)p->iter); goto done; }
-  }
+  if (!ctx || !slots) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory"); goto done; }
+  if ((rc = learn_train_optim(p, &o, o.iters * o.graphs_per_iter * o.epochs, resumed, &oc, &opt, &rng, err))) goto done;
   while (p->iter < o.iters) {
     int stop = learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after);
     if (o.dist && (rc = learn_train_agree_stop(o.dist, &stop, err))) goto done;
@@ -359,13 +380,9 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
       info.best_obj = p->best[gi];
       info.ref_obj = slots[gi].ref.objective;
     }
-    info.lr = gopt_nn_lr_at(&oc, gopt_nn_optim_steps(opt));
-    p->iter++;
-    if (o.on_iter) o.on_iter(&info, o.user);
+    learn_train_iter_done(p, &o, &oc, opt, &info);
   }
-  free(p->ckpt);
-  p->ckpt = NULL;
-  rc = learn_ckpt_to_blob(p->params, opt, &rng, p->iter, &p->ckpt, &p->ckpt_len, err);
+  rc = learn_train_finish(p, opt, &rng, err);
 done:
   res->iters_done = p->iter;
   res->seconds = gopt_now() - t0;
