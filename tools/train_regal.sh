@@ -10,7 +10,7 @@
 # small settings and the corpus models resnet18, vgg11, mobilenet_v2, squeezenet1_1, gpt2_tiny,
 # lstm_seq2seq, all on 2xV100-nvlink. Held out (never trained or tuned on): the whole BERT, GNMT,
 # DenseNet, EfficientNet, ShuffleNet and WaveNet families (zoo and corpus). PHASES (default
-# "grid train"), ITERS (default 300), SAMPLES (default 4), EVALS (default 500: evaluations per
+# "grid train": both, side by side), ITERS (default 300), SAMPLES (default 4), EVALS (default 500: evaluations per
 # training run), THREADS (default 2) and SEED (default 1) override the settings.
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,22 +24,19 @@ train+=";amoebanet:cells=2;$c/resnet18.onnx;$c/vgg11.onnx;$c/mobilenet_v2.onnx;$
 train+=";$c/gpt2_tiny.onnx;$c/lstm_seq2seq.onnx"
 grid_graphs="resnet50:depth=18 transformer:layers=2,seq=32 gpt2:layers=2 rnnlm:steps=10 $c/mobilenet_v2.onnx"
 export GOPT_HISTORY=0 GOPT_PROGRESS=0
-for phase in $phases; do
-  start=$(date +%s)
-  if [ "$phase" = grid ]; then
-    tsv="$here/docs/learned/regal_grid.tsv"
-    tmp="$tsv.tmp"
-    : > "$tmp"
-    for p in 30 100 200; do for e in 0.1 0.25; do for m in 0.05 0.2; do for b in 0.6 0.8; do
-      printf '%s,%s,%s,%s' "$p" "$e" "$m" "$b" >> "$tmp"
-      for g in $grid_graphs; do
-        o=$(nice "$gopt" optimize "$g" --task memory --cluster "$cl" --method brkga-regal --budget 5000 \
-            --seed 1 --threads 2 --brkga "$p,$e,$m,$b" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["objective"])')
-        printf '\t%s' "$o" >> "$tmp"
-      done
-      echo >> "$tmp"
-    done; done; done; done
-    python3 - "$tmp" "$tsv" "$gopt" "$cl" $grid_graphs <<'PY'
+grid() {
+  local tsv="$here/docs/learned/regal_grid.tsv" tmp="$here/docs/learned/regal_grid.tsv.tmp" start=$(date +%s)
+  : > "$tmp"
+  for p in 30 100 200; do for e in 0.1 0.25; do for m in 0.05 0.2; do for b in 0.6 0.8; do
+    printf '%s,%s,%s,%s' "$p" "$e" "$m" "$b" >> "$tmp"
+    for g in $grid_graphs; do
+      o=$(nice "$gopt" optimize "$g" --task memory --cluster "$cl" --method brkga-regal --budget 5000 \
+          --seed 1 --threads 2 --brkga "$p,$e,$m,$b" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["objective"])')
+      printf '\t%s' "$o" >> "$tmp"
+    done
+    echo >> "$tmp"
+  done; done; done; done
+  python3 - "$tmp" "$tsv" "$gopt" "$cl" $grid_graphs <<'PY'
 import json, math, subprocess, sys
 tmp, tsv, gopt, cl, graphs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 shown = ["corpus/" + g.split("/corpus/")[-1] if "/corpus/" in g else g for g in graphs]
@@ -64,15 +61,28 @@ with open(tsv, "w") as f:
         f.write("%s\t%.6f\t%s\n" % (p, s, "\t".join("%.0f" % x for x in v)))
 print("grid: best %s (score %.4f)" % (scored[0][1], scored[0][0]))
 PY
-    rm -f "$tmp"
-  elif [ "$phase" = train ]; then
-    mkdir -p "$out"
-    nice "$gopt" train --method regal --task memory --cluster "$cl" --graphs "$train" -o "$out/memory_regal.gpol" \
-      --iters "${ITERS:-300}" --samples "${SAMPLES:-4}" --regal-evals "${EVALS:-500}" --threads "${THREADS:-2}" \
-      --seed "${SEED:-1}"
-  else
-    echo "train_regal.sh: unknown phase '$phase' (grid, train)" >&2
-    exit 2
-  fi
-  echo "$phase: $(( $(date +%s) - start )) s"
+  rm -f "$tmp"
+  echo "grid: $(( $(date +%s) - start )) s"
+}
+
+train() {
+  local start=$(date +%s)
+  mkdir -p "$out"
+  nice "$gopt" train --method regal --task memory --cluster "$cl" --graphs "$train" -o "$out/memory_regal.gpol" \
+    --iters "${ITERS:-300}" --samples "${SAMPLES:-4}" --regal-evals "${EVALS:-500}" --threads "${THREADS:-2}" \
+    --seed "${SEED:-1}"
+  echo "train: $(( $(date +%s) - start )) s"
+}
+
+# the phases run side by side (each is niced; neither reads what the other writes)
+pids=""
+for phase in $phases; do
+  case "$phase" in
+    grid) grid & pids="$pids $!" ;;
+    train) train & pids="$pids $!" ;;
+    *) echo "train_regal.sh: unknown phase '$phase' (grid, train)" >&2; exit 2 ;;
+  esac
 done
+rc=0
+for p in $pids; do wait "$p" || rc=1; done
+exit $rc
