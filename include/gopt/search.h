@@ -29,6 +29,10 @@ typedef void (*gopt_search_sample_fn)(const double *x, const gopt_env_result *r,
  * of seed and n); returns 0 or an error code. "brkga-regal" calls it for generation 0's fresh
  * chromosomes and for every generation's mutants instead of drawing uniform keys. */
 typedef int (*gopt_search_keys_fn)(double *keys, size_t n, size_t genes, uint64_t seed, void *user);
+/* The guided search's scores: for configuration x (nvars values) writes score[nvars], the
+ * predicted |advantage| of changing each variable (the local advantage model, localadv.h).
+ * Returns 0 or an error in err. */
+typedef int (*gopt_search_guide_fn)(const double *x, double *score, void *user, gopt_error *err);
 
 typedef struct gopt_search_opts {
   uint64_t budget_evals;     /* 0 = no limit (then budget_seconds must be > 0) */
@@ -42,6 +46,10 @@ typedef struct gopt_search_opts {
   double temperature;        /* SA initial temperature / Gibbs tau */
   int population;            /* BRKGA */
   double elite_frac, mutant_frac, elite_bias;
+  double alpha;              /* guided: pick the node among the top alpha % by score (default 10) */
+  int hops;                  /* khop/guided: radius k of the mutated neighbourhood (default 1) */
+  gopt_search_guide_fn guide; /* guided: the scores (required); guide_user is passed to it */
+  void *guide_user;
   gopt_search_trace_fn on_improve;
   gopt_search_sample_fn on_sample;
   void *user;
@@ -57,9 +65,10 @@ typedef struct gopt_search_result {
   int optimal;               /* exact methods: proven optimal */
 } gopt_search_result;
 
-/* Method names: "random", "local", "anneal", "gibbs", "brkga", "brkga-regal", "brkga-tuned", "ilp",
- * "dp". brkga-tuned is brkga-regal (uniform keys) with the population and fractions of a grid search
- * on REGAL's training graphs (docs/LEARNED.md). */
+/* Method names: "random", "local", "anneal", "gibbs", "brkga", "brkga-regal", "brkga-tuned", "khop",
+ * "guided", "ilp", "dp". brkga-tuned is brkga-regal (uniform keys) with the population and fractions
+ * of a grid search on REGAL's training graphs (docs/LEARNED.md). "guided" needs opts->guide (the CLI
+ * makes it from a local advantage model, localadv.h). */
 size_t gopt_search_method_count(void);
 const char *gopt_search_method_name(size_t i);
 /* Whether method m applies to the environment's task (e.g. "dp" only to memory scheduling on one

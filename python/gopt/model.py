@@ -506,9 +506,19 @@ class _TaskRun:
                     raise Error("methods: unknown method '%s'" % m, -1)
         else:
             rows = task_baselines(self.task) + search_methods()
-            given = policy_kind(policy, self.task) if policy else None  # --policy: its kind's row only
+            if self.task in ("fusion", "placement"):  # guided needs the CLI's local advantage model
+                rows.remove("guided")
+                skipped.append("guided (the Python binding does not run the guided search; use gopt compare)")
+            given, gerr = None, None  # --policy: its kind's row only (neither when it is no such policy)
+            if policy:
+                try:
+                    given = policy_kind(policy, self.task)
+                except Error as e:
+                    given, gerr = "", str(e)
             for kind in ("go", "regal"):
-                if given and given != kind:
+                if given is not None and given != kind:
+                    if given == "":
+                        skipped.append("%s (--policy: %s)" % (kind, gerr[:270]))
                     continue
                 try:
                     if not policy:

@@ -135,22 +135,33 @@ int cli_cmp_methods(const char *cmd, const char *methods, int task, const cli_ta
     snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", gopt_baseline_task_name(task, i));
     rows[m->nr].kind = CLI_METHOD_BASELINE;
   }
-  for (size_t i = 0; i < gopt_search_method_count(); i++, m->nr++) {
-    snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", gopt_search_method_name(i));
-    rows[m->nr].kind = CLI_METHOD_SEARCH;
+  char pp[4096];
+  gopt_error perr = {0};
+  for (size_t i = 0; i < gopt_search_method_count(); i++) {
+    const char *nm = gopt_search_method_name(i);
+    /* guided only when its advantage model is there (--policy or the shipped one) */
+    if (!strcmp(nm, "guided") && (task == GOPT_TASK_FUSION || task == GOPT_TASK_PLACEMENT) &&
+        cli_localadv_model_path(f, task, pp, sizeof pp, &perr)) {
+      snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "guided (%.280s)", perr.msg);
+      continue;
+    }
+    snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", nm);
+    rows[m->nr++].kind = CLI_METHOD_SEARCH;
   }
-  /* the learned policies when there is one for the task (the shipped ones, or --policy: the row of
-   * its kind) */
+  /* the learned policies when there is one for the task: the shipped ones, or --policy: the row of
+   * its kind (go or regal; neither when it is not such a policy, e.g. guided's advantage model) */
   static const char *const learned[2] = {"go", "regal"};
   gopt_policy *given = NULL;
   gopt_error gerr = {0};
-  if (f->policy && gopt_policy_load(f->policy, task, &given, &gerr)) return cli_usage_error(cmd, "--policy: %s", gerr.msg);
-  const char *given_kind = given ? gopt_policy_kind(given) : NULL;
-  gopt_policy_free(given);
+  const char *given_kind = NULL;
+  if (f->policy) given_kind = gopt_policy_load(f->policy, task, &given, &gerr) ? "" : gopt_policy_kind(given);
+  gopt_policy_free(given); /* the kind names are static */
   for (int i = 0; i < 2; i++) {
-    char pp[4096];
-    gopt_error perr = {0};
-    if (given_kind && strcmp(given_kind, learned[i])) continue;
+    memset(&perr, 0, sizeof perr);
+    if (given_kind && strcmp(given_kind, learned[i])) {
+      if (!given_kind[0]) snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "%s (--policy: %.270s)", learned[i], gerr.msg);
+      continue;
+    }
     if (!cli_task_policy_path(f, task, learned[i], pp, sizeof pp, &perr)) {
       snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", learned[i]);
       rows[m->nr++].kind = cli_task_method_kind(learned[i]);

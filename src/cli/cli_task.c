@@ -113,7 +113,8 @@ static int run_learned(gopt_env *e, const cli_task_flags *f, const gopt_search_o
   return 0;
 }
 
-/* A search method (or "regal": brkga-regal sampling from its policy) from st under so. */
+/* A search method ("guided": with its advantage model; "regal": brkga-regal sampling from its
+ * policy) from st under so. */
 static int run_search(const char *method, gopt_env *e, const cli_task_flags *f, const gopt_search_opts *so,
                       const cli_task_start *st, double *x, cli_task_run *out, gopt_error *err) {
   gopt_search_result res;
@@ -136,7 +137,9 @@ static int run_search(const char *method, gopt_env *e, const cli_task_flags *f, 
   }
   /* under mpirun the stochastic methods run as islands; the exact ones (ilp, dp) on every rank */
   int islands = cli_mpi_size() > 1 && cli_mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
-  if (!rc)
+  if (!rc && !strcmp(method, "guided")) /* the advantage model guides it (cmd_localadv.c) */
+    rc = cli_localadv_guided(e, f, &o, x, &res, err);
+  else if (!rc)
     rc = islands ? cli_mpi_island_search(method, e, &o, x, &res, err) : gopt_search_run(method, e, &o, x, &res, err);
   gopt_regal_sampler_free(smp);
   gopt_policy_free(p);
@@ -229,7 +232,8 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
   }
   if (strcmp(a, "--task") && strcmp(a, "--cluster") && strcmp(a, "--budget") && strcmp(a, "--seconds") &&
       strcmp(a, "--seed") && strcmp(a, "--threads") && strcmp(a, "--batch") && strcmp(a, "--start") &&
-      strcmp(a, "--policy") && strcmp(a, "--samples") && strcmp(a, "--finetune") && strcmp(a, "--brkga"))
+      strcmp(a, "--policy") && strcmp(a, "--samples") && strcmp(a, "--finetune") && strcmp(a, "--brkga") &&
+      strcmp(a, "--alpha") && strcmp(a, "--hops"))
     return 0;
   if (!has) {
     cli_usage_error(cmd, "%s needs a value", a);
@@ -260,6 +264,15 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
     f->has_samples = 1;
   } else if (!strcmp(a, "--finetune")) {
     if (cli_parse_long(cmd, "--finetune", v, 1, 1000000000L, &f->finetune)) return -1;
+  } else if (!strcmp(a, "--hops")) {
+    if (cli_parse_long(cmd, "--hops", v, 1, 1000, &f->hops)) return -1;
+  } else if (!strcmp(a, "--alpha")) {
+    char *end = NULL;
+    f->alpha = strtod(v, &end);
+    if (!*v || *end || !(f->alpha > 0) || f->alpha > 100) {
+      cli_usage_error(cmd, "--alpha: expected a percentage in (0, 100], got '%s'", v);
+      return -1;
+    }
   }
   else if (!strcmp(a, "--budget")) {
     if (cli_parse_long(cmd, "--budget", v, 1, 1000000000L, &f->budget)) return -1;
@@ -360,6 +373,8 @@ void cli_task_search_opts(const cli_task_flags *f, int progress, gopt_search_opt
   so->elite_frac = f->ga[1];
   so->mutant_frac = f->ga[2];
   so->elite_bias = f->ga[3];
+  so->alpha = f->alpha;
+  so->hops = (int)f->hops;
   const char *env = getenv("GOPT_PROGRESS");
   so->progress = env && !strcmp(env, "0") ? 0 : progress ? 1 : 2; /* a bar, or a plain log */
 }

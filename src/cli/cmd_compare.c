@@ -35,8 +35,11 @@ static const char cmp_help[] =
     "  --plot F       SVG of best objective vs evaluations (search methods; baselines as lines)\n"
     "  --policy P     a learned policy: its row (go or regal, the policy's kind) replaces the shipped\n"
     "                 ones (policies/<task>.gpol, policies/<task>_regal.gpol; a row is listed as\n"
-    "                 skipped when there is none)\n"
+    "                 skipped when there is none); also guided's local advantage model (default:\n"
+    "                 policies/<task>_localadv.gpol; guided is skipped without one)\n"
     "  --brkga P,E,M,B  population, elite and mutant fractions, elite bias of the BRKGA methods\n"
+    "  --hops K       khop, guided: radius of the mutated neighbourhood (default 1)\n"
+    "  --alpha A      guided: pick the node among the top A % by predicted |advantage| (default 10)\n"
     "  --samples K    go: decision samples besides the greedy one (default 16)\n"
     "  --finetune N   go: fine-tune the policy on this graph for N evaluations (default: zero-shot)\n";
 

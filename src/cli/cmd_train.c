@@ -19,6 +19,7 @@ static const char train_help[] =
     "usage: gopt train --task T --cluster C[,C2...] --graphs SPEC[;SPEC...] -o P.gpol\n"
     "                  [--iters N] [--imitate M] [--seed S] [--threads N] [--samples K] [--resume]\n"
     "                  [--method ppo|regal] [--regal-evals N]\n"
+    "       gopt train --method localadv --data data.bin -o P.gpol ... (see gopt train --method localadv --help)\n"
     "  trains a policy with PPO on every graph x cluster pair and writes P.gpol.\n"
     "  --method regal  trains a REGAL policy (gopt optimize --method regal) with REINFORCE: per graph\n"
     "                 and iteration K pairs of brkga-regal runs of --regal-evals evaluations (default\n"
@@ -152,6 +153,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!strcmp(f, "--help") || !strcmp(f, "-h")) { fputs(train_help, stdout); return 0; }
     if (!strcmp(f, "--resume")) { a->resume = 1; continue; }
     if (!strcmp(f, "--no-history")) { a->no_history = 1; continue; }
+    if (!strcmp(f, "--method") && v && !strcmp(v, "ppo")) { i++; continue; }
     int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
                 !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after") ||
                 !strcmp(f, "--imitate") || !strcmp(f, "--rollout-groups") || !strcmp(f, "--method") ||
@@ -163,7 +165,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     else if (!strcmp(f, "--cluster")) a->clusters = v;
     else if (!strcmp(f, "-o")) a->out = v;
     else if (!strcmp(f, "--method")) {
-      if (strcmp(v, "ppo") && strcmp(v, "regal")) return cli_usage_error("train", "--method: unknown method '%s' (ppo, regal)", v);
+      if (strcmp(v, "ppo") && strcmp(v, "regal")) return cli_usage_error("train", "--method: unknown method '%s' (ppo, regal, localadv)", v);
       a->method = v;
     } else if (!strcmp(f, "--regal-evals")) {
       if (cli_parse_long("train", f, v, 1, 1000000000L, &a->regal_evals)) return 2;
@@ -204,7 +206,11 @@ static void record(const train_args *a, const train_set *s, const gopt_learn_tra
     fprintf(stderr, "gopt train: warning: run not recorded in the history: %s\n", err.msg);
 }
 
+int cli_train_localadv(int argc, char **argv); /* cmd_localadv.c */
+
 int cli_train(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++) /* --method localadv: the advantage model's trainer */
+    if (!strcmp(argv[i], "--method") && !strcmp(argv[i + 1], "localadv")) return cli_train_localadv(argc, argv);
   train_args a = {.iters = 100, .seed = 1, .threads = 2, .samples = 8, .method = "ppo"};
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;

@@ -14,7 +14,7 @@
 
 int gopt_policy_new_regal(int task, const gopt_learn_arch *arch, uint64_t seed, gopt_policy **out,
                           gopt_error *err) {
-  return learn_policy_create(task, LEARN_HEAD_REGAL, arch, seed, out, err);
+  return learn_policy_build(task, arch, seed, LEARN_HEAD_REGAL, out, err);
 }
 
 int learn_regal_params(gopt_policy *p) {
