@@ -243,7 +243,7 @@ typedef struct regal_batch {
   int K, G;
   double *stat;    /* K x (2 npol + 2): sum adv log x, sum adv log(1 - x), sum adv, chromosomes */
   double *out;     /* K x 3: reward, guided objective, uniform objective */
-  double *adv;     /* K (run rewards) or the largest run's chromosome count (scratch) */
+  double *adv;     /* K: the runs' rewards, then their advantages (the reward baseline's update) */
   double *x;       /* nvars */
 } regal_batch;
 
