@@ -209,7 +209,7 @@ int gopt_seq_train(gopt_seq_policy *p, const gopt_seq_env *env, const char *cons
   if (resumed && (rc = learn_resume_restore(p->ckpt, p->ckpt_len, p->params, r.opt, NULL, p->iter, err))) goto done;
   while (p->iter < o.iters) {
     int stop = learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after);
-    if (o.dist && (rc = learn_agree_stop(o.dist, &stop, err))) goto done;
+    if (o.dist && (rc = learn_train_agree_stop(o.dist, &stop, err))) goto done;
     if (stop) { res->interrupted = 1; break; }
     gopt_learn_iter_info info = {.iter = p->iter};
     if ((rc = seq_iteration(&r, p, env, n, &o, &info, err))) goto done;
