@@ -122,10 +122,14 @@ int cli_task_run_method(const char *method, gopt_env *e, const cli_task_flags *f
       o.x0 = st->x0;
       o.budget_evals = gopt_search_budget_after_start(so->budget_evals, &st->info);
     }
-    /* under mpirun the stochastic methods run as islands; the exact ones (ilp, dp) on every rank */
-    int islands = cli_mpi_size() > 1 && cli_mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
+    /* under mpirun (docs/SCALING.md): by default one logical search on every rank whose batch
+     * evaluations are spread over the ranks (bitwise the one-process search); with --mpi-search
+     * islands the stochastic methods run as islands. The exact ones (ilp, dp) run on every rank. */
+    int dist = cli_mpi_size() > 1 && cli_mpi_search;
+    int islands = dist && f->mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
+    if (dist) o.dist = cli_mpi_learn_dist();
     rc = islands ? cli_mpi_island_search(method, e, &o, x, &res, err)
-                                               : gopt_search_run(method, e, &o, x, &res, err);
+                 : gopt_search_run(method, e, &o, x, &res, err);
     if (rc) return rc;
     out->evals = res.evals + (st ? st->info.evals : 0);
     out->interrupted = res.interrupted;
@@ -192,6 +196,15 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
   }
   if (!strcmp(a, "--no-history")) {
     f->no_history = 1;
+    return 1;
+  }
+  if (!strcmp(a, "--mpi-search")) {
+    const char *v = *i + 1 < argc ? argv[++*i] : "";
+    if (strcmp(v, "eval") && strcmp(v, "islands")) {
+      cli_usage_error(cmd, "--mpi-search: expected eval or islands, got '%s'", v);
+      return -1;
+    }
+    f->mpi_islands = !strcmp(v, "islands");
     return 1;
   }
   if (!strcmp(a, "--training")) {
