@@ -23,7 +23,10 @@ typedef struct method_entry {
   const char *name;
   int (*run)(search_ctx *c);
   int exact;
-  int parallel; /* evaluates batches: one workspace per thread (else one workspace) */
+  /* evaluates batches: one workspace per thread (else one workspace), and distributed over the
+   * ranks of gopt_search_opts.dist; such a method must decide from search_done, search_evals_left
+   * and its results only (never the clock or the stop flag directly), so ranks stay in lockstep */
+  int parallel;
 } method_entry;
 
 static const method_entry k_methods[] = {
