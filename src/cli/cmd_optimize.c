@@ -42,8 +42,8 @@ static const char opt_help[] =
     "  -o FILE        write the decisions (gopt simulate --decisions FILE reproduces the objective)\n"
     "  --json         print one JSON object\n"
     "  --mpi-search M under mpirun -np P (docs/SCALING.md): eval (default) runs one search whose\n"
-    "                 batches the ranks evaluate in parallel: bitwise the one-process result, faster\n"
-    "                 for random and brkga; local, anneal and gibbs then run whole on every rank.\n"
+    "                 batches the ranks share: bitwise the one-process result, the evaluations of\n"
+    "                 random and brkga divided; local, anneal and gibbs then run whole on every rank.\n"
     "                 islands: every rank searches its share of the budget with its own seeds and\n"
     "                 the best migrates every GOPT_MPI_MIGRATE evaluations (faster, not always as good)\n"
     "  Ctrl-C stops a search and keeps its best so far (under mpirun too: rank 0 prints it).\n";
