@@ -5,14 +5,10 @@
 # run stops at an iteration boundary, writes its policy and says so; `--resume` under mpirun then
 # continues from that file. mpirun exits non-zero after a signal (Open MPI's rule), so only the
 # output is checked, not the status.
-set -u
-gopt="$1"
-mpirun="$2"
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/mpi_common.sh"
 export GOPT_PROGRESS=1 # a plain progress line every 2 s (stderr is not a terminal)
 
+# (the runs to interrupt start mpirun itself, not through mp: $! must be mpirun's pid)
 # wait_for FILE PATTERN PID: until PATTERN appears in FILE (at most 120 s) while PID lives
 wait_for() {
   for _ in $(seq 1 1200); do
@@ -53,7 +49,7 @@ line=$(grep "interrupted at iteration" "$d/t.err") || { cat "$d/t.err"; fail "tr
 [ -s "$d/p.gpol" ] || fail "train: no policy written after SIGINT"
 it=$(echo "$line" | sed -E 's/.*interrupted at iteration ([0-9]+) of.*/\1/')
 echo "ok: training interrupted at iteration $it, policy written"
-"$mpirun" -np 2 --oversubscribe "$gopt" train "${args[@]}" --iters 100000 -o "$d/p.gpol" --resume \
+mp 2 "$gopt" train "${args[@]}" --iters 100000 -o "$d/p.gpol" --resume \
   --stop-after $((it + 1)) >/dev/null 2>"$d/r.err"
 grep -q "interrupted at iteration $((it + 1)) of" "$d/r.err" || { cat "$d/r.err"; fail "resume after SIGINT"; }
 echo "ok: resumed under mpirun from iteration $it"
