@@ -1,6 +1,6 @@
 """check_mpi_search.py GOPT MPIRUN [SEEDS]: distributed search under mpirun (docs/SCALING.md).
-Default mode (--mpi-search eval, one logical search whose batches the ranks evaluate): for the test
-models, the stochastic methods and a fixed seed set (3 seeds for brkga, 2 for random, 1 for the
+Default mode (--mpi-search eval, one logical search whose batches the ranks evaluate): on gpt2 every
+stochastic method, on gnmt brkga, with a fixed seed set (3 seeds for brkga, 2 for random, 1 for the
 methods that run whole on every rank), `mpirun -np 2 gopt optimize` with a total budget B must give
 exactly the one-process objective and decisions and use exactly B evaluations, so 2 ranks
 are at least as good as 1 at the same total budget by construction (and 4 oversubscribed ranks too,
@@ -45,8 +45,8 @@ def fail(msg):
 
 
 for model in MODELS:
-    # the methods that run whole on every rank: 1 seed, all of them on the first model only
-    for method in METHODS if model == MODELS[0] else ["random", "local", "brkga"]:
+    # every method on the first model, brkga (where islands lose most) on the second
+    for method in METHODS if model == MODELS[0] else ["brkga"]:
         seeds = SEEDS if method == "brkga" else SEEDS[:2] if method in BATCH else SEEDS[:1]
         for s in seeds:
             a = run(model, method, s, 1)
@@ -61,7 +61,7 @@ for model in MODELS:
 for model in MODELS[1:]:
     for method in ("anneal",):
         one = two = 0.0
-        for s in SEEDS[:2]:
+        for s in SEEDS[:1]:
             a, b = run(model, method, s, 1), run(model, method, s, 2, "islands")
             if b["evaluations"] != BUDGET:
                 fail(f"{model} {method} islands seed {s}: used {b['evaluations']} evaluations, budget {BUDGET}")
@@ -69,4 +69,4 @@ for model in MODELS[1:]:
                 fail(f"{model} {method} islands seed {s}: ended worse than the start")
             one += a["objective"]
             two += b["objective"]
-        print(f"info {model:24s} {method:7s} islands: 2 ranks / 1 process = {two / one:.4f} (mean over 2 seeds)")
+        print(f"info {model:24s} {method:7s} islands: 2 ranks / 1 process = {two / one:.4f} (seed 1)")
