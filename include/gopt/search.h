@@ -25,6 +25,10 @@ typedef void (*gopt_search_trace_fn)(uint64_t evals, double seconds, double best
  * advantage model): x has nvars values. */
 typedef void (*gopt_search_sample_fn)(const double *x, const gopt_env_result *r, void *user);
 struct gopt_learn_dist; /* learn.h: the exchange hook of a distributed run (the CLI's MPI) */
+/* The guided search's scores: for configuration x (nvars values) writes score[nvars], the
+ * predicted |advantage| of changing each variable (the local advantage model, localadv.h).
+ * Returns 0 or an error in err. */
+typedef int (*gopt_search_guide_fn)(const double *x, double *score, void *user, gopt_error *err);
 
 typedef struct gopt_search_opts {
   uint64_t budget_evals;     /* 0 = no limit (then budget_seconds must be > 0) */
@@ -38,6 +42,10 @@ typedef struct gopt_search_opts {
   double temperature;        /* SA initial temperature / Gibbs tau */
   int population;            /* BRKGA */
   double elite_frac, mutant_frac, elite_bias;
+  double alpha;              /* guided: pick the node among the top alpha % by score (default 10) */
+  int hops;                  /* khop/guided: radius k of the mutated neighbourhood (default 1) */
+  gopt_search_guide_fn guide; /* guided: the scores (required); guide_user is passed to it */
+  void *guide_user;
   gopt_search_trace_fn on_improve;
   gopt_search_sample_fn on_sample;
   void *user;
@@ -48,7 +56,8 @@ typedef struct gopt_search_opts {
    * compute and the search is bitwise the one-process search (same x_best, result, evaluation
    * count). The stop request and the seconds budget are agreed on at those exchanges (any rank's
    * counts for all), so every rank stops at the same batch. Methods that evaluate one point at a
-   * time (local, anneal, gibbs) and the exact ones ignore dist: they run whole on every rank. */
+   * time (local, anneal, gibbs, khop, guided) and the exact ones ignore dist: they run whole on
+   * every rank. */
   const struct gopt_learn_dist *dist;
 } gopt_search_opts;
 
@@ -60,7 +69,8 @@ typedef struct gopt_search_result {
   int optimal;               /* exact methods: proven optimal */
 } gopt_search_result;
 
-/* Method names: "random", "local", "anneal", "gibbs", "brkga", "ilp", "dp". */
+/* Method names: "random", "local", "anneal", "gibbs", "brkga", "khop", "guided", "ilp", "dp".
+ * "guided" needs opts->guide (the CLI makes it from a local advantage model, localadv.h). */
 size_t gopt_search_method_count(void);
 const char *gopt_search_method_name(size_t i);
 /* Whether method m applies to the environment's task (e.g. "dp" only to memory scheduling on one
