@@ -16,7 +16,7 @@ import tempfile
 GOPT, MPIRUN = sys.argv[1], sys.argv[2]
 SEEDS = range(1, 1 + (int(sys.argv[3]) if len(sys.argv) > 3 else 3))
 MODELS = ["gpt2:layers=2", "gnmt:layers=2,steps=10"]
-METHODS = ["random", "local", "anneal", "gibbs", "brkga"]
+METHODS = ["random", "local", "anneal", "gibbs", "khop", "brkga"]
 BATCH = {"random", "brkga"}  # the methods whose batches the ranks share
 BUDGET = 400
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
