@@ -51,8 +51,8 @@ static const char opt_help[] =
     "  --json         print one JSON object\n"
     "  --mpi-search M under mpirun -np P (docs/SCALING.md): eval (default) runs one search whose\n"
     "                 batches the ranks share: bitwise the one-process result, the evaluations of\n"
-    "                 random, brkga and regal divided; the methods that evaluate one point at a time (local,\n"
-    "                 anneal, gibbs, khop, guided) then run whole on every rank.\n"
+    "                 random, brkga and regal divided; the methods that evaluate one point at a\n"
+    "                 time (local, anneal, gibbs, khop, guided) run whole on every rank.\n"
     "                 islands: every rank searches its share of the budget with its own seeds and\n"
     "                 the best migrates every GOPT_MPI_MIGRATE evaluations (faster, not always as good)\n"
     "  Ctrl-C stops a search and keeps its best so far (under mpirun too: rank 0 prints it).\n";
