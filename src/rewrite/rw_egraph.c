@@ -31,9 +31,11 @@ static int grow(void **p, size_t *cap, size_t need, size_t es, int fill) {
 
 /* Makes per-tensor and per-node arrays cover S. */
 static int eg_fit(rw_egraph *e) {
-  size_t tc = e->tcap, nc = e->ncap, nc2 = e->ncap;
-  if (grow((void **)&e->tcls, &tc, e->s->tensors.n, sizeof(int32_t), 0xff)) return -1;
-  e->tcap = tc;
+  size_t tc = e->tcap, tc2 = e->tcap, nc = e->ncap, nc2 = e->ncap;
+  if (grow((void **)&e->tcls, &tc, e->s->tensors.n, sizeof(int32_t), 0xff) ||
+      grow((void **)&e->tapp, &tc2, e->s->tensors.n, sizeof(int32_t), 0xff))
+    return -1;
+  e->tcap = tc < tc2 ? tc : tc2;
   if (grow((void **)&e->state, &nc, e->s->nodes.n, 1, 0)) return -1;
   if (grow((void **)&e->napp, &nc2, e->s->nodes.n, sizeof(int32_t), 0xff)) return -1;
   e->ncap = nc < nc2 ? nc : nc2;
@@ -228,6 +230,7 @@ void rw_eg_clear(rw_egraph *e) {
   if (!e) return;
   gopt_graph_free(e->s);
   free(e->tcls);
+  free(e->tapp);
   free(e->parent);
   free(e->crep);
   free(e->cleaf);
@@ -242,11 +245,17 @@ void rw_eg_clear(rw_egraph *e) {
 }
 
 /* A copy of h's tensor t in S (shape, dtype, constant bytes). */
-static int32_t import_tensor(rw_egraph *e, const gopt_graph *h, int32_t t, gopt_error *err) {
+static int32_t import_tensor(rw_egraph *e, const gopt_graph *h, int32_t t, int32_t app, gopt_error *err) {
   const gopt_tensor *x = &h->tensors.a[t];
   int32_t s = gopt_graph_add_tensor(e->s, NULL, x->dtype, x->flags & GOPT_T_NOSHAPE ? -1 : x->rank,
                                     gopt_tensor_dims(h, t), err);
-  if (s < 0 || !(x->flags & GOPT_T_CONST)) return s;
+  if (s < 0) return -1;
+  if (eg_fit(e)) {
+    gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    return -1;
+  }
+  e->tapp[s] = app;
+  if (!(x->flags & GOPT_T_CONST)) return s;
   const gopt_const *cd = &h->consts.a[x->cdata];
   if (gopt_tensor_set_const(e->s, s, cd->data, cd->nbytes, err)) return -1;
   e->s->consts.a[e->s->tensors.a[s].cdata].nbytes = cd->nbytes;
@@ -282,11 +291,11 @@ int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names
     }
     for (int k = 0; k < nd->n_in; k++) {
       int32_t t = gopt_node_input(h, hn, k);
-      if (t >= 0 && tm[t] < 0 && (tm[t] = import_tensor(e, h, t, err)) < 0) rc = err->code;
+      if (t >= 0 && tm[t] < 0 && (tm[t] = import_tensor(e, h, t, app, err)) < 0) rc = err->code;
       in[k] = t < 0 ? -1 : tm[t];
     }
     for (int k = 0; k < nd->n_out && !rc; k++)
-      if ((out[k] = tm[gopt_node_output(h, hn, k)] = import_tensor(e, h, gopt_node_output(h, hn, k), err)) < 0)
+      if ((out[k] = tm[gopt_node_output(h, hn, k)] = import_tensor(e, h, gopt_node_output(h, hn, k), app, err)) < 0)
         rc = err->code;
     if (rc) break;
     char name[48];
@@ -303,6 +312,11 @@ int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names
   if (!rc && eg_leaves(e)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   for (int i = 0; i < n_out && !rc; i++) {
     int32_t t = gopt_graph_find_tensor(h, out_names[i]);
+    /* an output folded into a constant is read by no imported node: a new leaf */
+    if (t >= 0 && tm[t] < 0 && (tm[t] = import_tensor(e, h, t, app, err)) >= 0 && eg_leaves(e)) {
+      rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+      break;
+    }
     if (t < 0 || tm[t] < 0) {
       rc = gopt_error_set(err, GOPT_EINVAL, "rewritten fragment lost output '%s'", out_names[i]);
       break;

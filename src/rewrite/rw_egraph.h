@@ -20,6 +20,7 @@ enum { EG_NONE = 0, EG_LIVE, EG_DUP, EG_FILTERED };
 typedef struct rw_egraph {
   gopt_graph *s;        /* the store (owned) */
   int32_t *tcls;        /* S tensor -> class (-1: none yet) */
+  int32_t *tapp;        /* S tensor -> the application that made it (-1: the input graph) */
   size_t tcap;
   int32_t *parent;      /* union-find over classes */
   int32_t *crep;        /* a tensor of the class (shapes; wiring of new e-nodes) */

@@ -556,12 +556,34 @@ static int eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, 
 
 /* The rule applications whose e-nodes the extracted graph uses become r's steps. */
 static int eq_steps(const rw_egraph *e, const rw_extraction *xt, const eq_run *q, gopt_rewrite_result *r) {
-  uint8_t *used = calloc(q->n_apps + 1, 1);
-  if (!used) return -1;
-  for (size_t c = 0; c < e->nc; c++) {
-    int32_t n = xt->choice[c];
-    if (n >= 0 && e->napp[n] >= 0) used[e->napp[n]] = 1;
+  uint8_t *used = calloc(q->n_apps + 1, 1), *need = calloc(e->nc + 1, 1);
+  int32_t *stack = malloc((e->nc + 1) * sizeof *stack);
+  size_t sp = 0;
+  if (!used || !need || !stack) {
+    free(used);
+    free(need);
+    free(stack);
+    return -1;
   }
+  for (size_t i = 0; i < e->n_roots; i++) {
+    int32_t rc = rw_eg_find(e, e->roots[i]);
+    if (!need[rc]) need[rc] = 1, stack[sp++] = rc;
+  }
+  while (sp > 0) { /* the classes the extracted graph needs */
+    int32_t c = stack[--sp], n = xt->choice[c], leaf = e->cleaf[c];
+    if (leaf >= 0) {
+      if (e->tapp[leaf] >= 0) used[e->tapp[leaf]] = 1; /* a folded constant */
+      continue;
+    }
+    if (n < 0) continue;
+    if (e->napp[n] >= 0) used[e->napp[n]] = 1;
+    for (int k = 0; k < e->s->nodes.a[n].n_in; k++) {
+      int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, n, k));
+      if (cc >= 0 && !need[cc]) need[cc] = 1, stack[sp++] = cc;
+    }
+  }
+  free(need);
+  free(stack);
   size_t k = 0;
   for (size_t i = 0; i < q->n_apps; i++) k += used[i];
   r->steps = calloc(k + 1, sizeof *r->steps);
