@@ -265,7 +265,7 @@ static int32_t import_tensor(rw_egraph *e, const gopt_graph *h, int32_t t, int32
 
 int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names,
                  const int32_t *map_t, int n_map, const char *const *out_names,
-                 const int32_t *out_cls, int n_out, int32_t app, gopt_error *err) {
+                 const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, gopt_error *err) {
   int32_t *tm = malloc((h->tensors.n + 1) * sizeof *tm), *order = malloc((h->nodes.n + 1) * sizeof *order);
   int rc = 0, made = 0;
   if (!tm || !order) {
@@ -322,6 +322,7 @@ int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names
       break;
     }
     if (rw_eg_union(e, rw_eg_tclass(e, tm[t]), out_cls[i]) < 0) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    if (i == 0 && out_t) *out_t = tm[t];
   }
 done:
   free(tm);

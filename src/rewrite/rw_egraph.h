@@ -50,10 +50,11 @@ int rw_eg_union(rw_egraph *e, int32_t a, int32_t b);
 /* Copies graph h's live nodes into S (h's tensors named in map_names[i] (nullable list of n_map
  * names) stand for S tensors map_t[i]; other inputs and constants become new leaves), hash-conses
  * them and merges, for each i < n_out, the class of h's tensor named out_names[i] with class
- * out_cls[i]. app tags the new e-nodes. Returns the number of new e-nodes or < 0. */
+ * out_cls[i]; out_t (may be NULL) receives that S tensor of h's output 0. app tags the new
+ * e-nodes and leaves. Returns the number of new e-nodes or < 0. */
 int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names,
                  const int32_t *map_t, int n_map, const char *const *out_names,
-                 const int32_t *out_cls, int n_out, int32_t app, gopt_error *err);
+                 const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, gopt_error *err);
 /* Restores congruence (merging classes of e-nodes that became equal) and rebuilds the member
  * lists; returns the number of merges or < 0. */
 int rw_eg_rebuild(rw_egraph *e, gopt_error *err);
@@ -90,5 +91,9 @@ int rw_eg_to_graph(const rw_egraph *e, const rw_extraction *x, gopt_graph **out,
 /* The eqsat entry of the search method table (gopt_rewrite_search). */
 int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
                     gopt_rewrite_result *r, gopt_error *err);
+/* Equality saturation of e with the enabled rules of rs until saturation, the iteration limit,
+ * node_limit live e-nodes or `seconds`; stop (n bytes, may be NULL) receives why it stopped. */
+int rw_eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, double seconds, char *stop,
+                   size_t n, gopt_error *err);
 
 #endif

@@ -223,6 +223,7 @@ typedef struct eq_frag {
   int n_in;
   char out_names[RW_MAX_OUT * 4][64];  /* l's outputs ... */
   int32_t out_cls[RW_MAX_OUT * 4];     /* ... belong to these classes */
+  int32_t out_s0;                      /* the S tensor of output 0 */
   int n_out;
 } eq_frag;
 
@@ -247,7 +248,8 @@ static int32_t frag_input(eq_frag *f, const gopt_graph *s, int32_t t, const char
   return lt;
 }
 
-static int frag_output(eq_frag *f, int32_t lt, int32_t cls) {
+static int frag_output(eq_frag *f, int32_t lt, int32_t cls, int32_t st) {
+  if (!f->n_out) f->out_s0 = st;
   if (f->n_out >= (int)(sizeof f->out_cls / sizeof f->out_cls[0]) || gopt_graph_add_output(f->l, lt)) return -1;
   snprintf(f->out_names[f->n_out], sizeof f->out_names[0], "%s", gopt_graph_str(f->l, f->l->tensors.a[lt].name));
   f->out_cls[f->n_out++] = cls;
@@ -265,7 +267,8 @@ static int frag_pattern(const rw_egraph *e, const rw_rule *r, const eq_match *mm
   int rc = rw_pattern_build(f->l, &r->src, vars, outs, err);
   for (int o = 0; !rc && o < r->src.n_out; o++) {
     int ref = r->src.out[o];
-    if (frag_output(f, outs[o], out_class(e, mm->op[RW_REF_OPI(ref)], RW_REF_OUTK(ref))))
+    int32_t st = gopt_node_output(e->s, mm->op[RW_REF_OPI(ref)], RW_REF_OUTK(ref));
+    if (frag_output(f, outs[o], rw_eg_tclass(e, st), st))
       rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   }
   if (rc) return rc;
@@ -332,7 +335,8 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
     for (int k = 0; k < s->nodes.a[sm->nodes[i]].n_out; k++) {
       int32_t lt = gopt_node_output(f->l, lnode[i], k);
       if (!gopt_tensor_use_count(f->l, lt) &&
-          frag_output(f, lt, rw_eg_tclass(e, gopt_node_output(s, sm->nodes[i], k))))
+          frag_output(f, lt, rw_eg_tclass(e, gopt_node_output(s, sm->nodes[i], k)),
+                      gopt_node_output(s, sm->nodes[i], k)))
         return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
     }
   }
@@ -342,11 +346,11 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
   return 0;
 }
 
-/* Applies one match: its source as a fragment, rewritten by gopt_rewrite_apply, imported.
- * Returns the new e-nodes (>= 0), -1 when the application is rejected (the fragment cannot be
+/* Applies one match: its source as a fragment, rewritten by gopt_rewrite_apply, imported;
+ * io_t receives the S tensors of the source's and the result's first output. Returns the new e-nodes (>= 0), -1 when the application is rejected (the fragment cannot be
  * built, or gopt_rewrite_apply rejects it), -2 on out of memory (err set). */
 static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
-                    const gopt_rewrite_match *sm, int32_t app, int *flags, gopt_error *err) {
+                    const gopt_rewrite_match *sm, int32_t app, int *flags, int32_t *io_t, gopt_error *err) {
   eq_frag *f = calloc(1, sizeof *f);
   gopt_graph *h = NULL;
   gopt_error e2 = {0};
@@ -369,7 +373,8 @@ static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
   const char *in_names[RW_MAX_VARS * 4], *out_names[RW_MAX_OUT * 4];
   for (int i = 0; i < f->n_in; i++) in_names[i] = f->in_names[i];
   for (int i = 0; i < f->n_out; i++) out_names[i] = f->out_names[i];
-  rc = rw_eg_import(e, h, in_names, f->in_s, f->n_in, out_names, f->out_cls, f->n_out, app, err);
+  io_t[0] = f->out_s0;
+  rc = rw_eg_import(e, h, in_names, f->in_s, f->n_in, out_names, f->out_cls, f->n_out, app, &io_t[1], err);
   if (rc < 0) rc = -2;
 done:
   gopt_graph_free(h);
@@ -384,6 +389,7 @@ typedef struct eq_app {
   int32_t rule;
   char where[96];
   int flags;
+  int32_t io_t[2];      /* S tensors: the match's first output, and what it was merged with */
 } eq_app;
 
 typedef struct eq_run {
@@ -507,7 +513,8 @@ static int eq_apply_all(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, eq_run 
     int32_t anchor = r->builtin >= 0 ? m->op[0] : m->op[RW_REF_OPI(r->src.out[0])];
     snprintf(ap->where, sizeof ap->where, "%s", gopt_node_name(e->s, anchor));
     q->matches++;
-    int got = eq_apply(e, rs, m, r->builtin >= 0 ? &sm : NULL, (int32_t)q->n_apps, &ap->flags, err);
+    ap->io_t[0] = ap->io_t[1] = -1;
+    int got = eq_apply(e, rs, m, r->builtin >= 0 ? &sm : NULL, (int32_t)q->n_apps, &ap->flags, ap->io_t, err);
     if (got == -2) return err->code ? err->code : GOPT_ENOMEM;
     if (got == -1) {
       q->rejected++;
@@ -569,6 +576,16 @@ static int eq_steps(const rw_egraph *e, const rw_extraction *xt, const eq_run *q
     int32_t rc = rw_eg_find(e, e->roots[i]);
     if (!need[rc]) need[rc] = 1, stack[sp++] = rc;
   }
+  /* a rewrite whose result already existed (Relu(Relu(x)) = Relu(x)) made no e-node: it is
+   * credited when the extraction picks that existing e-node instead of the matched one */
+  int32_t *credit = malloc((e->nc + 1) * sizeof *credit); /* per class: such a rewrite */
+  if (!credit) sp = 0;
+  for (size_t c = 0; credit && c < e->nc; c++) credit[c] = -1;
+  for (size_t i = 0; credit && i < q->n_apps; i++) {
+    int32_t d = q->apps[i].io_t[1], p = d >= 0 ? e->s->tensors.a[d].producer : -1;
+    if (p >= 0 && (e->state[p] == EG_DUP || e->napp[p] < 0) && credit[rw_eg_tclass(e, d)] < 0)
+      credit[rw_eg_tclass(e, d)] = (int32_t)i;
+  }
   while (sp > 0) { /* the classes the extracted graph needs */
     int32_t c = stack[--sp], n = xt->choice[c], leaf = e->cleaf[c];
     if (leaf >= 0) {
@@ -577,6 +594,8 @@ static int eq_steps(const rw_egraph *e, const rw_extraction *xt, const eq_run *q
     }
     if (n < 0) continue;
     if (e->napp[n] >= 0) used[e->napp[n]] = 1;
+    else if (credit[c] >= 0 && e->s->tensors.a[q->apps[credit[c]].io_t[0]].producer != n)
+      used[credit[c]] = 1;
     for (int k = 0; k < e->s->nodes.a[n].n_in; k++) {
       int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, n, k));
       if (cc >= 0 && !need[cc]) need[cc] = 1, stack[sp++] = cc;
@@ -584,6 +603,7 @@ static int eq_steps(const rw_egraph *e, const rw_extraction *xt, const eq_run *q
   }
   free(need);
   free(stack);
+  free(credit);
   size_t k = 0;
   for (size_t i = 0; i < q->n_apps; i++) k += used[i];
   r->steps = calloc(k + 1, sizeof *r->steps);
@@ -656,6 +676,17 @@ done:
   gopt_graph_free(best);
   rw_extraction_clear(&xt);
   rw_eg_clear(&e);
+  free(q.apps);
+  free(q.seen);
+  return rc;
+}
+
+int rw_eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, double seconds, char *stop,
+                   size_t n, gopt_error *err) {
+  eq_run q;
+  memset(&q, 0, sizeof q);
+  int rc = eq_saturate(e, rs, node_limit, gopt_now() + seconds, &q, err);
+  if (stop) snprintf(stop, n, "%s", q.stop ? q.stop : "");
   free(q.apps);
   free(q.seen);
   return rc;

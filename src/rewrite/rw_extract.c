@@ -75,7 +75,14 @@ typedef struct ilp_rows {
   int n, cap;
 } ilp_rows;
 
+/* Adds v to column col's coefficient in the row being built (GLPK refuses repeated columns:
+ * an e-node in its own child class, or a self-loop's order row, sums to one coefficient). */
 static int rows_push(ilp_rows *r, int col, double v) {
+  for (int i = 1; i <= r->n; i++)
+    if (r->ind[i] == col) {
+      r->val[i] += v;
+      return 0;
+    }
   if (r->n + 2 > r->cap) {
     int nc = r->cap ? r->cap * 2 : 64;
     int *ni = realloc(r->ind, (size_t)nc * sizeof *ni);
@@ -93,6 +100,14 @@ static int rows_push(ilp_rows *r, int col, double v) {
 }
 
 static void rows_emit(glp_prob *lp, ilp_rows *r, int type, double rhs) {
+  int k = 0;
+  for (int j = 1; j <= r->n; j++) /* zero coefficients dropped */
+    if (r->val[j] != 0) {
+      k++;
+      r->ind[k] = r->ind[j];
+      r->val[k] = r->val[j];
+    }
+  r->n = k;
   int i = glp_add_rows(lp, 1);
   glp_set_row_bnds(lp, i, type, rhs, rhs);
   glp_set_mat_row(lp, i, r->n, r->ind, r->val);
