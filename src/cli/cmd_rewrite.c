@@ -393,7 +393,8 @@ int cli_rewrite(int argc, char **argv) {
       for (size_t i = 0; i < res.n_steps && strlen(used) < 400; i++)
         snprintf(used + strlen(used), sizeof used - strlen(used), "%s'%.60s' at '%.60s'", i ? ", " : "",
                  gopt_ruleset_rule_name(rs, (size_t)res.steps[i].rule), res.steps[i].where);
-      snprintf(err.msg, sizeof err.msg, "verification failed: %.300s (eqsat used %s)", ve.msg, used);
+      if (snprintf(err.msg, sizeof err.msg, "verification failed: %.200s (eqsat used %.200s)", ve.msg, used) < 0)
+        err.msg[0] = 0;
     } else if (gopt_rewrite_replay_check(full, rs, &res, seed + 2, &err) == 0) {
       snprintf(err.msg, sizeof err.msg, "verification failed: %.400s", ve.msg);
     }

@@ -644,7 +644,8 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   gopt_error e2 = {0};
   double after = 0;
   const char *kept = "";
-  if (rw_eg_to_graph(&e, &xt, &best, &e2) || gopt_rewrite_cost(best, o->cluster, &after, &e2)) {
+  int failed = rw_eg_to_graph(&e, &xt, &best, &e2) || gopt_rewrite_cost(best, o->cluster, &after, &e2);
+  if (failed) {
     kept = "; the extracted graph failed to convert, input kept";
   } else if (!(after < r->cost_before)) {
     kept = "; nothing cheaper extracted, input kept";
@@ -670,7 +671,7 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
            "eqsat: %zu iterations (stop: %s), %zu e-nodes, %zu e-classes, %zu rewrites applied "
            "(%zu rejected), %zu e-nodes filtered as cyclic; extraction: %s%s%s%.60s",
            q.iters, q.stop, e.live, e.nc, q.n_apps, q.rejected, q.filtered, xt.how, kept,
-           kept[2] == 't' ? ": " : "", kept[2] == 't' ? e2.msg : "") >= (int)sizeof r->note)
+           failed ? ": " : "", failed ? e2.msg : "") >= (int)sizeof r->note)
     r->note[sizeof r->note - 1] = 0; /* truncated */
 done:
   gopt_graph_free(best);
