@@ -2,7 +2,7 @@
  * (every choice of one e-node per e-class enumerated) on the e-graph of a 4-matmul chain
  * saturated with associativity; Tensat's cycle filtering removes the e-node a cyclic rewrite
  * (Relu(Relu(x)) = Relu(x)) creates, and the ILP's order constraints keep extraction acyclic
- * without it; eqsat's result is never costlier than greedy's on small graphs where it saturates,
+ * without it; merging two matmuls where one's input depends on the other is filtered; eqsat's result is never costlier than greedy's on small graphs where it saturates,
  * and computes the same outputs; a deliberately wrong rule forced into eqsat is caught by the
  * output comparison. */
 #include <stdio.h>
@@ -240,6 +240,38 @@ static void test_cycle(const gopt_ruleset *rs) {
   gopt_graph_free(g);
 }
 
+/* MatMul(A, B1) = y1; B2 = Relu(y1); y2 = MatMul(A, B2): merging the two matmuls (a built-in
+ * multi-pattern) would compute y1 from B2, which needs y1: the merged e-node is filtered as cyclic
+ * and eqsat returns the input structure (greedy rejects the same application outright). */
+static void test_cycle_merge(void) {
+  gopt_ruleset *rs = gopt_ruleset_builtin();
+  gopt_graph *g = gopt_graph_new("cyc");
+  gopt_graph_set_opset(g, "", 17);
+  int32_t A = tensor(g, "A", 64, 64), B1 = tensor(g, "B1", 64, 64), y1 = tensor(g, "y1", 64, 64);
+  int32_t B2 = tensor(g, "B2", 64, 64), y2 = tensor(g, "y2", 64, 64);
+  gopt_graph_add_input(g, A);
+  gopt_graph_add_input(g, B1);
+  node(g, "MatMul", "m1", A, B1, y1);
+  node(g, "Relu", "r", y1, -1, B2);
+  node(g, "MatMul", "m2", A, B2, y2);
+  gopt_graph_add_output(g, y2);
+  finish(g);
+  rw_egraph e;
+  gopt_error err = {0};
+  CHECK(rw_eg_init(&e, g, &err) == 0);
+  CHECK_MSG(rw_eq_saturate(&e, rs, 10000, 60, NULL, 0, &err) == 0, "%s", err.msg);
+  CHECK(e.filtered >= 1);
+  rw_eg_clear(&e);
+  gopt_rewrite_opts o = {"eqsat", NULL, 0, 0, 30, 0, 1};
+  gopt_rewrite_result r;
+  CHECK(gopt_rewrite_search(g, rs, &o, &r, &err) == 0);
+  CHECK(r.graph && gopt_graph_node_count(r.graph) == 3 && r.n_steps == 0);
+  CHECK(r.graph && gopt_rewrite_compare(g, r.graph, 4, 1e-4, 1e-4, NULL, &err) == 0);
+  gopt_rewrite_result_clear(&r);
+  gopt_graph_free(g);
+  gopt_ruleset_free(rs);
+}
+
 /* eqsat saturates these graphs, so its extraction is optimal for the sum of kernel times; on
  * chains (no parallelism) that is the simulated step, so eqsat's cost is <= greedy's. */
 static void test_vs_greedy(const gopt_ruleset *rs) {
@@ -287,6 +319,7 @@ int main(void) {
   gopt_ruleset_disable(rs, wi, "test: kept out of the other checks");
   test_bruteforce(rs);
   test_cycle(rs);
+  test_cycle_merge();
   test_vs_greedy(rs);
   test_wrong_rule(rs, wi);
   gopt_ruleset_free(rs);
