@@ -392,6 +392,19 @@ int rw_eg_rebuild(rw_egraph *e, gopt_error *err) {
   return merges;
 }
 
+void rw_eg_wire_constants(rw_egraph *e) {
+  for (size_t n = 0; n < e->s->nodes.n && n < e->ncap; n++) {
+    if (e->state[n] != EG_LIVE) continue;
+    for (int k = 0; k < e->s->nodes.a[n].n_in; k++) {
+      int32_t t = gopt_node_input(e->s, (int32_t)n, k), c = rw_eg_tclass(e, t);
+      int32_t leaf = c >= 0 ? e->cleaf[c] : -1;
+      if (leaf >= 0 && leaf != t && (e->s->tensors.a[leaf].flags & GOPT_T_CONST) &&
+          e->s->tensors.a[t].producer >= 0)
+        gopt_node_set_input(e->s, (int32_t)n, k, leaf);
+    }
+  }
+}
+
 static size_t filter_visit(rw_egraph *e, int32_t c, uint8_t *color) {
   size_t nf = 0;
   color[c] = 1;

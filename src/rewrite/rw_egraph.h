@@ -58,6 +58,10 @@ int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names
 /* Restores congruence (merging classes of e-nodes that became equal) and rebuilds the member
  * lists; returns the number of merges or < 0. */
 int rw_eg_rebuild(rw_egraph *e, gopt_error *err);
+/* Rewires S nodes that read a computed tensor whose class also holds a constant (a folded
+ * result) to read the constant, so the built-in rules, which match the store graph, see it
+ * (constant folding chains, weights computed by earlier rewrites). Classes are unchanged. */
+void rw_eg_wire_constants(rw_egraph *e);
 /* Tensat's efficient cycle filtering: a DFS from the roots marks EG_FILTERED every e-node with a
  * child class on the DFS stack, so the remaining e-graph is acyclic. Returns the number newly
  * filtered. Call after rw_eg_rebuild (uses the member lists). */

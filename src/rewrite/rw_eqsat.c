@@ -545,6 +545,7 @@ static int eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, 
       break;
     }
     q->filtered += rw_eg_filter_cycles(e);
+    rw_eg_wire_constants(e);
     if (q->stop[0] != 'i') { /* a limit stopped the application loop */
       q->iters++;
       break;
