@@ -116,7 +116,7 @@ typedef struct gopt_rewrite_opts {
   double alpha;                /* greedy: accept cost < alpha * best (<= 0: 1.05) */
   long budget;                 /* greedy: graphs dequeued (<= 0: 100); eqsat: e-node limit
                                   (<= 0: 20000) */
-  double seconds;              /* wall-clock limit (<= 0: none; eqsat: 10, half for saturation,
+  double seconds;              /* wall-clock limit (<= 0: none; eqsat: 10, 40% for saturation,
                                   the rest for the ILP) */
   double max_growth;           /* op count limit as a multiple of the original (<= 0: 2) */
   uint64_t seed;

@@ -26,7 +26,7 @@ static const char rewrite_help[] =
     "                 equality saturation in an e-graph, ILP extraction with GLPK)\n"
     "  --cluster C    cost device preset (default V100): the simulator's step time\n"
     "  --budget N     greedy: graphs dequeued (default 100); eqsat: e-node limit (20000)\n"
-    "  --seconds S    wall-clock limit (eqsat: default 10, half saturation, half the ILP)\n"
+    "  --seconds S    wall-clock limit (eqsat: default 10: 40% saturation, the rest extraction)\n"
     "  --alpha A      accept candidates costing < A x best (default 1.05)\n"
     "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"
     "  --verify V     exec: gopt's executor; ort: also ONNX Runtime (default both)\n"

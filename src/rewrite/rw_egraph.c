@@ -206,6 +206,7 @@ int rw_eg_init(rw_egraph *e, const gopt_graph *g, gopt_error *err) {
   int32_t *order = NULL;
   int rc = GOPT_ENOMEM;
   if (!(e->s = gopt_graph_clone(g)) || eg_leaves(e)) goto fail;
+  e->n_orig = e->s->nodes.n;
   if (!(order = malloc((g->nodes.n + 1) * sizeof *order))) goto fail;
   int64_t n = gopt_graph_topo(e->s, order, err);
   if (n < 0) {

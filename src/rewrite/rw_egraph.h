@@ -35,6 +35,7 @@ typedef struct rw_egraph {
   uint8_t *mk;          /* ... and the output index of each member */
   size_t live, filtered;
   size_t unions;        /* merges so far (saturation check) */
+  size_t n_orig;        /* S nodes 0 .. n_orig-1 are the input graph's */
   int32_t *roots;       /* classes of the graph outputs */
   size_t n_roots;
 } rw_egraph;
@@ -74,6 +75,7 @@ typedef struct rw_extraction {
   int used_ilp;         /* 1 the ILP's solution, 0 the greedy fallback */
   char how[96];         /* "ilp (optimal)", "ilp (time limit, best found)", "greedy (...)" */
   double objective;     /* sum of the chosen e-nodes' simulated kernel times */
+  double input_objective; /* the same sum over the input graph's nodes */
 } rw_extraction;
 
 /* Extraction modes. */

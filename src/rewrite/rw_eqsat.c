@@ -20,7 +20,7 @@
 
 #define EQ_ITERS 10          /* Tensat's iteration limit */
 #define EQ_NODES 20000       /* Tensat's node limit (live e-nodes; --budget overrides) */
-#define EQ_SECONDS 10.0      /* default total time (saturation gets half) */
+#define EQ_SECONDS 10.0      /* default total time (saturation gets 40%) */
 #define EQ_RULE_MATCHES 2000 /* matches of one rule per iteration */
 #define EQ_MULTI_ITERS 1     /* Tensat's k_multi: multi-pattern rules in the first iterations only */
 
@@ -221,6 +221,8 @@ typedef struct eq_frag {
   char in_names[RW_MAX_VARS * 4][64];  /* l's inputs ... */
   int32_t in_s[RW_MAX_VARS * 4];       /* ... stand for these S tensors */
   int n_in;
+  int full_data;                       /* copy every constant's bytes (else only small ones) */
+  int dropped;                         /* a constant's bytes were left out */
   char out_names[RW_MAX_OUT * 4][64];  /* l's outputs ... */
   int32_t out_cls[RW_MAX_OUT * 4];     /* ... belong to these classes */
   int32_t out_s0;                      /* the S tensor of output 0 */
@@ -238,7 +240,10 @@ static int32_t frag_input(eq_frag *f, const gopt_graph *s, int32_t t, const char
   if (lt < 0) return -1;
   if (x->flags & GOPT_T_CONST) {
     const gopt_const *cd = &s->consts.a[x->cdata];
-    if (gopt_tensor_set_const(f->l, lt, cd->data, cd->nbytes, err)) return -1;
+    /* weights are copied only when a rewrite computes with them (a retry, see eq_apply) */
+    int keep = f->full_data || cd->nbytes <= 65536;
+    f->dropped |= !keep && cd->data;
+    if (gopt_tensor_set_const(f->l, lt, keep ? cd->data : NULL, cd->nbytes, err)) return -1;
     f->l->consts.a[f->l->tensors.a[lt].cdata].nbytes = cd->nbytes;
     f->l->tensors.a[lt].flags |= x->flags & (GOPT_T_INIT | GOPT_T_PARAM);
   } else if (gopt_graph_add_input(f->l, lt)) {
@@ -346,11 +351,11 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
   return 0;
 }
 
-/* Applies one match: its source as a fragment, rewritten by gopt_rewrite_apply, imported;
- * io_t receives the S tensors of the source's and the result's first output. Returns the new e-nodes (>= 0), -1 when the application is rejected (the fragment cannot be
- * built, or gopt_rewrite_apply rejects it), -2 on out of memory (err set). */
-static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
-                    const gopt_rewrite_match *sm, int32_t app, int *flags, int32_t *io_t, gopt_error *err) {
+/* One try of eq_apply: with full_data every weight's bytes are in the fragment; without, a
+ * rewrite that computed new weights from left-out bytes sets *dropped and imports nothing. */
+static int eq_apply_once(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
+                         const gopt_rewrite_match *sm, int32_t app, int *flags, int32_t *io_t,
+                         int full_data, int *dropped, gopt_error *err) {
   eq_frag *f = calloc(1, sizeof *f);
   gopt_graph *h = NULL;
   gopt_error e2 = {0};
@@ -361,6 +366,7 @@ static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
     goto done;
   }
   gopt_graph_set_opset(f->l, "", gopt_graph_opset(e->s, "", 13));
+  f->full_data = full_data;
   int fr = sm ? frag_builtin(e, sm, f, &e2) : frag_pattern(e, &rs->r[mm->rule], mm, f, &e2);
   gopt_infer_opts io = {0, 0};
   if (fr || gopt_infer_shapes(f->l, &io, &e2) || gopt_rewrite_apply(f->l, rs, &f->m, &h, flags, &e2)) {
@@ -370,6 +376,8 @@ static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
     }
     goto done;
   }
+  *dropped = f->dropped && (*flags & GOPT_RW_NODATA); /* computed with weights left out */
+  if (*dropped) goto done;
   const char *in_names[RW_MAX_VARS * 4], *out_names[RW_MAX_OUT * 4];
   for (int i = 0; i < f->n_in; i++) in_names[i] = f->in_names[i];
   for (int i = 0; i < f->n_out; i++) out_names[i] = f->out_names[i];
@@ -380,6 +388,19 @@ done:
   gopt_graph_free(h);
   if (f) gopt_graph_free(f->l);
   free(f);
+  return rc;
+}
+
+/* Applies one match: its source as a fragment, rewritten by gopt_rewrite_apply, imported;
+ * io_t receives the S tensors of the source's and the result's first output. Large weights are
+ * left out of the fragment unless the rewrite computes new weights from them (then it runs
+ * again with them). Returns the new e-nodes (>= 0), -1 when the application is rejected (the
+ * fragment cannot be built, or gopt_rewrite_apply rejects it), -2 on out of memory (err set). */
+static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
+                    const gopt_rewrite_match *sm, int32_t app, int *flags, int32_t *io_t, gopt_error *err) {
+  int dropped = 0;
+  int rc = eq_apply_once(e, rs, mm, sm, app, flags, io_t, 0, &dropped, err);
+  if (dropped) rc = eq_apply_once(e, rs, mm, sm, app, flags, io_t, 1, &dropped, err);
   return rc;
 }
 
@@ -434,7 +455,7 @@ static int seen_add(eq_run *q, uint64_t key) {
 }
 
 /* Collects this iteration's matches: pattern rules by e-matching, built-ins on the store. */
-static int eq_collect(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, gopt_error *err) {
+static int eq_collect(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, double deadline, gopt_error *err) {
   x->e = e;
   x->rs = rs;
   x->n = 0;
@@ -443,6 +464,7 @@ static int eq_collect(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, gopt_erro
   for (size_t i = 0; i < rs->n && !rc; i++) {
     const rw_rule *r = &rs->r[i];
     if (!r->enabled) continue;
+    if ((i & 63) == 0 && gopt_now() > deadline) break; /* the apply loop then reports it */
     if (r->builtin < 0) {
       if (eq_find_pattern(x, (int32_t)i)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
       continue;
@@ -536,7 +558,7 @@ static int eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, 
   for (q->iters = 0; q->iters < EQ_ITERS; q->iters++) {
     size_t added = 0;
     x.multi_ok = q->iters < EQ_MULTI_ITERS;
-    if ((rc = eq_collect(e, rs, &x, err))) break;
+    if ((rc = eq_collect(e, rs, &x, deadline, err))) break;
     size_t before = e->unions;
     if ((rc = eq_apply_all(e, rs, &x, q, node_limit, deadline, &added, err))) break;
     int merges = rw_eg_rebuild(e, err);
@@ -625,7 +647,7 @@ static int eq_steps(const rw_egraph *e, const rw_extraction *xt, const eq_run *q
 }
 
 /* Tensat: saturate, extract, convert back; the input graph is kept when nothing cheaper is
- * extracted. o->budget is the e-node limit, o->seconds the total time (half for saturation). */
+ * extracted. o->budget is the e-node limit, o->seconds the total time (40% for saturation). */
 int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
                     gopt_rewrite_result *r, gopt_error *err) {
   double t0 = gopt_now(), secs = o->seconds > 0 ? o->seconds : EQ_SECONDS;
@@ -638,17 +660,19 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   memset(&q, 0, sizeof q);
   int rc = gopt_rewrite_cost(g, o->cluster, &r->cost_before, err);
   if (rc || (rc = rw_eg_init(&e, g, err))) return rc;
-  if ((rc = eq_saturate(&e, rs, node_limit, t0 + 0.5 * secs, &q, err))) goto done;
+  if ((rc = eq_saturate(&e, rs, node_limit, t0 + 0.4 * secs, &q, err))) goto done;
   double left = secs - (gopt_now() - t0);
   if ((rc = rw_extract(&e, o->cluster, RW_X_ILP | RW_X_TOPO, left > 0.5 ? left : 0.5, &xt, err)))
     goto done;
   gopt_error e2 = {0};
   double after = 0;
   const char *kept = "";
-  int failed = rw_eg_to_graph(&e, &xt, &best, &e2) || gopt_rewrite_cost(best, o->cluster, &after, &e2);
+  /* the input's own choice is no worse by the extraction's measure: no conversion */
+  int same = !(xt.objective < xt.input_objective * (1 - 1e-9));
+  int failed = !same && (rw_eg_to_graph(&e, &xt, &best, &e2) || gopt_rewrite_cost(best, o->cluster, &after, &e2));
   if (failed) {
     kept = "; the extracted graph failed to convert, input kept";
-  } else if (!(after < r->cost_before)) {
+  } else if (same || !(after < r->cost_before)) {
     kept = "; nothing cheaper extracted, input kept";
   }
   if (kept[0]) {

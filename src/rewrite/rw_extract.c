@@ -245,12 +245,15 @@ int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_s
                ? gopt_error_set(err, GOPT_ENOMEM, "out of memory")
                : ex_costs(e, c, cost, err);
   if (rc) goto done;
+  for (size_t n = 0; n < e->n_orig; n++)
+    if (gopt_node_alive(e->s, (int32_t)n)) g.input_objective += cost[n];
   for (size_t k = 0; k < e->nc; k++) g.choice[k] = -1;
   ex_greedy(e, cost, &g);
   g.objective = ex_objective(e, cost, &g);
   snprintf(g.how, sizeof g.how, "greedy (ILP not asked for)");
   if ((mode & RW_X_ILP) && !ex_ilp(e, cost, ilp_seconds, mode & RW_X_TOPO, x)) {
     x->objective = ex_objective(e, cost, x);
+    x->input_objective = g.input_objective;
     if (!(x->objective <= g.objective * (1 + 1e-9))) {
       /* a time-limited ILP's best can be worse than greedy's choice: keep the better one */
       snprintf(g.how, sizeof g.how, "greedy (better than the ILP's %.40s)", x->how);
