@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gopt/ops.h"
 #include "gopt/util.h"
@@ -651,6 +652,7 @@ static int eq_steps(const rw_egraph *e, const rw_extraction *xt, const eq_run *q
 int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
                     gopt_rewrite_result *r, gopt_error *err) {
   double t0 = gopt_now(), secs = o->seconds > 0 ? o->seconds : EQ_SECONDS;
+  clock_t c0 = clock();
   size_t node_limit = o->budget > 0 ? (size_t)o->budget : EQ_NODES;
   rw_egraph e;
   rw_extraction xt;
@@ -693,9 +695,9 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   r->generated = e.live;
   r->rejected = q.rejected;
   if (snprintf(r->note, sizeof r->note,
-           "eqsat: %zu iterations (stop: %s), %zu e-nodes, %zu e-classes, %zu rewrites applied "
+           "eqsat: %.2f s CPU, %zu iterations (stop: %s), %zu e-nodes, %zu e-classes, %zu rewrites applied "
            "(%zu rejected), %zu e-nodes filtered as cyclic; extraction: %s%s%s%.60s",
-           q.iters, q.stop, e.live, e.nc, q.n_apps, q.rejected, q.filtered, xt.how, kept,
+           (double)(clock() - c0) / CLOCKS_PER_SEC, q.iters, q.stop, e.live, e.nc, q.n_apps, q.rejected, q.filtered, xt.how, kept,
            failed ? ": " : "", failed ? e2.msg : "") >= (int)sizeof r->note)
     r->note[sizeof r->note - 1] = 0; /* truncated */
 done:
