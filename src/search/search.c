@@ -27,8 +27,9 @@ typedef struct method_entry {
 
 static const method_entry k_methods[] = {
     {"random", search_random, 0, 1}, {"local", search_local, 0, 0}, {"anneal", search_anneal, 0, 0},
-    {"gibbs", search_gibbs, 0, 0},   {"brkga", search_brkga, 0, 1}, {"khop", search_khop, 0, 0},
-    {"guided", search_guided, 0, 0}, {"ilp", search_ilp, 1, 0},     {"dp", search_dp, 1, 0},
+    {"gibbs", search_gibbs, 0, 0},   {"brkga", search_brkga, 0, 1}, {"brkga-regal", search_brkga_regal, 0, 1},
+    {"brkga-tuned", search_brkga_tuned, 0, 1}, {"khop", search_khop, 0, 0}, {"guided", search_guided, 0, 0},
+    {"ilp", search_ilp, 1, 0}, {"dp", search_dp, 1, 0},
 };
 #define N_METHODS (sizeof k_methods / sizeof k_methods[0])
 
@@ -48,7 +49,8 @@ int gopt_search_applicable(const char *method, const gopt_env *e, const char **w
   *why = NULL;
   const method_entry *m = find_method(method);
   if (!m) {
-    *why = "unknown search method (random, local, anneal, gibbs, brkga, khop, guided, ilp, dp)";
+    *why = "unknown search method (random, local, anneal, gibbs, brkga, brkga-regal, brkga-tuned, khop, guided, ilp, "
+           "dp)";
     return 0;
   }
   if (!e) {
@@ -254,12 +256,15 @@ int gopt_search_run(const char *method, gopt_env *e, const gopt_search_opts *o, 
   const method_entry *m = find_method(method);
   if (!m)
     return gopt_error_set(err, GOPT_EINVAL,
-                          "search: unknown method '%s' (random, local, anneal, gibbs, brkga, khop, guided, ilp, dp)",
+                          "search: unknown method '%s' (random, local, anneal, gibbs, brkga, brkga-regal, brkga-tuned, "
+                          "khop, guided, ilp, dp)",
                           method ? method : "(null)");
   if (!e || !x_best || !res) return gopt_error_set(err, GOPT_EINVAL, "search: missing argument");
   const char *why = NULL;
   if (!gopt_search_applicable(method, e, &why))
     return gopt_error_set(err, GOPT_EINVAL, "search: method '%s' does not apply: %s", method, why);
+  if (o->sample_keys && strcmp(m->name, "brkga-regal"))
+    return gopt_error_set(err, GOPT_EINVAL, "search: a key sampler applies to brkga-regal only, not '%s'", method);
   if (!m->exact && o->budget_evals == 0 && !(o->budget_seconds > 0))
     return gopt_error_set(err, GOPT_EINVAL,
                           "search: method '%s' needs a budget (evaluations or seconds)", method);
