@@ -29,3 +29,11 @@ add_test(NAME hlo_passes_real_modules
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/hlo/check_passes.py ${GOPT_BIN}
                  ${CMAKE_SOURCE_DIR}/tests/hlo/data ${CMAKE_CURRENT_BINARY_DIR}/hlo_passes
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+# Every pass order of `gopt passes` (XLA's CPU and GPU defaults, random, greedy, genetic, rl) with
+# small budgets on every real module: consistent reports, searches never end above their start,
+# sequences replay, results re-import, same seed same sequence.
+add_test(NAME hlo_pass_orders_real_modules
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/hlo/check_pass_orders.py ${GOPT_BIN}
+                 ${CMAKE_SOURCE_DIR}/tests/hlo/data ${CMAKE_CURRENT_BINARY_DIR}/hlo_pass_orders
+                 default default-gpu random greedy genetic
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
