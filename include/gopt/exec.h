@@ -83,7 +83,8 @@ int32_t gopt_exec_output_tensor(const gopt_exec *x, size_t i);
 /* Copies t into input i; its dtype and shape must equal the graph input's. */
 int gopt_exec_set_input(gopt_exec *x, size_t i, const gopt_host_tensor *t, gopt_error *err);
 /* Fills every input with deterministic random values from seed: floats uniform in [-1, 1),
- * integers in [0, n) where n is the size of the dimension they index (Gather) or 2. */
+ * integers in [0, n) where n is the size of the dimension they index (Gather) or 2; uint32 takes
+ * uniform 32-bit patterns (HLO RNG keys). */
 int gopt_exec_random_inputs(gopt_exec *x, uint64_t seed, gopt_error *err);
 
 /* Runs the graph once. Inputs must have been set. Returns 0 or an error naming the node. */
