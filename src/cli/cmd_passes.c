@@ -13,12 +13,13 @@
 #include "gopt/hlo.h"
 #include "gopt/onnx.h"
 #include "gopt/passes.h"
+#include "gopt/rewrite.h"
 #include "gopt/util.h"
 
 static const char passes_help[] =
     "usage: gopt passes MODEL [--order ORDER] [--budget N] [--objective ops|time] [--seed S]\n"
     "                         [--max-steps N] [--cluster C] [--policy P.gpol] [-o OUT.hlo|OUT.onnx]\n"
-    "                         [--json] [--batch N] [--training] [--no-fold]\n"
+    "                         [--verify] [--json] [--batch N] [--training] [--no-fold]\n"
     "       gopt passes --list\n"
     "  runs target-independent compiler passes (after XLA's) and reports the instruction count\n"
     "  (parameters, constants and ops over all computations) and the simulated step time after each\n"
@@ -36,6 +37,9 @@ static const char passes_help[] =
     "                       simulated step time on --cluster (default V100)\n"
     "  --max-steps N        longest sequence a search or the policy may emit (default 32)\n"
     "  --seed S             seeds every random choice (default 1)\n"
+    "  --verify             runs the module before and after on random inputs (from --seed) with\n"
+    "                       gopt's executor and compares the outputs (rtol 1e-3, atol 1e-4): equal,\n"
+    "                       mismatch (exit 1), or not executable (the op the executor lacks)\n"
     "  Ctrl-C stops a search and keeps its best sequence so far.\n";
 
 static int list_passes(void) {
@@ -59,6 +63,7 @@ typedef struct presult {
   uint64_t evals;
   double seconds;
   int interrupted;
+  char verify[300]; /* "" when not asked */
 } presult;
 
 static double pct(double before, double after) { return before > 0 ? 100.0 * (before - after) / before : 0; }
@@ -70,6 +75,7 @@ static int report_text(const presult *r) {
          r->ops_default, pct((double)r->ops_default, (double)r->ops_after));
   printf("simulated step time %.4f ms -> %.4f ms (default order %.4f ms)\n", r->time_before * 1e3,
          r->time_after * 1e3, r->time_default * 1e3);
+  if (r->verify[0]) printf("verification: %s\n", r->verify);
   if (r->evals)
     printf("search: %llu evaluations, %.2f s%s\n", (unsigned long long)r->evals, r->seconds,
            r->interrupted ? " (interrupted: best so far)" : "");
@@ -99,6 +105,7 @@ static int report_json(const presult *r) {
   json_object_set_new(o, "evaluations", json_integer((json_int_t)r->evals));
   json_object_set_new(o, "search_seconds", json_real(r->seconds));
   json_object_set_new(o, "interrupted", json_boolean(r->interrupted));
+  if (r->verify[0]) json_object_set_new(o, "verification", json_string(r->verify));
   for (size_t i = 0; i < r->n; i++) {
     json_t *e = json_object();
     json_object_set_new(e, "pass", json_string(gopt_pass_name(r->steps[i].pass)));
@@ -157,7 +164,7 @@ static int replay(gopt_pass_env *e, const gopt_graph *g, const int *seq, size_t 
 typedef struct popts {
   const char *model, *out, *order, *cluster, *policy;
   long budget, seed, max_steps;
-  int json, objective;
+  int json, objective, verify, has_budget;
   cli_model_opts mo;
 } popts;
 
@@ -194,6 +201,8 @@ static int parse_args(int argc, char **argv, popts *p) {
       return list_passes();
     } else if (!strcmp(a, "--json")) {
       p->json = 1;
+    } else if (!strcmp(a, "--verify")) {
+      p->verify = 1;
     } else if (!strcmp(a, "--order") || !strcmp(a, "-o") || !strcmp(a, "--cluster") || !strcmp(a, "--policy") ||
                !strcmp(a, "--objective")) {
       if (i + 1 >= argc) return cli_usage_error("passes", "%s needs a value", a);
@@ -206,6 +215,7 @@ static int parse_args(int argc, char **argv, popts *p) {
       else return cli_usage_error("passes", "--objective: '%s' is not ops or time", v);
     } else if (!strcmp(a, "--budget") || !strcmp(a, "--seed") || !strcmp(a, "--max-steps")) {
       if (i + 1 >= argc) return cli_usage_error("passes", "%s needs a value", a);
+      p->has_budget |= !strcmp(a, "--budget");
       long *dst = !strcmp(a, "--budget") ? &p->budget : !strcmp(a, "--seed") ? &p->seed : &p->max_steps;
       if (cli_parse_long("passes", a, argv[++i], !strcmp(a, "--seed") ? 0 : 1,
                          !strcmp(a, "--max-steps") ? 4096 : 2000000000L, dst))
@@ -264,6 +274,14 @@ int cli_passes(int argc, char **argv) {
   if (!rc) rc = gopt_pass_env_measure(e, dg, NULL, &r.ops_default, &r.time_default, &err);
   if (!rc) rc = replay(e, g, seq, n, &r, &h, &err);
   if (!rc) rc = gopt_pass_env_measure(e, h, NULL, &r.ops_after, &r.time_after, &err);
+  int mismatch = 0;
+  if (!rc && p.verify) { /* outputs before and after on the same random inputs */
+    gopt_error ve = {0};
+    int vr = gopt_rewrite_compare(g, h, (uint64_t)p.seed, 1e-3, 1e-4, NULL, &ve);
+    mismatch = vr == GOPT_EINVAL;
+    snprintf(r.verify, sizeof r.verify, "%s%.280s", !vr ? "equal" : mismatch ? "mismatch: " : "not executable: ",
+             vr ? ve.msg : "");
+  }
   if (!rc) rc = p.json ? report_json(&r) : report_text(&r);
   else fprintf(stderr, "gopt passes: %s\n", err.msg);
   if (!rc && p.out) {
@@ -282,5 +300,5 @@ int cli_passes(int argc, char **argv) {
   gopt_pass_env_free(e);
   gopt_graph_free(g);
   gopt_graph_free(h);
-  return rc ? 1 : 0;
+  return rc || mismatch ? 1 : 0;
 }
