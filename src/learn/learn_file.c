@@ -102,28 +102,36 @@ static void put_meta(wbuf *m, const gopt_policy *p) {
   }
 }
 
+int learn_file_write(const char *path, const void *meta, size_t meta_len, const unsigned char *ck,
+                     size_t ckn, gopt_error *err) {
+  wbuf b = {0};
+  uint32_t ver = GOPT_LEARN_FILE_VERSION, ml = (uint32_t)meta_len;
+  uint64_t cl = ckn;
+  put(&b, MAGIC, 8);
+  put(&b, &ver, 4);
+  put(&b, &ml, 4);
+  put(&b, meta, meta_len);
+  put(&b, &cl, 8);
+  put(&b, ck, ckn);
+  uint64_t h = b.oom ? 0 : gopt_hash_bytes(b.p, b.n, 0);
+  put(&b, &h, 8);
+  int rc = b.oom ? gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory writing the policy", path)
+                 : gopt_file_write_atomic(path, b.p, b.n, err);
+  free(b.p);
+  return rc;
+}
+
 int gopt_policy_save(const gopt_policy *p, const char *path, gopt_error *err) {
-  wbuf b = {0}, m = {0};
+  wbuf m = {0};
   unsigned char *ck = NULL;
   size_t ckn = 0;
   int rc = 0;
   if (p->has_train && p->ckpt) { ck = p->ckpt; ckn = p->ckpt_len; }
   else if ((rc = learn_ckpt_to_blob(p->params, NULL, NULL, p->iter, &ck, &ckn, err))) return rc;
   put_meta(&m, p);
-  uint32_t ver = GOPT_LEARN_FILE_VERSION, ml = (uint32_t)m.n;
-  uint64_t cl = ckn;
-  put(&b, MAGIC, 8);
-  put(&b, &ver, 4);
-  put(&b, &ml, 4);
-  put(&b, m.p, m.n);
-  put(&b, &cl, 8);
-  put(&b, ck, ckn);
-  uint64_t h = b.oom ? 0 : gopt_hash_bytes(b.p, b.n, 0);
-  put(&b, &h, 8);
-  if (b.oom || m.oom) rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory writing the policy", path);
-  else rc = gopt_file_write_atomic(path, b.p, b.n, err);
+  if (m.oom) rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory writing the policy", path);
+  else rc = learn_file_write(path, m.p, m.n, ck, ckn, err);
   if (ck != p->ckpt) free(ck);
-  free(b.p);
   free(m.p);
   return rc;
 }
@@ -139,7 +147,10 @@ static int parse_meta(const char *path, char *meta, int want_task, gopt_policy *
   int rc = 0;
   for (char *line = strtok(meta, "\n"); line; line = strtok(NULL, "\n")) {
     char name[32];
-    if (!strncmp(line, "task ", 5)) task = gopt_task_from_name(line + 5);
+    if (!strncmp(line, "task seq:", 9)) {
+      rc = gopt_error_set(err, GOPT_EINVAL, "%s: policy is for the sequential agent ('%s'), not a task policy", path, line + 5);
+      goto done;
+    } else if (!strncmp(line, "task ", 5)) task = gopt_task_from_name(line + 5);
     else if (sscanf(line, "feat_version %d", &fv) == 1) {}
     else if (sscanf(line, "arch %d %d %d %d %d", &a.hidden, &a.sage_layers, &a.heads, &a.seg_len, &a.dev_hidden) == 5) {}
     else if (sscanf(line, "iters %lld", &iters) == 1) {}
@@ -197,14 +208,13 @@ done:
   return rc;
 }
 
-int gopt_policy_load(const char *path, int task, gopt_policy **out, gopt_error *err) {
-  *out = NULL;
+int learn_file_read(const char *path, learn_file *f, gopt_error *err) {
+  memset(f, 0, sizeof *f);
   void *v = NULL;
   size_t n = 0;
   int rc = gopt_file_read(path, &v, &n, err);
   if (rc) return rc;
   unsigned char *d = v;
-  char *meta = NULL;
   uint32_t ver = 0, ml = 0;
   uint64_t cl = 0, h;
   if (n < 8 || memcmp(d, MAGIC, 8)) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: not a gopt policy file (bad magic)", path); goto done; }
@@ -221,25 +231,43 @@ int gopt_policy_load(const char *path, int task, gopt_policy **out, gopt_error *
   if (16 + (uint64_t)ml + 8 + cl + 8 < n) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: trailing bytes after the policy", path); goto done; }
   memcpy(&h, d + n - 8, 8);
   if (h != gopt_hash_bytes(d, n - 8, 0)) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: checksum mismatch (policy file corrupted)", path); goto done; }
-  if (!(meta = malloc((size_t)ml + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
-  memcpy(meta, d + 16, ml);
-  meta[ml] = 0;
-  if ((rc = parse_meta(path, meta, task, out, err))) goto done;
-  const unsigned char *ck = d + 16 + ml + 8;
-  int64_t step = 0;
-  if ((rc = learn_ckpt_from_blob(path, ck, (size_t)cl, (*out)->params, NULL, NULL, &step, err))) goto done;
-  if ((*out)->has_train) {
-    if (!((*out)->ckpt = malloc((size_t)cl + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
-    memcpy((*out)->ckpt, ck, (size_t)cl);
-    (*out)->ckpt_len = (size_t)cl;
-  }
-  goto done;
+  if (!(f->meta = malloc((size_t)ml + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
+  memcpy(f->meta, d + 16, ml);
+  f->meta[ml] = 0;
+  f->buf = d;
+  f->ck = d + 16 + ml + 8;
+  f->ck_len = (size_t)cl;
+  return 0;
 trunc:
   rc = gopt_error_set(err, GOPT_EPARSE, "%s: truncated policy file (%zu bytes)", path, n);
 done:
-  if (rc) { gopt_policy_free(*out); *out = NULL; }
-  free(meta);
   free(v);
+  return rc;
+}
+
+void learn_file_free(learn_file *f) {
+  if (!f) return;
+  free(f->meta);
+  free(f->buf);
+  memset(f, 0, sizeof *f);
+}
+
+int gopt_policy_load(const char *path, int task, gopt_policy **out, gopt_error *err) {
+  *out = NULL;
+  learn_file f;
+  int rc = learn_file_read(path, &f, err);
+  if (rc) return rc;
+  if ((rc = parse_meta(path, f.meta, task, out, err))) goto done;
+  int64_t step = 0;
+  if ((rc = learn_ckpt_from_blob(path, f.ck, f.ck_len, (*out)->params, NULL, NULL, &step, err))) goto done;
+  if ((*out)->has_train) {
+    if (!((*out)->ckpt = malloc(f.ck_len + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
+    memcpy((*out)->ckpt, f.ck, f.ck_len);
+    (*out)->ckpt_len = f.ck_len;
+  }
+done:
+  if (rc) { gopt_policy_free(*out); *out = NULL; }
+  learn_file_free(&f);
   return rc;
 }
 

@@ -73,6 +73,10 @@ struct gopt_policy {
   int64_t total_iters;             /* --iters of the run that wrote it */
 };
 
+/* The GNN encoder shared by every policy of the module: h = relu(in(x)), then per GraphSAGE
+ * layer h += sage_i(h) over csr. x [n, in->in] -> [n, in->out]. */
+gopt_nn_tensor *learn_encode(gopt_nn_ctx *ctx, const gopt_nn_linear *in, const gopt_nn_sage *sage, int layers,
+                             gopt_nn_tensor *x, const gopt_nn_csr *csr);
 int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
 void learn_graph_free(learn_graph *g);
 /* Builds the pass's outputs. mod may be NULL. Returns 0 or the ctx error. */
@@ -99,6 +103,19 @@ int learn_ckpt_to_blob(const gopt_nn_params *p, const gopt_nn_optim *o, const go
                        int64_t step, unsigned char **blob, size_t *len, gopt_error *err);
 int learn_ckpt_from_blob(const char *label, const unsigned char *blob, size_t len, gopt_nn_params *p,
                          gopt_nn_optim *o, gopt_nn_rng *rng, int64_t *step, gopt_error *err);
+
+/* The .gpol container (gopt/learn.h): written atomically around a metadata text and an NN
+ * checkpoint blob; read back with magic, version, size and checksum checked (one line naming
+ * path on failure). meta is NUL-terminated; ck points into buf. */
+typedef struct learn_file { char *meta; unsigned char *buf; const unsigned char *ck; size_t ck_len; } learn_file;
+int learn_file_write(const char *path, const void *meta, size_t meta_len, const unsigned char *ck,
+                     size_t ckn, gopt_error *err);
+int learn_file_read(const char *path, learn_file *f, gopt_error *err);
+void learn_file_free(learn_file *f); /* accepts NULL */
+
+/* Under dist: *stop becomes 1 when any rank asks to stop, so all ranks leave at the same
+ * iteration boundary (learn_train.c). */
+int learn_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err);
 
 /* A stop request is pending (gopt_learn_request_stop). */
 int learn_stop_requested(void);

@@ -288,13 +288,19 @@ static gopt_nn_tensor *kind_rows(gopt_nn_ctx *ctx, gopt_nn_tensor *e, const lear
   return g->nk[k] ? gopt_nn_gather_rows(ctx, e, g->rows[k], g->nk[k]) : NULL;
 }
 
+gopt_nn_tensor *learn_encode(gopt_nn_ctx *ctx, const gopt_nn_linear *in, const gopt_nn_sage *sage, int layers,
+                             gopt_nn_tensor *x, const gopt_nn_csr *csr) {
+  gopt_nn_tensor *h = gopt_nn_relu(ctx, gopt_nn_linear_forward(ctx, in, x));
+  for (int i = 0; i < layers; i++) h = gopt_nn_add(ctx, h, gopt_nn_sage_forward(ctx, &sage[i], h, csr));
+  return h;
+}
+
 int learn_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph *g, const learn_mod *mod,
                   learn_fwd *f, gopt_error *err) {
   memset(f, 0, sizeof *f);
   int64_t sh[2] = {g->n, LEARN_NIN};
   gopt_nn_tensor *x = gopt_nn_from(ctx, 2, sh, g->feat);
-  gopt_nn_tensor *h = gopt_nn_relu(ctx, gopt_nn_linear_forward(ctx, &p->in, x));
-  for (int i = 0; i < p->arch.sage_layers; i++) h = gopt_nn_add(ctx, h, gopt_nn_sage_forward(ctx, &p->sage[i], h, &g->csr));
+  gopt_nn_tensor *h = learn_encode(ctx, &p->in, p->sage, p->arch.sage_layers, x, &g->csr);
   if (mod && mod->params) h = gopt_nn_add(ctx, gopt_nn_add(ctx, h, gopt_nn_mul(ctx, h, mod->scale)), mod->shift);
   gopt_nn_tensor *e = h;
   for (int k = 0; k < 3; k++) {

@@ -266,7 +266,7 @@ static int train_state(gopt_policy *p, const char *const *names, size_t n, int64
 
 /* Under dist: *stop becomes 1 when any rank asks to stop (Ctrl-C reaches the ranks at different
  * times; all must leave at the same iteration boundary). */
-static int train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err) {
+int learn_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err) {
   int *all = calloc((size_t)d->size, sizeof *all);
   if (!all) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
   all[d->rank] = *stop;
@@ -332,7 +332,7 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
   }
   while (p->iter < o.iters) {
     int stop = learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after);
-    if (o.dist && (rc = train_agree_stop(o.dist, &stop, err))) goto done;
+    if (o.dist && (rc = learn_agree_stop(o.dist, &stop, err))) goto done;
     if (stop) { res->interrupted = 1; break; }
     gopt_learn_iter_info info = {.iter = p->iter};
     for (int j = 0; j < o.graphs_per_iter; j++) {
