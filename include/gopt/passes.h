@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "gopt/graph.h"
+#include "gopt/learn_seq.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -135,6 +136,29 @@ typedef struct gopt_pass_search_result {
 int gopt_pass_search(gopt_pass_env *e, const char *method, const gopt_pass_search_opts *o,
                      gopt_pass_search_result *res, gopt_error *err);
 void gopt_pass_search_result_free(gopt_pass_search_result *r); /* frees seq; accepts NULL */
+
+/* ---- the learned agent (pass_rl.c; docs/PASSES.md "RL agent") --------------------------------
+ * The sequential agent of gopt/learn_seq.h (kind "passes") over the environment: the state is the
+ * current graph's live nodes of the entry computation (24 features: opcode class one-hot of 17,
+ * log size, inputs, uses, reads a constant, reads a parameter, is an output, topological position)
+ * and their dataflow edges; the candidates are the registered passes (features: one-hot of the
+ * pass index among GOPT_PASS_RL_MAX_PASSES, times applied / 4, last result (10 x relative cost
+ * change, clipped to [-1, 1]), applied at the previous step, steps taken / max_steps) and STOP. */
+#define GOPT_PASS_RL_MAX_PASSES 32
+
+/* A fresh policy (weights from seed), or the one in path (one line naming the file when it is
+ * not a pass-ordering policy of this feature layout, truncated or corrupted). */
+int gopt_pass_rl_policy_new(uint64_t seed, gopt_seq_policy **out, gopt_error *err);
+int gopt_pass_rl_policy_load(const char *path, gopt_seq_policy **out, gopt_error *err);
+/* PPO on the n environments (one per training module; names may be NULL); episodes are capped by
+ * envs[0]'s max_steps (o->max_steps is ignored). */
+int gopt_pass_rl_train(gopt_seq_policy *p, gopt_pass_env **envs, const char *const *names, size_t n,
+                       const gopt_seq_train_opts *o, gopt_learn_train_result *res, gopt_error *err);
+/* Orders e's module with the policy: the greedy episode, then sampled episodes (seeded) while a
+ * whole episode fits in the budget (evaluations = pass runs; 0: the greedy episode only); res
+ * gets the best prefix seen (shortest among the lowest cost). Stops on gopt_search_request_stop. */
+int gopt_pass_rl_order(gopt_seq_policy *p, gopt_pass_env *e, uint64_t budget, uint64_t seed,
+                       gopt_pass_search_result *res, gopt_error *err);
 
 #ifdef __cplusplus
 }

@@ -186,7 +186,26 @@ static int find_seq(const popts *p, gopt_pass_env *e, const gopt_graph *g, int *
     r->interrupted = sr.interrupted;
     return 0;
   }
-  if (!strcmp(o, "rl")) return gopt_error_set(err, GOPT_EUNSUP, "--order rl: no pass-ordering policy support in this build");
+  if (!strcmp(o, "rl")) { /* the greedy episode, then sampled ones while --budget lasts */
+    char path[1200];
+    gopt_seq_policy *pol = NULL;
+    gopt_pass_search_result sr;
+    int rc = 0;
+    if (p->policy) snprintf(path, sizeof path, "%s", p->policy);
+    else rc = gopt_error_set(err, GOPT_EIO, "--order rl: give --policy P.gpol"); /* XXX seqrl find */
+    if (!rc) rc = gopt_pass_rl_policy_load(path, &pol, err);
+    cli_task_sigint(1);
+    if (!rc) rc = gopt_pass_rl_order(pol, e, p->has_budget ? (uint64_t)p->budget : 0, (uint64_t)p->seed, &sr, err);
+    cli_task_sigint(0);
+    gopt_seq_policy_free(pol);
+    if (rc) return rc;
+    *seq = sr.seq;
+    *n = sr.n;
+    r->evals = sr.evals;
+    r->seconds = sr.seconds;
+    r->interrupted = sr.interrupted;
+    return 0;
+  }
   return pipeline_seq(o, g, seq, n, err);
 }
 
