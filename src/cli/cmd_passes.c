@@ -284,12 +284,8 @@ int cli_passes(int argc, char **argv) {
   rc = gopt_pass_env_new(g, &eo, &e, &err);
   if (!rc) rc = find_seq(&p, e, g, &seq, &n, &r, &err);
   if (!rc) rc = gopt_pass_env_measure(e, g, NULL, &r.ops_before, &r.time_before, &err);
-  int *dseq = NULL;
-  size_t dn = 0;
-  presult dr = {0};
-  gopt_graph *dg = NULL;
-  if (!rc) rc = pipeline_seq("default", g, &dseq, &dn, &err);
-  if (!rc) rc = replay(e, g, dseq, dn, &dr, &dg, &err);
+  gopt_graph *dg = NULL; /* the default order's result */
+  if (!rc) rc = gopt_pipeline_run("default", g, &dg, NULL, NULL, &err);
   if (!rc) rc = gopt_pass_env_measure(e, dg, NULL, &r.ops_default, &r.time_default, &err);
   if (!rc) rc = replay(e, g, seq, n, &r, &h, &err);
   if (!rc) rc = gopt_pass_env_measure(e, h, NULL, &r.ops_after, &r.time_after, &err);
@@ -312,9 +308,7 @@ int cli_passes(int argc, char **argv) {
     }
   }
   free(seq);
-  free(dseq);
   free(r.steps);
-  free(dr.steps);
   gopt_graph_free(dg);
   gopt_pass_env_free(e);
   gopt_graph_free(g);

@@ -205,7 +205,7 @@ static const char *const cpu_post[] = {"transpose-folding", "cse", "tuple-simpli
 static const char *const gpu_pre[] = {"zero_sized_hlo_elimination", "call-inliner", "dot_decomposer",
                                       "batchnorm_expander", "logistic-expander", "operand_upcaster", NULL};
 static const char *const gpu_loop[] = {"zero_sized_hlo_elimination", "algsimp", "dot_decomposer",
-                                       "dot-merger", "simplify-sorts", "tuple-simplifier",
+                                       "dot_merger", "simplify-sorts", "tuple-simplifier",
                                        "simplify-while-loops", "reshape-mover", "constant_folding",
                                        "transpose-folding", "cse", "dce", NULL};
 static const char *const gpu_post[] = {"algsimp", "dce", NULL};
