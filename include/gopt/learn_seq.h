@@ -83,6 +83,10 @@ int gopt_seq_policy_save(const gopt_seq_policy *p, const char *path, gopt_error 
  * truncated, corrupted or foreign file gets one line naming the file. */
 int gopt_seq_policy_load(const char *path, const char *kind, gopt_seq_policy **out, gopt_error *err);
 
+/* Finds the shipped policy <kind>.gpol where gopt_learn_find_policy looks (exe as there); one
+ * line listing where it looked when there is none. */
+int gopt_seq_find_policy(const char *kind, const char *exe, char *buf, size_t n, gopt_error *err);
+
 /* Action probabilities for one observation: probs[0..n_cand) the candidates, probs[n_cand] STOP. */
 int gopt_seq_policy_probs(gopt_seq_policy *p, const gopt_seq_obs *obs, double *probs, gopt_error *err);
 

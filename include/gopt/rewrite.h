@@ -1,6 +1,6 @@
 /* gopt/rewrite.h: graph rewriting: substitution rules, the matcher, rule application, rule
- * verification, rule generation (TASO's method) and the rewrite search (greedy; a method table
- * for more). docs/REWRITE.md describes the design and the measured results.
+ * verification, rule generation (TASO's method) and the rewrite search (greedy, rl; a method
+ * table for more). docs/REWRITE.md describes the design and the measured results.
  *
  * A rule is a source pattern and a target pattern over pattern variables (the tensors the pattern
  * reads). Two kinds exist:
@@ -23,6 +23,7 @@
 
 #include "gopt/device.h"
 #include "gopt/graph.h"
+#include "gopt/learn_seq.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -119,6 +120,8 @@ typedef struct gopt_rewrite_opts {
   double seconds;              /* wall-clock limit (<= 0: none) */
   double max_growth;           /* op count limit as a multiple of the original (<= 0: 2) */
   uint64_t seed;
+  const char *policy;          /* rl: the policy file (NULL: the shipped policies/rewrite.gpol);
+                                * budget = the episode's steps (<= 0: 64) */
 } gopt_rewrite_opts;
 
 /* One applied rewrite of the best graph's history. */
@@ -158,6 +161,32 @@ int gopt_rewrite_replay(const gopt_graph *g, const gopt_ruleset *rs, const gopt_
  * Returns 0 when every step holds. */
 int gopt_rewrite_replay_check(const gopt_graph *g, const gopt_ruleset *rs,
                               const gopt_rewrite_result *r, uint64_t seed, gopt_error *err);
+
+/* ---- rl (X-RLflow; docs/REWRITE.md "## rl") ------------------------------------------------- */
+/* The rewriting MDP for the sequential agent (gopt/learn_seq.h): state = the current graph (node
+ * features: the learn module's env features + cost ratio to the original and candidate count);
+ * candidates = up to
+ * GOPT_REWRITE_RL_CANDIDATES (rule, location) matches whose application succeeds and changes the
+ * graph, the cheapest first (features: hashed rule id, rule size, relative simulated cost change,
+ * op-count change, weight-changing flag; anchored at the match's first node); reward = (previous
+ * cost - new cost) / original cost, so a step may lose; STOP ends the episode. Policies are of
+ * kind GOPT_REWRITE_RL_KIND. */
+#define GOPT_REWRITE_RL_KIND "rewrite"
+#define GOPT_REWRITE_RL_CANDIDATES 64
+typedef struct gopt_rewrite_rl gopt_rewrite_rl;
+/* An environment over graphs[0..n) (shapes inferred; they must outlive it), o's cluster (NULL: a
+ * V100), max_growth and seconds (per episode); episodes end after max_steps steps (<= 0: 32). */
+int gopt_rewrite_rl_new(const gopt_graph *const *graphs, size_t n, const gopt_ruleset *rs,
+                        const gopt_rewrite_opts *o, int max_steps, gopt_rewrite_rl **out, gopt_error *err);
+void gopt_rewrite_rl_free(gopt_rewrite_rl *r); /* accepts NULL */
+gopt_seq_env gopt_rewrite_rl_env(gopt_rewrite_rl *r);
+/* The feature widths a rewrite policy needs (other fields 0: the defaults). */
+gopt_seq_arch gopt_rewrite_rl_arch(void);
+/* Trains p (kind GOPT_REWRITE_RL_KIND) on graphs with gopt_seq_train (to->max_steps: episode
+ * length, default 16). */
+int gopt_rewrite_rl_train(const gopt_graph *const *graphs, const char *const *names, size_t n,
+                          const gopt_ruleset *rs, const gopt_rewrite_opts *o, gopt_seq_policy *p,
+                          const gopt_seq_train_opts *to, gopt_learn_train_result *res, gopt_error *err);
 
 /* ---- generation (TASO's method) -------------------------------------------------------------- */
 typedef struct gopt_rulegen_opts {

@@ -165,6 +165,16 @@ int cli_train_passes(int argc, char **argv);
 /* Hooks into modules that may be absent in a build (training). */
 int cli_make_training(const char *model, gopt_graph *g, gopt_error *err);
 
+/* ---- rewriting (cmd_rewrite.c) and its training (cmd_train_rewrite.c) ---- */
+/* The shipped rules.json ($GOPT_RULES, next to the executable, or the source tree's) into buf;
+ * returns 1 when found, else 0 with buf "". */
+int cli_rewrite_find_rules(char *buf, size_t n);
+/* Drops the data of float constants (all when keep is NULL and they hold more than 64 values,
+ * else those with keep[t] == 0): the search works on structure. */
+void cli_rewrite_strip_weights(gopt_graph *g, const uint8_t *keep);
+/* `gopt train --method rewrite MODELS... -o P.gpol`. */
+int cli_train_rewrite(int argc, char **argv);
+
 /* ---- MPI (cli_mpi.c, docs/SCALING.md): rank 0 of 1 unless started by mpirun with GOPT_MPI ---- */
 #include "gopt/learn.h"
 void cli_mpi_init(int *argc, char ***argv);

@@ -192,7 +192,7 @@ static int find_seq(const popts *p, gopt_pass_env *e, const gopt_graph *g, int *
     gopt_pass_search_result sr;
     int rc = 0;
     if (p->policy) snprintf(path, sizeof path, "%s", p->policy);
-    else rc = gopt_error_set(err, GOPT_EIO, "--order rl: give --policy P.gpol"); /* XXX seqrl find */
+    else rc = gopt_seq_find_policy("passes", NULL, path, sizeof path, err);
     if (!rc) rc = gopt_pass_rl_policy_load(path, &pol, err);
     cli_task_sigint(1);
     if (!rc) rc = gopt_pass_rl_order(pol, e, p->has_budget ? (uint64_t)p->budget : 0, (uint64_t)p->seed, &sr, err);

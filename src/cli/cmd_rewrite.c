@@ -18,13 +18,16 @@
 #include "gopt/util.h"
 
 static const char rewrite_help[] =
-    "usage: gopt rewrite MODEL -o OUT.onnx [--method greedy] [--cluster C] [--budget N]\n"
+    "usage: gopt rewrite MODEL -o OUT.onnx [--method greedy|rl] [--cluster C] [--budget N]\n"
     "                    [--seconds S] [--alpha A] [--rules F] [--seed S] [--verify exec|ort|both]\n"
-    "                    [--json] [--measure] [--batch N]\n"
+    "                    [--json] [--measure] [--batch N] [--policy P.gpol]\n"
     "  MODEL          an .onnx file or a zoo spec\n"
-    "  --method M     greedy (TASO's cost-ordered backtracking search; default)\n"
+    "  --method M     greedy (TASO's cost-ordered backtracking search; default);\n"
+    "                 rl (X-RLflow-style agent: one greedy episode of a learned policy, one rewrite\n"
+    "                 per step, temporary losses allowed; the best graph seen is the result)\n"
+    "  --policy P     rl: the policy (default: the shipped policies/rewrite.gpol; gopt train --method rewrite)\n"
     "  --cluster C    cost device preset (default V100): the simulator's step time\n"
-    "  --budget N     graphs dequeued (default 100);  --seconds S  wall-clock limit\n"
+    "  --budget N     greedy: graphs dequeued (default 100); rl: steps (default 64);  --seconds S  wall-clock limit\n"
     "  --alpha A      accept candidates costing < A x best (default 1.05)\n"
     "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"
     "  --verify V     exec: gopt's executor; ort: also ONNX Runtime (default both)\n"
@@ -42,7 +45,7 @@ static int exists(const char *p) {
 }
 
 /* The shipped rules.json: $GOPT_RULES, next to the executable, or in the source tree. */
-static int find_rules(char *buf, size_t n) {
+int cli_rewrite_find_rules(char *buf, size_t n) {
   const char *env = getenv("GOPT_RULES");
   if (env && *env && exists(env)) {
     snprintf(buf, n, "%s", env);
@@ -62,7 +65,7 @@ static int find_rules(char *buf, size_t n) {
 }
 
 /* Drops the data of big float constants (the search works on structure; replay adds weights). */
-static void strip_weights(gopt_graph *g, const uint8_t *keep) {
+void cli_rewrite_strip_weights(gopt_graph *g, const uint8_t *keep) {
   for (size_t t = 0; t < g->tensors.n; t++) {
     gopt_tensor *x = &g->tensors.a[t];
     if (!(x->flags & GOPT_T_CONST) || x->dtype != GOPT_DT_FLOAT || (keep && keep[t])) continue;
@@ -227,7 +230,7 @@ static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, g
 /* ---- gopt rewrite ---------------------------------------------------------------------------- */
 
 typedef struct rw_args {
-  const char *model, *out, *method, *cluster, *rules, *verify;
+  const char *model, *out, *method, *cluster, *rules, *verify, *policy;
   long budget, seed;
   double seconds, alpha;
   int json, measure;
@@ -250,7 +253,8 @@ static int parse_args(int argc, char **argv, rw_args *a) {
       if (mf < 0) return 2;
     } else if (!strcmp(s, "-o") || !strcmp(s, "--method") || !strcmp(s, "--cluster") ||
                !strcmp(s, "--rules") || !strcmp(s, "--verify") || !strcmp(s, "--budget") ||
-               !strcmp(s, "--seed") || !strcmp(s, "--seconds") || !strcmp(s, "--alpha")) {
+               !strcmp(s, "--seed") || !strcmp(s, "--seconds") || !strcmp(s, "--alpha") ||
+               !strcmp(s, "--policy")) {
       if (!has) return cli_usage_error("rewrite", "%s needs a value", s);
       const char *v = argv[++i];
       char *end;
@@ -259,6 +263,7 @@ static int parse_args(int argc, char **argv, rw_args *a) {
       else if (!strcmp(s, "--cluster")) a->cluster = v;
       else if (!strcmp(s, "--rules")) a->rules = v;
       else if (!strcmp(s, "--verify")) a->verify = v;
+      else if (!strcmp(s, "--policy")) a->policy = v;
       else if (!strcmp(s, "--budget")) {
         if (cli_parse_long("rewrite", s, v, 1, 1000000, &a->budget)) return 2;
       } else if (!strcmp(s, "--seed")) {
@@ -315,7 +320,7 @@ int cli_rewrite(int argc, char **argv) {
     goto done;
   }
   if (a.rules) snprintf(rules_path, sizeof rules_path, "%s", a.rules);
-  else find_rules(rules_path, sizeof rules_path);
+  else cli_rewrite_find_rules(rules_path, sizeof rules_path);
   if (rules_path[0] ? gopt_ruleset_load(rules_path, &rs, &err) : !(rs = gopt_ruleset_builtin())) {
     fail(rules_path[0] ? err.msg : "out of memory");
     goto done;
@@ -341,8 +346,8 @@ int cli_rewrite(int argc, char **argv) {
     fail(err.msg);
     goto done;
   }
-  strip_weights(sg, NULL);
-  gopt_rewrite_opts ro = {a.method, c, a.alpha, a.budget, a.seconds, 0, seed};
+  cli_rewrite_strip_weights(sg, NULL);
+  gopt_rewrite_opts ro = {a.method, c, a.alpha, a.budget, a.seconds, 0, seed, a.policy};
   /* Every pattern rule the best result uses is verified again (numerically, with the executor)
    * before it is applied to the model; one that fails is disabled and the search runs again, so
    * a rule whose verification fails is never applied. */

@@ -28,6 +28,8 @@ static const char train_help[] =
     "  Under `mpirun -np P` every rank evaluates and differentiates one group (G = P, K % P == 0) and\n"
     "  rank 0 writes P.gpol: bitwise the weights of one process with --rollout-groups P (docs/SCALING.md).\n"
     "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n"
+    "usage: gopt train --method rewrite MODEL... -o P.gpol [...]: the rewrite agent of\n"
+    "  `gopt rewrite --method rl` (see gopt train --method rewrite --help)\n"
     "usage: gopt train --method passes MODULE|DIR... -o P.gpol [...]: the pass-ordering agent of\n"
     "  `gopt passes --order rl` (see gopt train --method passes --help)\n";
 
@@ -192,8 +194,12 @@ static void record(const train_args *a, const train_set *s, const gopt_learn_tra
 }
 
 int cli_train(int argc, char **argv) {
-  for (int i = 1; i + 1 < argc; i++) /* --method passes: the pass-ordering agent (cmd_train_passes.c) */
-    if (!strcmp(argv[i], "--method") && !strcmp(argv[i + 1], "passes")) return cli_train_passes(argc, argv);
+  for (int i = 1; i + 1 < argc; i++) /* --method rewrite|passes: the sequential agents */
+    if (!strcmp(argv[i], "--method")) {
+      if (!strcmp(argv[i + 1], "rewrite")) return cli_train_rewrite(argc, argv); /* cmd_train_rewrite.c */
+      if (!strcmp(argv[i + 1], "passes")) return cli_train_passes(argc, argv);   /* cmd_train_passes.c */
+      return cli_usage_error("train", "--method: unknown training method '%s' (rewrite, passes; task policies take --task)", argv[i + 1]);
+    }
   train_args a = {.iters = 100, .seed = 1, .threads = 2, .samples = 8};
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;

@@ -4,7 +4,6 @@
  * --resume continues it (as `gopt train`). */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,11 +104,6 @@ static void tp_on_iter(const gopt_learn_iter_info *in, void *user) {
           k < tp_total ? (now - tp_t0) * (double)(tp_total - k) / (double)k : 0.0);
 }
 
-static void tp_sigint(int sig) {
-  (void)sig;
-  gopt_learn_request_stop();
-}
-
 /* Loads the modules and their environments. */
 static int tp_envs(const tp_args *a, gopt_pass_env **envs, gopt_error *err) {
   gopt_pass_env_opts eo = {a->objective, (int)a->steps, NULL, NULL};
@@ -149,13 +143,9 @@ int cli_train_passes(int argc, char **argv) {
   tp_total = a.iters;
   tp_t0 = tp_last = gopt_now();
   tp_names = a.files;
-  gopt_learn_clear_stop();
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = tp_sigint;
-  sigaction(SIGINT, &sa, &old);
+  cli_task_sigint(1);
   int trc = gopt_pass_rl_train(p, envs, (const char *const *)a.files, (size_t)a.n, &to, &tr, &err);
-  sigaction(SIGINT, &old, NULL);
+  cli_task_sigint(0);
   if (trc || gopt_seq_policy_save(p, a.out, &err)) {
     fprintf(stderr, "gopt train: %s\n", err.msg);
     goto out;

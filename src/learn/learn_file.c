@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gopt/util.h"
+#include "gopt/learn_seq.h"
 #include "learn/learn_internal.h"
 
 static const char MAGIC[8] = {'G', 'O', 'P', 'T', 'P', 'O', 'L', '1'};
@@ -245,6 +246,13 @@ done:
   return rc;
 }
 
+int learn_file_keep_ckpt(const char *path, const learn_file *f, unsigned char **ckpt, size_t *len, gopt_error *err) {
+  if (!(*ckpt = malloc(f->ck_len + 1))) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+  memcpy(*ckpt, f->ck, f->ck_len);
+  *len = f->ck_len;
+  return 0;
+}
+
 void learn_file_free(learn_file *f) {
   if (!f) return;
   free(f->meta);
@@ -260,11 +268,7 @@ int gopt_policy_load(const char *path, int task, gopt_policy **out, gopt_error *
   if ((rc = parse_meta(path, f.meta, task, out, err))) goto done;
   int64_t step = 0;
   if ((rc = learn_ckpt_from_blob(path, f.ck, f.ck_len, (*out)->params, NULL, NULL, &step, err))) goto done;
-  if ((*out)->has_train) {
-    if (!((*out)->ckpt = malloc(f.ck_len + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
-    memcpy((*out)->ckpt, f.ck, f.ck_len);
-    (*out)->ckpt_len = f.ck_len;
-  }
+  if ((*out)->has_train) rc = learn_file_keep_ckpt(path, &f, &(*out)->ckpt, &(*out)->ckpt_len, err);
 done:
   if (rc) { gopt_policy_free(*out); *out = NULL; }
   learn_file_free(&f);
@@ -273,9 +277,8 @@ done:
 
 static int exists(const char *p) { return access(p, R_OK) == 0; }
 
-int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_error *err) {
-  const char *tn = gopt_task_name(task);
-  if (!tn) return gopt_error_set(err, GOPT_EINVAL, "learn: unknown task %d", task);
+/* Looks for NAME.gpol in $GOPT_POLICY_DIR, then next to the executable (see gopt/learn.h). */
+static int find_named(const char *name, const char *exe, char *buf, size_t n) {
   const char *env = getenv("GOPT_POLICY_DIR");
   char dir[1024] = "";
   if (exe && strchr(exe, '/')) {
@@ -288,12 +291,24 @@ int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_
   else dir[0] = 0;
   const char *subs[] = {"/policies", "/../policies", "/../share/gopt/policies", "/../../policies"};
   if (env && *env) {
-    snprintf(buf, n, "%s/%s.gpol", env, tn);
+    snprintf(buf, n, "%s/%s.gpol", env, name);
     if (exists(buf)) return 0;
   }
   for (int i = 0; dir[0] && i < 4; i++) {
-    snprintf(buf, n, "%s%s/%s.gpol", dir, subs[i], tn);
+    snprintf(buf, n, "%s%s/%s.gpol", dir, subs[i], name);
     if (exists(buf)) return 0;
   }
+  return 1;
+}
+
+int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_error *err) {
+  const char *tn = gopt_task_name(task);
+  if (!tn) return gopt_error_set(err, GOPT_EINVAL, "learn: unknown task %d", task);
+  if (!find_named(tn, exe, buf, n)) return 0;
   return gopt_error_set(err, GOPT_EIO, "no policy for task '%s': none in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", tn);
+}
+
+int gopt_seq_find_policy(const char *kind, const char *exe, char *buf, size_t n, gopt_error *err) {
+  if (!find_named(kind, exe, buf, n)) return 0;
+  return gopt_error_set(err, GOPT_EIO, "no '%s' policy: no %s.gpol in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", kind, kind);
 }

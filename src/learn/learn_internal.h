@@ -112,6 +112,15 @@ int learn_file_write(const char *path, const void *meta, size_t meta_len, const 
                      size_t ckn, gopt_error *err);
 int learn_file_read(const char *path, learn_file *f, gopt_error *err);
 void learn_file_free(learn_file *f); /* accepts NULL */
+/* Copies f's checkpoint blob into *ckpt / *len (the trainer state a resumed run restores). */
+int learn_file_keep_ckpt(const char *path, const learn_file *f, unsigned char **ckpt, size_t *len, gopt_error *err);
+
+/* A resumed run must match the saved trainer state (graph count, total iterations): 0, or one
+ * line naming both (learn_train.c). */
+int learn_resume_check(size_t n_saved, int64_t iters_saved, size_t n, int64_t iters, gopt_error *err);
+/* The training-set text of a policy file: names[i] (NULL or missing: "?"), one per line; NULL
+ * when out of memory. */
+char *learn_trainset_text(const char *const *names, size_t n);
 
 /* Under dist: *stop becomes 1 when any rank asks to stop, so all ranks leave at the same
  * iteration boundary (learn_train.c). */

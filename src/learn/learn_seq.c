@@ -198,13 +198,15 @@ static int seq_decide(gopt_nn_ctx *ctx, gopt_seq_policy *p, const gopt_seq_env *
   int rc = env->observe(env->env, &obs, err);
   rc = rc ? rc : seq_step_from_obs(p, &obs, s, err);
   if (rc) return rc;
-  gopt_nn_tensor *lg = NULL, *v = NULL;
+  gopt_nn_tensor *lg = NULL, *v = NULL, *lp = NULL;
   gopt_nn_ctx_reset(ctx);
   gopt_nn_ctx_set_training(ctx, 0);
-  if ((rc = seq_forward(ctx, p, s, &lg, &v, err))) return rc;
-  gopt_nn_categorical_sample(lg, rng, greedy, &s->action);
-  gopt_nn_tensor *lp = gopt_nn_categorical_logprob(ctx, lg, &s->action);
-  if ((rc = gopt_nn_ctx_status(ctx, err))) return rc;
+  if (!(rc = seq_forward(ctx, p, s, &lg, &v, err))) {
+    gopt_nn_categorical_sample(lg, rng, greedy, &s->action);
+    lp = gopt_nn_categorical_logprob(ctx, lg, &s->action);
+    rc = gopt_nn_ctx_status(ctx, err);
+  }
+  if (rc) { seq_step_free(s); return rc; }
   s->logp_old = lp->data[0];
   s->value = v->data[0];
   return 0;
@@ -353,11 +355,7 @@ int gopt_seq_policy_load(const char *path, const char *kind, gopt_seq_policy **o
   int64_t step = 0;
   if ((rc = seq_parse_meta(path, f.meta, kind, out, err))) goto done;
   if ((rc = learn_ckpt_from_blob(path, f.ck, f.ck_len, (*out)->params, NULL, NULL, &step, err))) goto done;
-  if ((*out)->has_train) {
-    if (!((*out)->ckpt = malloc(f.ck_len + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
-    memcpy((*out)->ckpt, f.ck, f.ck_len);
-    (*out)->ckpt_len = f.ck_len;
-  }
+  if ((*out)->has_train) rc = learn_file_keep_ckpt(path, &f, &(*out)->ckpt, &(*out)->ckpt_len, err);
 done:
   if (rc) { gopt_seq_policy_free(*out); *out = NULL; }
   learn_file_free(&f);

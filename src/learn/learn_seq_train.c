@@ -90,21 +90,9 @@ static int seq_exchange(const gopt_learn_dist *d, void *buf, size_t bytes, int r
 
 /* Starts fresh trainer state, or checks that a resumed run matches the saved one. */
 static int seq_train_state(gopt_seq_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err) {
-  if (p->has_train) {
-    if (p->n_graphs != n || p->total_iters != iters)
-      return gopt_error_set(err, GOPT_EINVAL, "learn: resume: the policy was trained on %zu graphs for %lld iterations, this run has %zu graphs and %lld",
-                            p->n_graphs, (long long)p->total_iters, n, (long long)iters);
-    return 0;
-  }
-  size_t len = 1;
-  for (size_t i = 0; i < n; i++) len += strlen(names && names[i] ? names[i] : "?") + 1;
-  char *s = malloc(len);
+  if (p->has_train) return learn_resume_check(p->n_graphs, p->total_iters, n, iters, err);
+  char *s = learn_trainset_text(names, n);
   if (!s) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
-  s[0] = 0;
-  for (size_t i = 0; i < n; i++) {
-    strcat(s, names && names[i] ? names[i] : "?");
-    strcat(s, "\n");
-  }
   free(p->trainset);
   p->trainset = s;
   p->n_graphs = n;

@@ -230,24 +230,34 @@ static gopt_learn_train_opts train_defaults(const gopt_learn_train_opts *o) {
   return d;
 }
 
-/* Starts fresh trainer state in p, or checks that a resumed run matches it. */
-static int train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err) {
-  if (p->has_train) {
-    if (p->n_graphs != n || p->total_iters != iters)
-      return gopt_error_set(err, GOPT_EINVAL, "learn: resume: the policy was trained on %zu graphs for %lld iterations, this run has %zu graphs and %lld",
-                            p->n_graphs, (long long)p->total_iters, n, (long long)iters);
-    return 0;
-  }
-  size_t len = 1;
+int learn_resume_check(size_t n_saved, int64_t iters_saved, size_t n, int64_t iters, gopt_error *err) {
+  if (n_saved == n && iters_saved == iters) return 0;
+  return gopt_error_set(err, GOPT_EINVAL, "learn: resume: the policy was trained on %zu graphs for %lld iterations, this run has %zu graphs and %lld",
+                        n_saved, (long long)iters_saved, n, (long long)iters);
+}
+
+char *learn_trainset_text(const char *const *names, size_t n) {
+  size_t len = 1, at = 0;
   for (size_t i = 0; i < n; i++) len += strlen(names && names[i] ? names[i] : "?") + 1;
   char *s = malloc(len);
+  for (size_t i = 0; s && i < n; i++) {
+    const char *nm = names && names[i] ? names[i] : "?";
+    size_t l = strlen(nm);
+    memcpy(s + at, nm, l);
+    s[at + l] = '\n';
+    at += l + 1;
+  }
+  if (s) s[at] = 0;
+  return s;
+}
+
+/* Starts fresh trainer state in p, or checks that a resumed run matches it. */
+static int train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err) {
+  if (p->has_train) return learn_resume_check(p->n_graphs, p->total_iters, n, iters, err);
+  char *s = learn_trainset_text(names, n);
   double *ema = malloc((n + 1) * sizeof *ema), *best = malloc((n + 1) * sizeof *best);
   if (!s || !ema || !best) { free(s); free(ema); free(best); return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory"); }
-  s[0] = 0;
   for (size_t i = 0; i < n; i++) {
-    const char *nm = names && names[i] ? names[i] : "?";
-    strcat(s, nm);
-    strcat(s, "\n");
     ema[i] = NAN;
     best[i] = NAN;
   }

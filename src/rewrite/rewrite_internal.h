@@ -58,6 +58,9 @@ struct gopt_ruleset {
 };
 
 const rw_builtin *rw_builtins(size_t *n);
+/* The "rl" search method (rewrite_rl.c). */
+int rw_search_rl(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
+                 gopt_rewrite_result *r, gopt_error *err);
 /* Appends a rule (copied; the set takes ownership of its json references). */
 int rw_ruleset_push(gopt_ruleset *rs, const rw_rule *r);
 gopt_ruleset *rw_ruleset_new(void);

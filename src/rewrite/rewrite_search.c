@@ -233,8 +233,8 @@ typedef struct method_entry {
              gopt_rewrite_result *r, gopt_error *err);
 } method_entry;
 
-/* eqsat (Tensat) and rl (X-RLflow) are to be added here. */
-static const method_entry k_methods[] = {{"greedy", search_greedy}};
+/* eqsat (Tensat) is to be added here. */
+static const method_entry k_methods[] = {{"greedy", search_greedy}, {"rl", rw_search_rl}};
 #define N_METHODS (sizeof k_methods / sizeof k_methods[0])
 
 size_t gopt_rewrite_method_count(void) { return N_METHODS; }
@@ -253,7 +253,7 @@ int gopt_rewrite_search(const gopt_graph *g, const gopt_ruleset *rs, const gopt_
       r->search_seconds = gopt_now() - t0;
       return rc;
     }
-  return gopt_error_set(err, GOPT_EINVAL, "--method: unknown rewrite method '%s' (greedy)", name);
+  return gopt_error_set(err, GOPT_EINVAL, "--method: unknown rewrite method '%s' (greedy, rl)", name);
 }
 
 /* ---- replay ---------------------------------------------------------------------------------- */

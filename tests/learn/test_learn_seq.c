@@ -99,18 +99,12 @@ static double greedy_return(gopt_seq_policy *p, int graph) {
   return r;
 }
 
-static void dbg_iter(const gopt_learn_iter_info *i, void *u) {
-  (void)u;
-  if (getenv("SEQ_DEBUG") && i->iter % 10 == 0) fprintf(stderr, "iter %lld loss %.3f reward %.3f best %.2f\n", (long long)i->iter, i->loss, i->reward, i->best_obj);
-}
-
 static void test_learns(void) {
   gopt_seq_policy *p = fresh();
   double u0 = greedy_return(p, 0), u1 = greedy_return(p, 1);
   toy t;
   gopt_seq_env e = toy_env(&t);
   gopt_seq_train_opts o = base_opts(150);
-  o.on_iter = dbg_iter;
   gopt_learn_train_result res;
   gopt_error err = {0};
   const char *names[2] = {"toy0", "toy1"};
