@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "pass_test_util.h"
 #include "gopt/hlo.h"
 #include "gopt/passes.h"
 
@@ -22,13 +23,6 @@ static const char mod[] =
     "  dead = f32[2,3] exponential(s1)\n  mx = f32[2,3] maximum(s1, s2)\n"
     "  r = f32[2,3] subtract(mx, c2)\n  ROOT out = f32[2,3] multiply(r, c2)\n}\n";
 
-static gopt_graph *load(void) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  CHECK_MSG(gopt_hlo_load_mem(mod, strlen(mod), "t.hlo", &g, &err) == 0, "load: %s", err.msg);
-  return g;
-}
-
 /* Instruction count after seq[0..n) on g. */
 static size_t ops_after(const gopt_graph *g, const int *seq, size_t n) {
   gopt_graph *cur = gopt_graph_clone(g);
@@ -42,20 +36,6 @@ static size_t ops_after(const gopt_graph *g, const int *seq, size_t n) {
   size_t c = cur ? gopt_hlo_instruction_count(cur) : 0;
   gopt_graph_free(cur);
   return c;
-}
-
-/* Lowest instruction count over every sequence of at most depth passes (from g). */
-static size_t brute(const gopt_graph *g, int depth) {
-  size_t best = gopt_hlo_instruction_count(g);
-  if (depth == 0) return best;
-  for (int p = 0; p < gopt_pass_count(); p++) {
-    gopt_graph *h = NULL;
-    if (gopt_pass_run(p, g, &h, NULL, NULL)) continue;
-    size_t c = brute(h, depth - 1);
-    if (c < best) best = c;
-    gopt_graph_free(h);
-  }
-  return best;
 }
 
 static void test_env(const gopt_graph *g) {
@@ -108,7 +88,7 @@ static void test_env(const gopt_graph *g) {
 }
 
 static void test_search(const gopt_graph *g) {
-  size_t opt = brute(g, 3);
+  size_t opt = ptu_brute(g, 3);
   CHECK(opt < gopt_hlo_instruction_count(g));
   static const char *const methods[] = {"random", "genetic", "greedy"};
   for (int m = 0; m < 3; m++) {
@@ -151,7 +131,7 @@ static void test_pipelines(const gopt_graph *g) {
 }
 
 int main(void) {
-  gopt_graph *g = load();
+  gopt_graph *g = ptu_load(mod);
   if (g) {
     test_env(g);
     test_search(g);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "pass_test_util.h"
 #include "gopt/hlo.h"
 #include "gopt/nn.h"
 #include "gopt/passes.h"
@@ -29,25 +30,6 @@ static const char mod_b[] =
     "  x = f32[4] parameter(0)\n  z = f32[4] constant({0,0,0,0})\n"
     "  l1 = f32[4] logistic(x)\n  l2 = f32[4] logistic(x)\n  m = f32[4] minimum(l1, l2)\n"
     "  a = f32[4] add(m, z)\n  s = f32[4] subtract(a, z)\n  ROOT r = f32[4] negate(s)\n}\n";
-
-static gopt_graph *load(const char *text) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  CHECK_MSG(gopt_hlo_load_mem(text, strlen(text), "t.hlo", &g, &err) == 0, "load: %s", err.msg);
-  return g;
-}
-
-static size_t brute(const gopt_graph *g, int depth) {
-  size_t best = gopt_hlo_instruction_count(g);
-  for (int p = 0; depth > 0 && p < gopt_pass_count(); p++) {
-    gopt_graph *h = NULL;
-    if (gopt_pass_run(p, g, &h, NULL, NULL)) continue;
-    size_t c = brute(h, depth - 1);
-    if (c < best) best = c;
-    gopt_graph_free(h);
-  }
-  return best;
-}
 
 /* The greedy episode's result (budget 0) on e; checks the sequence replays to it. */
 static double order_cost(gopt_seq_policy *p, gopt_pass_env *e, const gopt_graph *g) {
@@ -72,7 +54,8 @@ static double order_cost(gopt_seq_policy *p, gopt_pass_env *e, const gopt_graph 
 }
 
 static void test_files(gopt_seq_policy *p, gopt_pass_env *e, const gopt_graph *g) {
-  const char *path = "test_pass_rl.gpol";
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/gopt_test_pass_rl_%ld.gpol", (long)getpid());
   gopt_error err = {0};
   gopt_seq_policy *q = NULL;
   CHECK_MSG(gopt_seq_policy_save(p, path, &err) == 0, "%s", err.msg);
@@ -103,7 +86,7 @@ static void test_files(gopt_seq_policy *p, gopt_pass_env *e, const gopt_graph *g
 
 int main(void) {
   gopt_nn_set_threads(1);
-  gopt_graph *gs[2] = {load(mod_a), load(mod_b)};
+  gopt_graph *gs[2] = {ptu_load(mod_a), ptu_load(mod_b)};
   gopt_pass_env *envs[2] = {NULL, NULL};
   gopt_seq_policy *p = NULL;
   gopt_error err = {0};
@@ -119,7 +102,7 @@ int main(void) {
   CHECK_MSG(gopt_pass_rl_train(p, envs, NULL, 2, &to, &tr, &err) == 0, "train: %s", err.msg);
   for (int i = 0; i < 2; i++) {
     after[i] = order_cost(p, envs[i], gs[i]);
-    size_t opt = brute(gs[i], 3);
+    size_t opt = ptu_brute(gs[i], 3);
     fprintf(stderr, "module %d: %zu instructions, untrained %g, trained %g, optimum (3 passes) %zu, default %g\n", i,
             gopt_hlo_instruction_count(gs[i]), before[i], after[i], opt, gopt_pass_env_baseline_cost(envs[i]));
     CHECK(after[i] < before[i]);
