@@ -74,6 +74,15 @@ struct gopt_infer_opts;
 int gopt_exec_complete_shapes(gopt_graph *g, const gopt_host_tensor *in, size_t n_in,
                               const struct gopt_infer_opts *io, gopt_error *err);
 
+/* Output equality of graphs a and b with the same inputs (a module before and after a compiler
+ * pass or rewrite): both run single-threaded on the random inputs of seed
+ * (gopt_exec_random_inputs; constants without data from the same seed), and every output must
+ * match: floats within atol + rtol x |before| (NaN where NaN), other dtypes exactly. Returns 1
+ * when equal, 0 when not (msg names the output and element), -1 when a cannot run, -2 when b
+ * cannot run though a does (msg says why). msg (cap bytes) always gets one line. */
+int gopt_exec_same_outputs(const gopt_graph *a, const gopt_graph *b, uint64_t seed, double rtol,
+                           double atol, char *msg, size_t cap);
+
 /* Number of graph inputs to feed (graph inputs that are not constants), and input i's tensor. */
 size_t gopt_exec_n_inputs(const gopt_exec *x);
 int32_t gopt_exec_input_tensor(const gopt_exec *x, size_t i);

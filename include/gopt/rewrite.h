@@ -104,8 +104,7 @@ int gopt_rewrite_fold_constants(gopt_graph *g, size_t *nodata, gopt_error *err);
 int64_t gopt_rewrite_materialize(gopt_graph *g, uint64_t seed, gopt_error *err);
 
 /* Runs a and b (same inputs and outputs by position) with the executor on random inputs from
- * seed and compares every output (|x - y| <= atol + rtol |y|; equal infinities and NaN where NaN
- * are equal). Returns 0 when equal, GOPT_EINVAL
+ * seed and compares every output (|x - y| <= atol + rtol |y|). Returns 0 when equal, GOPT_EINVAL
  * naming the output and the largest difference when not, other codes when a graph cannot run.
  * *max_diff (may be NULL) receives the largest absolute difference. */
 int gopt_rewrite_compare(const gopt_graph *a, const gopt_graph *b, uint64_t seed, double rtol,
@@ -121,7 +120,7 @@ typedef struct gopt_rewrite_opts {
   double max_growth;           /* op count limit as a multiple of the original (<= 0: 2) */
   uint64_t seed;
   const char *policy;          /* rl: the policy file (NULL: the shipped policies/rewrite.gpol);
-                                * budget = the episode's steps (<= 0: 64) */
+                                * budget = the episode's steps (<= 0: 100) */
 } gopt_rewrite_opts;
 
 /* One applied rewrite of the best graph's history. */

@@ -273,9 +273,10 @@ static int prepare_node(gopt_exec *x, ex_kernel *k, int32_t n, gopt_error *err) 
   /* an HLO node with an ONNX twin in a case the ONNX kernels refuse (dtype uint32, dot's
    * dimension numbers): k_hlo.c runs it */
   if (k->fini) k->fini(k->st);
-  k->fini = NULL;
-  k->st = NULL;
-  k->run = NULL;
+  free(k->in); /* a refusing kernel may have rewritten the step's inputs and outputs */
+  free(k->out);
+  memset(k, 0, sizeof *k);
+  if (kernel_fill_io(x, k, n)) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   if (err) err->code = 0, err->msg[0] = 0;
   return ex_prepare_hlo(x, k, err);
 }

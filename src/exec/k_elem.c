@@ -373,7 +373,7 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
     if (ex_numel(x, t) > best || (ex_numel(x, t) == best && ex_rank(x, t) > f->rank)) {
       best = ex_numel(x, t);
       f->rank = ex_rank(x, t);
-      memcpy(f->dims, ex_dims(x, t), (size_t)f->rank * sizeof(int64_t));
+      if (f->rank) memcpy(f->dims, ex_dims(x, t), (size_t)f->rank * sizeof(int64_t)); /* scalars: no dims */
     }
   }
   f->numel = best;

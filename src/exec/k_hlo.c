@@ -4,17 +4,19 @@
  * in the declared dtype; integer bit operations on the exact 32-bit patterns): broadcast with
  * dimensions, reshape/bitcast/copy, slice, dynamic-slice, dynamic-update-slice, pad (edge and
  * interior, negative edges), iota, reverse, reduce with any scalar computation (interpreted per
- * element by the scalar evaluator below; variadic reduces included), the elementwise ops without
+ * element by the scalar evaluator below; variadic reduces included), sort (stable, comparator
+ * interpreted), gather, dot with dimension numbers, the elementwise ops without
  * an ONNX twin (rsqrt, log-plus-one, exponential-minus-one, atan2, clamp, remainder, shifts,
  * bitwise and/or/xor/not on integers, compare NE, bitcast-convert, is-finite, ...), and the
  * custom-call cuda_threefry2x32 (JAX's counter-based RNG, Random123's Threefry-2x32 with 20
- * rounds). tuple and get-tuple-element copy bytes; call and fusion run their computation in a
+ * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; call and fusion run their computation in a
  * nested executor. Semantics as XLA's operation semantics page states them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/k_ref.h"
+#include "ops/ops_hlo.h"
 
 #define NODE (k->node)
 #define G (x->g)
@@ -56,17 +58,6 @@ static double wrap(double v, int dt) { /* integer results wrap to their type's w
 static double hmax(double a, double b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
 static double hmin(double a, double b) { return isnan(a) || isnan(b) ? NAN : a < b ? a : b; }
 
-static int cmp(const char *dir, double a, double b, int *r) {
-  if (!strcmp(dir, "EQ")) *r = a == b;
-  else if (!strcmp(dir, "NE")) *r = a != b;
-  else if (!strcmp(dir, "LT")) *r = a < b;
-  else if (!strcmp(dir, "LE")) *r = a <= b;
-  else if (!strcmp(dir, "GT")) *r = a > b;
-  else if (!strcmp(dir, "GE")) *r = a >= b;
-  else return 0;
-  return 1;
-}
-
 /* Bitcast of one element between same-width types. */
 static double bitcast1(double v, int from, int to) {
   uint64_t u = 0;
@@ -91,75 +82,104 @@ static double bitcast1(double v, int from, int to) {
   return from_bits(u, to);
 }
 
-/* One element of elementwise opcode op on a[0..na) with result dtype dt (operand dtype adt) and
- * compare direction dir. Returns 1, or 0 when op is not an elementwise opcode this evaluator
- * knows. */
-static int scalar_op(const char *op, int dt, int adt, const char *dir, const double *a, int na, double *r) {
-  double x = na > 0 ? a[0] : 0, y = na > 1 ? a[1] : 0;
-  int in = dt_int(adt), c;
-  if (!strcmp(op, "add")) *r = wrap(x + y, dt);
-  else if (!strcmp(op, "subtract")) *r = wrap(x - y, dt);
-  else if (!strcmp(op, "multiply")) {
-    if (in && dt_bits(dt) > 26 && dt_bits(dt) <= 32) *r = from_bits((to_bits(x, dt) * to_bits(y, dt)), dt);
-    else *r = wrap(x * y, dt);
-  } else if (!strcmp(op, "divide")) {
-    if (in) *r = y == 0 ? (dt_signed(dt) ? -1 : from_bits(~0ull, dt)) : wrap(trunc(x / y), dt);
-    else *r = x / y;
-  } else if (!strcmp(op, "remainder")) *r = in ? (y == 0 ? x : fmod(x, y)) : fmod(x, y);
-  else if (!strcmp(op, "maximum")) *r = hmax(x, y);
-  else if (!strcmp(op, "minimum")) *r = hmin(x, y);
-  else if (!strcmp(op, "power")) *r = wrap(pow(x, y), dt);
-  else if (!strcmp(op, "atan2")) *r = atan2(x, y);
-  else if (!strcmp(op, "negate")) *r = wrap(-x, dt);
-  else if (!strcmp(op, "abs")) *r = fabs(x);
-  else if (!strcmp(op, "sign")) *r = isnan(x) ? x : (x > 0) - (x < 0);
-  else if (!strcmp(op, "exponential")) *r = exp(x);
-  else if (!strcmp(op, "exponential-minus-one")) *r = expm1(x);
-  else if (!strcmp(op, "log")) *r = log(x);
-  else if (!strcmp(op, "log-plus-one")) *r = log1p(x);
-  else if (!strcmp(op, "sqrt")) *r = sqrt(x);
-  else if (!strcmp(op, "rsqrt")) *r = 1 / sqrt(x);
-  else if (!strcmp(op, "cbrt")) *r = cbrt(x);
-  else if (!strcmp(op, "tanh")) *r = tanh(x);
-  else if (!strcmp(op, "tan")) *r = tan(x);
-  else if (!strcmp(op, "sine")) *r = sin(x);
-  else if (!strcmp(op, "cosine")) *r = cos(x);
-  else if (!strcmp(op, "logistic")) *r = 1 / (1 + exp(-x));
-  else if (!strcmp(op, "erf")) *r = erf(x);
-  else if (!strcmp(op, "floor")) *r = floor(x);
-  else if (!strcmp(op, "ceil")) *r = ceil(x);
-  else if (!strcmp(op, "round-nearest-afz")) *r = round(x);
-  else if (!strcmp(op, "round-nearest-even")) *r = nearbyint(x);
-  else if (!strcmp(op, "is-finite")) *r = isfinite(x) != 0;
-  else if (!strcmp(op, "clamp")) *r = hmin(hmax(y, x), na > 2 ? a[2] : y);
-  else if (!strcmp(op, "select")) *r = x != 0 ? y : (na > 2 ? a[2] : 0);
-  else if (!strcmp(op, "convert") || !strcmp(op, "copy") || !strcmp(op, "reduce-precision"))
-    *r = dt == GOPT_DT_BOOL ? x != 0 : in || !dt_int(dt) ? x : wrap(isnan(x) ? 0 : x, dt);
-  else if (!strcmp(op, "bitcast-convert")) *r = bitcast1(x, adt, dt);
-  else if (!strcmp(op, "compare")) {
-    if (!cmp(dir, x, y, &c)) return 0;
-    *r = c;
-  } else if (!strcmp(op, "and")) *r = from_bits(to_bits(x, dt) & to_bits(y, dt), dt);
-  else if (!strcmp(op, "or")) *r = from_bits(to_bits(x, dt) | to_bits(y, dt), dt);
-  else if (!strcmp(op, "xor")) *r = from_bits(to_bits(x, dt) ^ to_bits(y, dt), dt);
-  else if (!strcmp(op, "not")) *r = dt == GOPT_DT_BOOL ? x == 0 : from_bits(~to_bits(x, dt), dt);
-  else if (!strcmp(op, "popcnt")) *r = __builtin_popcountll(to_bits(x, dt));
-  else if (!strncmp(op, "shift-", 6)) {
-    int w = dt_bits(dt);
-    uint64_t u = to_bits(x, dt), s = to_bits(y, dt);
-    if (!strcmp(op, "shift-left")) *r = s >= (uint64_t)w ? 0 : from_bits(u << s, dt);
-    else if (!strcmp(op, "shift-right-logical")) *r = s >= (uint64_t)w ? 0 : from_bits(u >> s, dt);
-    else if (!strcmp(op, "shift-right-arithmetic"))
-      *r = s >= (uint64_t)w ? (x < 0 ? -1 : 0) : floor(x / ldexp(1, (int)s));
-    else return 0;
-  } else return 0;
-  return 1;
+/* The elementwise opcodes the scalar evaluator knows, in the order of eop_names. */
+enum {
+  E_ADD, E_SUB, E_MUL, E_DIV, E_REM, E_MAX, E_MIN, E_POW, E_ATAN2, E_NEG, E_ABS, E_SIGN, E_EXP, E_EXPM1,
+  E_LOG, E_LOG1P, E_SQRT, E_RSQRT, E_CBRT, E_TANH, E_TAN, E_SIN, E_COS, E_LOGISTIC, E_ERF, E_FLOOR,
+  E_CEIL, E_ROUND_AFZ, E_ROUND_EVEN, E_ISFINITE, E_CLAMP, E_SELECT, E_CONVERT, E_COPY, E_REDPREC,
+  E_BITCAST, E_COMPARE, E_AND, E_OR, E_XOR, E_NOT, E_POPCNT, E_SHL, E_SHRL, E_SHRA, E_COUNT
+};
+static const char *const eop_names[E_COUNT] = {
+    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power", "atan2", "negate",
+    "abs", "sign", "exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt", "rsqrt", "cbrt",
+    "tanh", "tan", "sine", "cosine", "logistic", "erf", "floor", "ceil", "round-nearest-afz",
+    "round-nearest-even", "is-finite", "clamp", "select", "convert", "copy", "reduce-precision",
+    "bitcast-convert", "compare", "and", "or", "xor", "not", "popcnt", "shift-left", "shift-right-logical",
+    "shift-right-arithmetic"};
+static const char *const dir_names[6] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+
+/* Code of elementwise opcode op (E_*), -1 when the evaluator does not know it. */
+static int eop_find(const char *op) {
+  for (int i = 0; op && i < E_COUNT; i++)
+    if (!strcmp(op, eop_names[i])) return i;
+  return -1;
+}
+/* Compare direction code of node n (0..5 as dir_names), -1 when none of those. */
+static int dir_find(const gopt_graph *g, int32_t n) {
+  const char *d = gopt_node_get_string(g, n, "direction", "");
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(d, dir_names[i])) return i;
+  return -1;
 }
 
-static int known_elementwise(const char *op) {
-  double a[3] = {1, 1, 1}, r;
-  return scalar_op(op, GOPT_DT_INT32, GOPT_DT_INT32, "EQ", a, 3, &r) ||
-         scalar_op(op, GOPT_DT_FLOAT, GOPT_DT_FLOAT, "EQ", a, 3, &r);
+static int cmp(int dir, double a, double b) {
+  switch (dir) {
+    case 0: return a == b;
+    case 1: return a != b;
+    case 2: return a < b;
+    case 3: return a <= b;
+    case 4: return a > b;
+    default: return a >= b;
+  }
+}
+
+/* One element of elementwise op code e (E_*) on a[0..na) with result dtype dt, operand dtype adt
+ * and compare direction dir (dir_find). */
+static double scalar_op(int e, int dt, int adt, int dir, const double *a, int na) {
+  double x = na > 0 ? a[0] : 0, y = na > 1 ? a[1] : 0;
+  int in = dt_int(adt), w = dt_bits(dt);
+  uint64_t u = 0, sh = 0;
+  switch (e) {
+    case E_ADD: return wrap(x + y, dt);
+    case E_SUB: return wrap(x - y, dt);
+    case E_MUL: return in && w > 26 && w <= 32 ? from_bits(to_bits(x, dt) * to_bits(y, dt), dt) : wrap(x * y, dt);
+    case E_DIV:
+      if (in) return y == 0 ? (dt_signed(dt) ? -1 : from_bits(~0ull, dt)) : wrap(trunc(x / y), dt);
+      return x / y;
+    case E_REM: return in && y == 0 ? x : fmod(x, y);
+    case E_MAX: return hmax(x, y);
+    case E_MIN: return hmin(x, y);
+    case E_POW: return wrap(pow(x, y), dt);
+    case E_ATAN2: return atan2(x, y);
+    case E_NEG: return wrap(-x, dt);
+    case E_ABS: return fabs(x);
+    case E_SIGN: return isnan(x) ? x : (x > 0) - (x < 0);
+    case E_EXP: return exp(x);
+    case E_EXPM1: return expm1(x);
+    case E_LOG: return log(x);
+    case E_LOG1P: return log1p(x);
+    case E_SQRT: return sqrt(x);
+    case E_RSQRT: return 1 / sqrt(x);
+    case E_CBRT: return cbrt(x);
+    case E_TANH: return tanh(x);
+    case E_TAN: return tan(x);
+    case E_SIN: return sin(x);
+    case E_COS: return cos(x);
+    case E_LOGISTIC: return 1 / (1 + exp(-x));
+    case E_ERF: return erf(x);
+    case E_FLOOR: return floor(x);
+    case E_CEIL: return ceil(x);
+    case E_ROUND_AFZ: return round(x);
+    case E_ROUND_EVEN: return nearbyint(x);
+    case E_ISFINITE: return isfinite(x) != 0;
+    case E_CLAMP: return hmin(hmax(y, x), na > 2 ? a[2] : y);
+    case E_SELECT: return x != 0 ? y : (na > 2 ? a[2] : 0);
+    case E_CONVERT: case E_COPY: case E_REDPREC:
+      return dt == GOPT_DT_BOOL ? x != 0 : in || !dt_int(dt) ? x : wrap(isnan(x) ? 0 : x, dt);
+    case E_BITCAST: return bitcast1(x, adt, dt);
+    case E_COMPARE: return cmp(dir, x, y);
+    case E_AND: return from_bits(to_bits(x, dt) & to_bits(y, dt), dt);
+    case E_OR: return from_bits(to_bits(x, dt) | to_bits(y, dt), dt);
+    case E_XOR: return from_bits(to_bits(x, dt) ^ to_bits(y, dt), dt);
+    case E_NOT: return dt == GOPT_DT_BOOL ? x == 0 : from_bits(~to_bits(x, dt), dt);
+    case E_POPCNT: return __builtin_popcountll(to_bits(x, dt));
+    default: break;
+  }
+  u = to_bits(x, dt);
+  sh = to_bits(y, dt);
+  if (e == E_SHL) return sh >= (uint64_t)w ? 0 : from_bits(u << sh, dt);
+  if (e == E_SHRL) return sh >= (uint64_t)w ? 0 : from_bits(u >> sh, dt);
+  return sh >= (uint64_t)w ? (x < 0 ? -1 : 0) : floor(x / ldexp(1, (int)sh)); /* E_SHRA */
 }
 
 /* ---- computations interpreted per element (reduce's to_apply) -------------------------------- */
@@ -168,13 +188,17 @@ typedef struct scomp {
   const gopt_graph *s;
   int32_t *order;
   int64_t n_order;
-  double *val; /* per tensor of s */
+  double *val;  /* per tensor of s */
+  int16_t *code; /* per order position: E_* code, -1 tuple, -2 get-tuple-element */
+  int8_t *dir;   /* per order position: compare direction */
 } scomp;
 
 static void scomp_free(scomp *c) {
   if (!c) return;
   free(c->order);
   free(c->val);
+  free(c->code);
+  free(c->dir);
 }
 
 /* Prepares computation s (scalar parameters) for scomp_eval; 0, or an error naming what it lacks. */
@@ -183,7 +207,9 @@ static int scomp_init(scomp *c, const gopt_graph *s, gopt_error *err) {
   c->s = s;
   c->order = malloc((s->nodes.n + 1) * sizeof *c->order);
   c->val = calloc(s->tensors.n + 1, sizeof *c->val);
-  if (!c->order || !c->val) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  c->code = calloc(s->nodes.n + 1, sizeof *c->code);
+  c->dir = calloc(s->nodes.n + 1, sizeof *c->dir);
+  if (!c->order || !c->val || !c->code || !c->dir) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   c->n_order = gopt_graph_topo(s, c->order, err);
   if (c->n_order < 0) return (int)c->n_order;
   for (size_t t = 0; t < s->tensors.n; t++) { /* scalar constants */
@@ -207,7 +233,10 @@ static int scomp_init(scomp *c, const gopt_graph *s, gopt_error *err) {
   for (int64_t i = 0; i < c->n_order; i++) {
     int32_t n = c->order[i];
     const char *op = hop(s, n);
-    if (op && (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element") || known_elementwise(op))) continue;
+    c->code[i] = (int16_t)(op && !strcmp(op, "tuple") ? -1 : op && !strcmp(op, "get-tuple-element") ? -2 : eop_find(op));
+    c->dir[i] = (int8_t)dir_find(s, n);
+    if (c->code[i] != -1 && c->code[i] != -2 && c->code[i] < 0) c->code[i] = -3;
+    if (c->code[i] != -3 && (c->code[i] != E_COMPARE || c->dir[i] >= 0)) continue;
     return gopt_error_set(err, GOPT_EUNSUP, "computation '%s': op '%s' cannot be interpreted per element",
                           gopt_graph_str(s, s->name), gopt_node_type(s, n));
   }
@@ -221,15 +250,14 @@ static void scomp_eval(scomp *c, const double *in, double *out) {
   for (int64_t i = 0; i < c->n_order; i++) {
     int32_t n = c->order[i];
     const gopt_node *nd = &s->nodes.a[n];
-    const char *op = hop(s, n);
     double a[8] = {0};
     int na = nd->n_in < 8 ? nd->n_in : 8;
     for (int j = 0; j < na; j++) {
       int32_t t = gopt_node_input(s, n, j);
       a[j] = t >= 0 ? c->val[t] : 0;
     }
-    if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element")) {
-      int64_t off = strcmp(op, "tuple") ? gopt_node_get_int(s, n, "hlo.leaf_offset", 0) : 0;
+    if (c->code[i] < 0) { /* tuple, get-tuple-element */
+      int64_t off = c->code[i] == -2 ? gopt_node_get_int(s, n, "hlo.leaf_offset", 0) : 0;
       for (int j = 0; j < nd->n_out; j++) {
         int32_t t = gopt_node_input(s, n, (int)off + j);
         c->val[gopt_node_output(s, n, j)] = t >= 0 ? c->val[t] : 0;
@@ -238,9 +266,7 @@ static void scomp_eval(scomp *c, const double *in, double *out) {
     }
     int32_t y = gopt_node_output(s, n, 0), x0 = gopt_node_input(s, n, 0);
     int adt = x0 >= 0 ? s->tensors.a[x0].dtype : s->tensors.a[y].dtype;
-    double r = 0;
-    scalar_op(op, s->tensors.a[y].dtype, adt, gopt_node_get_string(s, n, "direction", ""), a, na, &r);
-    c->val[y] = r;
+    c->val[y] = scalar_op(c->code[i], s->tensors.a[y].dtype, adt, c->dir[i], a, na);
   }
   for (size_t i = 0; i < s->outputs.n; i++) out[i] = c->val[s->outputs.a[i]];
 }
@@ -262,13 +288,13 @@ static int64_t ravel(const rt *t, const int64_t *idx) {
 
 static int f_elementwise(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout;
-  const char *op = hop(G, NODE), *dir = gopt_node_get_string(G, NODE, "direction", "");
+  int e = eop_find(hop(G, NODE)), dir = dir_find(G, NODE), na = nin < 3 ? nin : 3;
+  if (e < 0 || (e == E_COMPARE && dir < 0)) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "op not supported by the executor");
+  int adt = in[na > 1 && e == E_SELECT ? 1 : 0].dt;
   double a[3];
-  int na = nin < 3 ? nin : 3;
   for (int64_t o = 0; o < out[0].n; o++) {
     for (int j = 0; j < na; j++) a[j] = in[j].v[in[j].n == out[0].n ? o : ref_bcast_index(&in[j], &out[0], o)];
-    if (!scalar_op(op, out[0].dt, in[na > 1 && !strcmp(op, "select") ? 1 : 0].dt, dir, a, na, &out[0].v[o]))
-      return ex_node_error(x, NODE, err, GOPT_EUNSUP, "op not supported by the executor");
+    out[0].v[o] = scalar_op(e, out[0].dt, adt, dir, a, na);
   }
   return GOPT_OK;
 }
@@ -297,27 +323,10 @@ static int f_broadcast(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int
   return GOPT_OK;
 }
 
-/* Parses slice="{[a:b(:s)], ...}" into start/stride per dim; 0 or -1. */
-static int parse_slice(const char *s, int rank, int64_t *st, int64_t *sd) {
-  int k = 0;
-  for (const char *q = s; q && (q = strchr(q, '[')); k++) {
-    char *e;
-    if (k >= rank) return -1;
-    st[k] = strtoll(q + 1, &e, 10);
-    if (*e != ':') return -1;
-    strtoll(e + 1, &e, 10);
-    sd[k] = 1;
-    if (*e == ':') sd[k] = strtoll(e + 1, &e, 10);
-    if (*e != ']' || sd[k] < 1) return -1;
-    q = e;
-  }
-  return k == rank ? 0 : -1;
-}
-
 static int f_slice(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nin, (void)nout;
-  int64_t st[GOPT_MAX_RANK], sd[GOPT_MAX_RANK], idx[GOPT_MAX_RANK];
-  if (parse_slice(gopt_node_get_string(G, NODE, "slice", ""), in[0].rank, st, sd))
+  int64_t st[GOPT_MAX_RANK], li[GOPT_MAX_RANK], sd[GOPT_MAX_RANK], idx[GOPT_MAX_RANK];
+  if (ops_hlo_slice(G, NODE, in[0].rank, st, li, sd))
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "bad slice attribute");
   for (int64_t o = 0; o < out[0].n; o++) {
     unravel(&out[0], o, idx);
@@ -471,6 +480,98 @@ static int f_reduce(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   }
   scomp_free(&c);
   return rc;
+}
+
+/* sort(x_0..x_{k-1}), dimensions={d}, to_apply=less(lhs_0, rhs_0, lhs_1, rhs_1, ...): every line along
+ * d sorted by the comparator, stably (merge sort), all operands permuted alike. */
+static int sort_less(scomp *c, const rt *in, int k, int64_t base, int64_t inner, int64_t a, int64_t b) {
+  double args[16], res[1];
+  for (int j = 0; j < k; j++) {
+    args[2 * j] = in[j].v[base + a * inner];
+    args[2 * j + 1] = in[j].v[base + b * inner];
+  }
+  scomp_eval(c, args, res);
+  return res[0] != 0;
+}
+
+static int f_sort(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
+  size_t nd = 0;
+  const int64_t *dims = gopt_node_get_ints(G, NODE, "dimensions", &nd);
+  if (!a || a->kind != GOPT_ATTR_GRAPH || nin != nout || nin > 8 || nd != 1 || dims[0] < 0 || dims[0] >= in[0].rank)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "sort needs at most 8 operands, one dimension and to_apply");
+  const gopt_graph *s = G->subgraphs.a[a->v.graph];
+  for (int j = 1; j < nin; j++)
+    if (in[j].n != in[0].n) return ex_node_error(x, NODE, err, GOPT_EINVAL, "sort operands differ in size");
+  if ((int)s->inputs.n != 2 * nin || s->outputs.n != 1)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "the comparator has %zu parameters", s->inputs.n);
+  scomp c;
+  int rc = scomp_init(&c, s, err);
+  int64_t outer, m, inner;
+  ref_split3(&in[0], (int)dims[0], &outer, &m, &inner);
+  int64_t *idx = malloc((size_t)(2 * m + 1) * sizeof *idx), *tmp = idx ? idx + m : NULL;
+  if (!rc && !idx) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int64_t o = 0; o < outer && !rc; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      int64_t base = o * m * inner + i;
+      for (int64_t q = 0; q < m; q++) idx[q] = q;
+      for (int64_t w = 1; w < m; w *= 2) /* bottom-up merge sort: stable */
+        for (int64_t lo = 0; lo < m - w; lo += 2 * w) {
+          int64_t mid = lo + w, hi = lo + 2 * w < m ? lo + 2 * w : m, p = lo, q = mid, t = 0;
+          while (p < mid || q < hi)
+            tmp[t++] = q >= hi || (p < mid && !sort_less(&c, in, nin, base, inner, idx[q], idx[p])) ? idx[p++] : idx[q++];
+          memcpy(idx + lo, tmp, (size_t)t * sizeof *idx);
+        }
+      for (int j = 0; j < nin; j++)
+        for (int64_t q = 0; q < m; q++) out[j].v[base + q * inner] = in[j].v[base + idx[q] * inner];
+    }
+  free(idx);
+  scomp_free(&c);
+  return rc;
+}
+
+/* gather (XLA's semantics): offset_dims, collapsed_slice_dims, start_index_map, index_vector_dim,
+ * slice_sizes; start indices clamped so the slice stays inside the operand. */
+static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  size_t no, nc, nm, ns, nbd;
+  const int64_t *od = gopt_node_get_ints(G, NODE, "offset_dims", &no);
+  const int64_t *cd = gopt_node_get_ints(G, NODE, "collapsed_slice_dims", &nc);
+  const int64_t *sm = gopt_node_get_ints(G, NODE, "start_index_map", &nm);
+  const int64_t *ss = gopt_node_get_ints(G, NODE, "slice_sizes", &ns);
+  gopt_node_get_ints(G, NODE, "operand_batching_dims", &nbd);
+  int64_t ivd = gopt_node_get_int(G, NODE, "index_vector_dim", in[1].rank);
+  int r = in[0].rank, ri = in[1].rank;
+  if (nin != 2 || (int)ns != r || nbd || ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && in[1].d[ivd] != (int64_t)nm))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "gather: unsupported dimension numbers");
+  unsigned char is_off[GOPT_MAX_RANK] = {0}, coll[GOPT_MAX_RANK] = {0};
+  for (size_t i = 0; i < no; i++)
+    if (od[i] >= 0 && od[i] < out[0].rank) is_off[od[i]] = 1;
+  for (size_t i = 0; i < nc; i++)
+    if (cd[i] >= 0 && cd[i] < r) coll[cd[i]] = 1;
+  int64_t oi[GOPT_MAX_RANK], ii[GOPT_MAX_RANK], si[GOPT_MAX_RANK];
+  for (int64_t o = 0; o < out[0].n; o++) {
+    unravel(&out[0], o, oi);
+    int nb = 0, nof = 0;
+    for (int d = 0; d < out[0].rank; d++) /* batch dims index start_indices (index_vector_dim left out) */
+      if (!is_off[d]) {
+        if (nb == ivd) nb++;
+        si[nb++] = oi[d];
+      }
+    for (int d = 0; d < r; d++) ii[d] = 0;
+    for (size_t kk = 0; kk < nm; kk++) {
+      if (ivd < ri) si[ivd] = (int64_t)kk;
+      int64_t v = (int64_t)in[1].v[ravel(&in[1], si)], hi = in[0].d[sm[kk]] - ss[sm[kk]];
+      ii[sm[kk]] = v < 0 ? 0 : v > hi ? hi : v;
+    }
+    for (int d = 0; d < r; d++)
+      if (!coll[d]) {
+        while (nof < out[0].rank && !is_off[nof]) nof++;
+        if (nof < out[0].rank) ii[d] += oi[nof++];
+      }
+    out[0].v[o] = in[0].v[ravel(&in[0], ii)];
+  }
+  return GOPT_OK;
 }
 
 /* dot with dimension numbers: result dims are batch, lhs free, rhs free (XLA's order). */
@@ -639,9 +740,11 @@ static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
   if (!strcmp(op, "reverse")) return f_reverse;
   if (!strcmp(op, "reduce")) return f_reduce;
   if (!strcmp(op, "dot")) return f_dot;
+  if (!strcmp(op, "sort")) return f_sort;
+  if (!strcmp(op, "gather")) return f_gather;
   if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "cuda_threefry2x32"))
     return f_threefry;
-  if (known_elementwise(op) && g->nodes.a[n].n_out == 1) return f_elementwise;
+  if (eop_find(op) >= 0 && g->nodes.a[n].n_out == 1) return f_elementwise;
   return NULL;
 }
 
@@ -660,7 +763,7 @@ int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     return GOPT_OK;
   }
   if (!strcmp(op, "call") || !strcmp(op, "fusion")) return prepare_sub(x, k, err);
-  if (!strcmp(op, "reduce")) { /* the computation must be interpretable: say so now */
+  if (!strcmp(op, "reduce") || !strcmp(op, "sort")) { /* the computation must be interpretable: say so now */
     const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
     scomp c;
     gopt_error e = {0};

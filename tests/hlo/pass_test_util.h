@@ -1,19 +1,12 @@
-/* pass_test_util.h: helpers the pass-ordering tests share (test_pass_env.c, test_pass_rl.c): load a
- * hand-written HLO module, and the brute-force optimum over short pass sequences. */
+/* pass_test_util.h: what the pass-ordering tests share (test_pass_env.c, test_pass_rl.c): the HLO
+ * pass tests' helpers (hlo_test_util.h: load) and the brute-force optimum over short pass
+ * sequences. */
 #ifndef GOPT_PASS_TEST_UTIL_H
 #define GOPT_PASS_TEST_UTIL_H
 #include <string.h>
 
-#include "check.h"
-#include "gopt/hlo.h"
+#include "hlo_test_util.h"
 #include "gopt/passes.h"
-
-static inline gopt_graph *ptu_load(const char *text) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  CHECK_MSG(gopt_hlo_load_mem(text, strlen(text), "t.hlo", &g, &err) == 0, "load: %s", err.msg);
-  return g;
-}
 
 /* Lowest instruction count over every sequence of at most depth passes from g. */
 static inline size_t ptu_brute(const gopt_graph *g, int depth) {
