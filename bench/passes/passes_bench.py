@@ -42,14 +42,9 @@ def vs_default(rep):
     return 100.0 * (rep['ops_default'] - rep['ops_after']) / rep['ops_default'] if rep['ops_default'] else 0.0
 
 
-def short_verify(v):
-    if v is None:
-        return 'n/a'
-    if v == 'equal':
-        return 'equal'
-    if v.startswith('mismatch'):
-        return 'MISMATCH'
-    return 'not executable'
+def short_verify(rep):
+    v = rep.get('verified', 'n/a')
+    return 'equal' if v is True else 'MISMATCH' if v is False else 'not executable'
 
 
 def main():
@@ -93,7 +88,7 @@ def main():
             cells.append('%+.2f%%' % (sum(vals) / len(vals)) if vals else '-')
         tv = [100.0 * (res[l, m]['time_default'] - res[l, m]['time_after']) / res[l, m]['time_default']
               for l, _, _ in modules if 'error' not in res[l, m] and res[l, m]['time_default'] > 0]
-        ver = [short_verify(res[l, m].get('verification')) for l, _, _ in modules if 'error' not in res[l, m]]
+        ver = [short_verify(res[l, m]) for l, _, _ in modules if 'error' not in res[l, m]]
         st = [res[l, m]['search_seconds'] for l, _, _ in modules if 'error' not in res[l, m]]
         errs = sum(1 for l, _, _ in modules if 'error' in res[l, m])
         w('| %s | %s | %+.2f%% | %d / %d / %d%s | %.3f s |' % (
@@ -118,9 +113,9 @@ def main():
             cells.append('failed' if 'error' in r else '%d' % r['ops_after'] if r['ops_after'] == r['ops_default']
                          else '%d (%+.1f%%)' % (r['ops_after'], vs_default(r)))
         best = min(ok, key=lambda r: r['time_after'])
-        vs = sorted(set(short_verify(r.get('verification')) for r in ok))
-        why = next((r['verification'] for r in ok if r.get('verification', '').startswith('not executable')), '')
-        ver = ', '.join(vs) + (' (%s)' % why.split(': ', 1)[1][:60] if why and vs == ['not executable'] else '')
+        vs = sorted(set(short_verify(r) for r in ok))
+        why = next((r.get('verify_note', '') for r in ok if short_verify(r) == 'not executable'), '')
+        ver = ', '.join(vs) + (' (%s)' % why[:70] if why and vs == ['not executable'] else '')
         srch = '/'.join('%.2f' % r['search_seconds'] for r, m in zip(rs, methods)
                         if 'error' not in r and m not in ('default', 'default-gpu'))
         w('| %s | %d | %s | %.3f -> %.3f ms | %s | %s |' % (

@@ -34,7 +34,7 @@ const char *gopt_pass_description(int i);
 int gopt_pass_find(const char *name);
 
 /* Runs pass i on a clone of in: *out receives the rewritten graph (the caller frees it), st (may
- * be NULL) the statistics. in is not modified. Returns 0 or an error. */
+ * be NULL) the statistics. in is not modified; err may be NULL. Returns 0 or an error. */
 int gopt_pass_run(int i, const gopt_graph *in, gopt_graph **out, gopt_pass_stats *st,
                   gopt_error *err);
 

@@ -161,7 +161,8 @@ static size_t ga_baseline_seq(ps *s, int *seq, const char *baseline) {
   gopt_graph *h = NULL;
   gopt_pipeline_step *st = NULL;
   size_t n = 0, out = 0;
-  if (!gopt_pipeline_run(baseline, pass_env_initial_graph(s->e), &h, &st, &n, NULL) && n <= (size_t)s->L) {
+  gopt_error err = {0};
+  if (!gopt_pipeline_run(baseline, pass_env_initial_graph(s->e), &h, &st, &n, &err) && n <= (size_t)s->L) {
     for (size_t i = 0; i < n; i++) seq[i] = st[i].pass;
     out = n;
   }

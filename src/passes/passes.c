@@ -255,7 +255,9 @@ static int run_on(pass_fn fn, gopt_graph *g, gopt_pass_stats *st, gopt_error *er
 int gopt_pass_run(int i, const gopt_graph *in, gopt_graph **out, gopt_pass_stats *st,
                   gopt_error *err) {
   gopt_pass_stats local;
+  gopt_error local_err = {0}; /* the passes write p->err: err may be NULL */
   if (!st) st = &local;
+  if (!err) err = &local_err;
   memset(st, 0, sizeof *st);
   if (out) *out = NULL;
   if (i < 0 || i >= N_PASSES || !in || !out)

@@ -36,5 +36,4 @@ add_test(NAME hlo_passes_real_modules
 add_test(NAME hlo_pass_orders_real_modules
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/hlo/check_pass_orders.py ${GOPT_BIN}
                  ${CMAKE_SOURCE_DIR}/tests/hlo/data ${CMAKE_CURRENT_BINARY_DIR}/hlo_pass_orders
-                 default default-gpu random greedy genetic
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
