@@ -1,5 +1,5 @@
 """eval_rewrite_rl.py GOPT POLICY: the held-out table of docs/REWRITE.md "## rl": `gopt rewrite`
-with --method rl (the policy, one greedy episode of at most 64 rewrites) and --method greedy
+with --method rl (the policy, one greedy episode of at most 100 rewrites) and --method greedy
 (budget 100) on graphs the policy never saw; per model the simulated V100 cost reduction of each,
 the rewrites applied and the search time; every output verified (gopt's executor and ONNX
 Runtime) by gopt rewrite itself. Run by tools/train_rewrite.sh."""

@@ -27,7 +27,7 @@ static const char rewrite_help[] =
     "                 per step, temporary losses allowed; the best graph seen is the result)\n"
     "  --policy P     rl: the policy (default: the shipped policies/rewrite.gpol; gopt train --method rewrite)\n"
     "  --cluster C    cost device preset (default V100): the simulator's step time\n"
-    "  --budget N     greedy: graphs dequeued (default 100); rl: steps (default 64);  --seconds S  wall-clock limit\n"
+    "  --budget N     greedy: graphs dequeued (default 100); rl: steps (default 100);  --seconds S  wall-clock limit\n"
     "  --alpha A      accept candidates costing < A x best (default 1.05)\n"
     "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"
     "  --verify V     exec: gopt's executor; ort: also ONNX Runtime (default both)\n"

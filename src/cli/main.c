@@ -10,6 +10,7 @@ int cli_simulate(int argc, char **argv), cli_devices(int argc, char **argv),
     cli_calibrate(int argc, char **argv), cli_fidelity(int argc, char **argv); /* simulator */
 int cli_optimize(int argc, char **argv), cli_compare(int argc, char **argv); /* tasks */
 int cli_train(int argc, char **argv); /* cmd_train.c */
+int cli_collect(int argc, char **argv); /* cmd_localadv.c */
 int cli_passes(int argc, char **argv); /* cmd_passes.c */
 int cli_history(int argc, char **argv), cli_costdb(int argc, char **argv); /* records */
 int cli_report(int argc, char **argv); /* cmd_report.c */
@@ -26,7 +27,7 @@ static const struct {
     {"convert", cli_convert, "write a model (file or zoo name) as ONNX or XLA HLO text"},
     {"passes", cli_passes, "run compiler passes (XLA's default order or a list): instruction counts"},
     {"run", cli_run, "execute a model on this CPU: outputs, --check against test data, --profile"},
-    {"rewrite", cli_rewrite, "rewrite the graph with verified substitution rules (TASO-style search)"},
+    {"rewrite", cli_rewrite, "rewrite the graph with verified substitution rules (TASO-style search or the rl agent)"},
     {"rules", cli_rules, "generate, verify or list the rewrite rules (rules.json)"},
     {"simulate", cli_simulate, "simulate one step on a cluster: time, memory, transfers, trace"},
     {"devices", cli_devices, "list the simulator's device presets and cluster shorthands"},
@@ -34,7 +35,8 @@ static const struct {
     {"fidelity", cli_fidelity, "compare predicted with measured op and step times"},
     {"optimize", cli_optimize, "optimize placement/fusion/schedule/memory decisions with a baseline or search"},
     {"compare", cli_compare, "run every baseline and search method on one task: table and SVG plot"},
-    {"train", cli_train, "train a learned (GO-style) policy with PPO over many graphs: P.gpol"},
+    {"train", cli_train, "train a learned policy with PPO over many graphs: P.gpol (GO-style; --method localadv|rewrite)"},
+    {"collect", cli_collect, "Gibbs-sample per-choice costs into a local advantage dataset (fusion, placement)"},
     {"report", cli_report, "one self-contained HTML report: methods, timelines, memory, graph, convergence"},
     {"history", cli_history, "list the recorded optimize, compare and train runs"},
     {"costdb", cli_costdb, "import/export measured-cost databases between JSON and SQLite"},

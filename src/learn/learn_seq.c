@@ -145,7 +145,8 @@ int seq_forward(gopt_nn_ctx *ctx, const gopt_seq_policy *p, const seq_step *s, g
                 gopt_nn_tensor **value, gopt_error *err) {
   int64_t H = p->arch.hidden, n = s->n, m = s->m;
   int64_t xs[2] = {n, p->arch.node_feat};
-  gopt_nn_tensor *h = learn_encode(ctx, &p->in, p->sage, p->arch.sage_layers, gopt_nn_from(ctx, 2, xs, s->feat), &s->csr);
+  gopt_nn_tensor *h = learn_encode(ctx, gopt_nn_linear_forward(ctx, &p->in, gopt_nn_from(ctx, 2, xs, s->feat)), p->sage,
+                                   p->arch.sage_layers, &s->csr);
   gopt_nn_tensor *w = gopt_nn_new2(ctx, 1, n);
   if (w) for (int64_t i = 0; i < n; i++) w->data[i] = 1.0f / (float)n;
   gopt_nn_tensor *g = gopt_nn_matmul(ctx, w, h, 0, 0); /* [1, H]: mean over nodes */

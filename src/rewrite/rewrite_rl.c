@@ -318,7 +318,7 @@ static int rl_take(gopt_rewrite_rl *r, gopt_rewrite_result *res) {
 }
 
 /* The "rl" search method: one greedy episode of the policy (o->policy, else the shipped
- * rewrite.gpol) of at most o->budget steps (default 64); the best graph seen is the result. */
+ * rewrite.gpol) of at most o->budget steps (default 100); the best graph seen is the result. */
 int rw_search_rl(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
                  gopt_rewrite_result *res, gopt_error *err) {
   char path[1200];
@@ -332,7 +332,7 @@ int rw_search_rl(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite
   if (!rc && (got.node_feat != want.node_feat || got.cand_feat != want.cand_feat))
     rc = gopt_error_set(err, GOPT_EUNSUP, "%s: policy has %d node and %d candidate features, this build uses %d and %d (retrain it)",
                         path, got.node_feat, got.cand_feat, want.node_feat, want.cand_feat);
-  rc = rc ? rc : gopt_rewrite_rl_new(&g, 1, rs, o, (int)(o->budget > 0 ? o->budget : 64), &r, err);
+  rc = rc ? rc : gopt_rewrite_rl_new(&g, 1, rs, o, (int)(o->budget > 0 ? o->budget : 100), &r, err);
   gopt_seq_env env = r ? gopt_rewrite_rl_env(r) : (gopt_seq_env){0};
   rc = rc ? rc : gopt_seq_run(p, &env, 0, 1, o->seed, r->max_steps, NULL, NULL, err);
   if (!rc) rl_take(r, res);

@@ -3,7 +3,8 @@
 # file is byte-identical to one process with --rollout-groups 2 (same seed, same total samples),
 # also for 4 ranks; an interrupted distributed run resumed under mpirun gives the same file; one
 # process with one group differs (the check can fail); bad --samples gives one line from rank 0;
-# `mpirun gopt compare` spreads its methods and prints one table.
+# `mpirun gopt compare` spreads its methods and prints one table; the sequential rewrite agent
+# (`gopt train --method rewrite`) on 2 ranks equals 1 process with 2 rollout groups too.
 set -u
 gopt="$1"
 mpirun="$2"
@@ -31,6 +32,11 @@ echo "ok: distributed resume is exact"
 mp 3 "$gopt" train "${args[@]}" -o "$d/x.gpol" >/dev/null 2>"$d/err" && fail "8 samples on 3 ranks accepted"
 [ "$(grep -c '^gopt train:' "$d/err")" -eq 1 ] || { cat "$d/err"; fail "one error line from rank 0"; }
 grep -q "gopt train: learn: --samples 8 is not a multiple of the 3 rollout groups (one per MPI rank)" "$d/err" || { cat "$d/err"; fail "error text"; }
+rw=(train --method rewrite resnet50:depth=18 --iters 2 --episodes 4 --steps 3 --seed 5 --threads 1)
+"$gopt" "${rw[@]}" --rollout-groups 2 -o "$d/rw1.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "rewrite agent, 1 process"; }
+mp 2 "$gopt" "${rw[@]}" -o "$d/rw2.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "rewrite agent, 2 ranks"; }
+cmp -s "$d/rw1.gpol" "$d/rw2.gpol" || fail "rewrite agent: 2 ranks differ from 1 process with 2 rollout groups"
+echo "ok: rewrite agent: 2 ranks == 1 process x 2 groups"
 mp 2 "$gopt" compare gpt2:layers=1 --task placement --cluster 4xV100-nvlink --budget 60 --seed 1 --threads 1 --json >"$d/c.json" 2>"$d/err" || { cat "$d/err"; fail "compare"; }
 "$gopt" compare gpt2:layers=1 --task placement --cluster 4xV100-nvlink --budget 60 --seed 1 --threads 1 --json >"$d/c1.json" 2>"$d/err" || { cat "$d/err"; fail "compare 1"; }
 /usr/bin/python3 - "$d/c.json" "$d/c1.json" <<'PY' || fail "compare under mpirun"
