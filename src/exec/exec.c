@@ -743,7 +743,7 @@ int gopt_exec_random_inputs(gopt_exec *x, uint64_t seed, gopt_error *err) {
     gopt_host_tensor t = {0};
     t.dtype = ex_dtype(x, id);
     t.rank = ex_rank(x, id);
-    memcpy(t.dims, ex_dims(x, id), (size_t)t.rank * sizeof(int64_t));
+    if (t.rank) memcpy(t.dims, ex_dims(x, id), (size_t)t.rank * sizeof(int64_t));
     int64_t n = ex_numel(x, id);
     t.nbytes = x->vals[id].nbytes;
     t.data = malloc(t.nbytes + 1);
@@ -885,7 +885,7 @@ int gopt_exec_get_output(const gopt_exec *x, size_t i, gopt_host_tensor *t, gopt
                                 gopt_graph_str(x->g, x->g->tensors.a[id].name));
   t->dtype = ex_dtype(x, id);
   t->rank = ex_rank(x, id);
-  memcpy(t->dims, ex_dims(x, id), (size_t)t->rank * sizeof(int64_t));
+  if (t->rank) memcpy(t->dims, ex_dims(x, id), (size_t)t->rank * sizeof(int64_t));
   t->nbytes = (size_t)ex_numel(x, id) * gopt_dtype_size(t->dtype);
   t->data = malloc(t->nbytes + 1);
   t->name = strdup(gopt_graph_str(x->g, x->g->tensors.a[id].name));

@@ -682,7 +682,7 @@ static int run_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     gopt_host_tensor h = {0};
     h.dtype = ex_dtype(x, t);
     h.rank = ex_rank(x, t);
-    memcpy(h.dims, ex_dims(x, t), (size_t)h.rank * sizeof *h.dims);
+    if (h.rank) memcpy(h.dims, ex_dims(x, t), (size_t)h.rank * sizeof *h.dims);
     h.data = ex_data(x, t);
     h.nbytes = tbytes(x, t);
     rc = gopt_exec_set_input(s, i, &h, err);

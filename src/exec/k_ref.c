@@ -94,7 +94,7 @@ static void rt_set(rt *t, const gopt_exec *x, int32_t id) {
   if (id < 0) return;
   t->dt = ex_dtype(x, id);
   t->rank = ex_rank(x, id);
-  memcpy(t->d, ex_dims(x, id), (size_t)t->rank * sizeof(int64_t));
+  if (t->rank) memcpy(t->d, ex_dims(x, id), (size_t)t->rank * sizeof(int64_t));
   t->n = ex_numel(x, id);
 }
 

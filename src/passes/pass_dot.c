@@ -43,7 +43,7 @@ static int32_t canon_operand(pctx *p, int32_t x, const int64_t *b, size_t nb, co
   gopt_graph *g = p->g;
   int r = g->tensors.a[x].rank, k = 0, dt = g->tensors.a[x].dtype;
   int64_t xd[GOPT_MAX_RANK]; /* a copy: adding tensors moves the graph's shape storage */
-  memcpy(xd, gopt_tensor_dims(g, x), (size_t)r * sizeof *xd);
+  if (r) memcpy(xd, gopt_tensor_dims(g, x), (size_t)r * sizeof *xd);
   int64_t perm[GOPT_MAX_RANK], pd[GOPT_MAX_RANK], fr[GOPT_MAX_RANK], nf = 0, Fs = 1, Cs = 1, ident = 1;
   unsigned char used[GOPT_MAX_RANK] = {0};
   for (size_t i = 0; i < nb; i++) perm[k++] = b[i], used[b[i]] = 1;
@@ -171,7 +171,7 @@ static int merge(pctx *p, int32_t u, int32_t v, int side, const dotdims *d) {
   if (c < 0 || pass_set_ints(p, c, "dimensions", &fd, 1)) return -1;
   /* the free dimension's place in the result: after the batch dims, lhs free dims, then rhs's */
   int od_f = (int)d->nb + (side ? g->tensors.a[sh].rank - (int)d->nb - (int)d->nc : 0);
-  memcpy(od, gopt_tensor_dims(g, yu), (size_t)ro * sizeof *od);
+  if (ro) memcpy(od, gopt_tensor_dims(g, yu), (size_t)ro * sizeof *od);
   int64_t nu = od[od_f];
   od[od_f] += gopt_tensor_dims(g, yv)[od_f];
   ins[side] = c;

@@ -70,7 +70,7 @@ static int32_t sink_rearrange(pctx *p, int32_t n) {
   int r = g->tensors.a[x0].rank;
   int64_t sd[GOPT_MAX_RANK], perm[GOPT_MAX_RANK];
   size_t np = 0;
-  memcpy(sd, gopt_tensor_dims(g, x0), (size_t)r * sizeof *sd);
+  if (r) memcpy(sd, gopt_tensor_dims(g, x0), (size_t)r * sizeof *sd);
   if (pass_is(g, first, "transpose")) {
     const int64_t *pp = gopt_node_get_ints(g, first, "dimensions", &np);
     if (np) memcpy(perm, pp, np * sizeof *perm);
@@ -162,7 +162,7 @@ static int eval_comp(const gopt_graph *s, const void *const *vals, gopt_host_ten
     gopt_host_tensor h = {0};
     h.dtype = s->tensors.a[t].dtype;
     h.rank = s->tensors.a[t].rank;
-    memcpy(h.dims, gopt_tensor_dims(s, t), (size_t)h.rank * sizeof *h.dims);
+    if (h.rank) memcpy(h.dims, gopt_tensor_dims(s, t), (size_t)h.rank * sizeof *h.dims);
     h.nbytes = (size_t)gopt_tensor_numel(s, t) * gopt_dtype_size(h.dtype);
     h.data = vals[i] ? (void *)vals[i] : calloc(h.nbytes + 1, 1);
     if (!h.data) rc = 1;
