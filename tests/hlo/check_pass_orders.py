@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""check_pass_orders.py GOPT DIR OUTDIR [ORDER...]: `gopt passes --json` with every order (XLA's CPU
-and GPU defaults, random, greedy, genetic and rl by default) and small budgets on every HLO module
-under DIR. Checks: the run succeeds; the report is consistent (ops_after is the last step's count,
+"""check_pass_orders.py GOPT DIR OUTDIR [--every K] [ORDER...]: `gopt passes --json` with every
+order (XLA's CPU and GPU defaults, random, greedy, genetic and rl by default) and small budgets on
+every HLO module under DIR. Checks: the run succeeds; the report is consistent (ops_after is the last step's count,
 the default order's result equals ops_default); a search never ends above the module it started
 from (it keeps the best prefix, the empty one included); replaying the reported sequence as a list
 gives the same count and the written result re-imports with that count (every 4th module); a second
-run with the same seed gives the same sequence (every 20th). The objective `time` runs on a few modules."""
+run with the same seed gives the same sequence (every 20th). The objective `time` runs on a few
+modules. --every K: only every K-th module (the sanitizer build)."""
 import json
 import os
 import subprocess
@@ -50,10 +51,13 @@ def check(gopt, f, order, out, extra=(), deep=True):
 
 def main():
     gopt, root, out = sys.argv[1:4]
-    orders = sys.argv[4:] or ['default', 'default-gpu', 'random', 'greedy', 'genetic', 'rl']
+    rest, every = sys.argv[4:], 1
+    if rest[:1] == ['--every']:
+        every, rest = int(rest[1]), rest[2:]
+    orders = rest or ['default', 'default-gpu', 'random', 'greedy', 'genetic', 'rl']
     os.makedirs(out, exist_ok=True)
     files = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
-                   if f.endswith('.txt') or f.endswith('.hlo'))
+                   if f.endswith('.txt') or f.endswith('.hlo'))[::every]
     bad = runs = 0
     for i, f in enumerate(files):
         for order in orders:
