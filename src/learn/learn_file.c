@@ -258,7 +258,11 @@ done:
   return rc;
 }
 
-int learn_file_keep_ckpt(const char *path, const learn_file *f, unsigned char **ckpt, size_t *len, gopt_error *err) {
+int learn_file_restore(const char *path, const learn_file *f, gopt_nn_params *params, int has_train,
+                       unsigned char **ckpt, size_t *len, gopt_error *err) {
+  int64_t step = 0;
+  int rc = learn_ckpt_from_blob(path, f->ck, f->ck_len, params, NULL, NULL, &step, err);
+  if (rc || !has_train) return rc;
   if (!(*ckpt = malloc(f->ck_len + 1))) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
   memcpy(*ckpt, f->ck, f->ck_len);
   *len = f->ck_len;
@@ -277,11 +281,8 @@ int learn_policy_load(const char *path, int task, int localadv, gopt_policy **ou
   learn_file f;
   int rc = learn_file_read(path, &f, err);
   if (rc) return rc;
-  if ((rc = parse_meta(path, f.meta, task, localadv, out, err))) goto done;
-  int64_t step = 0;
-  if ((rc = learn_ckpt_from_blob(path, f.ck, f.ck_len, (*out)->params, NULL, NULL, &step, err))) goto done;
-  if ((*out)->has_train) rc = learn_file_keep_ckpt(path, &f, &(*out)->ckpt, &(*out)->ckpt_len, err);
-done:
+  if (!(rc = parse_meta(path, f.meta, task, localadv, out, err)))
+    rc = learn_file_restore(path, &f, (*out)->params, (*out)->has_train, &(*out)->ckpt, &(*out)->ckpt_len, err);
   if (rc) { gopt_policy_free(*out); *out = NULL; }
   learn_file_free(&f);
   return rc;

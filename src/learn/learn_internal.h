@@ -124,8 +124,14 @@ int learn_file_write(const char *path, const void *meta, size_t meta_len, const 
                      size_t ckn, gopt_error *err);
 int learn_file_read(const char *path, learn_file *f, gopt_error *err);
 void learn_file_free(learn_file *f); /* accepts NULL */
-/* Copies f's checkpoint blob into *ckpt / *len (the trainer state a resumed run restores). */
-int learn_file_keep_ckpt(const char *path, const learn_file *f, unsigned char **ckpt, size_t *len, gopt_error *err);
+/* Loads f's checkpoint into params and, when has_train, keeps a copy of the blob in *ckpt / *len
+ * (the trainer state a resumed run restores with learn_resume_restore). */
+int learn_file_restore(const char *path, const learn_file *f, gopt_nn_params *params, int has_train,
+                       unsigned char **ckpt, size_t *len, gopt_error *err);
+/* A resumed trainer's weights, Adam state and (when rng) RNG from the kept blob; its step must be
+ * iter (learn_train.c). */
+int learn_resume_restore(const unsigned char *blob, size_t len, gopt_nn_params *p, gopt_nn_optim *o,
+                         gopt_nn_rng *rng, int64_t iter, gopt_error *err);
 
 /* A resumed run must match the saved trainer state (graph count, total iterations): 0, or one
  * line naming both (learn_train.c). */

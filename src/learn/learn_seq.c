@@ -353,11 +353,8 @@ int gopt_seq_policy_load(const char *path, const char *kind, gopt_seq_policy **o
   learn_file f;
   int rc = learn_file_read(path, &f, err);
   if (rc) return rc;
-  int64_t step = 0;
-  if ((rc = seq_parse_meta(path, f.meta, kind, out, err))) goto done;
-  if ((rc = learn_ckpt_from_blob(path, f.ck, f.ck_len, (*out)->params, NULL, NULL, &step, err))) goto done;
-  if ((*out)->has_train) rc = learn_file_keep_ckpt(path, &f, &(*out)->ckpt, &(*out)->ckpt_len, err);
-done:
+  if (!(rc = seq_parse_meta(path, f.meta, kind, out, err)))
+    rc = learn_file_restore(path, &f, (*out)->params, (*out)->has_train, &(*out)->ckpt, &(*out)->ckpt_len, err);
   if (rc) { gopt_seq_policy_free(*out); *out = NULL; }
   learn_file_free(&f);
   return rc;

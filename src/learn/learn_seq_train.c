@@ -206,11 +206,7 @@ int gopt_seq_train(gopt_seq_policy *p, const gopt_seq_env *env, const char *cons
   r.buf = calloc((size_t)r.G, np * sizeof(float) + sizeof(double));
   r.stats = calloc((size_t)r.G * 3, sizeof *r.stats);
   if (!r.opt || !r.ctx || !r.groups || !r.buf || !r.stats) { rc = r.opt ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : GOPT_EINVAL; goto done; }
-  if (resumed) {
-    int64_t step = 0;
-    if ((rc = learn_ckpt_from_blob("policy", p->ckpt, p->ckpt_len, p->params, r.opt, NULL, &step, err))) goto done;
-    if (step != p->iter) { rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)p->iter); goto done; }
-  }
+  if (resumed && (rc = learn_resume_restore(p->ckpt, p->ckpt_len, p->params, r.opt, NULL, p->iter, err))) goto done;
   while (p->iter < o.iters) {
     int stop = learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after);
     if (o.dist && (rc = learn_agree_stop(o.dist, &stop, err))) goto done;

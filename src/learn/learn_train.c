@@ -230,6 +230,15 @@ static gopt_learn_train_opts train_defaults(const gopt_learn_train_opts *o) {
   return d;
 }
 
+int learn_resume_restore(const unsigned char *blob, size_t len, gopt_nn_params *p, gopt_nn_optim *o,
+                         gopt_nn_rng *rng, int64_t iter, gopt_error *err) {
+  int64_t step = 0;
+  int rc = learn_ckpt_from_blob("policy", blob, len, p, o, rng, &step, err);
+  if (!rc && step != iter)
+    rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)iter);
+  return rc;
+}
+
 int learn_resume_check(size_t n_saved, int64_t iters_saved, size_t n, int64_t iters, gopt_error *err) {
   if (n_saved == n && iters_saved == iters) return 0;
   return gopt_error_set(err, GOPT_EINVAL, "learn: resume: the policy was trained on %zu graphs for %lld iterations, this run has %zu graphs and %lld",
@@ -335,11 +344,7 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
   gopt_nn_rng rng;
   gopt_nn_rng_seed(&rng, o.seed);
   if (!opt || !ctx || !slots) { rc = opt ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : GOPT_EINVAL; goto done; }
-  if (resumed) {
-    int64_t step = 0;
-    if ((rc = learn_ckpt_from_blob("policy", p->ckpt, p->ckpt_len, p->params, opt, &rng, &step, err))) goto done;
-    if (step != p->iter) { rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)p->iter); goto done; }
-  }
+  if (resumed && (rc = learn_resume_restore(p->ckpt, p->ckpt_len, p->params, opt, &rng, p->iter, err))) goto done;
   while (p->iter < o.iters) {
     int stop = learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after);
     if (o.dist && (rc = learn_agree_stop(o.dist, &stop, err))) goto done;
