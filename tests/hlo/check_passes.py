@@ -4,7 +4,8 @@ order through the CLI: the run succeeds, its result written as HLO re-imports, a
 has as many instructions as the pass report says (ops_after) and as tools/hlo/hlo_count.py counts
 in the written text (an independent count). Each single pass is checked the same way in-process,
 with output equality where the module runs, by tests/hlo/test_passes_exec.c (one process instead
-of three per pass and module keeps this test to seconds)."""
+of three per pass and module keeps this test to seconds). Also `gopt passes --verify`'s three
+outcomes."""
 import json
 import os
 import subprocess
@@ -12,6 +13,28 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'tools', 'hlo'))
 import hlo_count  # noqa: E402
+
+
+def check_verify(gopt, root):
+    """--verify: a module the executor runs is verified (exit 0, verified true); one it cannot run
+    is reported as not verified (exit 0, verified null, the op named); a bad --seed is a usage
+    error (exit 2, one line)."""
+    bad = 0
+    cases = [(os.path.join(root, 'hloenv', 'hlo_test.txt'), [], 0, True),
+             (os.path.join(root, 'neuron', 'linear_module_forward.hlo'), [], 0, None),
+             (os.path.join(root, 'hloenv', 'hlo_test.txt'), ['--seed', 'x'], 2, None)]
+    for f, extra, want_rc, want in cases:
+        r = subprocess.run([gopt, 'passes', f, '--verify', '--json'] + extra, capture_output=True, text=True)
+        ok = r.returncode == want_rc
+        if ok and want_rc == 0:
+            rep = json.loads(r.stdout)
+            ok = rep.get('verified') is want and rep.get('verify_note')
+        elif ok:
+            ok = len(r.stderr.strip().splitlines()) == 1
+        if not ok:
+            print('FAIL --verify %s %s: exit %d, %s %s' % (f, extra, r.returncode, r.stdout[-300:], r.stderr.strip()))
+            bad += 1
+    return bad
 
 
 def main():
@@ -42,6 +65,7 @@ def main():
             if order == 'default':
                 total_before += rep['ops_before']
                 total_after += rep['ops_after']
+    bad += check_verify(gopt, root)
     print('%d modules, %d pass runs, default order %d -> %d instructions, %d failures' % (
         len(files), runs, total_before, total_after, bad))
     return 1 if bad else 0
