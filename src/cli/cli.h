@@ -174,6 +174,9 @@ struct json_t *cli_task_json_head(const cli_task_flags *f, const gopt_graph *g, 
 void cli_history_record(const char *cmd, const cli_task_flags *f, const gopt_env *e, const char *method,
                         const double *x, const cli_task_run *run);
 
+/* `gopt train --method passes MODULE|DIR... -o P.gpol` (cmd_train_passes.c). */
+int cli_train_passes(int argc, char **argv);
+
 /* Hooks into modules that may be absent in a build (training). */
 int cli_make_training(const char *model, gopt_graph *g, gopt_error *err);
 

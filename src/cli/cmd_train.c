@@ -37,7 +37,9 @@ static const char train_help[] =
     "  rank 0 writes P.gpol: bitwise the weights of one process with --rollout-groups P (docs/SCALING.md).\n"
     "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n"
     "usage: gopt train --method rewrite MODEL... -o P.gpol [...]: the rewrite agent of\n"
-    "  `gopt rewrite --method rl` (see gopt train --method rewrite --help)\n";
+    "  `gopt rewrite --method rl` (see gopt train --method rewrite --help)\n"
+    "usage: gopt train --method passes MODULE|DIR... -o P.gpol [...]: the pass-ordering agent of\n"
+    "  `gopt passes --order rl` (see gopt train --method passes --help)\n";
 
 #define MAX_ITEMS 4096
 
@@ -167,7 +169,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     else if (!strcmp(f, "--cluster")) a->clusters = v;
     else if (!strcmp(f, "-o")) a->out = v;
     else if (!strcmp(f, "--method")) {
-      if (strcmp(v, "ppo") && strcmp(v, "regal")) return cli_usage_error("train", "--method: unknown method '%s' (ppo, regal, localadv, rewrite)", v);
+      if (strcmp(v, "ppo") && strcmp(v, "regal")) return cli_usage_error("train", "--method: unknown method '%s' (ppo, regal, localadv, rewrite, passes)", v);
       a->method = v;
     } else if (!strcmp(f, "--regal-evals")) {
       if (cli_parse_long("train", f, v, 1, 1000000000L, &a->regal_evals)) return 2;
@@ -211,10 +213,11 @@ static void record(const train_args *a, const train_set *s, const gopt_learn_tra
 int cli_train_localadv(int argc, char **argv); /* cmd_localadv.c */
 
 int cli_train(int argc, char **argv) {
-  for (int i = 1; i + 1 < argc; i++) /* --method localadv / rewrite: their own trainers */
+  for (int i = 1; i + 1 < argc; i++) /* --method localadv / rewrite / passes: their own trainers */
     if (!strcmp(argv[i], "--method")) {
       if (!strcmp(argv[i + 1], "localadv")) return cli_train_localadv(argc, argv);
       if (!strcmp(argv[i + 1], "rewrite")) return cli_train_rewrite(argc, argv); /* cmd_train_rewrite.c */
+      if (!strcmp(argv[i + 1], "passes")) return cli_train_passes(argc, argv); /* cmd_train_passes.c */
     }
   train_args a = {.iters = 100, .seed = 1, .threads = 2, .samples = 8, .method = "ppo"};
   int rc = parse_args(argc, argv, &a);

@@ -255,7 +255,9 @@ static int run_on(pass_fn fn, gopt_graph *g, gopt_pass_stats *st, gopt_error *er
 int gopt_pass_run(int i, const gopt_graph *in, gopt_graph **out, gopt_pass_stats *st,
                   gopt_error *err) {
   gopt_pass_stats local;
+  gopt_error local_err = {0}; /* the passes write p->err: err may be NULL */
   if (!st) st = &local;
+  if (!err) err = &local_err;
   memset(st, 0, sizeof *st);
   if (out) *out = NULL;
   if (i < 0 || i >= N_PASSES || !in || !out)
@@ -274,13 +276,29 @@ int gopt_pass_run(int i, const gopt_graph *in, gopt_graph **out, gopt_pass_stats
   return 0;
 }
 
-/* XLA's CPU pipeline with the passes gopt has (see docs/PASSES.md). */
-static const char *const pre_default[] = {"call-inliner", "zero_sized_hlo_elimination", "dot_decomposer",
-                                          "operand_upcaster", "batchnorm_expander", "logistic-expander", NULL};
-static const char *const loop_default[] = {"algsimp", "dce", "zero_sized_hlo_elimination",
-                                           "tuple-simplifier", "simplify-while-loops", "dce",
-                                           "reshape-mover", "constant_folding", NULL};
-static const char *const post_default[] = {"transpose-folding", "cse", "tuple-simplifier", "dce", NULL};
+/* XLA's default pipelines (cpu_compiler.cc / gpu_compiler.cc, BRIEF): the passes before the
+ * fixed-point simplification group, the group, the passes after it. XLA's names; a name gopt does
+ * not register is skipped (docs/PASSES.md lists which). */
+typedef struct pipeline_def {
+  const char *name;
+  const char *const *pre, *const *loop, *const *post;
+} pipeline_def;
+static const char *const cpu_pre[] = {"call-inliner", "zero_sized_hlo_elimination", "dot_decomposer",
+                                      "operand_upcaster", "batchnorm_expander", "logistic-expander", NULL};
+static const char *const cpu_loop[] = {"algsimp", "simplify-sorts", "dce", "zero_sized_hlo_elimination",
+                                       "tuple-simplifier", "simplify-while-loops", "dce",
+                                       "reshape-mover", "constant_folding", NULL};
+static const char *const cpu_post[] = {"transpose-folding", "cse", "tuple-simplifier", "dce", NULL};
+static const char *const gpu_pre[] = {"zero_sized_hlo_elimination", "call-inliner", "dot_decomposer",
+                                      "batchnorm_expander", "logistic-expander", "operand_upcaster", NULL};
+static const char *const gpu_loop[] = {"zero_sized_hlo_elimination", "algsimp", "dot_decomposer",
+                                       "dot_merger", "simplify-sorts", "tuple-simplifier",
+                                       "simplify-while-loops", "reshape-mover", "constant_folding",
+                                       "transpose-folding", "cse", "dce", NULL};
+static const char *const gpu_post[] = {"algsimp", "dce", NULL};
+static const pipeline_def pipelines[] = {{"default", cpu_pre, cpu_loop, cpu_post},
+                                         {"default-cpu", cpu_pre, cpu_loop, cpu_post},
+                                         {"default-gpu", gpu_pre, gpu_loop, gpu_post}};
 
 typedef struct prun {
   gopt_graph *g;
@@ -314,7 +332,9 @@ static int step(prun *r, int idx, int *changed) {
 
 static int run_list(prun *r, const char *const *names, int *changed) {
   for (; *names; names++) {
-    int c = 0, rc = step(r, gopt_pass_find(*names), &c);
+    int idx = gopt_pass_find(*names), c = 0;
+    if (idx < 0) continue; /* not registered in gopt */
+    int rc = step(r, idx, &c);
     if (rc) return rc;
     if (changed) *changed |= c;
   }
@@ -331,13 +351,16 @@ int gopt_pipeline_run(const char *spec, const gopt_graph *in, gopt_graph **out,
   if (n_steps) *n_steps = 0;
   if (!spec || !in || !out) return gopt_error_set(err, GOPT_EINVAL, "gopt_pipeline_run: bad arguments");
   if (!(r.g = gopt_graph_clone(in))) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-  if (!strcmp(spec, "default")) {
-    rc = run_list(&r, pre_default, NULL);
+  const pipeline_def *pd = NULL;
+  for (size_t i = 0; i < sizeof pipelines / sizeof pipelines[0]; i++)
+    if (!strcmp(spec, pipelines[i].name)) pd = &pipelines[i];
+  if (pd) {
+    rc = run_list(&r, pd->pre, NULL);
     for (int round = 0, changed = 1; !rc && changed && round < 25; round++) {
       changed = 0;
-      rc = run_list(&r, loop_default, &changed);
+      rc = run_list(&r, pd->loop, &changed);
     }
-    if (!rc) rc = run_list(&r, post_default, NULL);
+    if (!rc) rc = run_list(&r, pd->post, NULL);
   } else {
     char *list = strdup(spec), *save = NULL;
     if (!list) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");

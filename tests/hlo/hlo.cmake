@@ -30,3 +30,17 @@ add_test(NAME hlo_passes_real_modules
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/hlo/check_passes.py ${GOPT_BIN}
                  ${CMAKE_SOURCE_DIR}/tests/hlo/data ${CMAKE_CURRENT_BINARY_DIR}/hlo_passes
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+# Every pass order of `gopt passes` (XLA's CPU and GPU defaults, random, greedy, genetic, rl) with
+# small budgets on every real module: consistent reports, searches never end above their start,
+# sequences replay, results re-import, same seed same sequence.
+# Under the sanitizers every 4th module (process start-up dominates; about 30 s).
+if(GOPT_SANITIZE)
+  set(GOPT_PASS_ORDERS_EVERY 4)
+else()
+  set(GOPT_PASS_ORDERS_EVERY 1)
+endif()
+add_test(NAME hlo_pass_orders_real_modules
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/hlo/check_pass_orders.py ${GOPT_BIN}
+                 ${CMAKE_SOURCE_DIR}/tests/hlo/data ${CMAKE_CURRENT_BINARY_DIR}/hlo_pass_orders
+                 --every ${GOPT_PASS_ORDERS_EVERY}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

@@ -8,7 +8,7 @@
 #include "check.h"
 #include "gopt/hlo.h"
 
-static gopt_graph *load(const char *text) {
+static inline gopt_graph *load(const char *text) {
   gopt_graph *g = NULL;
   gopt_error err = {0};
   int rc = gopt_hlo_load_mem(text, strlen(text), "t.hlo", &g, &err);
@@ -16,7 +16,7 @@ static gopt_graph *load(const char *text) {
   return g;
 }
 
-static size_t count_type(const gopt_graph *g, const char *type) {
+static inline size_t count_type(const gopt_graph *g, const char *type) {
   size_t k = 0;
   for (size_t n = 0; n < g->nodes.n; n++)
     k += gopt_node_alive(g, (int32_t)n) && !strcmp(gopt_node_type(g, (int32_t)n), type);
