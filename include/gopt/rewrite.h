@@ -140,7 +140,8 @@ void gopt_rewrite_result_clear(gopt_rewrite_result *r); /* accepts NULL */
 
 size_t gopt_rewrite_method_count(void);
 const char *gopt_rewrite_method_name(size_t i);
-/* The simulated step time of g on c (NULL: a V100). */
+/* The simulated step time of g on c (NULL: a V100). On one device, Splits into contiguous blocks
+ * (only size-1 dims before the axis) are views and cost nothing, as in TASO and Tensat. */
 int gopt_rewrite_cost(const gopt_graph *g, const gopt_cluster *c, double *seconds, gopt_error *err);
 /* Searches for a cheaper graph equivalent to g under the enabled rules of rs. g must have
  * inferred shapes. Returns 0 (r filled; the best may be g itself) or an error. */
