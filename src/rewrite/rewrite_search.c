@@ -291,7 +291,7 @@ int gopt_rewrite_search(const gopt_graph *g, const gopt_ruleset *rs, const gopt_
 
 /* ---- replay ---------------------------------------------------------------------------------- */
 
-/* Applies step s to *g (replaced by the result). */
+/* Applies step s to *g in place (a model's weights are not copied per step). */
 static int replay_step(gopt_graph **g, const gopt_ruleset *rs, const gopt_rewrite_step *s, gopt_error *err) {
   gopt_rewrite_match *ms = NULL;
   size_t nm = 0;
@@ -301,12 +301,7 @@ static int replay_step(gopt_graph **g, const gopt_ruleset *rs, const gopt_rewrit
                       gopt_ruleset_rule_name(rs, (size_t)s->rule), s->where);
   for (size_t i = 0; i < nm; i++) {
     if (strcmp(gopt_node_name(*g, ms[i].nodes[0]), s->where)) continue;
-    gopt_graph *h = NULL;
-    rc = gopt_rewrite_apply(*g, rs, &ms[i], &h, NULL, err);
-    if (!rc) {
-      gopt_graph_free(*g);
-      *g = h;
-    }
+    rc = rw_apply_inplace(*g, rs, &ms[i], NULL, err); /* on failure the caller drops *g */
     break;
   }
   free(ms);
