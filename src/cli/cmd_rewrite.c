@@ -21,6 +21,7 @@ static const char rewrite_help[] =
     "usage: gopt rewrite MODEL -o OUT.onnx [--method greedy] [--cluster C] [--budget N]\n"
     "                    [--seconds S] [--alpha A] [--rules F] [--seed S] [--verify exec|ort|both]\n"
     "                    [--json] [--measure] [--batch N]\n"
+    "       gopt rewrite --list-methods\n"
     "  MODEL          an .onnx file or a zoo spec\n"
     "  --method M     greedy (TASO's cost-ordered backtracking search; default)\n"
     "  --cluster C    cost device preset (default V100): the simulator's step time\n"
@@ -29,7 +30,9 @@ static const char rewrite_help[] =
     "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"
     "  --verify V     exec: gopt's executor; ort: also ONNX Runtime (default both)\n"
     "  --json         print one JSON object\n"
-    "  --measure      time both graphs with the executor even without weight data (made-up weights)\n";
+    "  --measure      time both graphs (gopt's executor and, unless --verify exec, ONNX Runtime;\n"
+    "                 median of 5) even without weight data (made-up weights)\n"
+    "  --list-methods print the search methods of --method, one per line\n";
 
 static int fail(const char *msg) {
   fprintf(stderr, "gopt rewrite: %s\n", msg);
@@ -76,7 +79,8 @@ static void strip_weights(gopt_graph *g, const uint8_t *keep) {
 
 /* ---- ONNX Runtime check ---------------------------------------------------------------------- */
 
-static int run_ort(const char *model, const char *in_json, const char *out_dir) {
+/* Runs ort_run.js on model; with reps > 0 it also times it (median of reps runs). */
+static int run_ort(const char *model, const char *in_json, const char *out_dir, int reps) {
   char cmd[4096];
   const char *root = getenv("GOPT_SOURCE_DIR");
   char js[1200] = "tools/ort/ort_run.js";
@@ -94,7 +98,8 @@ static int run_ort(const char *model, const char *in_json, const char *out_dir) 
       if (exists(js)) break;
     }
   }
-  snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' --threads 2 >/dev/null", js, model, in_json, out_dir);
+  snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' --threads 2 --time %d >/dev/null", js, model,
+           in_json, out_dir, reps);
   return system(cmd);
 }
 
@@ -201,8 +206,21 @@ done:
   return rc;
 }
 
-/* Runs both graphs (with weights) under ONNX Runtime on the same random inputs. */
-static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, gopt_error *err) {
+/* "seconds" of an ort_run.js output directory (-1 when absent). */
+static double ort_seconds(const char *dir) {
+  char p[1300];
+  snprintf(p, sizeof p, "%.1200s/outputs.json", dir);
+  json_t *j = json_load_file(p, 0, NULL);
+  json_t *v = json_object_get(j, "seconds");
+  double s = json_is_number(v) ? json_number_value(v) : -1;
+  json_decref(j);
+  return s;
+}
+
+/* Runs both graphs (with weights) under ONNX Runtime on the same random inputs; with reps > 0
+ * also times each (median of reps runs after a warm-up) into t[0] (a) and t[1] (b). */
+static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, int reps, double t[2],
+                      gopt_error *err) {
   char dir[] = "/tmp/gopt-rewrite-XXXXXX";
   if (!mkdtemp(dir)) return gopt_error_set(err, GOPT_EIO, "cannot create a temporary directory");
   char ma[1200], mb[1200], oa[1200], ob[1200], in[1200];
@@ -214,9 +232,13 @@ static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, g
   int rc = gopt_onnx_save(a, ma, err);
   if (!rc) rc = gopt_onnx_save(b, mb, err);
   if (!rc) rc = write_inputs(a, dir, seed, err);
-  if (!rc && (run_ort(ma, in, oa) || run_ort(mb, in, ob)))
+  if (!rc && (run_ort(ma, in, oa, reps) || run_ort(mb, in, ob, reps)))
     rc = gopt_error_set(err, GOPT_EIO, "ONNX Runtime could not run the models (node tools/ort/ort_run.js)");
   if (!rc) rc = compare_ort(oa, ob, err);
+  if (!rc && reps > 0) {
+    t[0] = ort_seconds(oa);
+    t[1] = ort_seconds(ob);
+  }
   char cmd[1300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd)) { /* best effort */
@@ -241,6 +263,9 @@ static int parse_args(int argc, char **argv, rw_args *a) {
     int has = i + 1 < argc;
     if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
       fputs(rewrite_help, stdout);
+      return 0;
+    } else if (!strcmp(s, "--list-methods")) {
+      for (size_t k = 0; k < gopt_rewrite_method_count(); k++) puts(gopt_rewrite_method_name(k));
       return 0;
     } else if (!strcmp(s, "--json")) {
       a->json = 1;
@@ -389,8 +414,10 @@ int cli_rewrite(int argc, char **argv) {
     fail(err.msg);
     goto done;
   }
+  int timed = !structure_only || a.measure;
+  double ort_t[2] = {-1, -1};
   if (!a.verify || strcmp(a.verify, "exec")) {
-    if (verify_ort(full, outg, seed + 3, &err)) {
+    if (verify_ort(full, outg, seed + 3, timed ? 5 : 0, ort_t, &err)) {
       gopt_error_prefix(&err, "verification with ONNX Runtime failed (%zu rewrites): ", res.n_steps);
       fail(err.msg);
       goto done;
@@ -398,7 +425,7 @@ int cli_rewrite(int argc, char **argv) {
   }
   verified = 1;
   double mb = -1, ma = -1;
-  if (!structure_only || a.measure) {
+  if (timed) {
     mb = measure(full, seed + 4);
     ma = measure(outg, seed + 4);
   }
@@ -437,6 +464,8 @@ int cli_rewrite(int argc, char **argv) {
     json_object_set_new(o, "predicted_after_s", json_real(res.cost_after));
     json_object_set_new(o, "measured_before_s", mb >= 0 ? json_real(mb) : json_null());
     json_object_set_new(o, "measured_after_s", ma >= 0 ? json_real(ma) : json_null());
+    json_object_set_new(o, "ort_measured_before_s", ort_t[0] >= 0 ? json_real(ort_t[0]) : json_null());
+    json_object_set_new(o, "ort_measured_after_s", ort_t[1] >= 0 ? json_real(ort_t[1]) : json_null());
     json_object_set_new(o, "verified", json_boolean(verified));
     json_object_set_new(o, "verified_with", json_string(a.verify ? a.verify : "both"));
     json_object_set_new(o, "max_abs_diff", json_real(maxd));
