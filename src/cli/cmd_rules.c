@@ -18,6 +18,10 @@ static int generate(int argc, char **argv) {
   long max_ops = 3, seed = 0;
   for (int i = 2; i < argc; i++) {
     const char *s = argv[i];
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+      fputs(rules_help, stdout);
+      return 0;
+    }
     if (i + 1 >= argc) return cli_usage_error("rules", "%s needs a value", s);
     if (!strcmp(s, "-o")) out = argv[++i];
     else if (!strcmp(s, "--max-ops")) {
