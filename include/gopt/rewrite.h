@@ -164,9 +164,14 @@ typedef struct gopt_rulegen_opts {
   int max_ops;     /* 1..4 (default 3) */
   uint64_t seed;
   int use_z3;      /* prove candidates with Z3 over operator axioms (1 default when built in) */
+  /* The bound on 4 ops (~4M graphs, millions of candidates): a candidate with a 4-op side is kept
+   * only when its source has 4 ops and its target at most 2 (it removes >= 2 ops), and at most
+   * max_rules4 of them are verified (0: 1000), in fingerprint order. Rules up to 3 ops: all. */
+  size_t max_rules4;
 } gopt_rulegen_opts;
 typedef struct gopt_rulegen_stats {
   size_t graphs, candidates, pruned, verified, dropped_numeric, dropped_formal, proved, builtin;
+  size_t rules4;   /* candidates with a 4-op side that went to verification */
   double seconds;
 } gopt_rulegen_stats;
 /* Enumerates graphs, fingerprints them, pairs, prunes and verifies: *out receives the built-in
