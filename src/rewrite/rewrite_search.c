@@ -116,11 +116,15 @@ static int hset_add(hset *s, uint64_t h) {
 }
 
 #define QUEUE_CAP 512
+/* The queue holds whole graphs: at most this many bytes of them (gnmt's 13k nodes are ~3 MB a
+ * copy, so 512 copies took 1.5 GB), and never fewer than QUEUE_MIN graphs. */
+#define QUEUE_BYTES ((size_t)256 << 20)
+#define QUEUE_MIN 16
 
-/* The queue is kept sorted by cost (ascending); when full the worst entry is dropped. */
-static int queue_push(qentry *q, size_t *n, qentry e) {
+/* The queue is kept sorted by cost (ascending); when it holds cap entries the worst is dropped. */
+static int queue_push(qentry *q, size_t *n, size_t cap, qentry e) {
   size_t i = *n;
-  if (*n == QUEUE_CAP) {
+  if (*n == cap) {
     if (e.cost >= q[*n - 1].cost) return 0;
     gopt_graph_free(q[*n - 1].g);
     free(q[*n - 1].steps);
@@ -142,6 +146,8 @@ static int search_greedy(const gopt_graph *g0, const gopt_ruleset *rs, const gop
   double growth = o->max_growth > 0 ? o->max_growth : 2.0;
   size_t limit = (size_t)(growth * (double)gopt_graph_node_count(g0));
   double t0 = gopt_now();
+  size_t qcap = QUEUE_BYTES / (gopt_graph_memory(g0, 1) + 1);
+  qcap = qcap > QUEUE_CAP ? QUEUE_CAP : qcap < QUEUE_MIN ? QUEUE_MIN : qcap;
   qentry *q = calloc(QUEUE_CAP + 1, sizeof *q);
   hset seen = {0};
   gopt_rewrite_match *ms = NULL;
@@ -162,7 +168,7 @@ static int search_greedy(const gopt_graph *g0, const gopt_ruleset *rs, const gop
     goto done;
   }
   size_t nq = 0;
-  queue_push(q, &nq, first);
+  queue_push(q, &nq, qcap, first);
   while (nq > 0 && (long)r->dequeued < budget) {
     if (o->seconds > 0 && gopt_now() - t0 > o->seconds) break;
     qentry cur = q[0];
@@ -226,7 +232,7 @@ static int search_greedy(const gopt_graph *g0, const gopt_ruleset *rs, const gop
         best = (qentry){copy, cost, sc, e.n_steps};
       }
       if (cost < alpha * best.cost) {
-        if (!queue_push(q, &nq, e)) {
+        if (!queue_push(q, &nq, qcap, e)) {
           gopt_graph_free(h);
           free(e.steps);
         }
