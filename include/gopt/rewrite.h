@@ -168,6 +168,7 @@ typedef struct gopt_rulegen_opts {
    * only when its source has 4 ops and its target at most 2 (it removes >= 2 ops), and at most
    * max_rules4 of them are verified (0: 1000), in fingerprint order. Rules up to 3 ops: all. */
   size_t max_rules4;
+  int only4;       /* keep only the 4-op candidates (to extend a 3-op rule file; named gen4_*) */
 } gopt_rulegen_opts;
 typedef struct gopt_rulegen_stats {
   size_t graphs, candidates, pruned, verified, dropped_numeric, dropped_formal, proved, builtin;

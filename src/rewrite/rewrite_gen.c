@@ -414,7 +414,7 @@ static int add_rule(gopt_ruleset *rs, const grec *a, const grec *b, size_t idx, 
   rw_rule r;
   memset(&r, 0, sizeof r);
   r.builtin = -1;
-  snprintf(r.name, sizeof r.name, "gen_%04zu", idx);
+  snprintf(r.name, sizeof r.name, a->n_ops == 4 ? "gen4_%04zu" : "gen_%04zu", idx);
   r.n_vars = a->vars;
   rec_pattern(a, &r.src);
   rec_pattern(b, &r.dst);
@@ -501,7 +501,7 @@ int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulege
         if (ra->n_out != rb->n_out || ra->vars != rb->vars) continue;
         int four = ra->n_ops == 4 || rb->n_ops == 4;
         /* the documented 4-op bound: sources of 4 ops with targets of at most 2, capped */
-        if (four && (ra->n_ops != 4 || rb->n_ops > 2 || st->rules4 >= limit4)) continue;
+        if (four ? (ra->n_ops != 4 || rb->n_ops > 2 || st->rules4 >= limit4) : o->only4) continue;
         st->candidates++;
         uint64_t key = rule_key(ra, rb);
         int dup = 0;
