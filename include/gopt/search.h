@@ -24,6 +24,10 @@ typedef void (*gopt_search_trace_fn)(uint64_t evals, double seconds, double best
 /* Called for every evaluated configuration (Gibbs sampling's data collection for the local
  * advantage model): x has nvars values. */
 typedef void (*gopt_search_sample_fn)(const double *x, const gopt_env_result *r, void *user);
+/* The guided search's scores: for configuration x (nvars values) writes score[nvars], the
+ * predicted |advantage| of changing each variable (the local advantage model, localadv.h).
+ * Returns 0 or an error in err. */
+typedef int (*gopt_search_guide_fn)(const double *x, double *score, void *user, gopt_error *err);
 
 typedef struct gopt_search_opts {
   uint64_t budget_evals;     /* 0 = no limit (then budget_seconds must be > 0) */
@@ -37,6 +41,10 @@ typedef struct gopt_search_opts {
   double temperature;        /* SA initial temperature / Gibbs tau */
   int population;            /* BRKGA */
   double elite_frac, mutant_frac, elite_bias;
+  double alpha;              /* guided: pick the node among the top alpha % by score (default 10) */
+  int hops;                  /* khop/guided: radius k of the mutated neighbourhood (default 1) */
+  gopt_search_guide_fn guide; /* guided: the scores (required); guide_user is passed to it */
+  void *guide_user;
   gopt_search_trace_fn on_improve;
   gopt_search_sample_fn on_sample;
   void *user;
@@ -50,7 +58,8 @@ typedef struct gopt_search_result {
   int optimal;               /* exact methods: proven optimal */
 } gopt_search_result;
 
-/* Method names: "random", "local", "anneal", "gibbs", "brkga", "ilp", "dp". */
+/* Method names: "random", "local", "anneal", "gibbs", "brkga", "khop", "guided", "ilp", "dp".
+ * "guided" needs opts->guide (the CLI makes it from a local advantage model, localadv.h). */
 size_t gopt_search_method_count(void);
 const char *gopt_search_method_name(size_t i);
 /* Whether method m applies to the environment's task (e.g. "dp" only to memory scheduling on one

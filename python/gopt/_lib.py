@@ -167,6 +167,7 @@ class SearchOpts(ctypes.Structure):
     _fields_ = [("budget_evals", c_uint64), ("budget_seconds", c_double), ("seed", c_uint64), ("threads", c_int),
                 ("progress", c_int), ("x0", POINTER(c_double)), ("temperature", c_double), ("population", c_int),
                 ("elite_frac", c_double), ("mutant_frac", c_double), ("elite_bias", c_double),
+                ("alpha", c_double), ("hops", c_int), ("guide", c_void_p), ("guide_user", c_void_p),
                 ("on_improve", TRACE_FN), ("on_sample", c_void_p), ("user", c_void_p)]
 
 

@@ -481,6 +481,9 @@ class _TaskRun:
                     raise Error("methods: unknown method '%s'" % m, -1)
         else:
             rows = task_baselines(self.task) + search_methods()
+            if self.task in ("fusion", "placement"):  # guided needs the CLI's local advantage model
+                rows.remove("guided")
+                skipped.append("guided (the Python binding does not run the guided search; use gopt compare)")
             try:
                 policy = policy or find_policy(self.task)
                 rows.append("go")

@@ -85,6 +85,8 @@ typedef struct cli_task_flags {
   long samples;        /* --samples K: the learned method's samples besides greedy */
   int has_samples;
   long finetune;       /* --finetune N: PPO fine-tuning evaluations (0: zero-shot) */
+  double alpha;        /* --alpha A: guided's top percentage of nodes (0: the default) */
+  long hops;           /* --hops K: khop/guided neighbourhood radius (0: the default) */
   cli_model_opts mo;
 } cli_task_flags;
 
@@ -150,6 +152,12 @@ uint64_t cli_task_budget(const cli_task_flags *f);
 /* Search options from the flags (budget, seconds, seed, threads) and progress (non-zero: stderr is a
  * terminal, a bar with ETA; zero: a plain line every 2 s; GOPT_PROGRESS=0: none); the rest zero. */
 void cli_task_search_opts(const cli_task_flags *f, int progress, gopt_search_opts *so);
+/* cmd_localadv.c: the guided search's advantage model path (--policy, else the shipped
+ * <task>_localadv.gpol) into buf; 0 or an error in err. */
+int cli_localadv_model_path(const cli_task_flags *f, int task, char *buf, size_t n, gopt_error *err);
+/* Runs "guided" (search.h) with the advantage model of f on e under o. */
+int cli_localadv_guided(gopt_env *e, const cli_task_flags *f, const gopt_search_opts *o, double *x,
+                        gopt_search_result *res, gopt_error *err);
 
 /* A new JSON object holding model, nodes, task and cluster (in that order). */
 struct json_t *cli_task_json_head(const cli_task_flags *f, const gopt_graph *g, const gopt_cluster *c);

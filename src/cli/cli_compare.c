@@ -135,13 +135,20 @@ int cli_cmp_methods(const char *cmd, const char *methods, int task, const cli_ta
     snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", gopt_baseline_task_name(task, i));
     rows[m->nr].kind = CLI_METHOD_BASELINE;
   }
-  for (size_t i = 0; i < gopt_search_method_count(); i++, m->nr++) {
-    snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", gopt_search_method_name(i));
-    rows[m->nr].kind = CLI_METHOD_SEARCH;
-  }
-  /* the learned policy when there is one for the task (--policy or the shipped one) */
   char pp[4096];
   gopt_error perr = {0};
+  for (size_t i = 0; i < gopt_search_method_count(); i++) {
+    const char *nm = gopt_search_method_name(i);
+    /* guided only when its advantage model is there (--policy or the shipped one) */
+    if (!strcmp(nm, "guided") && (task == GOPT_TASK_FUSION || task == GOPT_TASK_PLACEMENT) &&
+        cli_localadv_model_path(f, task, pp, sizeof pp, &perr)) {
+      snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "guided (%.280s)", perr.msg);
+      continue;
+    }
+    snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", nm);
+    rows[m->nr++].kind = CLI_METHOD_SEARCH;
+  }
+  /* the learned policy when there is one for the task (--policy or the shipped one) */
   if (!cli_task_policy_path(f, task, pp, sizeof pp, &perr)) {
     snprintf(rows[m->nr].name, sizeof rows[0].name, "go");
     rows[m->nr++].kind = CLI_METHOD_LEARNED;

@@ -34,7 +34,10 @@ static const char cmp_help[] =
     "  --methods L    comma-separated subset (baselines, composite baselines, search methods)\n"
     "  --plot F       SVG of best objective vs evaluations (search methods; baselines as lines)\n"
     "  --policy P     the learned method go's policy (default: the shipped policies/<task>.gpol;\n"
-    "                 go is listed as skipped when there is none)\n"
+    "                 go is listed as skipped when there is none); also guided's local advantage\n"
+    "                 model (default: policies/<task>_localadv.gpol; guided is skipped without one)\n"
+    "  --hops K       khop, guided: radius of the mutated neighbourhood (default 1)\n"
+    "  --alpha A      guided: pick the node among the top A % by predicted |advantage| (default 10)\n"
     "  --samples K    go: decision samples besides the greedy one (default 16)\n"
     "  --finetune N   go: fine-tune the policy on this graph for N evaluations (default: zero-shot)\n";
 

@@ -17,6 +17,7 @@
 static const char train_help[] =
     "usage: gopt train --task T --cluster C[,C2...] --graphs SPEC[;SPEC...] -o P.gpol\n"
     "                  [--iters N] [--imitate M] [--seed S] [--threads N] [--samples K] [--resume]\n"
+    "       gopt train --method localadv --data data.bin -o P.gpol ... (see gopt train --method localadv --help)\n"
     "  trains a policy with PPO on every graph x cluster pair and writes P.gpol.\n"
     "  SPEC: a model file (.onnx), a zoo spec (gnmt:layers=8,steps=100) or a folder (its *.onnx);\n"
     "  separate several with ';' or repeat --graphs. Ctrl-C writes P.gpol; --resume continues it\n"
@@ -145,6 +146,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!strcmp(f, "--help") || !strcmp(f, "-h")) { fputs(train_help, stdout); return 0; }
     if (!strcmp(f, "--resume")) { a->resume = 1; continue; }
     if (!strcmp(f, "--no-history")) { a->no_history = 1; continue; }
+    if (!strcmp(f, "--method") && v && !strcmp(v, "ppo")) { i++; continue; }
     int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
                 !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after") ||
                 !strcmp(f, "--imitate") || !strcmp(f, "--rollout-groups");
@@ -189,7 +191,14 @@ static void record(const train_args *a, const train_set *s, const gopt_learn_tra
     fprintf(stderr, "gopt train: warning: run not recorded in the history: %s\n", err.msg);
 }
 
+int cli_train_localadv(int argc, char **argv); /* cmd_localadv.c */
+
 int cli_train(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++) /* --method localadv: the advantage model's trainer */
+    if (!strcmp(argv[i], "--method")) {
+      if (!strcmp(argv[i + 1], "localadv")) return cli_train_localadv(argc, argv);
+      if (strcmp(argv[i + 1], "ppo")) return cli_usage_error("train", "--method: unknown '%s' (ppo, localadv)", argv[i + 1]);
+    }
   train_args a = {.iters = 100, .seed = 1, .threads = 2, .samples = 8};
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;

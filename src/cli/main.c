@@ -10,6 +10,7 @@ int cli_simulate(int argc, char **argv), cli_devices(int argc, char **argv),
     cli_calibrate(int argc, char **argv), cli_fidelity(int argc, char **argv); /* simulator */
 int cli_optimize(int argc, char **argv), cli_compare(int argc, char **argv); /* tasks */
 int cli_train(int argc, char **argv); /* cmd_train.c */
+int cli_collect(int argc, char **argv); /* cmd_localadv.c */
 int cli_passes(int argc, char **argv); /* cmd_passes.c */
 int cli_history(int argc, char **argv), cli_costdb(int argc, char **argv); /* records */
 int cli_report(int argc, char **argv); /* cmd_report.c */
@@ -35,6 +36,7 @@ static const struct {
     {"optimize", cli_optimize, "optimize placement/fusion/schedule/memory decisions with a baseline or search"},
     {"compare", cli_compare, "run every baseline and search method on one task: table and SVG plot"},
     {"train", cli_train, "train a learned (GO-style) policy with PPO over many graphs: P.gpol"},
+    {"collect", cli_collect, "Gibbs-sample per-choice costs into a local advantage dataset (fusion, placement)"},
     {"report", cli_report, "one self-contained HTML report: methods, timelines, memory, graph, convergence"},
     {"history", cli_history, "list the recorded optimize, compare and train runs"},
     {"costdb", cli_costdb, "import/export measured-cost databases between JSON and SQLite"},

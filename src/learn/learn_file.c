@@ -59,8 +59,8 @@ int learn_ckpt_from_blob(const char *label, const unsigned char *blob, size_t le
   return rc;
 }
 
-typedef struct wbuf { unsigned char *p; size_t n, cap; int oom; } wbuf;
-static void put(wbuf *b, const void *d, size_t n) {
+typedef learn_buf wbuf;
+void learn_buf_put(learn_buf *b, const void *d, size_t n) {
   if (b->oom) return;
   if (b->n + n > b->cap) {
     size_t c = b->cap ? b->cap : 4096;
@@ -73,6 +73,7 @@ static void put(wbuf *b, const void *d, size_t n) {
   memcpy(b->p + b->n, d, n);
   b->n += n;
 }
+static void put(wbuf *b, const void *d, size_t n) { learn_buf_put(b, d, n); }
 static void putf(wbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void putf(wbuf *b, const char *fmt, ...) {
   char line[1024];
@@ -87,6 +88,7 @@ static void putf(wbuf *b, const char *fmt, ...) {
 static void put_meta(wbuf *m, const gopt_policy *p) {
   const gopt_learn_arch *a = &p->arch;
   putf(m, "task %s\nfeat_version %d\n", gopt_task_name(p->task), GOPT_LEARN_FEAT_VERSION);
+  if (p->localadv) putf(m, "model localadv\n");
   putf(m, "arch %d %d %d %d %d\n", a->hidden, a->sage_layers, a->heads, a->seg_len, a->dev_hidden);
   putf(m, "iters %lld\ntrain_state %d\ntotal_iters %lld\nn_graphs %zu\n", (long long)p->iter,
        p->has_train, (long long)p->total_iters, p->has_train ? p->n_graphs : (size_t)0);
@@ -129,8 +131,8 @@ int gopt_policy_save(const gopt_policy *p, const char *path, gopt_error *err) {
 }
 
 /* Parses the metadata lines into a new policy (weights not loaded yet). */
-static int parse_meta(const char *path, char *meta, int want_task, gopt_policy **out, gopt_error *err) {
-  int task = -1, fv = -1, has_train = 0;
+static int parse_meta(const char *path, char *meta, int want_task, int want_la, gopt_policy **out, gopt_error *err) {
+  int task = -1, fv = -1, has_train = 0, la = 0;
   gopt_learn_arch a = {0};
   long long iters = 0, total = 0;
   size_t ng = 0, gi = 0;
@@ -141,6 +143,7 @@ static int parse_meta(const char *path, char *meta, int want_task, gopt_policy *
     char name[32];
     if (!strncmp(line, "task ", 5)) task = gopt_task_from_name(line + 5);
     else if (sscanf(line, "feat_version %d", &fv) == 1) {}
+    else if (!strcmp(line, "model localadv")) la = 1;
     else if (sscanf(line, "arch %d %d %d %d %d", &a.hidden, &a.sage_layers, &a.heads, &a.seg_len, &a.dev_hidden) == 5) {}
     else if (sscanf(line, "iters %lld", &iters) == 1) {}
     else if (sscanf(line, "train_state %d", &has_train) == 1) {}
@@ -179,9 +182,14 @@ static int parse_meta(const char *path, char *meta, int want_task, gopt_policy *
     rc = gopt_error_set(err, GOPT_EINVAL, "%s: policy is for task '%s', not '%s'", path, gopt_task_name(task), gopt_task_name(want_task));
     goto done;
   }
+  if (want_la >= 0 && la != want_la) {
+    rc = gopt_error_set(err, GOPT_EINVAL, la ? "%s: a local advantage model (for --method guided), not a GO policy"
+                                             : "%s: a GO policy, not a local advantage model", path);
+    goto done;
+  }
   if (has_train && gi != ng) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: trainer state has %zu of %zu graphs", path, gi, ng); goto done; }
   if (set.oom) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
-  if ((rc = gopt_policy_new(task, &a, 0, out, err))) { gopt_error_prefix(err, "%s: ", path); goto done; }
+  if ((rc = learn_policy_build(task, &a, 0, la, out, err))) { gopt_error_prefix(err, "%s: ", path); goto done; }
   gopt_policy *p = *out;
   free(p->trainset);
   p->trainset = (char *)set.p;
@@ -198,6 +206,10 @@ done:
 }
 
 int gopt_policy_load(const char *path, int task, gopt_policy **out, gopt_error *err) {
+  return learn_policy_load(path, task, 0, out, err);
+}
+
+int learn_policy_load(const char *path, int task, int localadv, gopt_policy **out, gopt_error *err) {
   *out = NULL;
   void *v = NULL;
   size_t n = 0;
@@ -224,7 +236,7 @@ int gopt_policy_load(const char *path, int task, gopt_policy **out, gopt_error *
   if (!(meta = malloc((size_t)ml + 1))) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
   memcpy(meta, d + 16, ml);
   meta[ml] = 0;
-  if ((rc = parse_meta(path, meta, task, out, err))) goto done;
+  if ((rc = parse_meta(path, meta, task, localadv, out, err))) goto done;
   const unsigned char *ck = d + 16 + ml + 8;
   int64_t step = 0;
   if ((rc = learn_ckpt_from_blob(path, ck, (size_t)cl, (*out)->params, NULL, NULL, &step, err))) goto done;
@@ -248,6 +260,13 @@ static int exists(const char *p) { return access(p, R_OK) == 0; }
 int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_error *err) {
   const char *tn = gopt_task_name(task);
   if (!tn) return gopt_error_set(err, GOPT_EINVAL, "learn: unknown task %d", task);
+  char name[64];
+  snprintf(name, sizeof name, "%s.gpol", tn);
+  if (!learn_find_file(name, exe, buf, n, NULL)) return 0;
+  return gopt_error_set(err, GOPT_EIO, "no policy for task '%s': none in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", tn);
+}
+
+int learn_find_file(const char *name, const char *exe, char *buf, size_t n, gopt_error *err) {
   const char *env = getenv("GOPT_POLICY_DIR");
   char dir[1024] = "";
   if (exe && strchr(exe, '/')) {
@@ -260,12 +279,12 @@ int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_
   else dir[0] = 0;
   const char *subs[] = {"/policies", "/../policies", "/../share/gopt/policies", "/../../policies"};
   if (env && *env) {
-    snprintf(buf, n, "%s/%s.gpol", env, tn);
+    snprintf(buf, n, "%s/%s", env, name);
     if (exists(buf)) return 0;
   }
   for (int i = 0; dir[0] && i < 4; i++) {
-    snprintf(buf, n, "%s%s/%s.gpol", dir, subs[i], tn);
+    snprintf(buf, n, "%s%s/%s", dir, subs[i], name);
     if (exists(buf)) return 0;
   }
-  return gopt_error_set(err, GOPT_EIO, "no policy for task '%s': none in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", tn);
+  return gopt_error_set(err, GOPT_EIO, "no %s: none in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", name);
 }

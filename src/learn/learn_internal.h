@@ -13,6 +13,7 @@
 #define LEARN_NIN (GOPT_ENV_NFEAT + LEARN_NCTX) /* input width */
 #define LEARN_NDEV 6                          /* device feature columns */
 #define LEARN_MAX_SAGE 4
+#define LEARN_NCFG 4                          /* local advantage model: configuration columns per row */
 #define LEARN_PIPE_INIT 4.0f                  /* initial weight of the device head's pipeline prior */
 
 /* One environment prepared for the policy: rows are live nodes in topological order. */
@@ -27,6 +28,8 @@ typedef struct learn_graph {
   int32_t *rows[3];       /* per kind: the row of each variable's node */
   int32_t *var[3];        /* per kind: the variable index in x */
   uint8_t *valid;         /* n ones (attention key mask) */
+  float *cfg;             /* NULL, or n x LEARN_NCFG: the configuration a local advantage model reads
+                           * (learn_localadv.c sets it before each forward pass) */
   float *pipe;            /* nk[DEVICE] x n_dev: pipeline prior -|c[n] * D - (d + 1/2)|, c[n] the
                            * node's midpoint in cumulative kernel time along the topological order */
 } learn_graph;
@@ -52,6 +55,7 @@ typedef struct learn_mod {
 
 struct gopt_policy {
   int task;
+  int localadv;                    /* a local advantage model (localadv.h): cfg input, heads are scores */
   gopt_learn_arch arch;
   int kinds[3];                    /* decision kinds the task has */
   gopt_nn_params *params;
@@ -62,6 +66,7 @@ struct gopt_policy {
   gopt_nn_tensor *pipe_w;          /* [1]: weight of the pipeline prior in the device logits */
   gopt_nn_mlp dev_mlp;
   gopt_nn_beta_head pri;
+  gopt_nn_linear cfg;              /* localadv: configuration columns -> hidden (added to the input layer) */
   char *trainset;                  /* one training graph per line */
   /* trainer state (has_train): restored by gopt_learn_train */
   int has_train;
@@ -73,6 +78,13 @@ struct gopt_policy {
   int64_t total_iters;             /* --iters of the run that wrote it */
 };
 
+/* gopt_policy_new, or a local advantage model when localadv is set. */
+int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int localadv, gopt_policy **out,
+                       gopt_error *err);
+/* gopt_policy_load of either kind of model (localadv: -1 any, 0 a GO policy, 1 an advantage model). */
+int learn_policy_load(const char *path, int task, int localadv, gopt_policy **out, gopt_error *err);
+/* Where the shipped file `name` is (gopt_learn_find_policy's places). */
+int learn_find_file(const char *name, const char *exe, char *buf, size_t n, gopt_error *err);
 int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
 void learn_graph_free(learn_graph *g);
 /* Builds the pass's outputs. mod may be NULL. Returns 0 or the ctx error. */
@@ -99,6 +111,11 @@ int learn_ckpt_to_blob(const gopt_nn_params *p, const gopt_nn_optim *o, const go
                        int64_t step, unsigned char **blob, size_t *len, gopt_error *err);
 int learn_ckpt_from_blob(const char *label, const unsigned char *blob, size_t len, gopt_nn_params *p,
                          gopt_nn_optim *o, gopt_nn_rng *rng, int64_t *step, gopt_error *err);
+
+/* A growable byte buffer for the file writers: oom is set when an allocation fails (the later puts
+ * do nothing); the caller frees p. */
+typedef struct learn_buf { unsigned char *p; size_t n, cap; int oom; } learn_buf;
+void learn_buf_put(learn_buf *b, const void *d, size_t n);
 
 /* A stop request is pending (gopt_learn_request_stop). */
 int learn_stop_requested(void);

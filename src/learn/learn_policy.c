@@ -176,6 +176,7 @@ void learn_graph_free(learn_graph *g) {
   free(g->dev_feat);
   free(g->valid);
   free(g->pipe);
+  free(g->cfg);
   gopt_nn_csr_free(&g->csr);
   for (int k = 0; k < 3; k++) { free(g->rows[k]); free(g->var[k]); }
   free(g);
@@ -205,6 +206,11 @@ static gopt_learn_arch arch_fill(const gopt_learn_arch *a) {
 
 int gopt_policy_new(int task, const gopt_learn_arch *arch, uint64_t seed, gopt_policy **out,
                     gopt_error *err) {
+  return learn_policy_build(task, arch, seed, 0, out, err);
+}
+
+int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int localadv, gopt_policy **out,
+                       gopt_error *err) {
   *out = NULL;
   if (!gopt_task_name(task)) return gopt_error_set(err, GOPT_EINVAL, "learn: unknown task %d", task);
   gopt_learn_arch a = arch_fill(arch);
@@ -217,6 +223,7 @@ int gopt_policy_new(int task, const gopt_learn_arch *arch, uint64_t seed, gopt_p
     return lerr(err, GOPT_ENOMEM, "learn: out of memory (policy)");
   }
   p->task = task;
+  p->localadv = localadv;
   p->arch = a;
   task_kinds(task, p->kinds);
   int rc = gopt_nn_linear_init(&p->in, p->params, "in", LEARN_NIN, a.hidden, 1);
@@ -238,6 +245,7 @@ int gopt_policy_new(int task, const gopt_learn_arch *arch, uint64_t seed, gopt_p
   }
   if (!rc && p->kinds[GOPT_VAR_PRIORITY]) rc = gopt_nn_beta_head_init(&p->pri, p->params, "pri", a.hidden, 1);
   if (!rc && p->kinds[GOPT_VAR_FUSE]) rc = gopt_nn_linear_init(&p->fuse, p->params, "fuse", a.hidden, 2, 1);
+  if (!rc && localadv) rc = gopt_nn_linear_init(&p->cfg, p->params, "la_cfg", LEARN_NCFG, a.hidden, 0);
   rc = rc ? rc : gopt_nn_params_finalize(p->params, seed, err);
   if (!rc && p->pipe_w) p->pipe_w->data[0] = LEARN_PIPE_INIT;
   if (rc) {
@@ -293,7 +301,12 @@ int learn_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph *g, 
   memset(f, 0, sizeof *f);
   int64_t sh[2] = {g->n, LEARN_NIN};
   gopt_nn_tensor *x = gopt_nn_from(ctx, 2, sh, g->feat);
-  gopt_nn_tensor *h = gopt_nn_relu(ctx, gopt_nn_linear_forward(ctx, &p->in, x));
+  gopt_nn_tensor *h = gopt_nn_linear_forward(ctx, &p->in, x);
+  if (p->localadv && g->cfg) {
+    int64_t csh[2] = {g->n, LEARN_NCFG};
+    h = gopt_nn_add(ctx, h, gopt_nn_linear_forward(ctx, &p->cfg, gopt_nn_from(ctx, 2, csh, g->cfg)));
+  }
+  h = gopt_nn_relu(ctx, h);
   for (int i = 0; i < p->arch.sage_layers; i++) h = gopt_nn_add(ctx, h, gopt_nn_sage_forward(ctx, &p->sage[i], h, &g->csr));
   if (mod && mod->params) h = gopt_nn_add(ctx, gopt_nn_add(ctx, h, gopt_nn_mul(ctx, h, mod->scale)), mod->shift);
   gopt_nn_tensor *e = h;
@@ -385,6 +398,8 @@ gopt_nn_tensor *learn_entropy(gopt_nn_ctx *ctx, const learn_fwd *f) {
 
 int gopt_policy_decide(gopt_policy *p, const gopt_env *e, int greedy, size_t n, uint64_t seed,
                        double *xs, gopt_error *err) {
+  if (p->localadv)
+    return gopt_error_set(err, GOPT_EINVAL, "learn: a local advantage model decides nothing (it guides --method guided)");
   if (gopt_env_task(e) != p->task)
     return gopt_error_set(err, GOPT_EINVAL, "learn: policy is for task '%s', environment is '%s'",
                           gopt_task_name(p->task), gopt_task_name(gopt_env_task(e)));

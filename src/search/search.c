@@ -27,8 +27,8 @@ typedef struct method_entry {
 
 static const method_entry k_methods[] = {
     {"random", search_random, 0, 1}, {"local", search_local, 0, 0}, {"anneal", search_anneal, 0, 0},
-    {"gibbs", search_gibbs, 0, 0},   {"brkga", search_brkga, 0, 1}, {"ilp", search_ilp, 1, 0},
-    {"dp", search_dp, 1, 0},
+    {"gibbs", search_gibbs, 0, 0},   {"brkga", search_brkga, 0, 1}, {"khop", search_khop, 0, 0},
+    {"guided", search_guided, 0, 0}, {"ilp", search_ilp, 1, 0},     {"dp", search_dp, 1, 0},
 };
 #define N_METHODS (sizeof k_methods / sizeof k_methods[0])
 
@@ -48,7 +48,7 @@ int gopt_search_applicable(const char *method, const gopt_env *e, const char **w
   *why = NULL;
   const method_entry *m = find_method(method);
   if (!m) {
-    *why = "unknown search method (random, local, anneal, gibbs, brkga, ilp, dp)";
+    *why = "unknown search method (random, local, anneal, gibbs, brkga, khop, guided, ilp, dp)";
     return 0;
   }
   if (!e) {
@@ -57,6 +57,11 @@ int gopt_search_applicable(const char *method, const gopt_env *e, const char **w
   }
   if (gopt_env_nvars(e) == 0) {
     *why = "the task has no decision variables on this graph";
+    return 0;
+  }
+  if (strcmp(m->name, "guided") == 0 && gopt_env_task(e) != GOPT_TASK_FUSION &&
+      gopt_env_task(e) != GOPT_TASK_PLACEMENT) {
+    *why = "its local advantage model scores discrete choices: fusion and placement only";
     return 0;
   }
   if (strcmp(m->name, "ilp") == 0) return search_ilp_applicable(e, why);
@@ -249,7 +254,7 @@ int gopt_search_run(const char *method, gopt_env *e, const gopt_search_opts *o, 
   const method_entry *m = find_method(method);
   if (!m)
     return gopt_error_set(err, GOPT_EINVAL,
-                          "search: unknown method '%s' (random, local, anneal, gibbs, brkga, ilp, dp)",
+                          "search: unknown method '%s' (random, local, anneal, gibbs, brkga, khop, guided, ilp, dp)",
                           method ? method : "(null)");
   if (!e || !x_best || !res) return gopt_error_set(err, GOPT_EINVAL, "search: missing argument");
   const char *why = NULL;
@@ -262,10 +267,14 @@ int gopt_search_run(const char *method, gopt_env *e, const gopt_search_opts *o, 
     return gopt_error_set(err, GOPT_EINVAL, "search: negative time budget");
   if (o->elite_frac < 0 || o->elite_frac >= 1 || o->mutant_frac < 0 || o->mutant_frac >= 1 ||
       o->elite_frac + o->mutant_frac >= 1 || o->elite_bias < 0 || o->elite_bias > 1 ||
-      o->population < 0 || o->temperature < 0)
+      o->population < 0 || o->temperature < 0 || o->hops < 0 || o->alpha < 0 || o->alpha > 100 ||
+      isnan(o->alpha))
     return gopt_error_set(err, GOPT_EINVAL,
                           "search: bad method parameter (elite/mutant fractions in [0,1) summing below 1, "
-                          "bias in [0,1], population and temperature >= 0)");
+                          "bias in [0,1], population, temperature and hops >= 0, alpha in [0, 100])");
+  if (!strcmp(m->name, "guided") && !o->guide)
+    return gopt_error_set(err, GOPT_EINVAL,
+                          "search: method 'guided' needs a local advantage model (--policy P.gpol)");
 
   c.e = e;
   c.o = o;

@@ -108,6 +108,8 @@ int search_local(search_ctx *c);
 int search_anneal(search_ctx *c);
 int search_gibbs(search_ctx *c);
 int search_brkga(search_ctx *c);
+int search_khop(search_ctx *c);
+int search_guided(search_ctx *c);
 int search_ilp(search_ctx *c);
 int search_dp(search_ctx *c);
 /* Exact methods' applicability (why set when not). */
