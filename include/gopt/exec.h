@@ -74,6 +74,15 @@ struct gopt_infer_opts;
 int gopt_exec_complete_shapes(gopt_graph *g, const gopt_host_tensor *in, size_t n_in,
                               const struct gopt_infer_opts *io, gopt_error *err);
 
+/* Output equality of graphs a and b with the same inputs (a module before and after a compiler
+ * pass or rewrite): both run single-threaded on the random inputs of seed
+ * (gopt_exec_random_inputs; constants without data from the same seed), and every output must
+ * match: floats within atol + rtol x |before| (NaN where NaN), other dtypes exactly. Returns 1
+ * when equal, 0 when not (msg names the output and element), -1 when a cannot run, -2 when b
+ * cannot run though a does (msg says why). msg (cap bytes) always gets one line. */
+int gopt_exec_same_outputs(const gopt_graph *a, const gopt_graph *b, uint64_t seed, double rtol,
+                           double atol, char *msg, size_t cap);
+
 /* Number of graph inputs to feed (graph inputs that are not constants), and input i's tensor. */
 size_t gopt_exec_n_inputs(const gopt_exec *x);
 int32_t gopt_exec_input_tensor(const gopt_exec *x, size_t i);
@@ -83,7 +92,8 @@ int32_t gopt_exec_output_tensor(const gopt_exec *x, size_t i);
 /* Copies t into input i; its dtype and shape must equal the graph input's. */
 int gopt_exec_set_input(gopt_exec *x, size_t i, const gopt_host_tensor *t, gopt_error *err);
 /* Fills every input with deterministic random values from seed: floats uniform in [-1, 1),
- * integers in [0, n) where n is the size of the dimension they index (Gather) or 2. */
+ * integers in [0, n) where n is the size of the dimension they index (Gather) or 2; uint32 takes
+ * uniform 32-bit patterns (HLO RNG keys). */
 int gopt_exec_random_inputs(gopt_exec *x, uint64_t seed, gopt_error *err);
 
 /* Runs the graph once. Inputs must have been set. Returns 0 or an error naming the node. */

@@ -1,5 +1,6 @@
 /* gopt/learn.h: the learned optimizer (GO-style policy) shared by `gopt train`, `--method go` and
- * later REGAL and local-advantage: graph encoder, per-decision-kind heads, PPO trainer, policy files.
+ * REGAL (--method regal, below) and later local-advantage: graph encoder, per-decision-kind heads,
+ * PPO and REINFORCE trainers, policy files.
  *
  * Policy (docs/LEARNED.md has the details and every hyperparameter):
  *   node features (gopt_env_node_features + cluster/graph context) -> input linear -> GraphSAGE
@@ -104,7 +105,8 @@ typedef void (*gopt_learn_iter_fn)(const gopt_learn_iter_info *info, void *user)
  * each rank evaluates its group's samples and computes its group's gradient.
  * allgather: buf holds size blocks of bytes, block `rank` filled by this rank; fills every other
  * block from its rank. rc is this rank's status: when any rank's is non-zero every rank returns
- * non-zero with one error line (naming the failing rank) in err, so a failure never hangs. */
+ * non-zero with one error line (naming the failing rank) in err, so a failure never hangs.
+ * The same hook distributes a search's batch evaluations (gopt_search_opts.dist, search.h). */
 typedef int (*gopt_learn_allgather_fn)(void *buf, size_t bytes, int rc, void *user, gopt_error *err);
 typedef struct gopt_learn_dist {
   int rank, size;
@@ -117,7 +119,7 @@ typedef struct gopt_learn_train_opts {
   int64_t stop_after;      /* > 0: return after this many total iterations (as an interrupt) */
   uint64_t seed;           /* weights are seeded by gopt_policy_new; this seeds sampling */
   int graphs_per_iter;     /* default 2 */
-  int samples;             /* decision vectors per graph and iteration (default 8) */
+  int samples;             /* decision vectors per graph and iteration (default 8; REGAL: run pairs) */
   int epochs;              /* PPO epochs per batch (default 2) */
   float lr;                /* Adam learning rate (default 3e-3) */
   float clip_eps;          /* PPO clip (default 0.2) */
@@ -128,6 +130,8 @@ typedef struct gopt_learn_train_opts {
                             * to each graph's reference decisions (gopt_learn_reference), no PPO
                             * (default 0) */
   int rollout_groups;      /* one process: gradient groups per batch (default 1; samples % groups == 0) */
+  uint64_t regal_evals;    /* REGAL: evaluations of each brkga-regal run (default 1000) */
+  int regal_population;    /* REGAL: the runs' BRKGA population (0: brkga-regal's default, 100) */
   const gopt_learn_dist *dist; /* non-NULL: distributed, groups = dist->size (rollout_groups ignored) */
   gopt_learn_iter_fn on_iter;
   void *user;
@@ -174,6 +178,38 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
  * Writes the first existing path into buf and returns 0, or GOPT_EIO with one line listing where
  * it looked. */
 int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_error *err);
+/* The same for a policy kind (gopt_policy_kind): "go" finds <task>.gpol, "regal" <task>_regal.gpol. */
+int gopt_learn_find_policy_kind(int task, const char *kind, const char *exe, char *buf, size_t n,
+                                gopt_error *err);
+
+/* ---- REGAL: a policy that guides BRKGA (`--method regal`, docs/LEARNED.md "REGAL") ---------
+ * A REGAL policy is the GO encoder (same features, GraphSAGE layers, attention blocks) with Beta
+ * heads for REGAL's chromosome (search.h, "brkga-regal"): per DEVICE variable and device an
+ * affinity gene ~ Beta(alpha, beta) with alpha, beta = softplus(<W q(node), MLP(device)>) + 1 (any
+ * device count), per PRIORITY variable the policy's priority Beta head; FUSE genes stay uniform.
+ * Its samples replace BRKGA's uniform keys for generation 0 and the mutants; elites and biased
+ * crossover are unchanged. Training (gopt_learn_train on a REGAL policy) is REINFORCE: per graph
+ * and iteration `samples` pairs of runs of brkga-regal at regal_evals evaluations with the same
+ * seed, one guided and one uniform; the reward is gopt_learn_reward of the guided best against the
+ * uniform best; the log-probability is that of every chromosome the policy supplied to the guided
+ * run. Under dist the runs are the rollout groups (samples % groups == 0). */
+int gopt_policy_new_regal(int task, const gopt_learn_arch *arch, uint64_t seed, gopt_policy **out,
+                          gopt_error *err);
+/* "go" or "regal" (a policy file records it). */
+const char *gopt_policy_kind(const gopt_policy *p);
+
+/* One forward pass of a REGAL policy on an environment, kept for sampling chromosomes. */
+typedef struct gopt_regal_sampler gopt_regal_sampler;
+/* Errors: not a REGAL policy, another task (one line naming the policy's kind or task). */
+int gopt_regal_sampler_new(gopt_policy *p, const gopt_env *e, gopt_regal_sampler **out, gopt_error *err);
+void gopt_regal_sampler_free(gopt_regal_sampler *s); /* accepts NULL */
+/* Sets o->sample_keys / o->keys_user so that gopt_search_run("brkga-regal", ...) (or anything that
+ * runs it with a copy of o, such as the MPI island search) samples from s; s must outlive the run. */
+void gopt_regal_sampler_attach(gopt_regal_sampler *s, gopt_search_opts *o);
+/* REGAL with the shape of gopt_search_run: brkga-regal under o (budget, seed, threads, start,
+ * population, fractions, callbacks) with the policy's sampling. */
+int gopt_learn_regal_search(gopt_policy *p, gopt_env *e, const gopt_search_opts *o, double *x_best,
+                            gopt_search_result *res, gopt_error *err);
 
 #ifdef __cplusplus
 }

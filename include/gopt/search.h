@@ -24,6 +24,12 @@ typedef void (*gopt_search_trace_fn)(uint64_t evals, double seconds, double best
 /* Called for every evaluated configuration (Gibbs sampling's data collection for the local
  * advantage model): x has nvars values. */
 typedef void (*gopt_search_sample_fn)(const double *x, const gopt_env_result *r, void *user);
+struct gopt_learn_dist; /* learn.h: the exchange hook of a distributed run (the CLI's MPI) */
+/* REGAL's learned sampling: fills keys (n rows x genes, row-major) with fresh chromosomes of
+ * REGAL's layout (gopt_search_regal_genes) drawn from the generator seeded by seed (a pure function
+ * of seed and n); returns 0 or an error code. "brkga-regal" calls it for generation 0's fresh
+ * chromosomes and for every generation's mutants instead of drawing uniform keys. */
+typedef int (*gopt_search_keys_fn)(double *keys, size_t n, size_t genes, uint64_t seed, void *user);
 /* The guided search's scores: for configuration x (nvars values) writes score[nvars], the
  * predicted |advantage| of changing each variable (the local advantage model, localadv.h).
  * Returns 0 or an error in err. */
@@ -48,6 +54,18 @@ typedef struct gopt_search_opts {
   gopt_search_trace_fn on_improve;
   gopt_search_sample_fn on_sample;
   void *user;
+  gopt_search_keys_fn sample_keys; /* "brkga-regal" only (NULL: uniform keys); learn.h's REGAL */
+  void *keys_user;
+  /* Distributed evaluation (`gopt optimize` under mpirun, docs/SCALING.md): NULL or size 1 for one
+   * process. Every rank runs the same search with the same options (one logical search); each
+   * batch a method evaluates is split into size contiguous slices, rank r evaluates slice r and the
+   * results are all-gathered in rank order, so every rank holds the results one process would
+   * compute and the search is bitwise the one-process search (same x_best, result, evaluation
+   * count). The stop request and the seconds budget are agreed on at those exchanges (any rank's
+   * counts for all), so every rank stops at the same batch. Methods that evaluate one point at a
+   * time (local, anneal, gibbs, khop, guided) and the exact ones ignore dist: they run whole on
+   * every rank. */
+  const struct gopt_learn_dist *dist;
 } gopt_search_opts;
 
 typedef struct gopt_search_result {
@@ -58,8 +76,10 @@ typedef struct gopt_search_result {
   int optimal;               /* exact methods: proven optimal */
 } gopt_search_result;
 
-/* Method names: "random", "local", "anneal", "gibbs", "brkga", "khop", "guided", "ilp", "dp".
- * "guided" needs opts->guide (the CLI makes it from a local advantage model, localadv.h). */
+/* Method names: "random", "local", "anneal", "gibbs", "brkga", "brkga-regal", "brkga-tuned", "khop",
+ * "guided", "ilp", "dp". brkga-tuned is brkga-regal (uniform keys) with the population and fractions
+ * of a grid search on REGAL's training graphs (docs/LEARNED.md). "guided" needs opts->guide (the CLI
+ * makes it from a local advantage model, localadv.h). */
 size_t gopt_search_method_count(void);
 const char *gopt_search_method_name(size_t i);
 /* Whether method m applies to the environment's task (e.g. "dp" only to memory scheduling on one
@@ -69,6 +89,16 @@ int gopt_search_applicable(const char *method, const gopt_env *e, const char **w
 /* Runs a method; x_best (nvars doubles) receives the best decision vector found. */
 int gopt_search_run(const char *method, gopt_env *e, const gopt_search_opts *o, double *x_best,
                     gopt_search_result *res, gopt_error *err);
+
+/* ---- REGAL's chromosome ("brkga-regal") ---------------------------------------------------
+ * Genes in variable order: a DEVICE variable has card genes (its device affinities; the device is
+ * the argmax, ties to the lower device), a PRIORITY variable one gene (the priority itself: the
+ * simulator list-schedules ready nodes in decreasing priority), a FUSE variable one gene (> 0.5
+ * fuses). Genes outside [0, 1] (NaN included) are clamped. docs/SEARCH.md compares it with
+ * "brkga"'s one key per variable. */
+size_t gopt_search_regal_genes(const gopt_env *e);
+/* Decodes genes (gopt_search_regal_genes doubles) into x (nvars doubles); a pure function. */
+void gopt_search_regal_decode(const gopt_env *e, const double *genes, double *x);
 
 /* ---- start points ---------------------------------------------------------------------------
  * A start spec names where a search begins (opts->x0):

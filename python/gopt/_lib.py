@@ -168,7 +168,9 @@ class SearchOpts(ctypes.Structure):
                 ("progress", c_int), ("x0", POINTER(c_double)), ("temperature", c_double), ("population", c_int),
                 ("elite_frac", c_double), ("mutant_frac", c_double), ("elite_bias", c_double),
                 ("alpha", c_double), ("hops", c_int), ("guide", c_void_p), ("guide_user", c_void_p),
-                ("on_improve", TRACE_FN), ("on_sample", c_void_p), ("user", c_void_p)]
+                ("on_improve", TRACE_FN), ("on_sample", c_void_p), ("user", c_void_p),
+                ("sample_keys", c_void_p), ("keys_user", c_void_p),
+                ("dist", c_void_p)]  # const gopt_learn_dist * (MPI runs only; NULL here)
 
 
 class SearchResult(ctypes.Structure):
@@ -266,6 +268,11 @@ _SIGS = {
     "gopt_learn_find_policy": (c_int, [c_int, c_char_p, ctypes.c_char_p, c_size_t, E]),
     "gopt_policy_load": (c_int, [c_char_p, c_int, POINTER(P), E]),
     "gopt_policy_free": (None, [P]),
+    "gopt_policy_kind": (c_char_p, [P]),
+    "gopt_learn_find_policy_kind": (c_int, [c_int, c_char_p, c_char_p, ctypes.c_char_p, c_size_t, E]),
+    "gopt_regal_sampler_new": (c_int, [P, P, POINTER(P), E]),
+    "gopt_regal_sampler_free": (None, [P]),
+    "gopt_regal_sampler_attach": (None, [P, POINTER(SearchOpts)]),
     "gopt_learn_optimize": (c_int, [P, P, POINTER(LearnOptOpts), DP, POINTER(SearchResult), E]),
     "gopt_learn_reference": (c_int, [P, POINTER(EnvResult), DP, E]),
     "gopt_learn_reward": (c_double, [P, POINTER(EnvResult), POINTER(EnvResult)]),

@@ -311,9 +311,12 @@ def result_dict(r):
 
 
 def method_kind(name):
-    """"baseline", "search", "learned" or None (unknown)."""
+    """"baseline", "search", "learned", "guided" (regal: a search sampling from a learned policy)
+    or None (unknown)."""
     if name == "go":
         return "learned"
+    if name == "regal":
+        return "guided"
     if name in search_methods():
         return "search"
     return "baseline" if L.lib.gopt_baseline_known(L.s(name)) else None
@@ -335,13 +338,23 @@ def _task_id(task):
     return t
 
 
-def find_policy(task):
-    """The shipped policy file for task ($GOPT_POLICY_DIR, the checkout's policies/, the install
-    prefix's share/gopt/policies), or raises Error saying where it looked."""
+def find_policy(task, kind="go"):
+    """The shipped policy file of a kind ("go": <task>.gpol, "regal": <task>_regal.gpol) for task
+    ($GOPT_POLICY_DIR, the checkout's policies/, the install prefix's share/gopt/policies), or raises
+    Error saying where it looked."""
     exe = os.path.join(os.path.dirname(os.path.realpath(L.LIB_PATH)), "bin", "gopt")
     err, buf = L.new_error(), ctypes.create_string_buffer(4096)
-    check(L.lib.gopt_learn_find_policy(_task_id(task), L.s(exe), buf, 4096, ctypes.byref(err)), err)
+    check(L.lib.gopt_learn_find_policy_kind(_task_id(task), L.s(kind), L.s(exe), buf, 4096, ctypes.byref(err)), err)
     return buf.value.decode()
+
+
+def policy_kind(path, task):
+    """The kind ("go" or "regal") of the policy file path for task, or raises Error."""
+    err, p = L.new_error(), ctypes.c_void_p()
+    check(L.lib.gopt_policy_load(L.s(path), _task_id(task), ctypes.byref(p), ctypes.byref(err)), err)
+    kind = L.lib.gopt_policy_kind(p).decode()
+    L.lib.gopt_policy_free(p)
+    return kind
 
 
 class _TaskRun:
@@ -392,8 +405,9 @@ class _TaskRun:
         why = ctypes.c_char_p()
         if kind == "learned":
             return (True, None) if self.nv > 0 else (False, "the task has no decision variables on this graph")
-        if kind == "search":
-            ok = L.lib.gopt_search_applicable(L.s(method), self.env, ctypes.byref(why))
+        if kind in ("search", "guided"):
+            ok = L.lib.gopt_search_applicable(L.s("brkga-regal" if kind == "guided" else method), self.env,
+                                              ctypes.byref(why))
         else:
             ok = L.lib.gopt_baseline_applicable(L.s(method), self.env, ctypes.byref(why))
         return bool(ok), (why.value.decode() if why.value else "not applicable")
@@ -410,7 +424,7 @@ class _TaskRun:
         ev0 = L.lib.gopt_env_evaluations(self.env)
         x = self.vec()
         err = L.new_error()
-        curve, offset = [], (start[1].evals if kind == "search" else 0)
+        curve, offset = [], (start[1].evals if kind in ("search", "guided") else 0)
         cb = L.TRACE_FN(lambda ev, sec, best, user: curve.append([int(ev) + offset, best]))
         res = L.SearchResult()
         extra = {}
@@ -427,23 +441,34 @@ class _TaskRun:
                 L.lib.gopt_policy_free(p)
             evals = res.evals
             extra = {"policy": path, "finetune_evaluations": int(finetune)}
-        elif kind == "search":
+        elif kind in ("search", "guided"):
             x0, info = start
             so = L.SearchOpts()
             so.budget_evals = L.lib.gopt_search_budget_after_start(_budget(budget, seconds), ctypes.byref(info))
             so.budget_seconds, so.seed, so.threads, so.x0, so.on_improve = float(seconds), int(seed), \
                 int(self._threads), _dp(x0), cb
-            check(L.lib.gopt_search_run(L.s(method), self.env, ctypes.byref(so), _dp(x), ctypes.byref(res),
-                                        ctypes.byref(err)), err, method)
-            evals = res.evals + info.evals
             extra = {"start": info.name.decode(), "start_evaluations": info.evals}
+            p, smp = ctypes.c_void_p(), ctypes.c_void_p()
+            try:
+                if kind == "guided":  # regal: brkga-regal sampling from the policy (cli_task.c's run_search)
+                    path = policy or find_policy(self.task, "regal")
+                    check(L.lib.gopt_policy_load(L.s(path), self.t, ctypes.byref(p), ctypes.byref(err)), err)
+                    check(L.lib.gopt_regal_sampler_new(p, self.env, ctypes.byref(smp), ctypes.byref(err)), err, path)
+                    L.lib.gopt_regal_sampler_attach(smp, ctypes.byref(so))
+                    extra["policy"] = path
+                check(L.lib.gopt_search_run(L.s("brkga-regal" if kind == "guided" else method), self.env,
+                                            ctypes.byref(so), _dp(x), ctypes.byref(res), ctypes.byref(err)), err, method)
+            finally:
+                L.lib.gopt_regal_sampler_free(smp)
+                L.lib.gopt_policy_free(p)
+            evals = res.evals + info.evals
         else:
             check(L.lib.gopt_baseline_run(L.s(method), self.env, _dp(x), ctypes.byref(err)), err, method)
         r, repaired = self.evaluate(x)
         if kind == "baseline":
             evals = L.lib.gopt_env_evaluations(self.env) - ev0
         d = result_dict(r)
-        d.update({"method": method, "kind": kind, "evaluations": int(evals), "seconds": time.monotonic() - t0,
+        d.update({"method": method, "kind": "learned" if kind == "guided" else kind, "evaluations": int(evals), "seconds": time.monotonic() - t0,
                   "repaired": repaired, "interrupted": bool(res.interrupted), "optimal": bool(res.optimal)})
         if kind != "baseline":
             d["curve"] = curve
@@ -454,12 +479,12 @@ class _TaskRun:
         kind = method_kind(method)
         if kind is None:
             raise Error("method: unknown method '%s' (%s)" % (method, ", ".join(
-                task_baselines(self.task) + search_methods() + ["go"])), -1)
+                task_baselines(self.task) + search_methods() + ["go", "regal"])), -1)
         ok, why = self.applicable(method)
         if not ok:
             raise Error("method '%s' does not apply to the %s task: %s" % (method, self.task, why), -1)
         rd = self.default()
-        st = self.start(start) if kind == "search" else None
+        st = self.start(start) if kind in ("search", "guided") else None
         x, d, r = self.run(method, budget, seconds, seed, st, policy, samples, finetune)
         if out:
             save_decisions(self.model, self.env, x, out)
@@ -484,11 +509,23 @@ class _TaskRun:
             if self.task in ("fusion", "placement"):  # guided needs the CLI's local advantage model
                 rows.remove("guided")
                 skipped.append("guided (the Python binding does not run the guided search; use gopt compare)")
-            try:
-                policy = policy or find_policy(self.task)
-                rows.append("go")
-            except Error as e:
-                skipped.append("go (%s)" % str(e)[:280])
+            given, gerr = None, None  # --policy: its kind's row only (neither when it is no such policy)
+            if policy:
+                try:
+                    given = policy_kind(policy, self.task)
+                except Error as e:
+                    given, gerr = "", str(e)
+            for kind in ("go", "regal"):
+                if given is not None and given != kind:
+                    if given == "":
+                        skipped.append("%s (--policy: %s)" % (kind, gerr[:270]))
+                    continue
+                try:
+                    if not policy:
+                        find_policy(self.task, kind)
+                    rows.append(kind)
+                except Error as e:
+                    skipped.append("%s (%s)" % (kind, str(e)[:280]))
         kept = []
         for m in rows:
             ok, why = self.applicable(m)
@@ -499,7 +536,7 @@ class _TaskRun:
             else:
                 skipped.append("%s (%s)" % (m, why))
         rd = self.default()
-        st = self.start(start) if any(method_kind(m) == "search" for m in kept) else None
+        st = self.start(start) if any(method_kind(m) in ("search", "guided") for m in kept) else None
         results, best = [], None
         for m in kept:
             try:

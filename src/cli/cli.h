@@ -85,6 +85,8 @@ typedef struct cli_task_flags {
   long samples;        /* --samples K: the learned method's samples besides greedy */
   int has_samples;
   long finetune;       /* --finetune N: PPO fine-tuning evaluations (0: zero-shot) */
+  int mpi_islands;     /* --mpi-search islands (else eval: one search, batches spread over ranks) */
+  double ga[4];        /* --brkga P,E,M,B: population, elite/mutant fractions, elite bias (0: defaults) */
   double alpha;        /* --alpha A: guided's top percentage of nodes (0: the default) */
   long hops;           /* --hops K: khop/guided neighbourhood radius (0: the default) */
   cli_model_opts mo;
@@ -102,19 +104,24 @@ typedef struct cli_task_extra {
   const char **value;
 } cli_task_extra;
 
-/* Method kinds: CLI_METHOD_BASELINE, _SEARCH or _LEARNED ("go"), 0 when unknown. */
-enum { CLI_METHOD_BASELINE = 1, CLI_METHOD_SEARCH = 2, CLI_METHOD_LEARNED = 3 };
+/* Method kinds: CLI_METHOD_BASELINE, _SEARCH, _LEARNED ("go") or _GUIDED ("regal": a search
+ * guided by a learned policy, started and budgeted like a search), 0 when unknown. */
+enum { CLI_METHOD_BASELINE = 1, CLI_METHOD_SEARCH = 2, CLI_METHOD_LEARNED = 3, CLI_METHOD_GUIDED = 4 };
+/* Kinds that run a search from --start under --budget (SEARCH, GUIDED). */
+#define CLI_METHOD_SEARCHES(kind) ((kind) == CLI_METHOD_SEARCH || (kind) == CLI_METHOD_GUIDED)
 int cli_task_method_kind(const char *name);
 const char *cli_task_methods_text(int task, char *buf, size_t n);
 int cli_task_applicable(const char *method, const gopt_env *e, const char **why);
-/* The learned method's policy file for f and task into buf: --policy, else the shipped one
- * (gopt_learn_find_policy). Returns 0, or an error in err saying where it looked. */
-int cli_task_policy_path(const cli_task_flags *f, int task, char *buf, size_t n, gopt_error *err);
+/* A learned method's ("go", "regal") policy file for f and task into buf: --policy, else the
+ * shipped one (gopt_learn_find_policy_kind). Returns 0, or an error in err saying where it looked. */
+int cli_task_policy_path(const cli_task_flags *f, int task, const char *method, char *buf, size_t n,
+                         gopt_error *err);
 /* Runs a method: a baseline is one evaluation of its vector; a search method runs under so from
  * st (NULL: the default vector) with the evaluation budget left after the start
  * (gopt_search_budget_after_start), and out->evals counts the start's evaluations too; the
  * learned method ("go") loads its policy (f's --policy or the shipped one) and decides zero-shot
- * (greedy + --samples) or fine-tunes (--finetune), its curve through so->on_improve. x receives
+ * (greedy + --samples) or fine-tunes (--finetune), its curve through so->on_improve; "regal" runs
+ * brkga-regal like a search with its policy's sampling (islands under mpirun). x receives
  * the decision vector. Returns 0 or an error in err. */
 int cli_task_run_method(const char *method, gopt_env *e, const cli_task_flags *f,
                         const gopt_search_opts *so, const cli_task_start *st, double *x,
@@ -183,12 +190,13 @@ int cli_mpi_allgather(void *buf, size_t bytes, int rc, void *user, gopt_error *e
 const gopt_learn_dist *cli_mpi_learn_dist(void);
 /* MPI_Bcast of bytes from root (nothing with one process); 0 or GOPT_EIO. */
 int cli_mpi_bcast(void *buf, size_t bytes, int root);
-/* 1 (default): a search method under mpirun runs as islands (cli_task_run_method); `gopt compare`
+/* 1 (default): a search method under mpirun is distributed (cli_task_run_method: one logical
+ * search whose batches the ranks evaluate, or islands with --mpi-search islands); `gopt compare`
  * sets 0 and spreads its methods over the ranks instead. */
-extern int cli_mpi_islands;
-/* Island model: every rank runs method with its own seed stream on its share of o->budget_evals
- * (the global budget), in rounds; after each round all continue from the best of all ranks
- * (migration). x_best/res: the best over all ranks, res->evals the sum over ranks. */
+extern int cli_mpi_search;
+/* Island model (--mpi-search islands): every rank runs method with its own seed stream on its share
+ * of o->budget_evals (the global budget), in rounds; after each round all continue from the best of
+ * all ranks (migration). x_best/res: the best over all ranks, res->evals the sum over ranks. */
 int cli_mpi_island_search(const char *method, gopt_env *e, const gopt_search_opts *o, double *x_best,
                           gopt_search_result *res, gopt_error *err);
 

@@ -63,11 +63,11 @@ static void on_improve(uint64_t evals, double seconds, double best, void *user) 
 }
 
 const char *cli_cmp_kind_name(int kind) {
-  return kind == CLI_METHOD_SEARCH ? "search" : kind == CLI_METHOD_LEARNED ? "learned" : "baseline";
+  return kind == CLI_METHOD_SEARCH ? "search" : kind == CLI_METHOD_LEARNED || kind == CLI_METHOD_GUIDED ? "learned" : "baseline";
 }
 
 const char *cli_cmp_start_col(int kind, const cli_task_flags *f, const cli_task_start *st) {
-  if (kind == CLI_METHOD_SEARCH) return st->info.name;
+  if (CLI_METHOD_SEARCHES(kind)) return st->info.name;
   if (kind == CLI_METHOD_LEARNED) return f->finetune ? "policy+finetune" : "policy (zero-shot)";
   return "-";
 }
@@ -148,12 +148,26 @@ int cli_cmp_methods(const char *cmd, const char *methods, int task, const cli_ta
     snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", nm);
     rows[m->nr++].kind = CLI_METHOD_SEARCH;
   }
-  /* the learned policy when there is one for the task (--policy or the shipped one) */
-  if (!cli_task_policy_path(f, task, pp, sizeof pp, &perr)) {
-    snprintf(rows[m->nr].name, sizeof rows[0].name, "go");
-    rows[m->nr++].kind = CLI_METHOD_LEARNED;
-  } else {
-    snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "go (%.280s)", perr.msg);
+  /* the learned policies when there is one for the task: the shipped ones, or --policy: the row of
+   * its kind (go or regal; neither when it is not such a policy, e.g. guided's advantage model) */
+  static const char *const learned[2] = {"go", "regal"};
+  gopt_policy *given = NULL;
+  gopt_error gerr = {0};
+  const char *given_kind = NULL;
+  if (f->policy) given_kind = gopt_policy_load(f->policy, task, &given, &gerr) ? "" : gopt_policy_kind(given);
+  gopt_policy_free(given); /* the kind names are static */
+  for (int i = 0; i < 2; i++) {
+    memset(&perr, 0, sizeof perr);
+    if (given_kind && strcmp(given_kind, learned[i])) {
+      if (!given_kind[0]) snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "%s (--policy: %.270s)", learned[i], gerr.msg);
+      continue;
+    }
+    if (!cli_task_policy_path(f, task, learned[i], pp, sizeof pp, &perr)) {
+      snprintf(rows[m->nr].name, sizeof rows[0].name, "%s", learned[i]);
+      rows[m->nr++].kind = cli_task_method_kind(learned[i]);
+    } else {
+      snprintf(m->skipped[m->nskip++], sizeof m->skipped[0], "%s (%.280s)", learned[i], perr.msg);
+    }
   }
   return 0;
 }
@@ -220,11 +234,11 @@ int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *
   if (rc) return rc;
   m->budget = cli_task_budget(f);
   int tty = isatty(STDERR_FILENO), any_search = 0;
-  for (size_t i = 0; i < m->nr; i++) any_search |= m->rows[i].kind == CLI_METHOD_SEARCH;
+  for (size_t i = 0; i < m->nr; i++) any_search |= CLI_METHOD_SEARCHES(m->rows[i].kind);
   if (any_search && (rc = cli_task_start_resolve(cmd, f, e, &m->start))) return rc;
   gopt_error err = {0};
   cli_task_sigint(1);
-  cli_mpi_islands = 0; /* under mpirun the methods are spread over the ranks (row i on rank i % P) */
+  cli_mpi_search = 0; /* under mpirun the methods are spread over the ranks (row i on rank i % P) */
   for (size_t i = 0; i < m->nr && !cli_task_interrupted(); i++) {
     if ((int)(i % (size_t)cli_mpi_size()) != cli_mpi_rank()) continue;
     cli_cmp_row *r = &m->rows[i];
@@ -232,9 +246,9 @@ int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *
     cli_task_search_opts(f, tty, &so);
     so.on_improve = on_improve;
     so.user = &r->cv;
-    r->cv.offset = r->kind == CLI_METHOD_SEARCH ? m->start.info.evals : 0;
+    r->cv.offset = CLI_METHOD_SEARCHES(r->kind) ? m->start.info.evals : 0;
     if (tty) fprintf(stderr, "gopt %s: [%zu/%zu] %s ...\n", cmd, i + 1, m->nr, r->name);
-    if (cli_task_run_method(r->name, e, f, &so, r->kind == CLI_METHOD_SEARCH ? &m->start : NULL, r->x, &r->run,
+    if (cli_task_run_method(r->name, e, f, &so, CLI_METHOD_SEARCHES(r->kind) ? &m->start : NULL, r->x, &r->run,
                             &err)) {
       /* one failing method does not lose the others: it is listed with its error */
       fprintf(stderr, "gopt %s: warning: %s: %s\n", cmd, r->name, err.msg);

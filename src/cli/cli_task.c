@@ -18,6 +18,7 @@
 /* 1: a baseline (possibly composite), 2: a search method, 0: unknown. */
 int cli_task_method_kind(const char *name) {
   if (!strcmp(name, "go")) return CLI_METHOD_LEARNED;
+  if (!strcmp(name, "regal")) return CLI_METHOD_GUIDED;
   for (size_t i = 0; i < gopt_search_method_count(); i++)
     if (!strcmp(gopt_search_method_name(i), name)) return CLI_METHOD_SEARCH;
   return gopt_baseline_known(name) ? CLI_METHOD_BASELINE : 0;
@@ -31,7 +32,7 @@ const char *cli_task_methods_text(int task, char *buf, size_t n) {
     k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", gopt_baseline_task_name(task, i));
   for (size_t i = 0; i < gopt_search_method_count() && k < n; i++)
     k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", gopt_search_method_name(i));
-  if (k < n) snprintf(buf + k, n - k, "%sgo", k ? ", " : "");
+  if (k < n) snprintf(buf + k, n - k, "%sgo, regal", k ? ", " : "");
   return buf;
 }
 
@@ -44,6 +45,7 @@ int cli_task_applicable(const char *method, const gopt_env *e, const char **why)
     return 0;
   }
   if (kind == CLI_METHOD_SEARCH) return gopt_search_applicable(method, e, why);
+  if (kind == CLI_METHOD_GUIDED) return gopt_search_applicable("brkga-regal", e, why);
   return gopt_baseline_applicable(method, e, why);
 }
 
@@ -69,13 +71,14 @@ void cli_task_start_free(cli_task_start *s) {
   s->x0 = NULL;
 }
 
-int cli_task_policy_path(const cli_task_flags *f, int task, char *buf, size_t n, gopt_error *err) {
+int cli_task_policy_path(const cli_task_flags *f, int task, const char *method, char *buf, size_t n,
+                         gopt_error *err) {
   if (f->policy) {
     if (strlen(f->policy) >= n) return gopt_error_set(err, GOPT_EINVAL, "--policy: path too long");
     memcpy(buf, f->policy, strlen(f->policy) + 1);
     return 0;
   }
-  return gopt_learn_find_policy(task, NULL, buf, n, err);
+  return gopt_learn_find_policy_kind(task, method, NULL, buf, n, err);
 }
 
 /* The learned method: loads the policy and runs gopt_learn_optimize (its own result, never a
@@ -84,9 +87,15 @@ static int run_learned(gopt_env *e, const cli_task_flags *f, const gopt_search_o
                        cli_task_run *out, gopt_error *err) {
   char path[4096];
   gopt_policy *p = NULL;
-  int rc = cli_task_policy_path(f, gopt_env_task(e), path, sizeof path, err);
+  int rc = cli_task_policy_path(f, gopt_env_task(e), "go", path, sizeof path, err);
   if (!rc) rc = gopt_policy_load(path, gopt_env_task(e), &p, err);
   if (rc) return rc;
+  if (strcmp(gopt_policy_kind(p), "go")) {
+    rc = gopt_error_set(err, GOPT_EINVAL, "%s: a '%s' policy (use --method %s)", path, gopt_policy_kind(p),
+                        gopt_policy_kind(p));
+    gopt_policy_free(p);
+    return rc;
+  }
   gopt_learn_opt_opts lo;
   memset(&lo, 0, sizeof lo);
   lo.samples = f->has_samples ? (int)f->samples : 16;
@@ -104,6 +113,47 @@ static int run_learned(gopt_env *e, const cli_task_flags *f, const gopt_search_o
   return 0;
 }
 
+/* A search method ("guided": with its advantage model; "regal": brkga-regal sampling from its
+ * policy) from st under so. */
+static int run_search(const char *method, gopt_env *e, const cli_task_flags *f, const gopt_search_opts *so,
+                      const cli_task_start *st, double *x, cli_task_run *out, gopt_error *err) {
+  gopt_search_result res;
+  memset(&res, 0, sizeof res);
+  gopt_search_opts o = *so;
+  if (st) {
+    o.x0 = st->x0;
+    o.budget_evals = gopt_search_budget_after_start(so->budget_evals, &st->info);
+  }
+  gopt_policy *p = NULL;
+  gopt_regal_sampler *smp = NULL;
+  int rc = 0;
+  if (!strcmp(method, "regal")) {
+    char path[4096];
+    rc = cli_task_policy_path(f, gopt_env_task(e), "regal", path, sizeof path, err);
+    rc = rc ? rc : gopt_policy_load(path, gopt_env_task(e), &p, err);
+    if (!rc && (rc = gopt_regal_sampler_new(p, e, &smp, err))) gopt_error_prefix(err, "%s: ", path);
+    if (!rc) gopt_regal_sampler_attach(smp, &o);
+    method = "brkga-regal";
+  }
+  /* under mpirun (docs/SCALING.md): by default one logical search on every rank whose batch
+   * evaluations are spread over the ranks (bitwise the one-process search); with --mpi-search
+   * islands the stochastic methods run as islands. The exact ones (ilp, dp) run on every rank. */
+  int dist = cli_mpi_size() > 1 && cli_mpi_search;
+  int islands = dist && f->mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
+  if (dist) o.dist = cli_mpi_learn_dist();
+  if (!rc && !strcmp(method, "guided")) /* the advantage model guides it (cmd_localadv.c) */
+    rc = cli_localadv_guided(e, f, &o, x, &res, err);
+  else if (!rc)
+    rc = islands ? cli_mpi_island_search(method, e, &o, x, &res, err) : gopt_search_run(method, e, &o, x, &res, err);
+  gopt_regal_sampler_free(smp);
+  gopt_policy_free(p);
+  if (rc) return rc;
+  out->evals = res.evals + (st ? st->info.evals : 0);
+  out->interrupted = res.interrupted;
+  out->optimal = res.optimal;
+  return 0;
+}
+
 int cli_task_run_method(const char *method, gopt_env *e, const cli_task_flags *f,
                         const gopt_search_opts *so, const cli_task_start *st, double *x,
                         cli_task_run *out, gopt_error *err) {
@@ -114,25 +164,8 @@ int cli_task_run_method(const char *method, gopt_env *e, const cli_task_flags *f
   int kind = cli_task_method_kind(method);
   if (kind == CLI_METHOD_LEARNED) {
     if ((rc = run_learned(e, f, so, x, out, err))) return rc;
-  } else if (kind == CLI_METHOD_SEARCH) {
-    gopt_search_result res;
-    memset(&res, 0, sizeof res);
-    gopt_search_opts o = *so;
-    if (st) {
-      o.x0 = st->x0;
-      o.budget_evals = gopt_search_budget_after_start(so->budget_evals, &st->info);
-    }
-    /* under mpirun the stochastic methods run as islands; the exact ones (ilp, dp) on every rank */
-    int islands = cli_mpi_size() > 1 && cli_mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
-    if (!strcmp(method, "guided")) /* the advantage model guides it (cmd_localadv.c) */
-      rc = cli_localadv_guided(e, f, &o, x, &res, err);
-    else
-      rc = islands ? cli_mpi_island_search(method, e, &o, x, &res, err)
-                   : gopt_search_run(method, e, &o, x, &res, err);
-    if (rc) return rc;
-    out->evals = res.evals + (st ? st->info.evals : 0);
-    out->interrupted = res.interrupted;
-    out->optimal = res.optimal;
+  } else if (CLI_METHOD_SEARCHES(kind)) {
+    if ((rc = run_search(method, e, f, so, st, x, out, err))) return rc;
   } else {
     rc = gopt_baseline_run(method, e, x, err);
     if (rc) return rc;
@@ -197,14 +230,23 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
     f->no_history = 1;
     return 1;
   }
+  if (!strcmp(a, "--mpi-search")) {
+    const char *v = *i + 1 < argc ? argv[++*i] : "";
+    if (strcmp(v, "eval") && strcmp(v, "islands")) {
+      cli_usage_error(cmd, "--mpi-search: expected eval or islands, got '%s'", v);
+      return -1;
+    }
+    f->mpi_islands = !strcmp(v, "islands");
+    return 1;
+  }
   if (!strcmp(a, "--training")) {
     f->mo.training = 1;
     return 1;
   }
   if (strcmp(a, "--task") && strcmp(a, "--cluster") && strcmp(a, "--budget") && strcmp(a, "--seconds") &&
       strcmp(a, "--seed") && strcmp(a, "--threads") && strcmp(a, "--batch") && strcmp(a, "--start") &&
-      strcmp(a, "--policy") && strcmp(a, "--samples") && strcmp(a, "--finetune") && strcmp(a, "--alpha") &&
-      strcmp(a, "--hops"))
+      strcmp(a, "--policy") && strcmp(a, "--samples") && strcmp(a, "--finetune") && strcmp(a, "--brkga") &&
+      strcmp(a, "--alpha") && strcmp(a, "--hops"))
     return 0;
   if (!has) {
     cli_usage_error(cmd, "%s needs a value", a);
@@ -221,6 +263,15 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
   }
   else if (!strcmp(a, "--cluster")) f->cluster = v;
   else if (!strcmp(a, "--policy")) f->policy = v;
+  else if (!strcmp(a, "--brkga")) {
+    int k = 0;
+    char c = 0;
+    if (sscanf(v, "%lf,%lf,%lf,%lf%n%c", &f->ga[0], &f->ga[1], &f->ga[2], &f->ga[3], &k, &c) != 4 || v[k] ||
+        f->ga[0] != floor(f->ga[0]) || f->ga[0] < 2 || f->ga[0] > 1e6) {
+      cli_usage_error(cmd, "--brkga: expected POPULATION,ELITE,MUTANT,BIAS (e.g. 50,0.2,0.1,0.7), got '%s'", v);
+      return -1;
+    }
+  }
   else if (!strcmp(a, "--samples")) {
     if (cli_parse_long(cmd, "--samples", v, 0, 4096, &f->samples)) return -1;
     f->has_samples = 1;
@@ -331,6 +382,10 @@ void cli_task_search_opts(const cli_task_flags *f, int progress, gopt_search_opt
   so->budget_seconds = f->seconds;
   so->seed = (uint64_t)f->seed;
   so->threads = (int)f->threads;
+  so->population = (int)f->ga[0];
+  so->elite_frac = f->ga[1];
+  so->mutant_frac = f->ga[2];
+  so->elite_bias = f->ga[3];
   so->alpha = f->alpha;
   so->hops = (int)f->hops;
   const char *env = getenv("GOPT_PROGRESS");

@@ -33,9 +33,11 @@ static const char cmp_help[] =
     "  --no-history   do not record the run in the history (also GOPT_HISTORY=0; gopt history)\n"
     "  --methods L    comma-separated subset (baselines, composite baselines, search methods)\n"
     "  --plot F       SVG of best objective vs evaluations (search methods; baselines as lines)\n"
-    "  --policy P     the learned method go's policy (default: the shipped policies/<task>.gpol;\n"
-    "                 go is listed as skipped when there is none); also guided's local advantage\n"
-    "                 model (default: policies/<task>_localadv.gpol; guided is skipped without one)\n"
+    "  --policy P     a learned policy: its row (go or regal, the policy's kind) replaces the shipped\n"
+    "                 ones (policies/<task>.gpol, policies/<task>_regal.gpol; a row is listed as\n"
+    "                 skipped when there is none); also guided's local advantage model (default:\n"
+    "                 policies/<task>_localadv.gpol; guided is skipped without one)\n"
+    "  --brkga P,E,M,B  population, elite and mutant fractions, elite bias of the BRKGA methods\n"
     "  --hops K       khop, guided: radius of the mutated neighbourhood (default 1)\n"
     "  --alpha A      guided: pick the node among the top A % by predicted |advantage| (default 10)\n"
     "  --samples K    go: decision samples besides the greedy one (default 16)\n"
@@ -96,7 +98,7 @@ int cli_compare(int argc, char **argv) {
       json_object_set_new(r, "seconds", json_real(u->seconds));
       json_object_set_new(r, "optimal", json_boolean(u->optimal));
       json_object_set_new(r, "interrupted", json_boolean(u->interrupted));
-      if (rows[i].kind == CLI_METHOD_SEARCH) {
+      if (CLI_METHOD_SEARCHES(rows[i].kind)) {
         json_object_set_new(r, "start", json_string(m.start.info.name));
         json_object_set_new(r, "start_evaluations", json_integer((json_int_t)m.start.info.evals));
       }

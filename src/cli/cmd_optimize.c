@@ -21,14 +21,19 @@ static const char opt_help[] =
     "usage: gopt optimize MODEL --task T --cluster C --method NAME [--budget N] [--seconds S]\n"
     "                     [--seed S] [--threads N] [--start S] [-o decisions.json] [--json] [--batch N]\n"
     "                     [--training] [--policy P.gpol] [--samples K] [--finetune N] [--alpha A] [--hops K]\n"
+    "                     [--mpi-search eval|islands]\n"
     "  --task T       placement | fusion | schedule | memory | joint (docs/TASKS.md)\n"
     "  --cluster C    a shorthand (4xV100-nvlink, V100, 8xH100, ...) or a cluster JSON file\n"
     "  --method NAME  a baseline (single, round_robin, metis, expert, m_etf, no_fusion, xla, tvm,\n"
     "                 bfs, dfs, critical_path, mem_greedy, or several joined by '+') or a search\n"
-    "                 method (random, local, anneal, gibbs, brkga, khop, guided, ilp, dp) or go, the\n"
-    "                 learned policy\n"
-    "  --policy P     go: the policy file (default: the shipped policies/<task>.gpol); guided: the\n"
-    "                 local advantage model (default: policies/<task>_localadv.gpol)\n"
+    "                 method (random, local, anneal, gibbs, brkga, brkga-regal, brkga-tuned, khop,\n"
+    "                 guided, ilp, dp), go, the learned policy, or regal, brkga-regal sampling from\n"
+    "                 a learned policy (REGAL)\n"
+    "  --brkga P,E,M,B  brkga, brkga-regal, brkga-tuned, regal: population, elite and mutant\n"
+    "                 fractions, elite bias (e.g. 50,0.2,0.1,0.7; 0 keeps a default)\n"
+    "  --policy P     go, regal: the policy file (default: the shipped policies/<task>.gpol,\n"
+    "                 policies/<task>_regal.gpol); guided: the local advantage model (default:\n"
+    "                 policies/<task>_localadv.gpol)\n"
     "  --hops K       khop, guided: radius of the mutated neighbourhood (default 1)\n"
     "  --alpha A      guided: pick the node among the top A % by predicted |advantage| (default 10)\n"
     "  --samples K    go: decision samples besides the greedy one (default 16)\n"
@@ -44,7 +49,13 @@ static const char opt_help[] =
     "  --threads N    threads for batched evaluation (default: all)\n"
     "  -o FILE        write the decisions (gopt simulate --decisions FILE reproduces the objective)\n"
     "  --json         print one JSON object\n"
-    "  Ctrl-C stops a search and keeps its best so far.\n";
+    "  --mpi-search M under mpirun -np P (docs/SCALING.md): eval (default) runs one search whose\n"
+    "                 batches the ranks share: bitwise the one-process result, the evaluations of\n"
+    "                 random, brkga and regal divided; the methods that evaluate one point at a\n"
+    "                 time (local, anneal, gibbs, khop, guided) run whole on every rank.\n"
+    "                 islands: every rank searches its share of the budget with its own seeds and\n"
+    "                 the best migrates every GOPT_MPI_MIGRATE evaluations (faster, not always as good)\n"
+    "  Ctrl-C stops a search and keeps its best so far (under mpirun too: rank 0 prints it).\n";
 
 /* Appends [evaluations + offset, best] to the curve (a JSON array in user). */
 typedef struct opt_curve {
@@ -104,7 +115,7 @@ int cli_optimize(int argc, char **argv) {
   }
   gopt_env_result rd;
   if (cli_task_default("optimize", e, w, xd, &rd)) goto done;
-  if (kind == CLI_METHOD_SEARCH && (rc = cli_task_start_resolve("optimize", &f, e, &start))) goto done;
+  if (CLI_METHOD_SEARCHES(kind) && (rc = cli_task_start_resolve("optimize", &f, e, &start))) goto done;
   rc = 1;
   gopt_search_opts so;
   cli_task_search_opts(&f, isatty(STDERR_FILENO), &so);
@@ -113,7 +124,7 @@ int cli_optimize(int argc, char **argv) {
   cv.offset = start.info.evals;
   cli_task_run run;
   cli_task_sigint(1);
-  int mrc = cli_task_run_method(method, e, &f, &so, kind == CLI_METHOD_SEARCH ? &start : NULL, x, &run, &err);
+  int mrc = cli_task_run_method(method, e, &f, &so, CLI_METHOD_SEARCHES(kind) ? &start : NULL, x, &run, &err);
   cli_task_sigint(0);
   if (mrc) {
     fprintf(stderr, "gopt optimize: %s\n", err.msg);
@@ -131,7 +142,7 @@ int cli_optimize(int argc, char **argv) {
     json_t *o = cli_task_json_head(&f, g, c);
     json_object_set_new(o, "method", json_string(method));
     json_object_set_new(o, "kind", json_string(kind == CLI_METHOD_SEARCH    ? "search"
-                                               : kind == CLI_METHOD_LEARNED ? "learned"
+                                               : kind != CLI_METHOD_BASELINE ? "learned"
                                                                             : "baseline"));
     json_object_set_new(o, "objective", json_real(run.r.objective));
     json_object_set_new(o, "objective_unit", json_string(task == GOPT_TASK_MEMORY ? "bytes" : "seconds"));
@@ -147,16 +158,16 @@ int cli_optimize(int argc, char **argv) {
     json_object_set_new(o, "interrupted", json_boolean(run.interrupted));
     json_object_set_new(o, "optimal", json_boolean(run.optimal));
     json_object_set_new(o, "seed", json_integer(f.seed));
-    if (kind == CLI_METHOD_SEARCH) {
+    if (CLI_METHOD_SEARCHES(kind)) {
       json_object_set_new(o, "start", json_string(start.info.name));
       json_object_set_new(o, "start_evaluations", json_integer((json_int_t)start.info.evals));
     }
     if (kind != CLI_METHOD_BASELINE) json_object_set_new(o, "curve", json_incref(cv.a));
-    if (kind == CLI_METHOD_LEARNED) {
+    if (kind == CLI_METHOD_LEARNED || kind == CLI_METHOD_GUIDED) {
       char pp[4096];
       gopt_error perr = {0};
-      if (!cli_task_policy_path(&f, task, pp, sizeof pp, &perr)) json_object_set_new(o, "policy", json_string(pp));
-      json_object_set_new(o, "finetune_evaluations", json_integer((json_int_t)f.finetune));
+      if (!cli_task_policy_path(&f, task, method, pp, sizeof pp, &perr)) json_object_set_new(o, "policy", json_string(pp));
+      if (kind == CLI_METHOD_LEARNED) json_object_set_new(o, "finetune_evaluations", json_integer((json_int_t)f.finetune));
     }
     if (f.out) json_object_set_new(o, "decisions", json_string(f.out));
     json_dumpf(o, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
@@ -171,7 +182,8 @@ int cli_optimize(int argc, char **argv) {
     printf("step time %.4f ms, peak memory %.3f MB, %s", run.r.step_time * 1e3, run.r.peak_mem / 1e6,
            run.r.feasible ? "feasible" : "INFEASIBLE (over memory)");
     if (run.repaired) printf(", %zu fusion bits repaired", run.repaired);
-    if (kind == CLI_METHOD_SEARCH) printf("\nstarted from %s", start.info.name);
+    if (CLI_METHOD_SEARCHES(kind)) printf("\nstarted from %s", start.info.name);
+    if (kind == CLI_METHOD_GUIDED) printf(" (brkga-regal sampling from the REGAL policy)");
     if (kind == CLI_METHOD_LEARNED) printf("\n%s", f.finetune ? "fine-tuned policy" : "zero-shot policy");
     printf("\n%llu evaluations, %.3f s%s%s\n", (unsigned long long)run.evals, run.seconds,
            run.interrupted ? " (interrupted: best so far)" : "", run.optimal ? ", proven optimal" : "");

@@ -1,4 +1,4 @@
-/* cmd_passes.c: `gopt passes MODEL [--order default|LIST] [-o OUT] [--json] [--list]`: runs a
+/* cmd_passes.c: `gopt passes MODEL [--order default|LIST] [-o OUT] [--json] [--verify] [--list]`: runs a
  * compiler-pass pipeline (gopt/passes.h) and reports the instruction count before and after each
  * pass; -o writes the result (HLO text for .hlo, ONNX otherwise). */
 #include <jansson.h>
@@ -7,18 +7,23 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "gopt/exec.h"
 #include "gopt/hlo.h"
 #include "gopt/onnx.h"
 #include "gopt/passes.h"
 
 static const char passes_help[] =
     "usage: gopt passes MODEL [--order default|PASS,PASS,...] [-o OUT.hlo|OUT.onnx] [--json]\n"
+    "                         [--verify [--seed N]]\n"
     "                         [--batch N] [--training] [--no-fold]\n"
     "       gopt passes --list\n"
     "  runs target-independent compiler passes (after XLA's) and reports the instruction count\n"
     "  (parameters, constants and ops over all computations) before and after each pass.\n"
     "  --order default is XLA's CPU pipeline with the passes gopt has (its simplification group\n"
-    "  repeated until nothing changes, at most 25 rounds); a list runs each named pass once.\n";
+    "  repeated until nothing changes, at most 25 rounds); a list runs each named pass once.\n"
+    "  --verify   also run the module before and after on random inputs (--seed N, default 1) and\n"
+    "             check that every output is unchanged (floats within 1e-5 + 1e-4 relative); exit 1\n"
+    "             when one differs; a module the executor cannot run is reported as not verified\n";
 
 static int list_passes(void) {
   for (int i = 0; i < gopt_pass_count(); i++)
@@ -27,7 +32,10 @@ static int list_passes(void) {
 }
 
 static int report(const char *model, const char *order, const gopt_pipeline_step *s, size_t n,
-                  size_t before, size_t after, int json) {
+                  size_t before, size_t after, int json, int same, const char *msg) {
+  static const char *const verdict[] = {"outputs differ", "verified", "", "not verified (the module does not run)",
+                                        "not verified (the result does not run)"};
+  const char *v = verdict[same >= 0 ? (same == 0 ? 0 : same == 1 ? 1 : 2) : same == -1 ? 3 : 4];
   double red = before ? 100.0 * ((double)before - (double)after) / (double)before : 0;
   if (!json) {
     printf("model %s, order %s: %zu -> %zu instructions (%.2f%% fewer), %zu pass runs\n", model,
@@ -36,6 +44,7 @@ static int report(const char *model, const char *order, const gopt_pipeline_step
     for (size_t i = 0; i < n; i++)
       if (s[i].ops_before != s[i].ops_after || n <= 40)
         printf("%-4zu %-28s %10zu %10zu\n", i, gopt_pass_name(s[i].pass), s[i].ops_before, s[i].ops_after);
+    if (*v) printf("%s: %s\n", v, msg);
     return 0;
   }
   json_t *o = json_object(), *arr = json_array();
@@ -52,6 +61,10 @@ static int report(const char *model, const char *order, const gopt_pipeline_step
     json_array_append_new(arr, e);
   }
   json_object_set_new(o, "steps", arr);
+  if (*v) {
+    json_object_set_new(o, "verified", same == 1 ? json_true() : same == 0 ? json_false() : json_null());
+    json_object_set_new(o, "verify_note", json_string(msg));
+  }
   char *txt = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   if (!txt) return 1;
@@ -63,7 +76,8 @@ static int report(const char *model, const char *order, const gopt_pipeline_step
 int cli_passes(int argc, char **argv) {
   const char *model = NULL, *out = NULL, *order = "default";
   cli_model_opts mo = {0};
-  int json = 0, mf;
+  int json = 0, mf, verify = 0;
+  unsigned long long seed = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -73,6 +87,12 @@ int cli_passes(int argc, char **argv) {
       return list_passes();
     } else if (!strcmp(a, "--json")) {
       json = 1;
+    } else if (!strcmp(a, "--verify")) {
+      verify = 1;
+    } else if (!strcmp(a, "--seed")) {
+      char *e = NULL;
+      if (i + 1 >= argc || (seed = strtoull(argv[++i], &e, 10), !e || *e || !*argv[i]))
+        return cli_usage_error("passes", "--seed needs a non-negative integer");
     } else if (!strcmp(a, "--order") || !strcmp(a, "-o")) {
       if (i + 1 >= argc) return cli_usage_error("passes", "%s needs a value", a);
       *(!strcmp(a, "-o") ? &out : &order) = argv[++i];
@@ -103,8 +123,12 @@ int cli_passes(int argc, char **argv) {
   gopt_pipeline_step *steps = NULL;
   size_t n = 0;
   int rc = gopt_pipeline_run(order, g, &h, &steps, &n, &err);
-  if (!rc) rc = report(model, order, steps, n, gopt_hlo_instruction_count(g), gopt_hlo_instruction_count(h), json);
+  int same = 2; /* not asked */
+  char msg[600] = "";
+  if (!rc && verify) same = gopt_exec_same_outputs(g, h, seed, 1e-4, 1e-5, msg, sizeof msg);
+  if (!rc) rc = report(model, order, steps, n, gopt_hlo_instruction_count(g), gopt_hlo_instruction_count(h), json, same, msg);
   else fprintf(stderr, "gopt passes: %s\n", err.msg);
+  if (!rc && same == 0) rc = 1;
   if (!rc && out) {
     size_t ol = strlen(out);
     int hlo = ol > 4 && !strcmp(out + ol - 4, ".hlo");

@@ -24,7 +24,7 @@ int cli_run(int argc, char **argv);
 
 static const char run_help[] =
     "usage: gopt run MODEL [options]\n"
-    "  runs MODEL (an .onnx file with weights, or a zoo spec) on this CPU\n"
+    "  runs MODEL (an .onnx file with weights, a zoo spec, or an XLA HLO text module) on this CPU\n"
     "  --inputs DIR|F1,F2  input tensors: a folder with input_0.pb/.npy ... (or test_data_set_0/),\n"
     "                      or a comma-separated list of .pb/.npy files (default: random from --seed)\n"
     "  --outputs DIR       write output_0.pb ... into DIR (created when missing)\n"

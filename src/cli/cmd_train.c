@@ -1,5 +1,6 @@
-/* cmd_train.c: `gopt train`: trains a GO-style policy (learn.h) with PPO over a set of graphs and
- * clusters and writes it as a .gpol policy file; Ctrl-C writes the file and --resume continues. */
+/* cmd_train.c: `gopt train`: trains a GO-style policy (learn.h) with PPO, or a REGAL policy with
+ * REINFORCE (--method regal), over a set of graphs and clusters and writes it as a .gpol policy
+ * file; Ctrl-C writes the file and --resume continues. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <signal.h>
@@ -17,8 +18,14 @@
 static const char train_help[] =
     "usage: gopt train --task T --cluster C[,C2...] --graphs SPEC[;SPEC...] -o P.gpol\n"
     "                  [--iters N] [--imitate M] [--seed S] [--threads N] [--samples K] [--resume]\n"
+    "                  [--method ppo|regal] [--regal-evals N]\n"
     "       gopt train --method localadv --data data.bin -o P.gpol ... (see gopt train --method localadv --help)\n"
     "  trains a policy with PPO on every graph x cluster pair and writes P.gpol.\n"
+    "  --method regal  trains a REGAL policy (gopt optimize --method regal) with REINFORCE: per graph\n"
+    "                 and iteration K pairs of brkga-regal runs of --regal-evals evaluations (default\n"
+    "                 1000) with one seed, one sampling from the policy, one uniform; reward: the\n"
+    "                 guided best's improvement over the uniform best (docs/LEARNED.md, REGAL).\n"
+    "                 K = --samples (default 8); under mpirun the K pairs are split over the ranks.\n"
     "  SPEC: a model file (.onnx), a zoo spec (gnmt:layers=8,steps=100) or a folder (its *.onnx);\n"
     "  separate several with ';' or repeat --graphs. Ctrl-C writes P.gpol; --resume continues it\n"
     "  exactly (same --task, --cluster, --graphs, --iters, --seed, --threads). Defaults: --iters 100,\n"
@@ -133,9 +140,9 @@ static void on_sigint(int sig) {
 }
 
 typedef struct train_args {
-  const char *task, *out, *clusters;
+  const char *task, *out, *clusters, *method;
   char graphs[8192];
-  long iters, seed, threads, samples, stop_after, imitate, groups;
+  long iters, seed, threads, samples, stop_after, imitate, groups, regal_evals;
   int resume, no_history;
 } train_args;
 
@@ -149,13 +156,20 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!strcmp(f, "--method") && v && !strcmp(v, "ppo")) { i++; continue; }
     int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
                 !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after") ||
-                !strcmp(f, "--imitate") || !strcmp(f, "--rollout-groups");
+                !strcmp(f, "--imitate") || !strcmp(f, "--rollout-groups") || !strcmp(f, "--method") ||
+                !strcmp(f, "--regal-evals");
     if (!takes) return cli_usage_error("train", f[0] == '-' ? "unknown flag '%s'" : "unexpected argument '%s'", f);
     if (!v) return cli_usage_error("train", "%s: missing value", f);
     i++;
     if (!strcmp(f, "--task")) a->task = v;
     else if (!strcmp(f, "--cluster")) a->clusters = v;
     else if (!strcmp(f, "-o")) a->out = v;
+    else if (!strcmp(f, "--method")) {
+      if (strcmp(v, "ppo") && strcmp(v, "regal")) return cli_usage_error("train", "--method: unknown method '%s' (ppo, regal, localadv)", v);
+      a->method = v;
+    } else if (!strcmp(f, "--regal-evals")) {
+      if (cli_parse_long("train", f, v, 1, 1000000000L, &a->regal_evals)) return 2;
+    }
     else if (!strcmp(f, "--graphs")) {
       size_t l = strlen(a->graphs);
       if (l + strlen(v) + 2 > sizeof a->graphs) return cli_usage_error("train", "--graphs: list too long");
@@ -173,6 +187,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
   if (!a->clusters) return cli_usage_error("train", "missing --cluster");
   if (!a->graphs[0]) return cli_usage_error("train", "missing --graphs");
   if (!a->out) return cli_usage_error("train", "missing -o");
+  if (a->regal_evals && strcmp(a->method, "regal")) return cli_usage_error("train", "--regal-evals needs --method regal");
   return -1;
 }
 
@@ -183,7 +198,7 @@ static void record(const train_args *a, const train_set *s, const gopt_learn_tra
   uint64_t h = 0x7472;
   for (size_t i = 0; i < s->ng; i++) h = gopt_hash_mix(h, gopt_graph_hash(s->g[i]));
   gopt_history_record r = {.model_hash = h, .model = a->graphs, .command = "train", .task = a->task,
-                           .cluster = a->clusters, .method = "ppo", .seed = (uint64_t)a->seed,
+                           .cluster = a->clusters, .method = a->method, .seed = (uint64_t)a->seed,
                            .objective = 0, .feasible = 1, .evaluations = (uint64_t)tr->iters_done,
                            .seconds = tr->seconds, .decisions_file = a->out};
   gopt_error err = {0};
@@ -195,11 +210,8 @@ int cli_train_localadv(int argc, char **argv); /* cmd_localadv.c */
 
 int cli_train(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i++) /* --method localadv: the advantage model's trainer */
-    if (!strcmp(argv[i], "--method")) {
-      if (!strcmp(argv[i + 1], "localadv")) return cli_train_localadv(argc, argv);
-      if (strcmp(argv[i + 1], "ppo")) return cli_usage_error("train", "--method: unknown '%s' (ppo, localadv)", argv[i + 1]);
-    }
-  train_args a = {.iters = 100, .seed = 1, .threads = 2, .samples = 8};
+    if (!strcmp(argv[i], "--method") && !strcmp(argv[i + 1], "localadv")) return cli_train_localadv(argc, argv);
+  train_args a = {.iters = 100, .seed = 1, .threads = 2, .samples = 8, .method = "ppo"};
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
   int task = gopt_task_from_name(a.task);
@@ -212,6 +224,11 @@ int cli_train(int argc, char **argv) {
   if (a.resume) {
     if (gopt_policy_load(a.out, task, &p, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
     if (!gopt_policy_trainset(p)[0]) { fprintf(stderr, "gopt train: %s: no training state to resume\n", a.out); goto done; }
+    if (strcmp(gopt_policy_kind(p), !strcmp(a.method, "regal") ? "regal" : "go")) {
+      fprintf(stderr, "gopt train: %s: a '%s' policy; resume it with%s --method regal\n", a.out, gopt_policy_kind(p),
+              !strcmp(a.method, "regal") ? "out" : "");
+      goto done;
+    }
   }
   if (each(s, a.clusters, ',', add_cluster) || each(s, a.graphs, ';', add_spec)) goto done;
   for (size_t i = 0; i < s->ng; i++)
@@ -226,13 +243,15 @@ int cli_train(int argc, char **argv) {
       if (!(s->name[s->n] = malloc(k))) goto done;
       snprintf(s->name[s->n++], k, "%s@%s", s->gname[i], s->c[j]->name);
     }
-  if (!p && gopt_policy_new(task, NULL, (uint64_t)a.seed, &p, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
+  int regal = !strcmp(a.method, "regal");
+  if (!p && (regal ? gopt_policy_new_regal(task, NULL, (uint64_t)a.seed, &p, &err)
+                   : gopt_policy_new(task, NULL, (uint64_t)a.seed, &p, &err))) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
   tty = isatty(2);
   total_iters = a.iters;
   t_start = t_last = gopt_now();
   gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
                              .stop_after = a.stop_after, .imitate_iters = a.imitate,
-                             .rollout_groups = (int)a.groups,
+                             .rollout_groups = (int)a.groups, .regal_evals = (uint64_t)a.regal_evals,
                              .dist = cli_mpi_learn_dist(),
                              .on_iter = on_iter, .user = s};
   gopt_learn_train_result tr;

@@ -35,7 +35,7 @@ static const struct {
     {"fidelity", cli_fidelity, "compare predicted with measured op and step times"},
     {"optimize", cli_optimize, "optimize placement/fusion/schedule/memory decisions with a baseline or search"},
     {"compare", cli_compare, "run every baseline and search method on one task: table and SVG plot"},
-    {"train", cli_train, "train a learned (GO-style) policy with PPO over many graphs: P.gpol"},
+    {"train", cli_train, "train a learned policy over many graphs (GO-style with PPO, --method regal or localadv): P.gpol"},
     {"collect", cli_collect, "Gibbs-sample per-choice costs into a local advantage dataset (fusion, placement)"},
     {"report", cli_report, "one self-contained HTML report: methods, timelines, memory, graph, convergence"},
     {"history", cli_history, "list the recorded optimize, compare and train runs"},

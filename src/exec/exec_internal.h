@@ -43,6 +43,7 @@ typedef struct ex_pool_ent {
 struct gopt_exec {
   const gopt_graph *g;
   int threads;
+  uint64_t seed;             /* opts->seed (nested executors of called computations) */
   int check_nan;
   int opset;                 /* default-domain opset of the model */
   ex_val *vals;              /* per tensor */
@@ -96,6 +97,12 @@ int ex_misc_handles(int op);
 int ex_ref_claims(const gopt_exec *x, int32_t n);
 int ex_ref_handles(const gopt_exec *x, int32_t n);
 int ex_prepare_ref(gopt_exec *x, ex_kernel *k, gopt_error *err);
+
+/* HLO opcodes of nodes that are opaque in the IR (k_hlo.c): whether a kernel runs node n, and its
+ * preparation (data movement, elementwise ops without an ONNX twin, reduce, tuples, call/fusion
+ * in a nested executor, cuda_threefry2x32). */
+int ex_hlo_handles(const gopt_exec *x, int32_t n);
+int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err);
 
 /* Fused group: compiles the members (node ids, in a valid order) into one loop. */
 int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *members, int n_members,

@@ -373,7 +373,7 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
     if (ex_numel(x, t) > best || (ex_numel(x, t) == best && ex_rank(x, t) > f->rank)) {
       best = ex_numel(x, t);
       f->rank = ex_rank(x, t);
-      memcpy(f->dims, ex_dims(x, t), (size_t)f->rank * sizeof(int64_t));
+      if (f->rank) memcpy(f->dims, ex_dims(x, t), (size_t)f->rank * sizeof(int64_t)); /* scalars: no dims */
     }
   }
   f->numel = best;
@@ -677,7 +677,7 @@ int ex_prepare_elem(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   s->op = nd->op;
   int32_t o = k->out[0];
   s->rank = ex_rank(x, o);
-  memcpy(s->dims, ex_dims(x, o), (size_t)s->rank * sizeof(int64_t));
+  if (s->rank) memcpy(s->dims, ex_dims(x, o), (size_t)s->rank * sizeof(int64_t));
   if (s->rank == 0) {
     s->rank = 1;
     s->dims[0] = 1;

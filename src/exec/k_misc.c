@@ -128,7 +128,7 @@ static int prep_reduce(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   s->op = g->nodes.a[k->node].op;
   int r = ex_rank(x, in);
   s->rank = r;
-  memcpy(s->dims, ex_dims(x, in), (size_t)r * sizeof(int64_t));
+  if (r) memcpy(s->dims, ex_dims(x, in), (size_t)r * sizeof(int64_t));
   int64_t axes[GOPT_MAX_RANK];
   size_t na = 0;
   if (s->op == GOPT_OP_GLOBAL_AVG_POOL || s->op == GOPT_OP_GLOBAL_MAX_POOL) {

@@ -94,7 +94,7 @@ static void rt_set(rt *t, const gopt_exec *x, int32_t id) {
   if (id < 0) return;
   t->dt = ex_dtype(x, id);
   t->rank = ex_rank(x, id);
-  memcpy(t->d, ex_dims(x, id), (size_t)t->rank * sizeof(int64_t));
+  if (t->rank) memcpy(t->d, ex_dims(x, id), (size_t)t->rank * sizeof(int64_t));
   t->n = ex_numel(x, id);
 }
 
@@ -144,7 +144,11 @@ int ex_ref_claims(const gopt_exec *x, int32_t n) {
 
 int ex_prepare_ref(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   const ref_entry *e = find(x, k->node);
-  if (!e) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "op type not supported by the executor");
+  return ex_prepare_ref_fn(x, k, e ? e->fn : NULL, err);
+}
+
+int ex_prepare_ref_fn(gopt_exec *x, ex_kernel *k, ref_fn fn, gopt_error *err) {
+  if (!fn) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "op type not supported by the executor");
   if (k->n_in > REF_MAX_IO || k->n_out > REF_MAX_IO)
     return ex_node_error(x, k->node, err, GOPT_EUNSUP, "more than %d inputs or outputs", REF_MAX_IO);
   for (int i = 0; i < k->n_in + k->n_out; i++) {
@@ -155,7 +159,7 @@ int ex_prepare_ref(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   }
   ref_st *s = calloc(1, sizeof *s);
   if (!s) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-  s->fn = e->fn;
+  s->fn = fn;
   k->st = s;
   k->fini = free;
   k->run = ref_run;

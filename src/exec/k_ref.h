@@ -35,6 +35,9 @@ extern const ref_entry ex_ref_ops_table[];
 extern const ref_entry ex_ref_nn_table[];
 extern const ref_entry ex_ref_more_table[];
 
+/* Prepares k to run fn through the reference framework (inputs as doubles, dtypes checked). */
+int ex_prepare_ref_fn(gopt_exec *x, ex_kernel *k, ref_fn fn, gopt_error *err);
+
 /* Row-major strides of t. */
 void ref_strides(const rt *t, int64_t *st);
 /* Flat index into in (numpy-broadcast to out's shape) of out's flat index o. */

@@ -88,6 +88,7 @@ static void putf(wbuf *b, const char *fmt, ...) {
 static void put_meta(wbuf *m, const gopt_policy *p) {
   const gopt_learn_arch *a = &p->arch;
   putf(m, "task %s\nfeat_version %d\n", gopt_task_name(p->task), GOPT_LEARN_FEAT_VERSION);
+  if (p->head == LEARN_HEAD_REGAL) putf(m, "kind regal\n"); /* absent: a GO policy */
   if (p->localadv) putf(m, "model localadv\n");
   putf(m, "arch %d %d %d %d %d\n", a->hidden, a->sage_layers, a->heads, a->seg_len, a->dev_hidden);
   putf(m, "iters %lld\ntrain_state %d\ntotal_iters %lld\nn_graphs %zu\n", (long long)p->iter,
@@ -132,7 +133,7 @@ int gopt_policy_save(const gopt_policy *p, const char *path, gopt_error *err) {
 
 /* Parses the metadata lines into a new policy (weights not loaded yet). */
 static int parse_meta(const char *path, char *meta, int want_task, int want_la, gopt_policy **out, gopt_error *err) {
-  int task = -1, fv = -1, has_train = 0, la = 0;
+  int task = -1, fv = -1, has_train = 0, la = 0, head = LEARN_HEAD_GO;
   gopt_learn_arch a = {0};
   long long iters = 0, total = 0;
   size_t ng = 0, gi = 0;
@@ -142,6 +143,10 @@ static int parse_meta(const char *path, char *meta, int want_task, int want_la, 
   for (char *line = strtok(meta, "\n"); line; line = strtok(NULL, "\n")) {
     char name[32];
     if (!strncmp(line, "task ", 5)) task = gopt_task_from_name(line + 5);
+    else if (!strncmp(line, "kind ", 5)) {
+      if (strcmp(line + 5, "regal")) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: unknown policy kind '%.40s'", path, line + 5); goto done; }
+      head = LEARN_HEAD_REGAL;
+    }
     else if (sscanf(line, "feat_version %d", &fv) == 1) {}
     else if (!strcmp(line, "model localadv")) la = 1;
     else if (sscanf(line, "arch %d %d %d %d %d", &a.hidden, &a.sage_layers, &a.heads, &a.seg_len, &a.dev_hidden) == 5) {}
@@ -189,7 +194,10 @@ static int parse_meta(const char *path, char *meta, int want_task, int want_la, 
   }
   if (has_train && gi != ng) { rc = gopt_error_set(err, GOPT_EPARSE, "%s: trainer state has %zu of %zu graphs", path, gi, ng); goto done; }
   if (set.oom) { rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path); goto done; }
-  if ((rc = learn_policy_build(task, &a, 0, la, out, err))) { gopt_error_prefix(err, "%s: ", path); goto done; }
+  if ((rc = learn_policy_build(task, &a, 0, la ? LEARN_HEAD_LOCALADV : head, out, err))) {
+    gopt_error_prefix(err, "%s: ", path);
+    goto done;
+  }
   gopt_policy *p = *out;
   free(p->trainset);
   p->trainset = (char *)set.p;
@@ -258,12 +266,16 @@ done:
 static int exists(const char *p) { return access(p, R_OK) == 0; }
 
 int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_error *err) {
-  const char *tn = gopt_task_name(task);
+  return gopt_learn_find_policy_kind(task, "go", exe, buf, n, err);
+}
+
+int gopt_learn_find_policy_kind(int task, const char *kind, const char *exe, char *buf, size_t n, gopt_error *err) {
+  const char *tn = gopt_task_name(task), *sfx = kind && !strcmp(kind, "regal") ? "_regal" : "";
   if (!tn) return gopt_error_set(err, GOPT_EINVAL, "learn: unknown task %d", task);
   char name[64];
-  snprintf(name, sizeof name, "%s.gpol", tn);
+  snprintf(name, sizeof name, "%s%s.gpol", tn, sfx);
   if (!learn_find_file(name, exe, buf, n, NULL)) return 0;
-  return gopt_error_set(err, GOPT_EIO, "no policy for task '%s': none in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", tn);
+  return gopt_error_set(err, GOPT_EIO, "no %spolicy for task '%s': none in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", sfx[0] ? "REGAL " : "", tn);
 }
 
 int learn_find_file(const char *name, const char *exe, char *buf, size_t n, gopt_error *err) {

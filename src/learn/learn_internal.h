@@ -45,6 +45,7 @@ typedef struct learn_fwd {
   gopt_nn_tensor *dev_logits;   /* [Vd, D] */
   gopt_nn_tensor *fuse_logits;  /* [Vf, 2] */
   gopt_nn_tensor *alpha, *beta; /* [Vp, 1] */
+  gopt_nn_tensor *rows[3];      /* per kind: the final embeddings of its variables' rows */
 } learn_fwd;
 
 /* Per-graph feature modulation (fine-tuning): h <- h * (1 + scale) + shift. */
@@ -53,9 +54,13 @@ typedef struct learn_mod {
   gopt_nn_tensor *scale, *shift;   /* [hidden] */
 } learn_mod;
 
+enum { LEARN_HEAD_GO = 0, LEARN_HEAD_LOCALADV = 1, LEARN_HEAD_REGAL = 2 }; /* the kind (gopt_policy_kind) */
+
 struct gopt_policy {
   int task;
+  int head;                        /* LEARN_HEAD_*: the policy's kind */
   int localadv;                    /* a local advantage model (localadv.h): cfg input, heads are scores */
+  gopt_nn_linear aff_a, aff_b;     /* REGAL: node -> device-embedding queries for alpha, beta */
   gopt_learn_arch arch;
   int kinds[3];                    /* decision kinds the task has */
   gopt_nn_params *params;
@@ -78,13 +83,37 @@ struct gopt_policy {
   int64_t total_iters;             /* --iters of the run that wrote it */
 };
 
-/* gopt_policy_new, or a local advantage model when localadv is set. */
-int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int localadv, gopt_policy **out,
+/* gopt_policy_new of a kind (LEARN_HEAD_*: a GO policy, a local advantage model, a REGAL policy). */
+int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int kind, gopt_policy **out,
                        gopt_error *err);
-/* gopt_policy_load of either kind of model (localadv: -1 any, 0 a GO policy, 1 an advantage model). */
+/* gopt_policy_load of either kind of model (localadv: -1 any, 0 a GO or REGAL policy, 1 an advantage
+ * model). */
 int learn_policy_load(const char *path, int task, int localadv, gopt_policy **out, gopt_error *err);
 /* Where the shipped file `name` is (gopt_learn_find_policy's places). */
 int learn_find_file(const char *name, const char *exe, char *buf, size_t n, gopt_error *err);
+/* learn_regal.c: adds REGAL's parameters to p (before the parameters are finalized). */
+int learn_regal_params(gopt_policy *p);
+/* learn_regal.c: REINFORCE training of a REGAL policy (gopt_learn_train dispatches to it). */
+int learn_regal_train(gopt_policy *p, gopt_env *const *envs, const char *const *names, size_t n,
+                      const gopt_learn_train_opts *o, gopt_learn_train_result *res, gopt_error *err);
+/* learn_train.c, shared with REGAL's trainer: fresh trainer state in p (or checks that a resumed run
+ * matches it), the all-ranks stop agreement under dist, and advantages of k rewards against the
+ * per-graph moving-average baseline *ema (NaN on first visit; updated), normalised by the rewards'
+ * spread and clamped to [-5, 5]; returns the mean reward. */
+int learn_train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err);
+int learn_train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err);
+double learn_advantages(const double *reward, int k, double *adv, double *ema, double decay);
+/* The trainers' Adam (o's learning rate and clipping, warmup-cosine over steps) into *oc / *opt and
+ * their generator seeded by o->seed; when resumed, weights, Adam moments and generator from p's
+ * checkpoint (its step must be p->iter). *opt may be set on error (the caller frees it). */
+int learn_train_optim(gopt_policy *p, const gopt_learn_train_opts *o, int64_t steps, int resumed,
+                      gopt_nn_optim_cfg *oc, gopt_nn_optim **opt, gopt_nn_rng *rng, gopt_error *err);
+/* Ends an iteration (its learning rate into info, p->iter + 1, o->on_iter); at the end of a run,
+ * keeps the trainer's checkpoint (weights, Adam, generator) in p for the policy file. */
+void learn_train_iter_done(gopt_policy *p, const gopt_learn_train_opts *o, const gopt_nn_optim_cfg *oc,
+                           const gopt_nn_optim *opt, gopt_learn_iter_info *info);
+int learn_train_finish(gopt_policy *p, const gopt_nn_optim *opt, const gopt_nn_rng *rng, gopt_error *err);
+
 int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
 void learn_graph_free(learn_graph *g);
 /* Builds the pass's outputs. mod may be NULL. Returns 0 or the ctx error. */

@@ -69,6 +69,9 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
   gopt_learn_opt_opts def = {.samples = 16};
   if (!o) o = &def;
   memset(res, 0, sizeof *res);
+  if (p->head != LEARN_HEAD_GO)
+    return gopt_error_set(err, GOPT_EINVAL, "learn: policy is a '%s' model (use --method %s)", gopt_policy_kind(p),
+                          p->head == LEARN_HEAD_REGAL ? "regal" : "guided");
   if (gopt_env_task(e) != p->task)
     return gopt_error_set(err, GOPT_EINVAL, "learn: policy is for task '%s', environment is '%s'",
                           gopt_task_name(p->task), gopt_task_name(gopt_env_task(e)));

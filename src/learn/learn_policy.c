@@ -206,10 +206,10 @@ static gopt_learn_arch arch_fill(const gopt_learn_arch *a) {
 
 int gopt_policy_new(int task, const gopt_learn_arch *arch, uint64_t seed, gopt_policy **out,
                     gopt_error *err) {
-  return learn_policy_build(task, arch, seed, 0, out, err);
+  return learn_policy_build(task, arch, seed, LEARN_HEAD_GO, out, err);
 }
 
-int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int localadv, gopt_policy **out,
+int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int kind, gopt_policy **out,
                        gopt_error *err) {
   *out = NULL;
   if (!gopt_task_name(task)) return gopt_error_set(err, GOPT_EINVAL, "learn: unknown task %d", task);
@@ -223,7 +223,8 @@ int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int
     return lerr(err, GOPT_ENOMEM, "learn: out of memory (policy)");
   }
   p->task = task;
-  p->localadv = localadv;
+  p->head = kind;
+  p->localadv = kind == LEARN_HEAD_LOCALADV;
   p->arch = a;
   task_kinds(task, p->kinds);
   int rc = gopt_nn_linear_init(&p->in, p->params, "in", LEARN_NIN, a.hidden, 1);
@@ -245,7 +246,8 @@ int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int
   }
   if (!rc && p->kinds[GOPT_VAR_PRIORITY]) rc = gopt_nn_beta_head_init(&p->pri, p->params, "pri", a.hidden, 1);
   if (!rc && p->kinds[GOPT_VAR_FUSE]) rc = gopt_nn_linear_init(&p->fuse, p->params, "fuse", a.hidden, 2, 1);
-  if (!rc && localadv) rc = gopt_nn_linear_init(&p->cfg, p->params, "la_cfg", LEARN_NCFG, a.hidden, 0);
+  if (!rc && p->localadv) rc = gopt_nn_linear_init(&p->cfg, p->params, "la_cfg", LEARN_NCFG, a.hidden, 0);
+  if (!rc && kind == LEARN_HEAD_REGAL) rc = learn_regal_params(p);
   rc = rc ? rc : gopt_nn_params_finalize(p->params, seed, err);
   if (!rc && p->pipe_w) p->pipe_w->data[0] = LEARN_PIPE_INIT;
   if (rc) {
@@ -273,6 +275,9 @@ size_t gopt_policy_param_count(const gopt_policy *p) { return gopt_nn_params_tot
 const float *gopt_policy_weights(const gopt_policy *p) { return gopt_nn_params_data(p->params); }
 const char *gopt_policy_trainset(const gopt_policy *p) { return p->trainset ? p->trainset : ""; }
 int64_t gopt_policy_iters(const gopt_policy *p) { return p->iter; }
+const char *gopt_policy_kind(const gopt_policy *p) {
+  return p->head == LEARN_HEAD_REGAL ? "regal" : p->head == LEARN_HEAD_LOCALADV ? "localadv" : "go";
+}
 
 int learn_mod_new(const gopt_policy *p, learn_mod *m, gopt_error *err) {
   memset(m, 0, sizeof *m);
@@ -315,6 +320,7 @@ int learn_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph *g, 
     e = gopt_nn_seg_block_forward(ctx, &p->blk[k], e, 0, g->valid);
     gopt_nn_tensor *r = kind_rows(ctx, e, g, k);
     if (!r) continue;
+    f->rows[k] = r;
     if (k == GOPT_VAR_DEVICE) {
       int64_t dsh[2] = {g->n_dev, LEARN_NDEV};
       gopt_nn_tensor *q = gopt_nn_linear_forward(ctx, &p->dev_q, r);

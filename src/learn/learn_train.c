@@ -155,19 +155,18 @@ static int group_grads(gopt_nn_ctx *ctx, gopt_policy *p, const learn_fwd *f, con
   return rc;
 }
 
-/* Advantages from rewards and the graph's moving-average baseline *ema (NaN: first visit). */
-static void advantages(learn_batch *b, double *ema, double decay) {
+double learn_advantages(const double *reward, int k, double *adv, double *ema, double decay) {
   double mean = 0, var = 0;
-  for (int i = 0; i < b->k; i++) mean += b->reward[i];
-  mean /= b->k;
-  for (int i = 0; i < b->k; i++) var += (b->reward[i] - mean) * (b->reward[i] - mean);
-  double sd = sqrt(var / b->k), base = isnan(*ema) ? mean : *ema;
-  for (int i = 0; i < b->k; i++) {
-    double a = (b->reward[i] - base) / (sd + 0.01);
-    b->advantage[i] = a > 5 ? 5 : (a < -5 ? -5 : a);
+  for (int i = 0; i < k; i++) mean += reward[i];
+  mean /= k;
+  for (int i = 0; i < k; i++) var += (reward[i] - mean) * (reward[i] - mean);
+  double sd = sqrt(var / k), base = isnan(*ema) ? mean : *ema;
+  for (int i = 0; i < k; i++) {
+    double a = (reward[i] - base) / (sd + 0.01);
+    adv[i] = a > 5 ? 5 : (a < -5 ? -5 : a);
   }
   *ema = isnan(*ema) ? mean : decay * *ema + (1 - decay) * mean;
-  b->mean_reward = mean;
+  return mean;
 }
 
 int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt_nn_optim *opt,
@@ -190,7 +189,7 @@ int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt
       }
       if ((rc = batch_evaluate(e, b, c, err))) return rc;
       for (int i = 0; i < b->k; i++) b->reward[i] = gopt_learn_reward(e, &b->res[i], ref);
-      advantages(b, ema, c->baseline_decay);
+      b->mean_reward = learn_advantages(b->reward, b->k, b->advantage, ema, c->baseline_decay);
     }
     if (b->nv == 0) continue;
     if (ppo_groups(c) > 1) {
@@ -231,7 +230,7 @@ static gopt_learn_train_opts train_defaults(const gopt_learn_train_opts *o) {
 }
 
 /* Starts fresh trainer state in p, or checks that a resumed run matches it. */
-static int train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err) {
+int learn_train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err) {
   if (p->has_train) {
     if (p->n_graphs != n || p->total_iters != iters)
       return gopt_error_set(err, GOPT_EINVAL, "learn: resume: the policy was trained on %zu graphs for %lld iterations, this run has %zu graphs and %lld",
@@ -264,9 +263,40 @@ static int train_state(gopt_policy *p, const char *const *names, size_t n, int64
   return 0;
 }
 
+int learn_train_optim(gopt_policy *p, const gopt_learn_train_opts *o, int64_t steps, int resumed,
+                      gopt_nn_optim_cfg *oc, gopt_nn_optim **opt, gopt_nn_rng *rng, gopt_error *err) {
+  *oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, o->lr);
+  oc->clip_norm = o->clip_norm;
+  oc->sched = GOPT_NN_LR_WARMUP_COSINE;
+  oc->total_steps = steps;
+  oc->warmup_steps = steps / 20;
+  oc->min_lr_ratio = 0.1f;
+  gopt_nn_rng_seed(rng, o->seed);
+  if (!(*opt = gopt_nn_optim_new(oc, p->params, err))) return GOPT_EINVAL;
+  if (!resumed) return 0;
+  int64_t step = 0;
+  int rc = learn_ckpt_from_blob("policy", p->ckpt, p->ckpt_len, p->params, *opt, rng, &step, err);
+  if (!rc && step != p->iter)
+    rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)p->iter);
+  return rc;
+}
+
+void learn_train_iter_done(gopt_policy *p, const gopt_learn_train_opts *o, const gopt_nn_optim_cfg *oc,
+                           const gopt_nn_optim *opt, gopt_learn_iter_info *info) {
+  info->lr = gopt_nn_lr_at(oc, gopt_nn_optim_steps(opt));
+  p->iter++;
+  if (o->on_iter) o->on_iter(info, o->user);
+}
+
+int learn_train_finish(gopt_policy *p, const gopt_nn_optim *opt, const gopt_nn_rng *rng, gopt_error *err) {
+  free(p->ckpt);
+  p->ckpt = NULL;
+  return learn_ckpt_to_blob(p->params, opt, rng, p->iter, &p->ckpt, &p->ckpt_len, err);
+}
+
 /* Under dist: *stop becomes 1 when any rank asks to stop (Ctrl-C reaches the ranks at different
  * times; all must leave at the same iteration boundary). */
-static int train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err) {
+int learn_train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err) {
   int *all = calloc((size_t)d->size, sizeof *all);
   if (!all) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
   all[d->rank] = *stop;
@@ -302,37 +332,28 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
     if (gopt_env_task(envs[i]) != p->task)
       return gopt_error_set(err, GOPT_EINVAL, "learn: graph %zu is a '%s' environment, the policy is for '%s'", i,
                             gopt_task_name(gopt_env_task(envs[i])), gopt_task_name(p->task));
+  if (p->head == LEARN_HEAD_REGAL) return learn_regal_train(p, envs, names, n, opts, res, err);
   gopt_learn_train_opts o = train_defaults(opts);
   if (o.iters <= 0) return gopt_error_set(err, GOPT_EINVAL, "learn: --iters must be positive");
   int resumed = p->has_train && p->ckpt;
-  int rc = train_state(p, names, n, o.iters, err);
+  int rc = learn_train_state(p, names, n, o.iters, err);
   if (rc) return rc;
   learn_ppo_cfg c = {o.samples, o.epochs, o.clip_eps, o.ent_coef, o.baseline_decay, o.rollout_groups, o.dist};
   int G = ppo_groups(&c);
   if (o.samples % G)
     return gopt_error_set(err, GOPT_EINVAL, "learn: --samples %d is not a multiple of the %d rollout groups%s", o.samples, G,
                           o.dist ? " (one per MPI rank)" : "");
-  gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, o.lr);
-  oc.clip_norm = o.clip_norm;
-  oc.sched = GOPT_NN_LR_WARMUP_COSINE;
-  oc.total_steps = o.iters * o.graphs_per_iter * o.epochs;
-  oc.warmup_steps = oc.total_steps / 20;
-  oc.min_lr_ratio = 0.1f;
-  gopt_nn_optim *opt = gopt_nn_optim_new(&oc, p->params, err);
+  gopt_nn_optim_cfg oc;
+  gopt_nn_optim *opt = NULL;
   gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
   train_slot *slots = calloc(n, sizeof *slots);
   learn_batch b = {0};
   gopt_nn_rng rng;
-  gopt_nn_rng_seed(&rng, o.seed);
-  if (!opt || !ctx || !slots) { rc = opt ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : GOPT_EINVAL; goto done; }
-  if (resumed) {
-    int64_t step = 0;
-    if ((rc = learn_ckpt_from_blob("policy", p->ckpt, p->ckpt_len, p->params, opt, &rng, &step, err))) goto done;
-    if (step != p->iter) { rc = gopt_error_set(err, GOPT_EPARSE, "learn: resume: checkpoint step %lld, metadata %lld", (long long)step, (long long)p->iter); goto done; }
-  }
+  if (!ctx || !slots) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory"); goto done; }
+  if ((rc = learn_train_optim(p, &o, o.iters * o.graphs_per_iter * o.epochs, resumed, &oc, &opt, &rng, err))) goto done;
   while (p->iter < o.iters) {
     int stop = learn_stop_requested() || (o.stop_after > 0 && p->iter >= o.stop_after);
-    if (o.dist && (rc = train_agree_stop(o.dist, &stop, err))) goto done;
+    if (o.dist && (rc = learn_train_agree_stop(o.dist, &stop, err))) goto done;
     if (stop) { res->interrupted = 1; break; }
     gopt_learn_iter_info info = {.iter = p->iter};
     for (int j = 0; j < o.graphs_per_iter; j++) {
@@ -359,13 +380,9 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
       info.best_obj = p->best[gi];
       info.ref_obj = slots[gi].ref.objective;
     }
-    info.lr = gopt_nn_lr_at(&oc, gopt_nn_optim_steps(opt));
-    p->iter++;
-    if (o.on_iter) o.on_iter(&info, o.user);
+    learn_train_iter_done(p, &o, &oc, opt, &info);
   }
-  free(p->ckpt);
-  p->ckpt = NULL;
-  rc = learn_ckpt_to_blob(p->params, opt, &rng, p->iter, &p->ckpt, &p->ckpt_len, err);
+  rc = learn_train_finish(p, opt, &rng, err);
 done:
   res->iters_done = p->iter;
   res->seconds = gopt_now() - t0;

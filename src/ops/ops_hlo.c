@@ -2,6 +2,7 @@
  * kind's shape rule checks the text's shapes) and the cost rule of "hlo::OPCODE" nodes. The
  * table is the one place that decides how HLO maps onto gopt's ops; docs/HLO.md lists it. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/ops_hlo.h"
@@ -70,6 +71,23 @@ int ops_hlo_dot_equation(const gopt_graph *g, int32_t n, int ra, int rb, char *e
   o[no] = 0;
   snprintf(eq, cap, "%s,%s->%s", a, b, o);
   return 0;
+}
+
+int ops_hlo_slice(const gopt_graph *g, int32_t n, int rank, int64_t *st, int64_t *lim, int64_t *sd) {
+  const char *s = gopt_node_get_string(g, n, "slice", NULL);
+  int k = 0;
+  for (const char *q = s; q && (q = strchr(q, '[')); k++) {
+    char *e;
+    if (k >= rank) return -1;
+    st[k] = strtoll(q + 1, &e, 10);
+    if (*e != ':') return -1;
+    lim[k] = strtoll(e + 1, &e, 10);
+    sd[k] = 1;
+    if (*e == ':') sd[k] = strtoll(e + 1, &e, 10);
+    if (*e != ']' || sd[k] < 1 || st[k] < 0 || lim[k] < st[k]) return -1;
+    q = e;
+  }
+  return s && k == rank ? 0 : -1;
 }
 
 void ops_hlo_set_kind(gopt_graph *g, int32_t n, int tuple_result) {

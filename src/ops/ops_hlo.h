@@ -35,6 +35,10 @@ int ops_hlo_cost(const gopt_graph *g, int32_t n, gopt_cost *c);
  * tuple_result: n's result is a tuple (never checked). */
 void ops_hlo_set_kind(gopt_graph *g, int32_t n, int tuple_result);
 
+/* slice="{[start:limit(:stride)], ...}" of HLO node n, rank entries, into st/lim/sd. 0, or -1 when
+ * it is missing or does not parse (stride < 1, start < 0 or limit < start included). */
+int ops_hlo_slice(const gopt_graph *g, int32_t n, int rank, int64_t *st, int64_t *lim, int64_t *sd);
+
 /* Einsum equation ("ab,bc->ac") of an HLO dot node n from its dimension-number attributes and
  * operand ranks ra, rb: batch dims, then lhs free, then rhs free dims. 0, or -1 when invalid. */
 int ops_hlo_dot_equation(const gopt_graph *g, int32_t n, int ra, int rb, char *eq, size_t cap);

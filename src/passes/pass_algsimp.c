@@ -18,24 +18,14 @@ static int is_iota_attr(const gopt_graph *g, int32_t n, const char *key, int ran
   return 1;
 }
 
-/* 1 when a slice attribute "{[0:4], [0:8:1]}" starts at 0 with stride 1 everywhere and ends at the
- * operand's dims (the slice is the whole operand). */
+/* 1 when slice node n starts at 0 with stride 1 everywhere and ends at x's dims (all of x). */
 static int full_slice(const gopt_graph *g, int32_t n, int32_t x) {
-  const char *s = gopt_node_get_string(g, n, "slice", NULL);
-  if (!s) return 0;
-  const gopt_tensor *t = &g->tensors.a[x];
-  int k = 0;
-  for (const char *q = s; (q = strchr(q, '[')); k++) {
-    long a, b, st = 1;
-    char *e;
-    a = strtol(q + 1, &e, 10);
-    if (*e != ':') return 0;
-    b = strtol(e + 1, &e, 10);
-    if (*e == ':') st = strtol(e + 1, &e, 10);
-    if (*e != ']' || k >= t->rank || a != 0 || st != 1 || b != gopt_tensor_dims(g, x)[k]) return 0;
-    q = e;
-  }
-  return k == t->rank;
+  int r = g->tensors.a[x].rank;
+  int64_t st[GOPT_MAX_RANK], li[GOPT_MAX_RANK], sd[GOPT_MAX_RANK];
+  if (r > GOPT_MAX_RANK || ops_hlo_slice(g, n, r, st, li, sd)) return 0;
+  for (int i = 0; i < r; i++)
+    if (st[i] != 0 || sd[i] != 1 || li[i] != gopt_tensor_dims(g, x)[i]) return 0;
+  return 1;
 }
 
 /* The rules; returns the tensor that replaces n's output, or -1 when no rule applies. */
@@ -111,6 +101,8 @@ int pass_algsimp(pctx *p) {
   for (size_t n = 0; n < g->nodes.n; n++) { /* storage order is a valid order for imports */
     if (!gopt_node_alive(g, (int32_t)n)) continue;
     int32_t to = simplify(p, (int32_t)n);
+    if (to == -1) to = pass_algsimp_slice(p, (int32_t)n);
+    if (to == -2) return p->err->code ? p->err->code : GOPT_ENOMEM;
     if (to >= 0) {
       pass_replace(p, (int32_t)n, &to);
       continue;

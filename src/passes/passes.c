@@ -25,6 +25,12 @@ static const struct {
     {"zero_sized_hlo_elimination", "replaces ops with zero-element results by constants", pass_zero_sized},
     {"logistic-expander", "logistic(x) -> 1 / (1 + exp(-x))", pass_logistic_expander},
     {"batchnorm_expander", "batch-norm-inference/-training as reduce and elementwise ops", pass_batchnorm_expander},
+    {"broadcast-folding", "broadcast of broadcast, elementwise ops sunk below broadcasts, rearranged scalar broadcasts", pass_broadcast_folding},
+    {"reshape-mover", "sinks equal reshapes/transposes below elementwise ops", pass_reshape_mover},
+    {"dot_decomposer", "canonical dots: [batch, M, K] x [batch, K, N] with transposes and reshapes", pass_dot_decomposer},
+    {"dot_merger", "two independent dots sharing an operand become one dot and two slices", pass_dot_merger},
+    {"operand_upcaster", "converts dot/convolution operands to a wider result type", pass_operand_upcaster},
+    {"simplify-while-loops", "while loops with a known trip count of 0 or 1 removed or made a call", pass_while_simplifier},
 };
 #define N_PASSES ((int)(sizeof passes / sizeof passes[0]))
 
@@ -60,13 +66,39 @@ int pass_is_output(const pctx *p, int32_t t) {
   return 0;
 }
 
+static void drop_unused(pctx *p, int32_t n, int depth);
+
+/* Removes node n when none of its results is used (or a graph output) and it has no side
+ * effect, then the operands that leaves unused, as XLA's RemoveInstructionAndUnusedOperands. */
+void pass_drop_unused(pctx *p, int32_t n) { drop_unused(p, n, 0); }
+
+static void drop_unused(pctx *p, int32_t n, int depth) {
+  gopt_graph *g = p->g;
+  if (n < 0 || !gopt_node_alive(g, n) || pass_side_effect(g, n) || depth > 64) return;
+  for (int i = 0; i < g->nodes.a[n].n_out; i++) {
+    int32_t t = gopt_node_output(g, n, i);
+    if (gopt_tensor_use_count(g, t) || pass_is_output(p, t)) return;
+  }
+  int nin = g->nodes.a[n].n_in;
+  int32_t ins[16];
+  for (int i = 0; i < nin && i < 16; i++) ins[i] = gopt_node_input(g, n, i);
+  gopt_graph_remove_node(g, n);
+  p->st->removed++;
+  for (int i = 0; i < nin && i < 16; i++)
+    if (ins[i] >= 0) drop_unused(p, g->tensors.a[ins[i]].producer, depth + 1);
+}
+
 void pass_replace(pctx *p, int32_t n, const int32_t *to) {
   gopt_graph *g = p->g;
-  int no = g->nodes.a[n].n_out;
+  int no = g->nodes.a[n].n_out, nin = g->nodes.a[n].n_in;
+  int32_t ins[16];
+  for (int i = 0; i < nin && i < 16; i++) ins[i] = gopt_node_input(g, n, i);
   for (int i = 0; i < no; i++) gopt_graph_replace_uses(g, gopt_node_output(g, n, i), to[i]);
   gopt_graph_remove_node(g, n);
   p->st->removed++;
   p->st->rewrites++;
+  for (int i = 0; i < nin && i < 16; i++)
+    if (ins[i] >= 0) drop_unused(p, g->tensors.a[ins[i]].producer, 0);
 }
 
 static int const_all_equal(const gopt_graph *g, int32_t t, double v) {
@@ -99,6 +131,34 @@ int pass_all_equal(const gopt_graph *g, int32_t t, double v) {
          const_all_equal(g, gopt_node_input(g, n, 0), v);
 }
 
+int pass_elementwise(const char *op) {
+  static const char *const u[] = {"abs", "negate", "exponential", "log", "sqrt", "rsqrt", "tanh", "floor",
+                                  "ceil", "sign", "not", "logistic", "sine", "cosine", "convert",
+                                  "exponential-minus-one", "log-plus-one", "add", "subtract", "multiply",
+                                  "divide", "maximum", "minimum", "power", "and", "or", "xor", "compare",
+                                  "select", "clamp", "remainder", "atan2", NULL};
+  for (const char *const *q = u; *q; q++)
+    if (!strcmp(op, *q)) return 1;
+  return 0;
+}
+
+/* Copies n's STRING attributes (compare's direction, ...) to node m and re-derives m's kind. */
+int pass_copy_string_attrs(pctx *p, int32_t n, int32_t m) {
+  gopt_graph *g = p->g;
+  for (uint16_t a = 0; a < g->nodes.a[n].n_attr; a++) {
+    const gopt_attr *at = &g->attrs.a[g->nodes.a[n].attr + a];
+    if (at->kind != GOPT_ATTR_STRING) continue;
+    char key[128];
+    snprintf(key, sizeof key, "%s", gopt_graph_str(g, at->name));
+    char *val = strdup(gopt_graph_str(g, at->v.s));
+    int bad = !val || gopt_node_set_string(g, m, key, val);
+    free(val);
+    if (bad) return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory");
+  }
+  ops_hlo_set_kind(g, m, 0);
+  return 0;
+}
+
 int pass_side_effect(const gopt_graph *g, int32_t n) {
   const char *op = pass_op(g, n);
   if (!op) return 0;
@@ -117,9 +177,12 @@ int32_t pass_add_hlo(pctx *p, const char *op, const char *hint, int n_in, const 
   gopt_graph *g = p->g;
   char type[64], name[96];
   snprintf(type, sizeof type, "hlo::%s", op);
+  int64_t d[GOPT_MAX_RANK]; /* dims may point into g's shape storage, which adding a tensor moves */
+  if (rank < 0 || rank > GOPT_MAX_RANK) return gopt_error_set(p->err, GOPT_EINVAL, "pass: rank %d", rank), -1;
+  if (rank) memcpy(d, dims, (size_t)rank * sizeof *d);
   snprintf(name, sizeof name, "%s.gopt%zu", hint, g->nodes.n);
   int32_t t = gopt_graph_add_tensor(g, gopt_graph_find_tensor(g, name) >= 0 ? NULL : name, dtype,
-                                    rank, dims, p->err);
+                                    rank, d, p->err);
   if (t < 0) return -1;
   int32_t n = gopt_graph_add_node(g, type, gopt_graph_str(g, g->tensors.a[t].name), n_in, ins, 1, &t, p->err);
   if (n < 0) return -1;
@@ -149,6 +212,28 @@ int32_t pass_splat(pctx *p, int dtype, double v, int rank, const int64_t *dims) 
   if (b >= 0 && gopt_node_set_ints(g, g->tensors.a[b].producer, "dimensions", &none, 0))
     return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory"), -1;
   return b;
+}
+
+int pass_slice_set(pctx *p, int32_t n, int rank, const int64_t *st, const int64_t *lim, const int64_t *sd) {
+  char buf[GOPT_MAX_RANK * 72 + 4];
+  size_t o = 0;
+  buf[o++] = '{';
+  for (int i = 0; i < rank; i++)
+    o += (size_t)snprintf(buf + o, sizeof buf - o, "%s[%lld:%lld:%lld]", i ? ", " : "", (long long)st[i],
+                          (long long)lim[i], (long long)sd[i]);
+  snprintf(buf + o, sizeof buf - o, "}");
+  if (gopt_node_set_string(p->g, n, "slice", buf)) return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory");
+  return 0;
+}
+
+int pass_set_ints(pctx *p, int32_t t, const char *key, const int64_t *v, size_t k) {
+  int32_t n = p->g->tensors.a[t].producer;
+  int64_t copy[2 * GOPT_MAX_RANK + 1];
+  if (k > 2 * GOPT_MAX_RANK) return gopt_error_set(p->err, GOPT_EINVAL, "pass: too many dimensions");
+  if (k) memcpy(copy, v, k * sizeof *v); /* v may point into g->ints, which may move */
+  if (gopt_node_set_ints(p->g, n, key, copy, k)) return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory");
+  ops_hlo_set_kind(p->g, n, 0);
+  return 0;
 }
 
 /* ---- driver --------------------------------------------------------------------------------- */
@@ -190,10 +275,11 @@ int gopt_pass_run(int i, const gopt_graph *in, gopt_graph **out, gopt_pass_stats
 }
 
 /* XLA's CPU pipeline with the passes gopt has (see docs/PASSES.md). */
-static const char *const pre_default[] = {"call-inliner", "zero_sized_hlo_elimination",
-                                          "batchnorm_expander", "logistic-expander", NULL};
+static const char *const pre_default[] = {"call-inliner", "zero_sized_hlo_elimination", "dot_decomposer",
+                                          "operand_upcaster", "batchnorm_expander", "logistic-expander", NULL};
 static const char *const loop_default[] = {"algsimp", "dce", "zero_sized_hlo_elimination",
-                                           "tuple-simplifier", "dce", "constant_folding", NULL};
+                                           "tuple-simplifier", "simplify-while-loops", "dce",
+                                           "reshape-mover", "constant_folding", NULL};
 static const char *const post_default[] = {"transpose-folding", "cse", "tuple-simplifier", "dce", NULL};
 
 typedef struct prun {

@@ -10,6 +10,7 @@
 #include "gopt/sim.h"
 #include "gopt/util.h"
 #include "rewrite/rewrite_internal.h"
+#include "rewrite/rw_egraph.h"
 
 /* A Split whose input has only size-1 dims before the axis cuts it into contiguous blocks: its
  * outputs are views (offsets into the input), no kernel runs. TASO and Tensat cost it as free
@@ -272,8 +273,8 @@ typedef struct method_entry {
              gopt_rewrite_result *r, gopt_error *err);
 } method_entry;
 
-/* eqsat (Tensat) and rl (X-RLflow) are to be added here. */
-static const method_entry k_methods[] = {{"greedy", search_greedy}};
+/* rl (X-RLflow) is to be added here; eqsat (Tensat) is rw_eqsat.c. */
+static const method_entry k_methods[] = {{"greedy", search_greedy}, {"eqsat", rw_search_eqsat}};
 #define N_METHODS (sizeof k_methods / sizeof k_methods[0])
 
 size_t gopt_rewrite_method_count(void) { return N_METHODS; }
@@ -292,7 +293,7 @@ int gopt_rewrite_search(const gopt_graph *g, const gopt_ruleset *rs, const gopt_
       r->search_seconds = gopt_now() - t0;
       return rc;
     }
-  return gopt_error_set(err, GOPT_EINVAL, "--method: unknown rewrite method '%s' (greedy)", name);
+  return gopt_error_set(err, GOPT_EINVAL, "--method: unknown rewrite method '%s' (greedy, eqsat)", name);
 }
 
 /* ---- replay ---------------------------------------------------------------------------------- */

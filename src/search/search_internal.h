@@ -63,6 +63,8 @@ typedef struct search_ctx {
   int interrupted;
   int optimal;
   gopt_error *err;
+  const struct gopt_learn_dist *dist; /* distributed batch evaluation (size > 1), else NULL */
+  int dist_stop, dist_timeup;         /* agreed at the last exchange (search_done reads these) */
 } search_ctx;
 
 /* Whether gopt_search_request_stop() was called (and not cleared). */
@@ -108,6 +110,8 @@ int search_local(search_ctx *c);
 int search_anneal(search_ctx *c);
 int search_gibbs(search_ctx *c);
 int search_brkga(search_ctx *c);
+int search_brkga_regal(search_ctx *c); /* REGAL's chromosome, opts->sample_keys when set */
+int search_brkga_tuned(search_ctx *c); /* REGAL's chromosome, uniform, tuned parameters */
 int search_khop(search_ctx *c);
 int search_guided(search_ctx *c);
 int search_ilp(search_ctx *c);
@@ -123,6 +127,13 @@ void search_brkga_decode(const gopt_env_var *vars, size_t nv, const double *keys
 /* A chromosome that decodes to x (DEVICE d -> (d + 0.5) / card, FUSE -> 0.25 / 0.75,
  * PRIORITY -> x). */
 void search_brkga_encode(const gopt_env_var *vars, size_t nv, const double *x, double *keys);
+
+/* REGAL's chromosome (search_regal.c, layout in search.h): its length, decoder (a pure function
+ * of the genes) and an encoder whose chromosome decodes to x (the chosen device's gene 0.75, the
+ * others 0.25; PRIORITY -> x; FUSE -> 0.25 / 0.75). */
+size_t search_regal_len(const gopt_env_var *vars, size_t nv);
+void search_regal_decode(const gopt_env_var *vars, size_t nv, const double *genes, double *x);
+void search_regal_encode(const gopt_env_var *vars, size_t nv, const double *x, double *genes);
 
 /* Priority grid Gibbs and local search use for PRIORITY variables: (k + 0.5) / GRID. */
 #define SEARCH_PRIO_GRID 8

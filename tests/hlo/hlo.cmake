@@ -23,8 +23,9 @@ set_tests_properties(hlo_fuzz_seed_corpus PROPERTIES FAIL_REGULAR_EXPRESSION "ru
 add_test(NAME hlo_export_zoo_onnx
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/hlo/check_zoo_export.py ${GOPT_BIN}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-# Every pass and the default pipeline on every real module: runs, re-imports with the reported
-# instruction count (structural verification; output equality is in test_passes).
+# The default pipeline on every real module through the CLI: runs, re-imports with the reported
+# instruction count, equal to an independent count of the text (each single pass, and output
+# equality, are in test_passes_exec).
 add_test(NAME hlo_passes_real_modules
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/hlo/check_passes.py ${GOPT_BIN}
                  ${CMAKE_SOURCE_DIR}/tests/hlo/data ${CMAKE_CURRENT_BINARY_DIR}/hlo_passes

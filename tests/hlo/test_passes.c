@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "hlo_test_util.h"
 #include "gopt/exec.h"
 #include "gopt/hlo.h"
 #include "gopt/passes.h"
@@ -22,14 +23,6 @@ static const char exec_mod[] =
     "  dead = f32[2,3] exponential(s1)\n  p = pred[2,3] compare(s1, s2), direction=GE\n"
     "  sel = f32[2,3] select(p, s1, s2)\n  sel2 = f32[2,3] select(p, c2, c2)\n"
     "  r = f32[2,3] subtract(sel, sel2)\n  ROOT out = f32[2,3] multiply(r, c2)\n}\n";
-
-static gopt_graph *load(const char *text) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  int rc = gopt_hlo_load_mem(text, strlen(text), "t.hlo", &g, &err);
-  CHECK_MSG(rc == 0, "load: %s", err.msg);
-  return g;
-}
 
 /* Output 0 of g on the random inputs of seed into out[0..6). */
 static int run(const gopt_graph *g, uint64_t seed, float *out) {
@@ -55,13 +48,6 @@ static void check_same_outputs(const gopt_graph *a, const gopt_graph *b, const c
     if (run(a, seed, u) || run(b, seed, v)) return;
     for (int i = 0; i < 6; i++) CHECK_MSG(fabsf(u[i] - v[i]) <= 1e-6f * (1 + fabsf(u[i])), "%s: output %d differs", what, i);
   }
-}
-
-static size_t count_type(const gopt_graph *g, const char *type) {
-  size_t k = 0;
-  for (size_t n = 0; n < g->nodes.n; n++)
-    k += gopt_node_alive(g, (int32_t)n) && !strcmp(gopt_node_type(g, (int32_t)n), type);
-  return k;
 }
 
 static gopt_graph *apply(const gopt_graph *g, const char *name, gopt_pass_stats *st) {

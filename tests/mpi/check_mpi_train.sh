@@ -3,14 +3,9 @@
 # file is byte-identical to one process with --rollout-groups 2 (same seed, same total samples),
 # also for 4 ranks; an interrupted distributed run resumed under mpirun gives the same file; one
 # process with one group differs (the check can fail); bad --samples gives one line from rank 0;
-# `mpirun gopt compare` spreads its methods and prints one table.
-set -u
-gopt="$1"
-mpirun="$2"
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-mp() { "$mpirun" -np "$1" --oversubscribe "${@:2}"; }
+# `mpirun gopt compare` spreads its methods and prints one table; REGAL's training (--method regal)
+# is byte-identical between 2 ranks and one process with --rollout-groups 2.
+. "$(dirname "$0")/mpi_common.sh"
 args=(--task placement --cluster 2xV100-nvlink,4xV100-nvlink --graphs "gpt2:layers=1;transformer:layers=1" --iters 6 --seed 3 --threads 1 --samples 8)
 "$gopt" train "${args[@]}" --rollout-groups 2 -o "$d/one2.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "1 process"; }
 mp 2 "$gopt" train "${args[@]}" -o "$d/two.gpol" >"$d/out" 2>"$d/err" || { cat "$d/err"; fail "2 ranks"; }
@@ -42,4 +37,12 @@ assert ra == rb, (ra, rb)  # same methods, same seeds: the same objectives, whic
 assert a["best"] == b["best"]
 print(f"ok: compare over 2 ranks: {len(ra)} methods, best {a['best']}")
 PY
+# REGAL's REINFORCE: the run pairs are the rollout groups, bitwise like PPO
+rargs=(--method regal --task memory --cluster 2xV100-nvlink --graphs "gpt2:layers=1;transformer:layers=1" --iters 3 --seed 3 --threads 1 --samples 4 --regal-evals 60)
+"$gopt" train "${rargs[@]}" --rollout-groups 2 -o "$d/rone2.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "regal 1 process"; }
+mp 2 "$gopt" train "${rargs[@]}" -o "$d/rtwo.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "regal 2 ranks"; }
+cmp -s "$d/rone2.gpol" "$d/rtwo.gpol" || fail "regal: 2 ranks differ from 1 process with 2 rollout groups"
+"$gopt" train "${rargs[@]}" -o "$d/rone1.gpol" >/dev/null 2>&1 || fail "regal 1 group"
+cmp -s "$d/rone1.gpol" "$d/rtwo.gpol" && fail "regal: 1 group gives the same file: the comparison is vacuous"
+echo "ok: regal: 2 ranks == 1 process x 2 groups"
 echo "ok"

@@ -258,8 +258,8 @@ static void test_applicable(void) {
       const char *m = gopt_search_method_name(i);
       if (strcmp(m, "ilp") && strcmp(m, "dp")) CHECK(gopt_search_applicable(m, ep, &why));
     }
-    CHECK_EQ_INT(gopt_search_method_count(), 9);
-    CHECK(gopt_search_method_name(9) == NULL);
+    CHECK_EQ_INT(gopt_search_method_count(), 11);
+    CHECK(gopt_search_method_name(11) == NULL);
     /* running an inapplicable method fails with the reason */
     double *x = malloc(gopt_env_nvars(ep) * sizeof *x);
     gopt_search_opts o = {0};

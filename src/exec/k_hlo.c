@@ -1,0 +1,776 @@
+/* k_hlo.c: kernels for the HLO opcodes whose nodes are opaque in the IR (docs/HLO.md), so that
+ * imported XLA modules run and a compiler pass can be checked to leave outputs unchanged.
+ * Data movement and elementwise ops are reference kernels (k_ref.h: values as doubles, stored back
+ * in the declared dtype; integer bit operations on the exact 32-bit patterns): broadcast with
+ * dimensions, reshape/bitcast/copy, slice, dynamic-slice, dynamic-update-slice, pad (edge and
+ * interior, negative edges), iota, reverse, reduce with any scalar computation (interpreted per
+ * element by the scalar evaluator below; variadic reduces included), sort (stable, comparator
+ * interpreted), gather, dot with dimension numbers, the elementwise ops without
+ * an ONNX twin (rsqrt, log-plus-one, exponential-minus-one, atan2, clamp, remainder, shifts,
+ * bitwise and/or/xor/not on integers, compare NE, bitcast-convert, is-finite, ...), and the
+ * custom-call cuda_threefry2x32 (JAX's counter-based RNG, Random123's Threefry-2x32 with 20
+ * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; call and fusion run their computation in a
+ * nested executor. Semantics as XLA's operation semantics page states them. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/k_ref.h"
+#include "ops/ops_hlo.h"
+
+#define NODE (k->node)
+#define G (x->g)
+
+static const char *hop(const gopt_graph *g, int32_t n) {
+  const char *t = gopt_node_type(g, n);
+  return strncmp(t, "hlo::", 5) ? NULL : t + 5;
+}
+
+/* ---- scalar semantics ------------------------------------------------------------------------ */
+
+static int dt_int(int dt) {
+  return dt != GOPT_DT_FLOAT && dt != GOPT_DT_DOUBLE && dt != GOPT_DT_FLOAT16 && dt != GOPT_DT_BFLOAT16;
+}
+static int dt_signed(int dt) {
+  return dt == GOPT_DT_INT8 || dt == GOPT_DT_INT16 || dt == GOPT_DT_INT32 || dt == GOPT_DT_INT64;
+}
+static int dt_bits(int dt) { return dt == GOPT_DT_BOOL ? 1 : (int)gopt_dtype_size(dt) * 8; }
+
+/* The bit pattern of integer value v in a dt-wide register, and back. */
+static uint64_t to_bits(double v, int dt) {
+  int w = dt_bits(dt);
+  uint64_t u = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
+  return w >= 64 ? u : u & ((1ull << w) - 1);
+}
+static double from_bits(uint64_t u, int dt) {
+  int w = dt_bits(dt);
+  if (w < 64) u &= (1ull << w) - 1;
+  if (dt_signed(dt) && w < 64 && (u >> (w - 1)) & 1) return (double)(int64_t)(u | ~((1ull << w) - 1));
+  return dt_signed(dt) ? (double)(int64_t)u : (double)u;
+}
+
+static double wrap(double v, int dt) { /* integer results wrap to their type's width */
+  if (!dt_int(dt) || dt == GOPT_DT_BOOL || !isfinite(v)) return v;
+  if (fabs(v) < 9.2e18) return from_bits(to_bits(trunc(v), dt), dt);
+  return 0;
+}
+
+static double hmax(double a, double b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
+static double hmin(double a, double b) { return isnan(a) || isnan(b) ? NAN : a < b ? a : b; }
+
+/* Bitcast of one element between same-width types. */
+static double bitcast1(double v, int from, int to) {
+  uint64_t u = 0;
+  if (from == GOPT_DT_FLOAT) {
+    float f = (float)v;
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    u = b;
+  } else if (from == GOPT_DT_DOUBLE) memcpy(&u, &v, 8);
+  else u = to_bits(v, from);
+  if (to == GOPT_DT_FLOAT) {
+    uint32_t b = (uint32_t)u;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+  }
+  if (to == GOPT_DT_DOUBLE) {
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+  }
+  return from_bits(u, to);
+}
+
+/* The elementwise opcodes the scalar evaluator knows, in the order of eop_names. */
+enum {
+  E_ADD, E_SUB, E_MUL, E_DIV, E_REM, E_MAX, E_MIN, E_POW, E_ATAN2, E_NEG, E_ABS, E_SIGN, E_EXP, E_EXPM1,
+  E_LOG, E_LOG1P, E_SQRT, E_RSQRT, E_CBRT, E_TANH, E_TAN, E_SIN, E_COS, E_LOGISTIC, E_ERF, E_FLOOR,
+  E_CEIL, E_ROUND_AFZ, E_ROUND_EVEN, E_ISFINITE, E_CLAMP, E_SELECT, E_CONVERT, E_COPY, E_REDPREC,
+  E_BITCAST, E_COMPARE, E_AND, E_OR, E_XOR, E_NOT, E_POPCNT, E_SHL, E_SHRL, E_SHRA, E_COUNT
+};
+static const char *const eop_names[E_COUNT] = {
+    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power", "atan2", "negate",
+    "abs", "sign", "exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt", "rsqrt", "cbrt",
+    "tanh", "tan", "sine", "cosine", "logistic", "erf", "floor", "ceil", "round-nearest-afz",
+    "round-nearest-even", "is-finite", "clamp", "select", "convert", "copy", "reduce-precision",
+    "bitcast-convert", "compare", "and", "or", "xor", "not", "popcnt", "shift-left", "shift-right-logical",
+    "shift-right-arithmetic"};
+static const char *const dir_names[6] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+
+/* Code of elementwise opcode op (E_*), -1 when the evaluator does not know it. */
+static int eop_find(const char *op) {
+  for (int i = 0; op && i < E_COUNT; i++)
+    if (!strcmp(op, eop_names[i])) return i;
+  return -1;
+}
+/* Compare direction code of node n (0..5 as dir_names), -1 when none of those. */
+static int dir_find(const gopt_graph *g, int32_t n) {
+  const char *d = gopt_node_get_string(g, n, "direction", "");
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(d, dir_names[i])) return i;
+  return -1;
+}
+
+static int cmp(int dir, double a, double b) {
+  switch (dir) {
+    case 0: return a == b;
+    case 1: return a != b;
+    case 2: return a < b;
+    case 3: return a <= b;
+    case 4: return a > b;
+    default: return a >= b;
+  }
+}
+
+/* One element of elementwise op code e (E_*) on a[0..na) with result dtype dt, operand dtype adt
+ * and compare direction dir (dir_find). */
+static double scalar_op(int e, int dt, int adt, int dir, const double *a, int na) {
+  double x = na > 0 ? a[0] : 0, y = na > 1 ? a[1] : 0;
+  int in = dt_int(adt), w = dt_bits(dt);
+  uint64_t u = 0, sh = 0;
+  switch (e) {
+    case E_ADD: return wrap(x + y, dt);
+    case E_SUB: return wrap(x - y, dt);
+    case E_MUL: return in && w > 26 && w <= 32 ? from_bits(to_bits(x, dt) * to_bits(y, dt), dt) : wrap(x * y, dt);
+    case E_DIV:
+      if (in) return y == 0 ? (dt_signed(dt) ? -1 : from_bits(~0ull, dt)) : wrap(trunc(x / y), dt);
+      return x / y;
+    case E_REM: return in && y == 0 ? x : fmod(x, y);
+    case E_MAX: return hmax(x, y);
+    case E_MIN: return hmin(x, y);
+    case E_POW: return wrap(pow(x, y), dt);
+    case E_ATAN2: return atan2(x, y);
+    case E_NEG: return wrap(-x, dt);
+    case E_ABS: return fabs(x);
+    case E_SIGN: return isnan(x) ? x : (x > 0) - (x < 0);
+    case E_EXP: return exp(x);
+    case E_EXPM1: return expm1(x);
+    case E_LOG: return log(x);
+    case E_LOG1P: return log1p(x);
+    case E_SQRT: return sqrt(x);
+    case E_RSQRT: return 1 / sqrt(x);
+    case E_CBRT: return cbrt(x);
+    case E_TANH: return tanh(x);
+    case E_TAN: return tan(x);
+    case E_SIN: return sin(x);
+    case E_COS: return cos(x);
+    case E_LOGISTIC: return 1 / (1 + exp(-x));
+    case E_ERF: return erf(x);
+    case E_FLOOR: return floor(x);
+    case E_CEIL: return ceil(x);
+    case E_ROUND_AFZ: return round(x);
+    case E_ROUND_EVEN: return nearbyint(x);
+    case E_ISFINITE: return isfinite(x) != 0;
+    case E_CLAMP: return hmin(hmax(y, x), na > 2 ? a[2] : y);
+    case E_SELECT: return x != 0 ? y : (na > 2 ? a[2] : 0);
+    case E_CONVERT: case E_COPY: case E_REDPREC:
+      return dt == GOPT_DT_BOOL ? x != 0 : in || !dt_int(dt) ? x : wrap(isnan(x) ? 0 : x, dt);
+    case E_BITCAST: return bitcast1(x, adt, dt);
+    case E_COMPARE: return cmp(dir, x, y);
+    case E_AND: return from_bits(to_bits(x, dt) & to_bits(y, dt), dt);
+    case E_OR: return from_bits(to_bits(x, dt) | to_bits(y, dt), dt);
+    case E_XOR: return from_bits(to_bits(x, dt) ^ to_bits(y, dt), dt);
+    case E_NOT: return dt == GOPT_DT_BOOL ? x == 0 : from_bits(~to_bits(x, dt), dt);
+    case E_POPCNT: return __builtin_popcountll(to_bits(x, dt));
+    default: break;
+  }
+  u = to_bits(x, dt);
+  sh = to_bits(y, dt);
+  if (e == E_SHL) return sh >= (uint64_t)w ? 0 : from_bits(u << sh, dt);
+  if (e == E_SHRL) return sh >= (uint64_t)w ? 0 : from_bits(u >> sh, dt);
+  return sh >= (uint64_t)w ? (x < 0 ? -1 : 0) : floor(x / ldexp(1, (int)sh)); /* E_SHRA */
+}
+
+/* ---- computations interpreted per element (reduce's to_apply) -------------------------------- */
+
+typedef struct scomp {
+  const gopt_graph *s;
+  int32_t *order;
+  int64_t n_order;
+  double *val;  /* per tensor of s */
+  int16_t *code; /* per order position: E_* code, -1 tuple, -2 get-tuple-element */
+  int8_t *dir;   /* per order position: compare direction */
+} scomp;
+
+static void scomp_free(scomp *c) {
+  if (!c) return;
+  free(c->order);
+  free(c->val);
+  free(c->code);
+  free(c->dir);
+}
+
+/* Prepares computation s (scalar parameters) for scomp_eval; 0, or an error naming what it lacks. */
+static int scomp_init(scomp *c, const gopt_graph *s, gopt_error *err) {
+  memset(c, 0, sizeof *c);
+  c->s = s;
+  c->order = malloc((s->nodes.n + 1) * sizeof *c->order);
+  c->val = calloc(s->tensors.n + 1, sizeof *c->val);
+  c->code = calloc(s->nodes.n + 1, sizeof *c->code);
+  c->dir = calloc(s->nodes.n + 1, sizeof *c->dir);
+  if (!c->order || !c->val || !c->code || !c->dir) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  c->n_order = gopt_graph_topo(s, c->order, err);
+  if (c->n_order < 0) return (int)c->n_order;
+  for (size_t t = 0; t < s->tensors.n; t++) { /* scalar constants */
+    const gopt_tensor *tt = &s->tensors.a[t];
+    if (!(tt->flags & GOPT_T_CONST)) continue;
+    const void *d = gopt_tensor_data(s, (int32_t)t);
+    if (!d || gopt_tensor_numel(s, (int32_t)t) != 1) return gopt_error_set(err, GOPT_EUNSUP, "computation '%s': a non-scalar constant", gopt_graph_str(s, s->name));
+    double v = 0;
+    switch (tt->dtype) {
+      case GOPT_DT_FLOAT: v = *(const float *)d; break;
+      case GOPT_DT_DOUBLE: v = *(const double *)d; break;
+      case GOPT_DT_INT32: v = *(const int32_t *)d; break;
+      case GOPT_DT_INT64: v = (double)*(const int64_t *)d; break;
+      case GOPT_DT_UINT32: v = *(const uint32_t *)d; break;
+      case GOPT_DT_BOOL: case GOPT_DT_UINT8: v = *(const uint8_t *)d; break;
+      case GOPT_DT_INT8: v = *(const int8_t *)d; break;
+      default: return gopt_error_set(err, GOPT_EUNSUP, "computation '%s': constant of dtype %s", gopt_graph_str(s, s->name), gopt_dtype_name(tt->dtype));
+    }
+    c->val[t] = v;
+  }
+  for (int64_t i = 0; i < c->n_order; i++) {
+    int32_t n = c->order[i];
+    const char *op = hop(s, n);
+    c->code[i] = (int16_t)(op && !strcmp(op, "tuple") ? -1 : op && !strcmp(op, "get-tuple-element") ? -2 : eop_find(op));
+    c->dir[i] = (int8_t)dir_find(s, n);
+    if (c->code[i] != -1 && c->code[i] != -2 && c->code[i] < 0) c->code[i] = -3;
+    if (c->code[i] != -3 && (c->code[i] != E_COMPARE || c->dir[i] >= 0)) continue;
+    return gopt_error_set(err, GOPT_EUNSUP, "computation '%s': op '%s' cannot be interpreted per element",
+                          gopt_graph_str(s, s->name), gopt_node_type(s, n));
+  }
+  return GOPT_OK;
+}
+
+/* Evaluates the computation on scalar parameters in[0..n_in) into out[0..outputs). */
+static void scomp_eval(scomp *c, const double *in, double *out) {
+  const gopt_graph *s = c->s;
+  for (size_t i = 0; i < s->inputs.n; i++) c->val[s->inputs.a[i]] = in[i];
+  for (int64_t i = 0; i < c->n_order; i++) {
+    int32_t n = c->order[i];
+    const gopt_node *nd = &s->nodes.a[n];
+    double a[8] = {0};
+    int na = nd->n_in < 8 ? nd->n_in : 8;
+    for (int j = 0; j < na; j++) {
+      int32_t t = gopt_node_input(s, n, j);
+      a[j] = t >= 0 ? c->val[t] : 0;
+    }
+    if (c->code[i] < 0) { /* tuple, get-tuple-element */
+      int64_t off = c->code[i] == -2 ? gopt_node_get_int(s, n, "hlo.leaf_offset", 0) : 0;
+      for (int j = 0; j < nd->n_out; j++) {
+        int32_t t = gopt_node_input(s, n, (int)off + j);
+        c->val[gopt_node_output(s, n, j)] = t >= 0 ? c->val[t] : 0;
+      }
+      continue;
+    }
+    int32_t y = gopt_node_output(s, n, 0), x0 = gopt_node_input(s, n, 0);
+    int adt = x0 >= 0 ? s->tensors.a[x0].dtype : s->tensors.a[y].dtype;
+    c->val[y] = scalar_op(c->code[i], s->tensors.a[y].dtype, adt, c->dir[i], a, na);
+  }
+  for (size_t i = 0; i < s->outputs.n; i++) out[i] = c->val[s->outputs.a[i]];
+}
+
+/* ---- reference kernels ----------------------------------------------------------------------- */
+
+/* Multi-index of flat index o in t's shape. */
+static void unravel(const rt *t, int64_t o, int64_t *idx) {
+  for (int i = t->rank - 1; i >= 0; i--) {
+    idx[i] = t->d[i] ? o % t->d[i] : 0;
+    o = t->d[i] ? o / t->d[i] : 0;
+  }
+}
+static int64_t ravel(const rt *t, const int64_t *idx) {
+  int64_t o = 0;
+  for (int i = 0; i < t->rank; i++) o = o * t->d[i] + idx[i];
+  return o;
+}
+
+static int f_elementwise(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  int e = eop_find(hop(G, NODE)), dir = dir_find(G, NODE), na = nin < 3 ? nin : 3;
+  if (e < 0 || (e == E_COMPARE && dir < 0)) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "op not supported by the executor");
+  int adt = in[na > 1 && e == E_SELECT ? 1 : 0].dt;
+  double a[3];
+  for (int64_t o = 0; o < out[0].n; o++) {
+    for (int j = 0; j < na; j++) a[j] = in[j].v[in[j].n == out[0].n ? o : ref_bcast_index(&in[j], &out[0], o)];
+    out[0].v[o] = scalar_op(e, out[0].dt, adt, dir, a, na);
+  }
+  return GOPT_OK;
+}
+
+static int f_copy(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  if (in[0].n != out[0].n) return ex_node_error(x, NODE, err, GOPT_EINVAL, "element counts differ");
+  memcpy(out[0].v, in[0].v, (size_t)in[0].n * sizeof(double));
+  return GOPT_OK;
+}
+
+static int f_broadcast(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  size_t nd = 0;
+  const int64_t *dims = gopt_node_get_ints(G, NODE, "dimensions", &nd);
+  if ((int)nd != in[0].rank) return ex_node_error(x, NODE, err, GOPT_EINVAL, "dimensions has %zu entries for rank %d", nd, in[0].rank);
+  for (size_t i = 0; i < nd; i++)
+    if (dims[i] < 0 || dims[i] >= out[0].rank || out[0].d[dims[i]] != in[0].d[i])
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "dimensions entry %zu does not match the shapes", i);
+  int64_t idx[GOPT_MAX_RANK], j[GOPT_MAX_RANK];
+  for (int64_t o = 0; o < out[0].n; o++) {
+    unravel(&out[0], o, idx);
+    for (size_t i = 0; i < nd; i++) j[i] = idx[dims[i]];
+    out[0].v[o] = in[0].v[ravel(&in[0], j)];
+  }
+  return GOPT_OK;
+}
+
+static int f_slice(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int64_t st[GOPT_MAX_RANK], li[GOPT_MAX_RANK], sd[GOPT_MAX_RANK], idx[GOPT_MAX_RANK];
+  if (ops_hlo_slice(G, NODE, in[0].rank, st, li, sd))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "bad slice attribute");
+  for (int64_t o = 0; o < out[0].n; o++) {
+    unravel(&out[0], o, idx);
+    for (int i = 0; i < in[0].rank; i++) {
+      idx[i] = st[i] + idx[i] * sd[i];
+      if (idx[i] >= in[0].d[i]) return ex_node_error(x, NODE, err, GOPT_EINVAL, "slice out of bounds");
+    }
+    out[0].v[o] = in[0].v[ravel(&in[0], idx)];
+  }
+  return GOPT_OK;
+}
+
+/* Clamped start indices of dynamic-(update-)slice: inputs in[first..first+rank), window w. */
+static void dyn_starts(const rt *in, int first, const rt *op, const int64_t *w, int64_t *st) {
+  for (int i = 0; i < op->rank; i++) {
+    double v = in[first + i].v ? in[first + i].v[0] : 0;
+    int64_t s = (int64_t)v, hi = op->d[i] - w[i];
+    st[i] = s < 0 ? 0 : s > hi ? hi : s;
+  }
+}
+
+static int f_dynamic_slice(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  int64_t st[GOPT_MAX_RANK], idx[GOPT_MAX_RANK];
+  if (nin != 1 + in[0].rank) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "expects one scalar start index per dimension");
+  dyn_starts(in, 1, &in[0], out[0].d, st);
+  for (int64_t o = 0; o < out[0].n; o++) {
+    unravel(&out[0], o, idx);
+    for (int i = 0; i < in[0].rank; i++) idx[i] += st[i];
+    out[0].v[o] = in[0].v[ravel(&in[0], idx)];
+  }
+  return GOPT_OK;
+}
+
+static int f_dynamic_update_slice(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  int64_t st[GOPT_MAX_RANK], idx[GOPT_MAX_RANK];
+  if (nin != 2 + in[0].rank || in[1].rank != in[0].rank)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "expects an update of the operand's rank and one scalar start index per dimension");
+  memcpy(out[0].v, in[0].v, (size_t)in[0].n * sizeof(double));
+  dyn_starts(in, 2, &in[0], in[1].d, st);
+  for (int64_t u = 0; u < in[1].n; u++) {
+    unravel(&in[1], u, idx);
+    for (int i = 0; i < in[0].rank; i++) idx[i] += st[i];
+    out[0].v[ravel(&out[0], idx)] = in[1].v[u];
+  }
+  return GOPT_OK;
+}
+
+/* padding="lo_hi[_interior]x..." */
+static int f_pad(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int64_t lo[GOPT_MAX_RANK], in_[GOPT_MAX_RANK], idx[GOPT_MAX_RANK];
+  const char *s = gopt_node_get_string(G, NODE, "padding", "");
+  int r = in[0].rank, d = 0;
+  for (char *e = (char *)s; d < r; d++) {
+    lo[d] = strtoll(e, &e, 10);
+    if (*e != '_') break;
+    strtoll(e + 1, &e, 10);
+    in_[d] = 0;
+    if (*e == '_') in_[d] = strtoll(e + 1, &e, 10);
+    if (*e == 'x') e++;
+  }
+  if (d != r) return ex_node_error(x, NODE, err, GOPT_EINVAL, "bad padding attribute '%s'", s);
+  for (int64_t o = 0; o < out[0].n; o++) out[0].v[o] = in[1].v[0];
+  for (int64_t i = 0; i < in[0].n; i++) {
+    unravel(&in[0], i, idx);
+    int ok = 1;
+    for (int j = 0; j < r && ok; j++) {
+      idx[j] = lo[j] + idx[j] * (in_[j] + 1);
+      ok = idx[j] >= 0 && idx[j] < out[0].d[j];
+    }
+    if (ok) out[0].v[ravel(&out[0], idx)] = in[0].v[i];
+  }
+  return GOPT_OK;
+}
+
+static int f_iota(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)in, (void)nin, (void)nout;
+  int64_t dim = gopt_node_get_int(G, NODE, "iota_dimension", 0), idx[GOPT_MAX_RANK];
+  if (dim < 0 || dim >= (out[0].rank ? out[0].rank : 1)) return ex_node_error(x, NODE, err, GOPT_EINVAL, "iota_dimension out of range");
+  for (int64_t o = 0; o < out[0].n; o++) {
+    unravel(&out[0], o, idx);
+    out[0].v[o] = out[0].rank ? (double)idx[dim] : 0;
+  }
+  return GOPT_OK;
+}
+
+static int f_reverse(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout, (void)err;
+  size_t nd = 0;
+  const int64_t *dims = gopt_node_get_ints(G, NODE, "dimensions", &nd);
+  int64_t idx[GOPT_MAX_RANK];
+  for (int64_t o = 0; o < out[0].n; o++) {
+    unravel(&out[0], o, idx);
+    for (size_t i = 0; i < nd; i++)
+      if (dims[i] >= 0 && dims[i] < in[0].rank) idx[dims[i]] = in[0].d[dims[i]] - 1 - idx[dims[i]];
+    out[0].v[o] = in[0].v[ravel(&in[0], idx)];
+  }
+  return GOPT_OK;
+}
+
+/* reduce(x_0..x_{k-1}, init_0..init_{k-1}), dimensions, to_apply: (acc..., elem...) -> acc... */
+static int f_reduce(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
+  size_t nd = 0;
+  const int64_t *dims = gopt_node_get_ints(G, NODE, "dimensions", &nd);
+  int kk = nin / 2;
+  if (!a || a->kind != GOPT_ATTR_GRAPH || nin != 2 * kk || nout != kk || kk > 4)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "reduce needs k operands, k initial values, k results (k <= 4) and to_apply");
+  const gopt_graph *s = G->subgraphs.a[a->v.graph];
+  if ((int)s->inputs.n != 2 * kk || (int)s->outputs.n != kk)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "to_apply has %zu parameters and %zu results", s->inputs.n, s->outputs.n);
+  scomp c;
+  int rc = scomp_init(&c, s, err);
+  unsigned char red[GOPT_MAX_RANK] = {0};
+  for (size_t i = 0; i < nd && !rc; i++) {
+    if (dims[i] < 0 || dims[i] >= in[0].rank) rc = ex_node_error(x, NODE, err, GOPT_EINVAL, "dimension out of range");
+    else red[dims[i]] = 1;
+  }
+  for (int j = 0; j < kk && !rc; j++)
+    for (int64_t o = 0; o < out[j].n; o++) out[j].v[o] = in[kk + j].v[0];
+  int64_t idx[GOPT_MAX_RANK], oi[GOPT_MAX_RANK];
+  double args[8], res[4];
+  int fast = 0; /* float add/max/min/multiply of the two parameters: no interpretation */
+  if (!rc && kk == 1 && c.n_order == 1 && !dt_int(out[0].dt)) {
+    const char *op = hop(s, c.order[0]);
+    int32_t y = gopt_node_output(s, c.order[0], 0);
+    if (s->nodes.a[c.order[0]].n_in == 2 && s->outputs.a[0] == y &&
+        gopt_node_input(s, c.order[0], 0) != gopt_node_input(s, c.order[0], 1) &&
+        s->tensors.a[gopt_node_input(s, c.order[0], 0)].flags & GOPT_T_INPUT &&
+        s->tensors.a[gopt_node_input(s, c.order[0], 1)].flags & GOPT_T_INPUT)
+      fast = !strcmp(op, "add") ? 1 : !strcmp(op, "maximum") ? 2 : !strcmp(op, "minimum") ? 3 : !strcmp(op, "multiply") ? 4 : 0;
+  }
+  for (int64_t i = 0; i < in[0].n && !rc; i++) {
+    unravel(&in[0], i, idx);
+    int r = 0;
+    for (int d = 0; d < in[0].rank; d++)
+      if (!red[d]) oi[r++] = idx[d];
+    int64_t o = ravel(&out[0], oi);
+    for (int j = 0; j < kk; j++) {
+      args[j] = out[j].v[o];
+      args[kk + j] = in[j].v[i];
+    }
+    if (fast) out[0].v[o] = fast == 1 ? args[0] + args[1] : fast == 2 ? hmax(args[0], args[1])
+                          : fast == 3 ? hmin(args[0], args[1]) : args[0] * args[1];
+    else {
+      scomp_eval(&c, args, res);
+      for (int j = 0; j < kk; j++) out[j].v[o] = res[j];
+    }
+  }
+  scomp_free(&c);
+  return rc;
+}
+
+/* sort(x_0..x_{k-1}), dimensions={d}, to_apply=less(lhs_0, rhs_0, lhs_1, rhs_1, ...): every line along
+ * d sorted by the comparator, stably (merge sort), all operands permuted alike. */
+static int sort_less(scomp *c, const rt *in, int k, int64_t base, int64_t inner, int64_t a, int64_t b) {
+  double args[16], res[1];
+  for (int j = 0; j < k; j++) {
+    args[2 * j] = in[j].v[base + a * inner];
+    args[2 * j + 1] = in[j].v[base + b * inner];
+  }
+  scomp_eval(c, args, res);
+  return res[0] != 0;
+}
+
+static int f_sort(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
+  size_t nd = 0;
+  const int64_t *dims = gopt_node_get_ints(G, NODE, "dimensions", &nd);
+  if (!a || a->kind != GOPT_ATTR_GRAPH || nin != nout || nin > 8 || nd != 1 || dims[0] < 0 || dims[0] >= in[0].rank)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "sort needs at most 8 operands, one dimension and to_apply");
+  const gopt_graph *s = G->subgraphs.a[a->v.graph];
+  for (int j = 1; j < nin; j++)
+    if (in[j].n != in[0].n) return ex_node_error(x, NODE, err, GOPT_EINVAL, "sort operands differ in size");
+  if ((int)s->inputs.n != 2 * nin || s->outputs.n != 1)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "the comparator has %zu parameters", s->inputs.n);
+  scomp c;
+  int rc = scomp_init(&c, s, err);
+  int64_t outer, m, inner;
+  ref_split3(&in[0], (int)dims[0], &outer, &m, &inner);
+  int64_t *idx = malloc((size_t)(2 * m + 1) * sizeof *idx), *tmp = idx ? idx + m : NULL;
+  if (!rc && !idx) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int64_t o = 0; o < outer && !rc; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      int64_t base = o * m * inner + i;
+      for (int64_t q = 0; q < m; q++) idx[q] = q;
+      for (int64_t w = 1; w < m; w *= 2) /* bottom-up merge sort: stable */
+        for (int64_t lo = 0; lo < m - w; lo += 2 * w) {
+          int64_t mid = lo + w, hi = lo + 2 * w < m ? lo + 2 * w : m, p = lo, q = mid, t = 0;
+          while (p < mid || q < hi)
+            tmp[t++] = q >= hi || (p < mid && !sort_less(&c, in, nin, base, inner, idx[q], idx[p])) ? idx[p++] : idx[q++];
+          memcpy(idx + lo, tmp, (size_t)t * sizeof *idx);
+        }
+      for (int j = 0; j < nin; j++)
+        for (int64_t q = 0; q < m; q++) out[j].v[base + q * inner] = in[j].v[base + idx[q] * inner];
+    }
+  free(idx);
+  scomp_free(&c);
+  return rc;
+}
+
+/* gather (XLA's semantics): offset_dims, collapsed_slice_dims, start_index_map, index_vector_dim,
+ * slice_sizes; start indices clamped so the slice stays inside the operand. */
+static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  size_t no, nc, nm, ns, nbd;
+  const int64_t *od = gopt_node_get_ints(G, NODE, "offset_dims", &no);
+  const int64_t *cd = gopt_node_get_ints(G, NODE, "collapsed_slice_dims", &nc);
+  const int64_t *sm = gopt_node_get_ints(G, NODE, "start_index_map", &nm);
+  const int64_t *ss = gopt_node_get_ints(G, NODE, "slice_sizes", &ns);
+  gopt_node_get_ints(G, NODE, "operand_batching_dims", &nbd);
+  int64_t ivd = gopt_node_get_int(G, NODE, "index_vector_dim", in[1].rank);
+  int r = in[0].rank, ri = in[1].rank;
+  if (nin != 2 || (int)ns != r || nbd || ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && in[1].d[ivd] != (int64_t)nm))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "gather: unsupported dimension numbers");
+  unsigned char is_off[GOPT_MAX_RANK] = {0}, coll[GOPT_MAX_RANK] = {0};
+  for (size_t i = 0; i < no; i++)
+    if (od[i] >= 0 && od[i] < out[0].rank) is_off[od[i]] = 1;
+  for (size_t i = 0; i < nc; i++)
+    if (cd[i] >= 0 && cd[i] < r) coll[cd[i]] = 1;
+  int64_t oi[GOPT_MAX_RANK], ii[GOPT_MAX_RANK], si[GOPT_MAX_RANK];
+  for (int64_t o = 0; o < out[0].n; o++) {
+    unravel(&out[0], o, oi);
+    int nb = 0, nof = 0;
+    for (int d = 0; d < out[0].rank; d++) /* batch dims index start_indices (index_vector_dim left out) */
+      if (!is_off[d]) {
+        if (nb == ivd) nb++;
+        si[nb++] = oi[d];
+      }
+    for (int d = 0; d < r; d++) ii[d] = 0;
+    for (size_t kk = 0; kk < nm; kk++) {
+      if (ivd < ri) si[ivd] = (int64_t)kk;
+      int64_t v = (int64_t)in[1].v[ravel(&in[1], si)], hi = in[0].d[sm[kk]] - ss[sm[kk]];
+      ii[sm[kk]] = v < 0 ? 0 : v > hi ? hi : v;
+    }
+    for (int d = 0; d < r; d++)
+      if (!coll[d]) {
+        while (nof < out[0].rank && !is_off[nof]) nof++;
+        if (nof < out[0].rank) ii[d] += oi[nof++];
+      }
+    out[0].v[o] = in[0].v[ravel(&in[0], ii)];
+  }
+  return GOPT_OK;
+}
+
+/* dot with dimension numbers: result dims are batch, lhs free, rhs free (XLA's order). */
+static int f_dot(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  const char *key[4] = {"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims"};
+  const int64_t *d[4];
+  size_t c[4];
+  for (int i = 0; i < 4; i++) d[i] = gopt_node_get_ints(G, NODE, key[i], &c[i]);
+  if (nin != 2 || c[0] != c[1] || c[2] != c[3])
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "dot needs two operands and matching dimension numbers");
+  int role[2][GOPT_MAX_RANK]; /* per operand dim: output dim (>= 0) or -1 - contracted index */
+  int no = (int)c[0];
+  for (int s = 0; s < 2; s++) {
+    for (int i = 0; i < in[s].rank; i++) role[s][i] = -1000;
+    for (int j = 0; j < 4; j += 2)
+      for (size_t i = 0; i < c[j + s]; i++) {
+        if (d[j + s][i] < 0 || d[j + s][i] >= in[s].rank || role[s][d[j + s][i]] != -1000 ||
+            (j && in[0].d[d[2][i]] != in[1].d[d[3][i]]))
+          return ex_node_error(x, NODE, err, GOPT_EINVAL, "bad dimension numbers");
+        role[s][d[j + s][i]] = j ? -1 - (int)i : (int)i;
+      }
+  }
+  for (int s = 0; s < 2; s++)
+    for (int i = 0; i < in[s].rank; i++)
+      if (role[s][i] == -1000) role[s][i] = no++;
+  int nc = (int)c[2];
+  int64_t cd[GOPT_MAX_RANK], ci[GOPT_MAX_RANK], nct = 1, oi[GOPT_MAX_RANK], ia[GOPT_MAX_RANK], ib[GOPT_MAX_RANK];
+  for (int i = 0; i < nc; i++) {
+    cd[i] = in[0].d[d[2][i]];
+    nct *= cd[i];
+  }
+  if (no != out[0].rank) return ex_node_error(x, NODE, err, GOPT_EINVAL, "dot result rank %d, expected %d", out[0].rank, no);
+  for (int64_t o = 0; o < out[0].n; o++) {
+    unravel(&out[0], o, oi);
+    double acc = 0;
+    for (int64_t q = 0; q < nct; q++) {
+      int64_t r = q;
+      for (int i = nc - 1; i >= 0; i--) {
+        ci[i] = r % cd[i];
+        r /= cd[i];
+      }
+      for (int i = 0; i < in[0].rank; i++) ia[i] = role[0][i] >= 0 ? oi[role[0][i]] : ci[-1 - role[0][i]];
+      for (int i = 0; i < in[1].rank; i++) ib[i] = role[1][i] >= 0 ? oi[role[1][i]] : ci[-1 - role[1][i]];
+      acc += in[0].v[ravel(&in[0], ia)] * in[1].v[ravel(&in[1], ib)];
+    }
+    out[0].v[o] = acc;
+  }
+  return GOPT_OK;
+}
+
+/* Random123's Threefry-2x32, 20 rounds (as jax._src.prng.threefry2x32). */
+static void threefry2x32(uint32_t k0, uint32_t k1, uint32_t *x0, uint32_t *x1) {
+  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu}, a = *x0 + ks[0], b = *x1 + ks[1];
+  for (int i = 0; i < 5; i++) {
+    for (int j = 0; j < 4; j++) {
+      int r = rot[i & 1][j];
+      a += b;
+      b = (b << r) | (b >> (32 - r));
+      b ^= a;
+    }
+    a += ks[(i + 1) % 3];
+    b += ks[(i + 2) % 3] + (uint32_t)(i + 1);
+  }
+  *x0 = a;
+  *x1 = b;
+}
+
+static int f_threefry(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  if (nin != 4 || nout != 2) return ex_node_error(x, NODE, err, GOPT_EINVAL, "cuda_threefry2x32 needs 4 operands and 2 results");
+  for (int i = 0; i < 4; i++)
+    if (in[i].n != out[0].n && in[i].n != 1) return ex_node_error(x, NODE, err, GOPT_EINVAL, "operand %d has %lld elements for %lld", i, (long long)in[i].n, (long long)out[0].n);
+  for (int64_t o = 0; o < out[0].n; o++) {
+    uint32_t v[4];
+    for (int i = 0; i < 4; i++) v[i] = (uint32_t)to_bits(in[i].v[in[i].n == 1 ? 0 : o], GOPT_DT_UINT32);
+    threefry2x32(v[0], v[1], &v[2], &v[3]);
+    out[0].v[o] = v[2];
+    out[1].v[o] = v[3];
+  }
+  return GOPT_OK;
+}
+
+/* ---- byte kernels: tuple, get-tuple-element; nested executor: call, fusion ------------------- */
+
+static size_t tbytes(const gopt_exec *x, int32_t t) {
+  return (size_t)ex_numel(x, t) * gopt_dtype_size(ex_dtype(x, t));
+}
+
+static int run_leaves(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  int64_t off = strcmp(hop(G, NODE), "tuple") ? gopt_node_get_int(G, NODE, "hlo.leaf_offset", 0) : 0;
+  for (int i = 0; i < k->n_out; i++) {
+    int32_t t = off + i < k->n_in ? k->in[off + i] : -1;
+    if (t < 0 || tbytes(x, t) != tbytes(x, k->out[i]))
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "result %d does not match its operand leaf", i);
+    memcpy(ex_data(x, k->out[i]), ex_data(x, t), tbytes(x, t));
+  }
+  return GOPT_OK;
+}
+
+static void sub_fini(void *st) { gopt_exec_free(st); }
+
+static int run_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  gopt_exec *s = k->st;
+  int rc = GOPT_OK;
+  for (size_t i = 0; i < gopt_exec_n_inputs(s) && !rc; i++) {
+    int32_t t = k->in[i];
+    gopt_host_tensor h = {0};
+    h.dtype = ex_dtype(x, t);
+    h.rank = ex_rank(x, t);
+    if (h.rank) memcpy(h.dims, ex_dims(x, t), (size_t)h.rank * sizeof *h.dims);
+    h.data = ex_data(x, t);
+    h.nbytes = tbytes(x, t);
+    rc = gopt_exec_set_input(s, i, &h, err);
+  }
+  if (!rc) rc = gopt_exec_run(s, err);
+  for (size_t i = 0; i < gopt_exec_n_outputs(s) && !rc; i++) {
+    gopt_host_tensor h = {0};
+    rc = gopt_exec_get_output(s, i, &h, err);
+    if (!rc && h.nbytes != tbytes(x, k->out[i])) rc = ex_node_error(x, NODE, err, GOPT_EINVAL, "result %zu has the wrong size", i);
+    if (!rc) memcpy(ex_data(x, k->out[i]), h.data, h.nbytes);
+    gopt_host_tensor_clear(&h);
+  }
+  return rc;
+}
+
+/* The computation a call/fusion node runs, NULL when none. */
+static const gopt_graph *callee(const gopt_graph *g, int32_t n) {
+  const gopt_attr *a = gopt_node_attr(g, n, "to_apply");
+  if (!a) a = gopt_node_attr(g, n, "calls");
+  return a && a->kind == GOPT_ATTR_GRAPH ? g->subgraphs.a[a->v.graph] : NULL;
+}
+
+static int prepare_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const gopt_graph *s = callee(G, NODE);
+  gopt_exec_opts o = {0};
+  o.threads = x->threads;
+  o.seed = x->seed;
+  gopt_exec *e = NULL;
+  gopt_error sub = {0};
+  if (!s) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "no called computation");
+  int rc = gopt_exec_new(s, &o, &e, NULL, &sub);
+  if (rc) return ex_node_error(x, NODE, err, rc, "computation '%s': %s", gopt_graph_str(s, s->name), sub.msg);
+  if (gopt_exec_n_inputs(e) != (size_t)k->n_in || gopt_exec_n_outputs(e) != (size_t)k->n_out) {
+    gopt_exec_free(e);
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "operands/results do not match the computation's parameters/results");
+  }
+  k->st = e;
+  k->fini = sub_fini;
+  k->run = run_sub;
+  return GOPT_OK;
+}
+
+/* ---- dispatch -------------------------------------------------------------------------------- */
+
+static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
+  const char *op = hop(g, n);
+  if (!op) return NULL;
+  if (!strcmp(op, "broadcast")) return f_broadcast;
+  if (!strcmp(op, "reshape") || !strcmp(op, "bitcast") || !strcmp(op, "copy")) return f_copy;
+  if (!strcmp(op, "slice")) return f_slice;
+  if (!strcmp(op, "dynamic-slice")) return f_dynamic_slice;
+  if (!strcmp(op, "dynamic-update-slice")) return f_dynamic_update_slice;
+  if (!strcmp(op, "pad")) return f_pad;
+  if (!strcmp(op, "iota")) return f_iota;
+  if (!strcmp(op, "reverse")) return f_reverse;
+  if (!strcmp(op, "reduce")) return f_reduce;
+  if (!strcmp(op, "dot")) return f_dot;
+  if (!strcmp(op, "sort")) return f_sort;
+  if (!strcmp(op, "gather")) return f_gather;
+  if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "cuda_threefry2x32"))
+    return f_threefry;
+  if (eop_find(op) >= 0 && g->nodes.a[n].n_out == 1) return f_elementwise;
+  return NULL;
+}
+
+int ex_hlo_handles(const gopt_exec *x, int32_t n) {
+  const char *op = hop(x->g, n);
+  if (!op) return 0;
+  if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element")) return 1;
+  if (!strcmp(op, "call") || !strcmp(op, "fusion")) return callee(x->g, n) != NULL;
+  return ref_kernel(x->g, n) != NULL;
+}
+
+int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const char *op = hop(G, NODE);
+  if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element")) {
+    k->run = run_leaves;
+    return GOPT_OK;
+  }
+  if (!strcmp(op, "call") || !strcmp(op, "fusion")) return prepare_sub(x, k, err);
+  if (!strcmp(op, "reduce") || !strcmp(op, "sort")) { /* the computation must be interpretable: say so now */
+    const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
+    scomp c;
+    gopt_error e = {0};
+    int rc = a && a->kind == GOPT_ATTR_GRAPH ? scomp_init(&c, G->subgraphs.a[a->v.graph], &e)
+                                              : gopt_error_set(&e, GOPT_EUNSUP, "no to_apply computation");
+    if (a && a->kind == GOPT_ATTR_GRAPH) scomp_free(&c);
+    if (rc) return ex_node_error(x, NODE, err, rc, "%s", e.msg);
+  }
+  return ex_prepare_ref_fn(x, k, ref_kernel(G, NODE), err);
+}
