@@ -147,7 +147,8 @@ void gopt_rewrite_result_clear(gopt_rewrite_result *r); /* accepts NULL */
 
 size_t gopt_rewrite_method_count(void);
 const char *gopt_rewrite_method_name(size_t i);
-/* The simulated step time of g on c (NULL: a V100). */
+/* The simulated step time of g on c (NULL: a V100). On one device, Splits into contiguous blocks
+ * (only size-1 dims before the axis) are views and cost nothing, as in TASO and Tensat. */
 int gopt_rewrite_cost(const gopt_graph *g, const gopt_cluster *c, double *seconds, gopt_error *err);
 /* Searches for a cheaper graph equivalent to g under the enabled rules of rs. g must have
  * inferred shapes. Returns 0 (r filled; the best may be g itself) or an error. */
@@ -196,9 +197,15 @@ typedef struct gopt_rulegen_opts {
   int max_ops;     /* 1..4 (default 3) */
   uint64_t seed;
   int use_z3;      /* prove candidates with Z3 over operator axioms (1 default when built in) */
+  /* The bound on 4 ops (~4M graphs, millions of candidates): a candidate with a 4-op side is kept
+   * only when its source has 4 ops and its target at most 2 (it removes >= 2 ops), and at most
+   * max_rules4 of them are verified (0: 1000), in fingerprint order. Rules up to 3 ops: all. */
+  size_t max_rules4;
+  int only4;       /* keep only the 4-op candidates (to extend a 3-op rule file; named gen4_*) */
 } gopt_rulegen_opts;
 typedef struct gopt_rulegen_stats {
   size_t graphs, candidates, pruned, verified, dropped_numeric, dropped_formal, proved, builtin;
+  size_t rules4;   /* candidates with a 4-op side that went to verification */
   double seconds;
 } gopt_rulegen_stats;
 /* Enumerates graphs, fingerprints them, pairs, prunes and verifies: *out receives the built-in

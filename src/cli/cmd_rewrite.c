@@ -21,6 +21,7 @@ static const char rewrite_help[] =
     "usage: gopt rewrite MODEL -o OUT.onnx [--method greedy|eqsat|rl] [--cluster C] [--budget N]\n"
     "                    [--seconds S] [--alpha A] [--rules F] [--seed S] [--verify exec|ort|both]\n"
     "                    [--json] [--measure] [--batch N] [--policy P.gpol]\n"
+    "       gopt rewrite --list-methods\n"
     "  MODEL          an .onnx file or a zoo spec\n"
     "  --method M     greedy (TASO's cost-ordered backtracking search; default), eqsat (Tensat:\n"
     "                 equality saturation in an e-graph, ILP extraction with GLPK) or rl (X-RLflow-\n"
@@ -34,7 +35,9 @@ static const char rewrite_help[] =
     "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"
     "  --verify V     exec: gopt's executor; ort: also ONNX Runtime (default both)\n"
     "  --json         print one JSON object\n"
-    "  --measure      time both graphs with the executor even without weight data (made-up weights)\n";
+    "  --measure      time both graphs (gopt's executor and, unless --verify exec, ONNX Runtime;\n"
+    "                 median of 5) even without weight data (made-up weights)\n"
+    "  --list-methods print the search methods of --method, one per line\n";
 
 static int fail(const char *msg) {
   fprintf(stderr, "gopt rewrite: %s\n", msg);
@@ -81,7 +84,8 @@ void cli_rewrite_strip_weights(gopt_graph *g, const uint8_t *keep) {
 
 /* ---- ONNX Runtime check ---------------------------------------------------------------------- */
 
-static int run_ort(const char *model, const char *in_json, const char *out_dir) {
+/* Runs ort_run.js on model; with reps > 0 it also times it (median of reps runs). */
+static int run_ort(const char *model, const char *in_json, const char *out_dir, int reps) {
   char cmd[4096];
   const char *root = getenv("GOPT_SOURCE_DIR");
   char js[1200] = "tools/ort/ort_run.js";
@@ -99,7 +103,8 @@ static int run_ort(const char *model, const char *in_json, const char *out_dir) 
       if (exists(js)) break;
     }
   }
-  snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' --threads 2 >/dev/null", js, model, in_json, out_dir);
+  snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' --threads 2 --time %d >/dev/null", js, model,
+           in_json, out_dir, reps);
   return system(cmd);
 }
 
@@ -206,8 +211,21 @@ done:
   return rc;
 }
 
-/* Runs both graphs (with weights) under ONNX Runtime on the same random inputs. */
-static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, gopt_error *err) {
+/* "seconds" of an ort_run.js output directory (-1 when absent). */
+static double ort_seconds(const char *dir) {
+  char p[1300];
+  snprintf(p, sizeof p, "%.1200s/outputs.json", dir);
+  json_t *j = json_load_file(p, 0, NULL);
+  json_t *v = json_object_get(j, "seconds");
+  double s = json_is_number(v) ? json_number_value(v) : -1;
+  json_decref(j);
+  return s;
+}
+
+/* Runs both graphs (with weights) under ONNX Runtime on the same random inputs; with reps > 0
+ * also times each (median of reps runs after a warm-up) into t[0] (a) and t[1] (b). */
+static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, int reps, double t[2],
+                      gopt_error *err) {
   char dir[] = "/tmp/gopt-rewrite-XXXXXX";
   if (!mkdtemp(dir)) return gopt_error_set(err, GOPT_EIO, "cannot create a temporary directory");
   char ma[1200], mb[1200], oa[1200], ob[1200], in[1200];
@@ -219,9 +237,13 @@ static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, g
   int rc = gopt_onnx_save(a, ma, err);
   if (!rc) rc = gopt_onnx_save(b, mb, err);
   if (!rc) rc = write_inputs(a, dir, seed, err);
-  if (!rc && (run_ort(ma, in, oa) || run_ort(mb, in, ob)))
+  if (!rc && (run_ort(ma, in, oa, reps) || run_ort(mb, in, ob, reps)))
     rc = gopt_error_set(err, GOPT_EIO, "ONNX Runtime could not run the models (node tools/ort/ort_run.js)");
   if (!rc) rc = compare_ort(oa, ob, err);
+  if (!rc && reps > 0) {
+    t[0] = ort_seconds(oa);
+    t[1] = ort_seconds(ob);
+  }
   char cmd[1300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd)) { /* best effort */
@@ -246,6 +268,9 @@ static int parse_args(int argc, char **argv, rw_args *a) {
     int has = i + 1 < argc;
     if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
       fputs(rewrite_help, stdout);
+      return 0;
+    } else if (!strcmp(s, "--list-methods")) {
+      for (size_t k = 0; k < gopt_rewrite_method_count(); k++) puts(gopt_rewrite_method_name(k));
       return 0;
     } else if (!strcmp(s, "--json")) {
       a->json = 1;
@@ -343,6 +368,7 @@ int cli_rewrite(int argc, char **argv) {
     had[t] = gopt_tensor_data(g, (int32_t)t) != NULL;
     if (!had[t]) structure_only = 1;
   }
+  cli_rewrite_strip_weights(g, NULL); /* g is kept for its names only: one copy of the weights (in full) */
   int64_t made = gopt_rewrite_materialize(full, seed + 1, &err);
   if (made < 0) {
     fail(err.msg);
@@ -383,15 +409,21 @@ int cli_rewrite(int argc, char **argv) {
     if (!again) break;
   }
   free(checked);
-  /* the best history replayed on the graph with weights (eqsat's result has them), then verified */
-  if (eqsat ? !(outg = gopt_graph_clone(res.graph)) : gopt_rewrite_replay(full, rs, &res, 0, seed, &outg, &err)) {
+  /* the best history replayed on the graph with weights (eqsat's result has them), then verified;
+   * with no rewrite the output is the input (no second copy of the weights, nothing to compare) */
+  int unchanged = res.n_steps == 0 && !eqsat;
+  if (unchanged) {
+    outg = full;
+    full = NULL;
+  } else if (eqsat ? !(outg = gopt_graph_clone(res.graph))
+                   : gopt_rewrite_replay(full, rs, &res, 0, seed, &outg, &err)) {
     fail(eqsat ? "out of memory" : err.msg);
     goto done;
   }
   int verified = 0;
   gopt_error ve = {0};
   double maxd = 0;
-  if (gopt_rewrite_compare(full, outg, seed + 2, 1e-3, 1e-4, &maxd, &ve)) {
+  if (!unchanged && gopt_rewrite_compare(full, outg, seed + 2, 1e-3, 1e-4, &maxd, &ve)) {
     /* name the first step that breaks it (eqsat: the rewrites the extracted graph uses) */
     if (eqsat) {
       char used[600] = "";
@@ -406,8 +438,10 @@ int cli_rewrite(int argc, char **argv) {
     fail(err.msg);
     goto done;
   }
-  if (!a.verify || strcmp(a.verify, "exec")) {
-    if (verify_ort(full, outg, seed + 3, &err)) {
+  int timed = !structure_only || a.measure;
+  double ort_t[2] = {-1, -1};
+  if (!unchanged && (!a.verify || strcmp(a.verify, "exec"))) {
+    if (verify_ort(full, outg, seed + 3, timed ? 5 : 0, ort_t, &err)) {
       gopt_error_prefix(&err, "verification with ONNX Runtime failed (%zu rewrites): ", res.n_steps);
       fail(err.msg);
       goto done;
@@ -415,9 +449,9 @@ int cli_rewrite(int argc, char **argv) {
   }
   verified = 1;
   double mb = -1, ma = -1;
-  if (!structure_only || a.measure) {
-    mb = measure(full, seed + 4);
+  if (timed) {
     ma = measure(outg, seed + 4);
+    mb = unchanged ? ma : measure(full, seed + 4);
   }
   if (structure_only) {
     /* written as the input came: weights without data stay data-less */
@@ -454,8 +488,12 @@ int cli_rewrite(int argc, char **argv) {
     json_object_set_new(o, "predicted_after_s", json_real(res.cost_after));
     json_object_set_new(o, "measured_before_s", mb >= 0 ? json_real(mb) : json_null());
     json_object_set_new(o, "measured_after_s", ma >= 0 ? json_real(ma) : json_null());
+    json_object_set_new(o, "ort_measured_before_s", ort_t[0] >= 0 ? json_real(ort_t[0]) : json_null());
+    json_object_set_new(o, "ort_measured_after_s", ort_t[1] >= 0 ? json_real(ort_t[1]) : json_null());
     json_object_set_new(o, "verified", json_boolean(verified));
-    json_object_set_new(o, "verified_with", json_string(a.verify ? a.verify : "both"));
+    /* nothing rewritten: the output is the input, verified trivially */
+    json_object_set_new(o, "verified_with",
+                        json_string(unchanged ? "unchanged" : a.verify ? a.verify : "both"));
     json_object_set_new(o, "max_abs_diff", json_real(maxd));
     json_object_set_new(o, "structure_only", json_boolean(structure_only));
     if (structure_only && mb >= 0) json_object_set_new(o, "measured_weights", json_string("made-up"));

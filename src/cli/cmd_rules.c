@@ -9,26 +9,41 @@
 #include "gopt/rewrite.h"
 
 static const char rules_help[] =
-    "usage: gopt rules generate -o rules.json [--max-ops 1..4] [--seed S]\n"
+    "usage: gopt rules generate -o rules.json [--max-ops 1..4] [--seed S] [--max-rules4 N] [--only4]\n"
+    "         --max-ops 4 is bounded: 4-op sources with targets of at most 2 ops, the first N\n"
+    "         (default 1000) in fingerprint order; rules up to 3 ops are all kept, or none with\n"
+    "         --only4 (the built-ins and gen4_* rules, to add to a 3-op file)\n"
     "       gopt rules verify RULES.json     (numerically; failing rules listed, exit 1)\n"
     "       gopt rules list RULES.json\n";
 
 static int generate(int argc, char **argv) {
   const char *out = NULL;
-  long max_ops = 3, seed = 0;
+  long max_ops = 3, seed = 0, max4 = 1000;
+  int only4 = 0;
   for (int i = 2; i < argc; i++) {
     const char *s = argv[i];
+    if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+      fputs(rules_help, stdout);
+      return 0;
+    }
+    if (!strcmp(s, "--only4")) {
+      only4 = 1;
+      continue;
+    }
     if (i + 1 >= argc) return cli_usage_error("rules", "%s needs a value", s);
     if (!strcmp(s, "-o")) out = argv[++i];
     else if (!strcmp(s, "--max-ops")) {
       if (cli_parse_long("rules", s, argv[++i], 1, 4, &max_ops)) return 2;
+    } else if (!strcmp(s, "--max-rules4")) {
+      if (cli_parse_long("rules", s, argv[++i], 1, 10000000, &max4)) return 2;
     } else if (!strcmp(s, "--seed")) {
       if (cli_parse_long("rules", s, argv[++i], 0, 0x7fffffff, &seed)) return 2;
     } else
       return cli_usage_error("rules", "unknown flag '%s' (see gopt rules --help)", s);
   }
   if (!out) return cli_usage_error("rules", "generate: missing -o rules.json");
-  gopt_rulegen_opts o = {(int)max_ops, (uint64_t)seed, 1};
+  if (only4 && max_ops != 4) return cli_usage_error("rules", "--only4 needs --max-ops 4");
+  gopt_rulegen_opts o = {(int)max_ops, (uint64_t)seed, 1, (size_t)max4, only4};
   gopt_rulegen_stats st;
   gopt_ruleset *rs = NULL;
   gopt_error err = {0};
@@ -40,9 +55,9 @@ static int generate(int argc, char **argv) {
   snprintf(extra, sizeof extra,
            "{\"generator\": {\"max_ops\": %ld, \"seed\": %ld, \"graphs\": %zu, \"candidates\": %zu, "
            "\"pruned\": %zu, \"verified\": %zu, \"dropped_numeric\": %zu, \"dropped_formal\": %zu, "
-           "\"builtin\": %zu}}",
+           "\"builtin\": %zu, \"rules4\": %zu}}",
            max_ops, seed, st.graphs, st.candidates, st.pruned, st.verified, st.dropped_numeric,
-           st.dropped_formal, st.builtin);
+           st.dropped_formal, st.builtin, st.rules4);
   int rc = gopt_ruleset_save(rs, out, extra, &err);
   gopt_ruleset_free(rs);
   if (rc) {
@@ -50,9 +65,10 @@ static int generate(int argc, char **argv) {
     return 1;
   }
   printf("%s: %zu graphs enumerated, %zu candidate rules, %zu pruned, %zu verified (%zu proved by Z3), "
-         "%zu dropped (numeric), %zu dropped (Z3), %zu built-in; %.1f s\n",
+         "%zu dropped (numeric), %zu dropped (Z3), %zu built-in; %zu of the rules have a 4-op "
+         "source; %.1f s\n",
          out, st.graphs, st.candidates, st.pruned, st.verified, st.proved, st.dropped_numeric,
-         st.dropped_formal, st.builtin, st.seconds);
+         st.dropped_formal, st.builtin, st.rules4, st.seconds);
   return 0;
 }
 

@@ -1,7 +1,9 @@
 /* rewrite_builtin.c: TASO's hand-written substitutions as built-in rules: Conv followed by
  * BatchNormalization / Mul / Add folded into the conv's weights and bias, parallel convs sharing an
  * input merged into one (with kernel enlargement when their kernels differ) followed by a Split,
- * parallel MatMuls sharing their left input merged the same way, and constant folding. Weights are
+ * parallel MatMuls sharing their left input merged the same way, constant folding, and two
+ * Split identities at any rank (a unary op on every Split output moves before the Split; a Concat
+ * of a Split's outputs in order is its input). Weights are
  * computed when their data exists; otherwise the new weights are data-less (structure only) and the
  * application is flagged. */
 #include <math.h>
@@ -396,6 +398,89 @@ static int apply_pmm(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gop
   return 0;
 }
 
+/* ---- Split / Concat identities at any rank ------------------------------------------------------ */
+
+/* Unary elementwise ops without attributes that commute with a Split. */
+static int plain_unary(int op) {
+  return op == GOPT_OP_RELU || op == GOPT_OP_SIGMOID || op == GOPT_OP_TANH;
+}
+
+/* Split whose every output feeds exactly one op of one plain unary type: the op moves before the
+ * Split (one kernel instead of n_out). nodes = {split, users...}. */
+static int find_hoist(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n,
+                      size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t s = (int32_t)i;
+    const gopt_node *nd = &g->nodes.a[s];
+    if (!gopt_node_alive(g, s) || nd->op != GOPT_OP_SPLIT || nd->n_out < 2 ||
+        nd->n_out >= GOPT_REWRITE_MAX_OPS)
+      continue;
+    gopt_rewrite_match m = {rule, 1 + nd->n_out, 1, {s}, {gopt_node_input(g, s, 0)}};
+    int op = -1, ok = 1;
+    for (int k = 0; k < nd->n_out && ok; k++) {
+      int32_t u = sole_user(g, gopt_node_output(g, s, k));
+      ok = u >= 0 && plain_unary(g->nodes.a[u].op) && g->nodes.a[u].n_in == 1 &&
+           (op < 0 || g->nodes.a[u].op == op);
+      if (ok) op = g->nodes.a[u].op, m.nodes[1 + k] = u;
+    }
+    if (ok && rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+static int apply_hoist(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  (void)flags;
+  int32_t s = m->nodes[0], t = rw_new_tensor(h, err);
+  if (t < 0) return GOPT_ENOMEM;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t x = m->vars[0];
+  if (gopt_graph_add_node(h, gopt_node_type(h, m->nodes[1]), name, 1, &x, 1, &t, err) < 0)
+    return GOPT_EINVAL;
+  if (gopt_node_set_input(h, s, 0, t)) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int k = 1; k < m->n_nodes; k++) {
+    int rc = rw_replace(h, gopt_node_output(h, m->nodes[k], 0), gopt_node_output(h, s, k - 1), err);
+    if (rc) return rc;
+    gopt_graph_remove_node(h, m->nodes[k]);
+  }
+  return 0;
+}
+
+/* Axis attribute of n normalised by rank r. */
+static int64_t norm_axis(const gopt_graph *g, int32_t n, int r) {
+  int64_t a = gopt_node_get_int(g, n, "axis", 0);
+  return a < 0 ? a + r : a;
+}
+
+/* Concat whose inputs are all outputs of one Split on the same axis, in order: it is the Split's
+ * input. nodes = {concat, split}. */
+static int find_concat_split(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out,
+                             size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t c = (int32_t)i;
+    const gopt_node *nd = &g->nodes.a[c];
+    if (!gopt_node_alive(g, c) || nd->op != GOPT_OP_CONCAT || nd->n_in < 2) continue;
+    int32_t s = g->tensors.a[gopt_node_input(g, c, 0)].producer;
+    if (s < 0 || !gopt_node_alive(g, s) || g->nodes.a[s].op != GOPT_OP_SPLIT || g->nodes.a[s].n_out != nd->n_in) continue;
+    int32_t x = gopt_node_input(g, s, 0);
+    int r = g->tensors.a[x].rank, ok = norm_axis(g, c, r) == norm_axis(g, s, r);
+    for (int k = 0; k < nd->n_in && ok; k++) ok = gopt_node_input(g, c, k) == gopt_node_output(g, s, k);
+    /* a graph input or constant cannot take over an output's name */
+    if (!ok || is_const(g, x) || is_output(g, x) || g->tensors.a[x].producer < 0) continue;
+    gopt_rewrite_match m = {rule, 2, 1, {c, s}, {x}};
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+static int apply_concat_split(gopt_graph *h, const gopt_rewrite_match *m, int *flags,
+                              gopt_error *err) {
+  (void)flags;
+  int rc = rw_replace(h, gopt_node_output(h, m->nodes[0], 0), m->vars[0], err);
+  if (!rc) gopt_graph_remove_node(h, m->nodes[0]);
+  return rc;
+}
+
 /* ---- constant folding ------------------------------------------------------------------------ */
 
 static int find_fold(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap) {
@@ -422,6 +507,8 @@ static const rw_builtin k_builtins[] = {
     {"enlarge_merge_conv", 2, find_econv, apply_pconv},
     {"merge_parallel_matmul", 2, find_pmm, apply_pmm},
     {"fold_constants", 1, find_fold, apply_fold},
+    {"hoist_unary_over_split", 3, find_hoist, apply_hoist},
+    {"concat_of_split", 2, find_concat_split, apply_concat_split},
 };
 
 const rw_builtin *rw_builtins(size_t *n) {

@@ -7,7 +7,8 @@
  * pairs). Candidates are pruned by input renaming (rules equal up to renaming the variables) and common
  * subgraphs (an op on the same variables on both sides), re-checked by the reference evaluator on
  * further random inputs and a second size, verified with gopt's executor (gopt_rule_verify) and,
- * when enabled, proved with Z3 over operator axioms (rewrite_z3.c). The result is the built-in
+ * when enabled, proved with Z3 over operator axioms (rewrite_z3.c). At 4 ops only a bounded set
+ * of candidates is kept (gopt_rulegen_opts.max_rules4). The result is the built-in
  * rules followed by the generated ones; dropped rules stay in the set, disabled, with the reason. */
 #include <math.h>
 #include <stdio.h>
@@ -413,7 +414,7 @@ static int add_rule(gopt_ruleset *rs, const grec *a, const grec *b, size_t idx, 
   rw_rule r;
   memset(&r, 0, sizeof r);
   r.builtin = -1;
-  snprintf(r.name, sizeof r.name, "gen_%04zu", idx);
+  snprintf(r.name, sizeof r.name, a->n_ops == 4 ? "gen4_%04zu" : "gen_%04zu", idx);
   r.n_vars = a->vars;
   rec_pattern(a, &r.src);
   rec_pattern(b, &r.dst);
@@ -463,6 +464,7 @@ int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulege
   *out = NULL;
   double t0 = gopt_now();
   int max_ops = o->max_ops >= 1 && o->max_ops <= G_MAXOPS ? o->max_ops : 3;
+  size_t limit4 = o->max_rules4 ? o->max_rules4 : 1000;
   gen *g = calloc(1, sizeof *g);
   gopt_ruleset *rs = gopt_ruleset_builtin();
   uint64_t *keys = NULL;
@@ -497,6 +499,9 @@ int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulege
         if (a == b || (a != rep && b != rep)) continue;
         const grec *ra = &g->recs[a], *rb = &g->recs[b];
         if (ra->n_out != rb->n_out || ra->vars != rb->vars) continue;
+        int four = ra->n_ops == 4 || rb->n_ops == 4;
+        /* the documented 4-op bound: sources of 4 ops with targets of at most 2, capped */
+        if (four ? (ra->n_ops != 4 || rb->n_ops > 2 || st->rules4 >= limit4) : o->only4) continue;
         st->candidates++;
         uint64_t key = rule_key(ra, rb);
         int dup = 0;
@@ -518,6 +523,7 @@ int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulege
         if (getenv("GOPT_RULEGEN_PROGRESS") && idx % 100 == 0)
           fprintf(stderr, "rulegen: %zu graphs, %zu candidates, %zu rules, %zu proved, %.1f s\n",
                   st->graphs, st->candidates, idx, st->proved, gopt_now() - t0);
+        st->rules4 += four;
         if ((rc = add_rule(rs, ra, rb, idx++, o, st))) {
           gopt_error_set(err, rc, "out of memory");
           goto done;

@@ -106,6 +106,11 @@ int rw_fold_node(gopt_graph *g, int32_t n, size_t *nodata, gopt_error *err);
 /* Proves rule r with Z3 over the operator axioms (rewrite_z3.c): 1 proved, 0 not (why says). */
 int rw_z3_prove(const rw_rule *r, int timeout_ms, char *why, size_t n);
 
+/* gopt_rewrite_apply on h itself (no copy; h is left half-edited on failure): the replay of a
+ * search's history on a model with weights, where a copy per step would double the memory. */
+int rw_apply_inplace(gopt_graph *h, const gopt_ruleset *rs, const gopt_rewrite_match *m,
+                     int *flags, gopt_error *err);
+
 /* Appends m to the growing match array (*out, *n, *cap); GOPT_ENOMEM on failure. */
 int rw_match_push(gopt_rewrite_match **out, size_t *n, size_t *cap, const gopt_rewrite_match *m);
 

@@ -338,22 +338,19 @@ static int apply_pattern(gopt_graph *h, const rw_rule *r, const gopt_rewrite_mat
   return 0;
 }
 
-int gopt_rewrite_apply(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_match *m,
-                       gopt_graph **out, int *flags, gopt_error *err) {
-  *out = NULL;
+int rw_apply_inplace(gopt_graph *h, const gopt_ruleset *rs, const gopt_rewrite_match *m,
+                     int *flags, gopt_error *err) {
   if (flags) *flags = 0;
   if (!m || m->rule < 0 || (size_t)m->rule >= rs->n)
     return gopt_error_set(err, GOPT_EINVAL, "match names no rule of the set");
   const rw_rule *r = &rs->r[m->rule];
   int rc, fl = 0;
-  if (r->builtin < 0 && (rc = check_unmapped(g, r, m, err))) return rc;
-  gopt_graph *h = gopt_graph_clone(g);
-  if (!h) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if (r->builtin < 0 && (rc = check_unmapped(h, r, m, err))) return rc;
   size_t nb;
   const rw_builtin *b = rw_builtins(&nb);
   size_t first_new = h->nodes.n;
   char loc[96];
-  snprintf(loc, sizeof loc, "%s", gopt_node_name(g, m->nodes[0]));
+  snprintf(loc, sizeof loc, "%s", gopt_node_name(h, m->nodes[0]));
   if (r->builtin >= 0) {
     rc = b[r->builtin].apply(h, m, &fl, err);
     if (!rc && (rc = rw_finish(h, err))) gopt_error_prefix(err, "rule '%s' at '%s': ", r->name, loc);
@@ -371,11 +368,26 @@ int gopt_rewrite_apply(const gopt_graph *g, const gopt_ruleset *rs, const gopt_r
     }
   }
   if (!rc) rc = gopt_graph_compact(h, NULL);
-  if (rc) {
+  if (!rc && flags) *flags = fl;
+  return rc;
+}
+
+int gopt_rewrite_apply(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_match *m,
+                       gopt_graph **out, int *flags, gopt_error *err) {
+  *out = NULL;
+  if (flags) *flags = 0;
+  if (!m || m->rule < 0 || (size_t)m->rule >= rs->n)
+    return gopt_error_set(err, GOPT_EINVAL, "match names no rule of the set");
+  const rw_rule *r = &rs->r[m->rule];
+  int rc;
+  /* checked before cloning: most rejected matches fail here, cheaply */
+  if (r->builtin < 0 && (rc = check_unmapped(g, r, m, err))) return rc;
+  gopt_graph *h = gopt_graph_clone(g);
+  if (!h) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if ((rc = rw_apply_inplace(h, rs, m, flags, err))) {
     gopt_graph_free(h);
     return rc;
   }
-  if (flags) *flags = fl;
   *out = h;
   return 0;
 }

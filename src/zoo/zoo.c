@@ -10,6 +10,8 @@
 static const zoo_entry *const models[] = {
     &zoo_inception_v3, &zoo_resnet50, &zoo_transformer, &zoo_transformer_xl, &zoo_bert,
     &zoo_gpt2,         &zoo_wavenet,  &zoo_gnmt,        &zoo_amoebanet,      &zoo_rnnlm,
+    &zoo_resnext50,    &zoo_squeezenet, &zoo_vgg19,    &zoo_nasnet_a,       &zoo_nasrnn,
+    &zoo_bert_tensat,
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 

@@ -312,19 +312,50 @@ zt zb_linear(zb *b, const char *local, zt x, int64_t out, int bias) {
   return zb_op(b, "Add", nm, y, 2, y.id, bs.id);
 }
 
-zt zb_conv2d(zb *b, const char *local, zt x, int64_t cout, int kh, int kw, int sh, int sw,
-             int pt, int pl, int pb, int pr, int64_t group) {
+/* Conv with an optional bias parameter "<local>.bias". */
+static zt conv2d(zb *b, const char *local, zt x, int64_t cout, const int k[2], const int s[2],
+                 const int p[4], int64_t group, int bias) {
   char nm[160];
   snprintf(nm, sizeof nm, "%s.weight", local);
-  zt w = zb_param(b, nm, ZS(cout, x.d[1] / group, kh, kw));
-  int64_t oh = (x.d[2] + pt + pb - kh) / sh + 1, ow = (x.d[3] + pl + pr - kw) / sw + 1;
-  zt y = zb_op(b, "Conv", local, ZS(x.d[0], cout, oh, ow), 2, x.id, w.id);
-  ZAIS("kernel_shape", kh, kw);
-  ZAIS("strides", sh, sw);
-  ZAIS("pads", pt, pl, pb, pr);
+  zt w = zb_param(b, nm, ZS(cout, x.d[1] / group, k[0], k[1]));
+  zt bs = w;
+  if (bias) {
+    snprintf(nm, sizeof nm, "%s.bias", local);
+    bs = zb_param(b, nm, ZS(cout));
+  }
+  int64_t oh = (x.d[2] + p[0] + p[2] - k[0]) / s[0] + 1, ow = (x.d[3] + p[1] + p[3] - k[1]) / s[1] + 1;
+  zt y = zb_op(b, "Conv", local, ZS(x.d[0], cout, oh, ow), bias ? 3 : 2, x.id, w.id, bs.id);
+  ZAIS("kernel_shape", k[0], k[1]);
+  ZAIS("strides", s[0], s[1]);
+  ZAIS("pads", p[0], p[1], p[2], p[3]);
   ZAIS("dilations", 1, 1);
   zb_ai(b, "group", group);
   return y;
+}
+
+zt zb_conv2d(zb *b, const char *local, zt x, int64_t cout, int kh, int kw, int sh, int sw,
+             int pt, int pl, int pb, int pr, int64_t group) {
+  return conv2d(b, local, x, cout, (int[]){kh, kw}, (int[]){sh, sw}, (int[]){pt, pl, pb, pr},
+                group, 0);
+}
+
+zt zb_conv2d_bias(zb *b, const char *local, zt x, int64_t cout, int k, int s, int p) {
+  return conv2d(b, local, x, cout, (int[]){k, k}, (int[]){s, s}, (int[]){p, p, p, p}, 1, 1);
+}
+
+void zb_same_pads(int64_t in, int k, int s, int *pb, int *pe) {
+  int64_t out = (in + s - 1) / s, total = (out - 1) * s + k - in;
+  if (total < 0) total = 0;
+  *pb = (int)(total / 2);
+  *pe = (int)(total - total / 2);
+}
+
+zt zb_conv_same(zb *b, const char *local, zt x, int64_t cout, int kh, int kw, int s,
+                int64_t group) {
+  int pt, pb, pl, pr;
+  zb_same_pads(x.d[2], kh, s, &pt, &pb);
+  zb_same_pads(x.d[3], kw, s, &pl, &pr);
+  return zb_conv2d(b, local, x, cout, kh, kw, s, s, pt, pl, pb, pr, group);
 }
 
 zt zb_bn(zb *b, const char *local, zt x, double eps) {

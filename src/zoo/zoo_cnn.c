@@ -34,17 +34,21 @@ static const gopt_zoo_knob resnet_knobs[] = {
     {"classes", 1000, 1, 100000, "classifier outputs"},
 };
 
-/* conv -> BN (-> Relu when relu_name) under the current scope. */
+/* conv -> BN (-> Relu when relu_name) under the current scope; with `tensat` the BN is left out
+ * (TASO/Tensat's graphs have none). */
 static zt conv_bn(zb *b, const char *conv, const char *bn, const char *relu, zt x, int64_t cout,
-                  int k, int s) {
+                  int k, int s, int64_t group, int tensat) {
   int p = k / 2;
-  zt y = zb_conv2d(b, conv, x, cout, k, k, s, s, p, p, p, p, 1);
-  y = zb_bn(b, bn, y, 1e-5);
+  zt y = zb_conv2d(b, conv, x, cout, k, k, s, s, p, p, p, p, group);
+  if (!tensat) y = zb_bn(b, bn, y, 1e-5);
   return relu ? zb_unary(b, "Relu", relu, y) : y;
 }
 
-static void build_resnet(zb *b) {
-  int64_t B = zb_knob(b, "batch"), img = zb_knob(b, "image"), depth = zb_knob(b, "depth");
+/* ResNet / ResNeXt body (torchvision layout): bottleneck width = planes * wpg / 64 * groups.
+ * tensat=1 builds TASO/Tensat's ResNeXt-50 instead: no BN, a Relu after the downsample conv, no
+ * classifier. */
+static void resnet_net(zb *b, int64_t depth, int64_t groups, int64_t wpg, int tensat) {
+  int64_t B = zb_knob(b, "batch"), img = zb_knob(b, "image");
   int64_t blocks[4] = {3, 4, 6, 3};
   int bottleneck = 1;
   if (depth == 18 || depth == 34) {
@@ -68,32 +72,53 @@ static void build_resnet(zb *b) {
   }
   zt x = zb_input(b, "input", GOPT_DT_FLOAT, ZS(B, 3, img, img));
   zb_scope(b, "%s", "");
-  x = conv_bn(b, "conv1", "bn1", "relu", x, 64, 7, 2);
+  x = conv_bn(b, "conv1", "bn1", "relu", x, 64, 7, 2, 1, tensat);
   x = zb_pool2d(b, "MaxPool", "maxpool", x, 3, 2, 1, 1, 1, 1, 0);
   for (int st = 0; st < 4; st++) {
-    int64_t width = 64 << st, out = bottleneck ? width * 4 : width;
+    int64_t planes = 64 << st, width = planes * wpg / 64 * groups;
+    int64_t out = bottleneck ? planes * 4 : planes;
     for (int64_t i = 0; i < blocks[st] && zb_ok(b); i++) {
       int s = (st > 0 && i == 0) ? 2 : 1;
       zb_scope(b, "layer%d.%lld", st + 1, (long long)i);
       zt id = x, y;
       if (bottleneck) {
-        y = conv_bn(b, "conv1", "bn1", "relu1", x, width, 1, 1);
-        y = conv_bn(b, "conv2", "bn2", "relu2", y, width, 3, s);
-        y = conv_bn(b, "conv3", "bn3", NULL, y, out, 1, 1);
+        y = conv_bn(b, "conv1", "bn1", "relu1", x, width, 1, 1, 1, tensat);
+        y = conv_bn(b, "conv2", "bn2", "relu2", y, width, 3, s, groups, tensat);
+        y = conv_bn(b, "conv3", "bn3", NULL, y, out, 1, 1, 1, tensat);
       } else {
-        y = conv_bn(b, "conv1", "bn1", "relu1", x, width, 3, s);
-        y = conv_bn(b, "conv2", "bn2", NULL, y, out, 3, 1);
+        y = conv_bn(b, "conv1", "bn1", "relu1", x, width, 3, s, 1, tensat);
+        y = conv_bn(b, "conv2", "bn2", NULL, y, out, 3, 1, 1, tensat);
       }
-      if (s != 1 || x.d[1] != out) {
-        id = zb_conv2d(b, "downsample.0", x, out, 1, 1, s, s, 0, 0, 0, 0, 1);
-        id = zb_bn(b, "downsample.1", id, 1e-5);
-      }
+      if (s != 1 || x.d[1] != out)
+        id = conv_bn(b, "downsample.0", "downsample.1", tensat ? "downsample.relu" : NULL, x, out,
+                     1, s, 1, tensat);
       y = zb_binary(b, "Add", "add", y, id);
       x = zb_unary(b, "Relu", "relu_out", y);
     }
   }
-  classifier(b, x, zb_knob(b, "classes"));
+  if (tensat) zb_output(b, x);
+  else classifier(b, x, zb_knob(b, "classes"));
 }
+
+static void build_resnet(zb *b) { resnet_net(b, zb_knob(b, "depth"), 1, 64, 0); }
+
+static const gopt_zoo_knob resnext_knobs[] = {
+    {"batch", 1, 1, 65536, "batch size"},
+    {"image", 224, 32, 8192, "input height and width"},
+    {"classes", 1000, 1, 100000, "classifier outputs"},
+    {"tensat", 0, 0, 1,
+     "1: TASO/Tensat's ResNeXt-50 benchmark graph (Conv+Relu without BN, Relu after the "
+     "downsample conv, no classifier)"},
+};
+
+static void build_resnext50(zb *b) { resnet_net(b, 50, 32, 4, (int)zb_knob(b, "tensat")); }
+
+const zoo_entry zoo_resnext50 = {
+    {"resnext50",
+     "ResNeXt-50 32x4d (torchvision layout, BN as separate ops; tensat=1: TASO/Tensat's "
+     "benchmark graph)",
+     ZOO_KNOBS(resnext_knobs)},
+    build_resnext50};
 
 const zoo_entry zoo_resnet50 = {
     {"resnet50",
@@ -110,14 +135,18 @@ static const gopt_zoo_knob inception_knobs[] = {
     {"repeat", 1, 1, 100000,
      "repeats the Inception-A/C/E module groups (3, 4 and 2 modules each) this many times"},
     {"classes", 1000, 1, 100000, "classifier outputs"},
+    {"tensat", 0, 0, 1,
+     "1: TASO/Tensat's Inception-v3 benchmark graph (Conv+Relu without BN, ends at the global "
+     "average pool, no classifier)"},
 };
 
-/* BasicConv2d: conv (no bias) -> BN(eps 1e-3) -> Relu, nodes "<name>.conv/.bn/.relu". */
+/* BasicConv2d: conv (no bias) -> BN(eps 1e-3) -> Relu, nodes "<name>.conv/.bn/.relu"; without
+ * the BN under tensat=1 (TASO's conv2d with activation RELU). */
 static zt bconv(zb *b, const char *name, zt x, int64_t cout, int kh, int kw, int s, int ph,
                 int pw) {
   char c[128], n[128], r[128];
   zt y = zb_conv2d(b, FMT(c, "%s.conv", name), x, cout, kh, kw, s, s, ph, pw, ph, pw, 1);
-  y = zb_bn(b, FMT(n, "%s.bn", name), y, 1e-3);
+  if (!zb_knob(b, "tensat")) y = zb_bn(b, FMT(n, "%s.bn", name), y, 1e-3);
   return zb_unary(b, "Relu", FMT(r, "%s.relu", name), y);
 }
 
@@ -223,6 +252,11 @@ static void build_inception_v3(zb *b) {
     module_scope(b, 7, i, r, 'b');
     x = inception_e(b, x);
   }
+  if (zb_knob(b, "tensat")) {
+    zb_scope(b, "%s", "");
+    zb_output(b, zb_op(b, "GlobalAveragePool", "avgpool", ZS(x.d[0], x.d[1], 1, 1), 1, x.id));
+    return;
+  }
   classifier(b, x, zb_knob(b, "classes"));
 }
 
@@ -254,22 +288,6 @@ static const int amoeba_reduce[10][2] = {{1, OP_SEP3}, {0, OP_AVG3}, {0, OP_MAX3
                                          {1, OP_AVG3}, {0, OP_SEP7}};
 static const int amoeba_reduce_concat[] = {2, 3, 4, 5, 6};
 
-/* TF "SAME" padding of one spatial dim. */
-static void same_pads(int64_t in, int k, int s, int *pb, int *pe) {
-  int64_t out = (in + s - 1) / s, total = (out - 1) * s + k - in;
-  if (total < 0) total = 0;
-  *pb = (int)(total / 2);
-  *pe = (int)(total - total / 2);
-}
-
-static zt conv_same(zb *b, const char *name, zt x, int64_t cout, int kh, int kw, int s,
-                    int64_t group) {
-  int pt, pb, pl, pr;
-  same_pads(x.d[2], kh, s, &pt, &pb);
-  same_pads(x.d[3], kw, s, &pl, &pr);
-  return zb_conv2d(b, name, x, cout, kh, kw, s, s, pt, pl, pb, pr, group);
-}
-
 /* One cell operation on x (F channels) under node prefix p. */
 static zt amoeba_op(zb *b, const char *p, int op, zt x, int s, int64_t F) {
   char n[160];
@@ -277,8 +295,8 @@ static zt amoeba_op(zb *b, const char *p, int op, zt x, int s, int64_t F) {
   switch (op) {
   case OP_AVG3:
   case OP_MAX3:
-    same_pads(x.d[2], 3, s, &pt, &pb);
-    same_pads(x.d[3], 3, s, &pl, &pr);
+    zb_same_pads(x.d[2], 3, s, &pt, &pb);
+    zb_same_pads(x.d[3], 3, s, &pl, &pr);
     return zb_pool2d(b, op == OP_AVG3 ? "AveragePool" : "MaxPool",
                      FMT(n, "%s.%s", p, op == OP_AVG3 ? "avg3" : "max3"), x, 3, s, pt, pl, pb,
                      pr, 0);
@@ -288,19 +306,19 @@ static zt amoeba_op(zb *b, const char *p, int op, zt x, int s, int64_t F) {
     int k = op == OP_SEP3 ? 3 : op == OP_SEP5 ? 5 : 7;
     for (int rep = 0; rep < 2; rep++) {
       x = zb_unary(b, "Relu", FMT(n, "%s.sep%d.%d.relu", p, k, rep), x);
-      x = conv_same(b, FMT(n, "%s.sep%d.%d.depthwise", p, k, rep), x, x.d[1], k, k,
+      x = zb_conv_same(b, FMT(n, "%s.sep%d.%d.depthwise", p, k, rep), x, x.d[1], k, k,
                     rep ? 1 : s, x.d[1]);
-      x = conv_same(b, FMT(n, "%s.sep%d.%d.pointwise", p, k, rep), x, F, 1, 1, 1, 1);
+      x = zb_conv_same(b, FMT(n, "%s.sep%d.%d.pointwise", p, k, rep), x, F, 1, 1, 1, 1);
       x = zb_bn(b, FMT(n, "%s.sep%d.%d.bn", p, k, rep), x, 1e-3);
     }
     return x;
   }
   case OP_C1771:
     x = zb_unary(b, "Relu", FMT(n, "%s.c17.relu1", p), x);
-    x = conv_same(b, FMT(n, "%s.c17.conv1x7", p), x, F, 1, 7, s, 1);
+    x = zb_conv_same(b, FMT(n, "%s.c17.conv1x7", p), x, F, 1, 7, s, 1);
     x = zb_bn(b, FMT(n, "%s.c17.bn1", p), x, 1e-3);
     x = zb_unary(b, "Relu", FMT(n, "%s.c17.relu2", p), x);
-    x = conv_same(b, FMT(n, "%s.c17.conv7x1", p), x, F, 7, 1, 1, 1);
+    x = zb_conv_same(b, FMT(n, "%s.c17.conv7x1", p), x, F, 7, 1, 1, 1);
     return zb_bn(b, FMT(n, "%s.c17.bn2", p), x, 1e-3);
   default:
     return x; /* none (only used with stride 1) */

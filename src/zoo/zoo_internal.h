@@ -119,6 +119,13 @@ zt zb_linear(zb *b, const char *local, zt x, int64_t out, int bias);
  * "<local>.weight". */
 zt zb_conv2d(zb *b, const char *local, zt x, int64_t cout, int kh, int kw, int sh, int sw,
              int pt, int pl, int pb, int pr, int64_t group);
+/* TF "SAME" padding of one spatial dim of size `in` (kernel k, stride s): begin/end pads. */
+void zb_same_pads(int64_t in, int k, int s, int *pb, int *pe);
+/* zb_conv2d with TF "SAME" padding (stride s both ways). */
+zt zb_conv_same(zb *b, const char *local, zt x, int64_t cout, int kh, int kw, int s,
+                int64_t group);
+/* Square conv with bias (torchvision's nn.Conv2d default): params "<local>.weight/.bias". */
+zt zb_conv2d_bias(zb *b, const char *local, zt x, int64_t cout, int k, int s, int p);
 /* Inference BatchNormalization: params weight/bias, buffers running_mean/running_var. */
 zt zb_bn(zb *b, const char *local, zt x, double eps);
 zt zb_layernorm(zb *b, const char *local, zt x, double eps);
@@ -150,7 +157,8 @@ zt zb_gelu_tanh(zb *b, const char *local, zt x);
 
 /* ---- models (zoo_cnn.c, zoo_nlp.c, zoo_rnn.c) ---- */
 extern const zoo_entry zoo_inception_v3, zoo_resnet50, zoo_transformer, zoo_transformer_xl,
-    zoo_bert, zoo_gpt2, zoo_wavenet, zoo_gnmt, zoo_amoebanet, zoo_rnnlm;
+    zoo_bert, zoo_gpt2, zoo_wavenet, zoo_gnmt, zoo_amoebanet, zoo_rnnlm, zoo_resnext50,
+    zoo_squeezenet, zoo_vgg19, zoo_nasnet_a, zoo_nasrnn, zoo_bert_tensat;
 #define ZOO_KNOBS(arr) (sizeof(arr) / sizeof((arr)[0])), (arr)
 
 #endif

@@ -2,7 +2,9 @@
 documented keys, verified is true (gopt's executor and ONNX Runtime agree with the input's
 outputs), the output passes onnx.checker (full check) and onnx shape inference; a model with
 real weights (a small Conv+BN model built here) gets its BN folded into the weights and measured
-times; bad flags give one error line."""
+times (gopt's executor and ONNX Runtime); a model nothing rewrites is reported 'unchanged';
+Tensat's SqueezeNet loses its fire modules' Split/Relu/Concat; --list-methods lists greedy; bad
+flags give one error line."""
 import json
 import os
 import subprocess
@@ -15,6 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 GOPT = sys.argv[1]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import onnx_check  # noqa: E402
 KEYS = {"rules_applied", "predicted_before_s", "predicted_after_s", "measured_before_s",
         "measured_after_s", "verified", "search_seconds"}
 
@@ -80,17 +84,7 @@ def run(model, out, extra=()):
         raise SystemExit(f"check_rewrite_cli: {model}: bad JSON {j}")
     if j["predicted_after_s"] > j["predicted_before_s"] * (1 + 1e-9):
         raise SystemExit(f"check_rewrite_cli: {model}: cost went up {j}")
-    m = onnx.load(out, load_external_data=False)
-    # a structure-only model's weights are external references to data that does not exist:
-    # zeros stand in for them so the checker's full check can run
-    for t in m.graph.initializer:
-        if t.data_location == TensorProto.EXTERNAL:
-            n = int(np.prod(t.dims)) if len(t.dims) else 1
-            del t.external_data[:]
-            t.data_location = TensorProto.DEFAULT
-            t.raw_data = bytes(n * onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[t.data_type].itemsize)
-    onnx.checker.check_model(m, full_check=True)
-    onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    onnx_check.full_check(out)
     return j
 
 
@@ -101,10 +95,23 @@ def main():
                       "resnet50", "inception_v3:image=75", "bert:layers=2"):
             j = run(model, os.path.join(d, "out.onnx"))
             print(f"{model}: {j['rules_applied']} {j['predicted_before_s']:.3g} -> {j['predicted_after_s']:.3g}")
+            if not j["rules_applied"] and j.get("verified_with") != "unchanged":
+                print(f"check_rewrite_cli: {model}: nothing rewritten but not 'unchanged': {j}", file=sys.stderr)
+                failures += 1
+        # Tensat's SqueezeNet: merged expand convs, Relu hoisted over the Split, Concat(Split) gone
+        j = run("squeezenet:tensat=1", os.path.join(d, "sq.onnx"))
+        if not {"enlarge_merge_conv", "hoist_unary_over_split", "concat_of_split"} <= set(j["rules_applied"]):
+            print(f"check_rewrite_cli: squeezenet:tensat=1 rules {j['rules_applied']}", file=sys.stderr)
+            failures += 1
+        r = subprocess.run([GOPT, "rewrite", "--list-methods"], capture_output=True, text=True)
+        if r.returncode != 0 or "greedy" not in r.stdout.split():
+            print(f"check_rewrite_cli: --list-methods: {r.stdout!r}", file=sys.stderr)
+            failures += 1
         src = os.path.join(d, "convbn.onnx")
         conv_bn_model(src)
         j = run(src, os.path.join(d, "convbn_out.onnx"))
-        if j["rules_applied"].get("fuse_conv_batchnorm") != 1 or j["measured_before_s"] is None:
+        if (j["rules_applied"].get("fuse_conv_batchnorm") != 1 or j["measured_before_s"] is None
+                or j.get("ort_measured_before_s") is None or j.get("ort_measured_after_s") is None):
             print(f"check_rewrite_cli: Conv+BN model not folded or not measured: {j}", file=sys.stderr)
             failures += 1
         m = onnx.load(os.path.join(d, "convbn_out.onnx"))

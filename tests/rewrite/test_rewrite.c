@@ -2,7 +2,9 @@
  * pattern's occurrences; an application computes the same outputs (executor on random inputs);
  * a match whose unmapped output is used outside is rejected; a cyclic rewrite is rejected; Conv+BN
  * folding with weights matches the unfused graph; a deliberately wrong rule is dropped by
- * verification and never applied, and when forced into the search the replay check names it. */
+ * verification and never applied, and when forced into the search the replay check names it;
+ * the Split identities (unary hoisted over a Split, Concat of a Split) keep the outputs and a
+ * contiguous Split costs nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +225,113 @@ static void test_conv_bn(void) {
   gopt_ruleset_free(rs);
 }
 
+/* x [d0,6,4,4] -> Relu -> Split(axis, sizes 2 and 4) -> (Relu, Relu | outputs) [-> Concat]. */
+static gopt_graph *split_graph(int64_t d0, int64_t axis, int unary, int concat) {
+  gopt_graph *g = gopt_graph_new("split");
+  gopt_graph_set_opset(g, "", 17);
+  int64_t xd[4] = {d0, 6, 4, 4}, two = 2, sz[2] = {2, 4};
+  int32_t x = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 4, xd, NULL);
+  int32_t r = gopt_graph_add_tensor(g, "r", GOPT_DT_FLOAT, -1, NULL, NULL);
+  int32_t k = gopt_graph_add_tensor(g, "sizes", GOPT_DT_INT64, 1, &two, NULL);
+  gopt_tensor_set_const(g, k, sz, sizeof sz, NULL);
+  gopt_graph_add_input(g, x);
+  node(g, "Relu", "r0", x, -1, r);
+  int32_t s[2], u[2];
+  for (int i = 0; i < 2; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "s%d", i);
+    s[i] = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, -1, NULL, NULL);
+    snprintf(nm, sizeof nm, "u%d", i);
+    u[i] = unary ? gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, -1, NULL, NULL) : s[i];
+  }
+  int32_t in[2] = {r, k};
+  int32_t sp = gopt_graph_add_node(g, "Split", "split", 2, in, 2, s, NULL);
+  gopt_node_set_int(g, sp, "axis", axis);
+  if (unary) {
+    node(g, "Tanh", "t0", s[0], -1, u[0]);
+    node(g, "Tanh", "t1", s[1], -1, u[1]);
+  }
+  if (concat) {
+    int32_t y = gopt_graph_add_tensor(g, "y", GOPT_DT_FLOAT, -1, NULL, NULL);
+    int32_t c = node(g, "Concat", "cat", u[0], u[1], y);
+    gopt_node_set_int(g, c, "axis", axis);
+    gopt_graph_add_output(g, y);
+  } else {
+    gopt_graph_add_output(g, u[0]);
+    gopt_graph_add_output(g, u[1]);
+  }
+  gopt_infer_opts io = {0, 0};
+  CHECK(gopt_infer_shapes(g, &io, NULL) == 0);
+  return g;
+}
+
+/* Applies the only match of rule `name` in g; the result computes the same outputs. */
+static gopt_graph *apply_only(const gopt_graph *g, gopt_ruleset *rs, const char *name) {
+  gopt_rewrite_match *ms = NULL;
+  size_t n = 0;
+  gopt_graph *h = NULL;
+  gopt_error err = {0};
+  CHECK(gopt_rewrite_find(g, rs, (int)rule_index(rs, name), &ms, &n, NULL) == 0);
+  CHECK_MSG(n == 1, "%s: %zu matches", name, n);
+  if (n == 1) {
+    CHECK_MSG(gopt_rewrite_apply(g, rs, &ms[0], &h, NULL, &err) == 0, "%s: %s", name, err.msg);
+    if (h) CHECK_MSG(gopt_rewrite_compare(g, h, 5, 1e-5, 1e-6, NULL, &err) == 0, "%s", err.msg);
+  }
+  free(ms);
+  return h;
+}
+
+/* Tanh on both Split outputs moves before the Split; Concat(Split(x)) in order is x; a Concat in
+ * the other order is not matched; a Split into contiguous blocks costs nothing, one that is not
+ * contiguous does. */
+static void test_split_identities(void) {
+  gopt_ruleset *rs = gopt_ruleset_builtin();
+  gopt_graph *g = split_graph(1, 1, 1, 1);
+  gopt_graph *h = apply_only(g, rs, "hoist_unary_over_split");
+  if (h) {
+    CHECK_EQ_INT(gopt_graph_node_count(h), 4); /* Relu, Tanh, Split, Concat */
+    gopt_graph *k = apply_only(h, rs, "concat_of_split");
+    if (k) CHECK_EQ_INT(gopt_graph_node_count(k), 2); /* Relu, Tanh */
+    gopt_graph_free(k);
+  }
+  gopt_graph_free(h);
+  gopt_graph_free(g);
+  /* reversed Concat order: not the Split's input */
+  g = split_graph(1, 1, 0, 1);
+  int32_t cat = -1;
+  for (size_t i = 0; i < g->nodes.n; i++)
+    if (g->nodes.a[i].op == GOPT_OP_CONCAT) cat = (int32_t)i;
+  int32_t a = gopt_node_input(g, cat, 0), b = gopt_node_input(g, cat, 1);
+  gopt_node_set_input(g, cat, 0, b);
+  gopt_node_set_input(g, cat, 1, a);
+  gopt_rewrite_match *ms = NULL;
+  size_t n = 9;
+  CHECK(gopt_rewrite_find(g, rs, (int)rule_index(rs, "concat_of_split"), &ms, &n, NULL) == 0);
+  CHECK_EQ_INT(n, 0);
+  free(ms);
+  gopt_graph_free(g);
+  /* cost: Relu + contiguous Split == Relu alone (the Split outputs are views) */
+  gopt_graph *with = split_graph(1, 1, 0, 0), *strided = split_graph(2, 1, 0, 0);
+  gopt_graph *alone = gopt_graph_new("alone");
+  gopt_graph_set_opset(alone, "", 17);
+  int64_t xd[4] = {1, 6, 4, 4};
+  int32_t x = gopt_graph_add_tensor(alone, "x", GOPT_DT_FLOAT, 4, xd, NULL);
+  int32_t r = gopt_graph_add_tensor(alone, "r", GOPT_DT_FLOAT, 4, xd, NULL);
+  gopt_graph_add_input(alone, x);
+  node(alone, "Relu", "r0", x, -1, r);
+  gopt_graph_add_output(alone, r);
+  double cw = 0, ca = 0, cs = 0;
+  CHECK(gopt_rewrite_cost(with, NULL, &cw, NULL) == 0);
+  CHECK(gopt_rewrite_cost(alone, NULL, &ca, NULL) == 0);
+  CHECK(gopt_rewrite_cost(strided, NULL, &cs, NULL) == 0);
+  CHECK_NEAR(cw, ca, 1e-12);
+  CHECK_MSG(cs > 1.5 * ca, "strided split %g vs relu %g", cs, ca);
+  gopt_graph_free(with);
+  gopt_graph_free(strided);
+  gopt_graph_free(alone);
+  gopt_ruleset_free(rs);
+}
+
 /* The wrong rule is dropped by verification and never applied; forced in, the search applies it
  * and the replay check names it and where. */
 static void test_wrong_rule(gopt_ruleset *rs) {
@@ -270,6 +379,7 @@ int main(void) {
   test_matcher(rs);
   test_cycle();
   test_conv_bn();
+  test_split_identities();
   test_wrong_rule(rs);
   gopt_ruleset_free(rs);
   /* rules.json round trip */

@@ -47,6 +47,14 @@ static const struct {
     {"rnnlm", 1053},
     {"rnnlm:steps=2667", 80013},
     {"rnnlm:steps=33334", 1000023},
+    {"resnext50", 175},
+    {"resnext50:tensat=1", 123},
+    {"squeezenet", 65},
+    {"vgg19", 43},
+    {"nasnet_a", 420},
+    {"nasrnn", 230},
+    {"bert_tensat", 113},
+    {"inception_v3:tensat=1", 217},
 };
 
 static int cmp_u32(const void *a, const void *b) {
@@ -149,7 +157,7 @@ static void check_shapes(const gopt_graph *g, const char *spec) {
 }
 
 static void test_defaults(void) {
-  CHECK_EQ_INT(gopt_zoo_count(), 10);
+  CHECK_EQ_INT(gopt_zoo_count(), 16);
   CHECK(gopt_zoo_get(gopt_zoo_count()) == NULL);
   for (size_t i = 0; i < gopt_zoo_count(); i++) {
     const gopt_zoo_model *m = gopt_zoo_get(i);
@@ -167,6 +175,16 @@ static void test_defaults(void) {
     CHECK_EQ_INT(n, gopt_graph_node_count(g));
     CHECK(strcmp(gopt_graph_str(g, g->name), m->name) == 0);
     check_shapes(g, m->name);
+    gopt_graph_free(g);
+  }
+  /* TASO/Tensat's forms of the models that also have a torchvision layout. */
+  const char *tensat[] = {"resnext50:tensat=1", "squeezenet:tensat=1", "vgg19:tensat=1",
+                          "inception_v3:tensat=1"};
+  for (int i = 0; i < 4; i++) {
+    gopt_graph *g = build(tensat[i]);
+    if (!g) continue;
+    check_structure(g, tensat[i]);
+    check_shapes(g, tensat[i]);
     gopt_graph_free(g);
   }
 }
