@@ -168,14 +168,14 @@ static void dots(void) {
                     "  ROOT d2 = f32[4,4] dot(x, d1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", "dot_merger", &st);
   if (h) CHECK(count_type(h, "hlo::dot") == 2 && st.rewrites == 0);
   gopt_graph_free(h);
-  /* operand_upcaster: f32 x f32 -> f64 (the importer's shape rule wants one type, so the dot's
-   * result type is set here) gets converts to f64 */
+  /* operand_upcaster: f32 x f32 -> f64 (a dot with its own result type, as loaded from the text)
+   * gets converts to f64 */
   gopt_graph *g = load("HloModule u\nENTRY e {\n  x = f32[2,3] parameter(0)\n  y = f32[3,2] parameter(1)\n"
-                       "  d = f32[2,2] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                       "  d = f64[2,2] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
                        "  ROOT r = f32[2,2] convert(d)\n}\n");
   if (g) {
     gopt_error err = {0};
-    g->tensors.a[gopt_node_output(g, find_node(g, "hlo::dot"), 0)].dtype = GOPT_DT_DOUBLE;
+    CHECK(g->tensors.a[gopt_node_output(g, find_node(g, "hlo::dot"), 0)].dtype == GOPT_DT_DOUBLE);
     h = NULL;
     CHECK(gopt_pass_run(gopt_pass_find("operand_upcaster"), g, &h, &st, &err) == 0);
     int32_t d = h ? find_node(h, "hlo::dot") : -1;
