@@ -105,7 +105,8 @@ typedef void (*gopt_learn_iter_fn)(const gopt_learn_iter_info *info, void *user)
  * each rank evaluates its group's samples and computes its group's gradient.
  * allgather: buf holds size blocks of bytes, block `rank` filled by this rank; fills every other
  * block from its rank. rc is this rank's status: when any rank's is non-zero every rank returns
- * non-zero with one error line (naming the failing rank) in err, so a failure never hangs. */
+ * non-zero with one error line (naming the failing rank) in err, so a failure never hangs.
+ * The same hook distributes a search's batch evaluations (gopt_search_opts.dist, search.h). */
 typedef int (*gopt_learn_allgather_fn)(void *buf, size_t bytes, int rc, void *user, gopt_error *err);
 typedef struct gopt_learn_dist {
   int rank, size;

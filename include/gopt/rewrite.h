@@ -111,11 +111,13 @@ int gopt_rewrite_compare(const gopt_graph *a, const gopt_graph *b, uint64_t seed
 
 /* ---- search ---------------------------------------------------------------------------------- */
 typedef struct gopt_rewrite_opts {
-  const char *method;          /* "greedy" (NULL: greedy) */
+  const char *method;          /* "greedy" or "eqsat" (NULL: greedy) */
   const gopt_cluster *cluster; /* cost device: the simulator's step time (NULL: a V100) */
   double alpha;                /* greedy: accept cost < alpha * best (<= 0: 1.05) */
-  long budget;                 /* greedy: graphs dequeued (<= 0: 100) */
-  double seconds;              /* wall-clock limit (<= 0: none) */
+  long budget;                 /* greedy: graphs dequeued (<= 0: 100); eqsat: e-node limit
+                                  (<= 0: 20000) */
+  double seconds;              /* wall-clock limit (<= 0: none; eqsat: 10, 40% for saturation,
+                                  the rest for the ILP) */
   double max_growth;           /* op count limit as a multiple of the original (<= 0: 2) */
   uint64_t seed;
 } gopt_rewrite_opts;
@@ -135,6 +137,8 @@ typedef struct gopt_rewrite_result {
   gopt_rewrite_step *steps;    /* the best graph's applied rewrites, in order */
   size_t n_steps;
   int flags;                   /* OR of the steps' flags */
+  char note[320];              /* the method's own summary (eqsat: iterations, e-graph size,
+                                  why it stopped, which extraction was used); "" when none */
 } gopt_rewrite_result;
 void gopt_rewrite_result_clear(gopt_rewrite_result *r); /* accepts NULL */
 

@@ -24,6 +24,7 @@ typedef void (*gopt_search_trace_fn)(uint64_t evals, double seconds, double best
 /* Called for every evaluated configuration (Gibbs sampling's data collection for the local
  * advantage model): x has nvars values. */
 typedef void (*gopt_search_sample_fn)(const double *x, const gopt_env_result *r, void *user);
+struct gopt_learn_dist; /* learn.h: the exchange hook of a distributed run (the CLI's MPI) */
 /* REGAL's learned sampling: fills keys (n rows x genes, row-major) with fresh chromosomes of
  * REGAL's layout (gopt_search_regal_genes) drawn from the generator seeded by seed (a pure function
  * of seed and n); returns 0 or an error code. "brkga-regal" calls it for generation 0's fresh
@@ -55,6 +56,16 @@ typedef struct gopt_search_opts {
   void *user;
   gopt_search_keys_fn sample_keys; /* "brkga-regal" only (NULL: uniform keys); learn.h's REGAL */
   void *keys_user;
+  /* Distributed evaluation (`gopt optimize` under mpirun, docs/SCALING.md): NULL or size 1 for one
+   * process. Every rank runs the same search with the same options (one logical search); each
+   * batch a method evaluates is split into size contiguous slices, rank r evaluates slice r and the
+   * results are all-gathered in rank order, so every rank holds the results one process would
+   * compute and the search is bitwise the one-process search (same x_best, result, evaluation
+   * count). The stop request and the seconds budget are agreed on at those exchanges (any rank's
+   * counts for all), so every rank stops at the same batch. Methods that evaluate one point at a
+   * time (local, anneal, gibbs, khop, guided) and the exact ones ignore dist: they run whole on
+   * every rank. */
+  const struct gopt_learn_dist *dist;
 } gopt_search_opts;
 
 typedef struct gopt_search_result {

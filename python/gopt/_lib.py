@@ -169,7 +169,8 @@ class SearchOpts(ctypes.Structure):
                 ("elite_frac", c_double), ("mutant_frac", c_double), ("elite_bias", c_double),
                 ("alpha", c_double), ("hops", c_int), ("guide", c_void_p), ("guide_user", c_void_p),
                 ("on_improve", TRACE_FN), ("on_sample", c_void_p), ("user", c_void_p),
-                ("sample_keys", c_void_p), ("keys_user", c_void_p)]
+                ("sample_keys", c_void_p), ("keys_user", c_void_p),
+                ("dist", c_void_p)]  # const gopt_learn_dist * (MPI runs only; NULL here)
 
 
 class SearchResult(ctypes.Structure):

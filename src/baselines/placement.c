@@ -74,8 +74,12 @@ int bl_metis(const gopt_env *e, const double *x, int32_t *dev, gopt_error *err) 
   METIS_SetDefaultOptions(options);
   options[METIS_OPTION_SEED] = 1;
   options[METIS_OPTION_NUMBERING] = 0;
-  int mr = METIS_PartGraphKway(&nv, &ncon, xadj, adj, vw, NULL, ew, &nparts, NULL, NULL, options,
-                               &objval, part);
+  /* METIS seeds one process-wide random generator (GKlib's): two partitions at once in one
+   * process would interleave its draws, so results would depend on thread timing. */
+  int mr;
+#pragma omp critical(gopt_metis)
+  mr = METIS_PartGraphKway(&nv, &ncon, xadj, adj, vw, NULL, ew, &nparts, NULL, NULL, options,
+                           &objval, part);
   if (mr != METIS_OK) {
     rc = gopt_error_set(err, GOPT_EINVAL, "metis: METIS_PartGraphKway failed (code %d)", mr);
     goto done;

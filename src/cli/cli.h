@@ -85,6 +85,7 @@ typedef struct cli_task_flags {
   long samples;        /* --samples K: the learned method's samples besides greedy */
   int has_samples;
   long finetune;       /* --finetune N: PPO fine-tuning evaluations (0: zero-shot) */
+  int mpi_islands;     /* --mpi-search islands (else eval: one search, batches spread over ranks) */
   double ga[4];        /* --brkga P,E,M,B: population, elite/mutant fractions, elite bias (0: defaults) */
   double alpha;        /* --alpha A: guided's top percentage of nodes (0: the default) */
   long hops;           /* --hops K: khop/guided neighbourhood radius (0: the default) */
@@ -189,12 +190,13 @@ int cli_mpi_allgather(void *buf, size_t bytes, int rc, void *user, gopt_error *e
 const gopt_learn_dist *cli_mpi_learn_dist(void);
 /* MPI_Bcast of bytes from root (nothing with one process); 0 or GOPT_EIO. */
 int cli_mpi_bcast(void *buf, size_t bytes, int root);
-/* 1 (default): a search method under mpirun runs as islands (cli_task_run_method); `gopt compare`
+/* 1 (default): a search method under mpirun is distributed (cli_task_run_method: one logical
+ * search whose batches the ranks evaluate, or islands with --mpi-search islands); `gopt compare`
  * sets 0 and spreads its methods over the ranks instead. */
-extern int cli_mpi_islands;
-/* Island model: every rank runs method with its own seed stream on its share of o->budget_evals
- * (the global budget), in rounds; after each round all continue from the best of all ranks
- * (migration). x_best/res: the best over all ranks, res->evals the sum over ranks. */
+extern int cli_mpi_search;
+/* Island model (--mpi-search islands): every rank runs method with its own seed stream on its share
+ * of o->budget_evals (the global budget), in rounds; after each round all continue from the best of
+ * all ranks (migration). x_best/res: the best over all ranks, res->evals the sum over ranks. */
 int cli_mpi_island_search(const char *method, gopt_env *e, const gopt_search_opts *o, double *x_best,
                           gopt_search_result *res, gopt_error *err);
 

@@ -238,7 +238,7 @@ int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *
   if (any_search && (rc = cli_task_start_resolve(cmd, f, e, &m->start))) return rc;
   gopt_error err = {0};
   cli_task_sigint(1);
-  cli_mpi_islands = 0; /* under mpirun the methods are spread over the ranks (row i on rank i % P) */
+  cli_mpi_search = 0; /* under mpirun the methods are spread over the ranks (row i on rank i % P) */
   for (size_t i = 0; i < m->nr && !cli_task_interrupted(); i++) {
     if ((int)(i % (size_t)cli_mpi_size()) != cli_mpi_rank()) continue;
     cli_cmp_row *r = &m->rows[i];

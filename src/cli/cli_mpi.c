@@ -17,7 +17,7 @@ static int mpi_on = 0; /* MPI_Init succeeded (only under a launcher) */
 #endif
 
 static int mpi_rank = 0, mpi_size = 1;
-int cli_mpi_islands = 1;
+int cli_mpi_search = 1;
 
 int cli_mpi_rank(void) { return mpi_rank; }
 int cli_mpi_size(void) { return mpi_size; }
@@ -142,6 +142,7 @@ int cli_mpi_island_search(const char *method, gopt_env *e, const gopt_search_opt
     if (B && ro.budget_evals == 0) ro.budget_evals = 1;
     ro.budget_seconds = o->budget_seconds > 0 ? o->budget_seconds / (double)rounds : 0;
     ro.on_improve = NULL;
+    ro.dist = NULL; /* each island searches alone */
     ro.progress = o->progress && mpi_rank == 0;
     gopt_search_result rr;
     memset(&rr, 0, sizeof rr);

@@ -135,8 +135,12 @@ static int run_search(const char *method, gopt_env *e, const cli_task_flags *f, 
     if (!rc) gopt_regal_sampler_attach(smp, &o);
     method = "brkga-regal";
   }
-  /* under mpirun the stochastic methods run as islands; the exact ones (ilp, dp) on every rank */
-  int islands = cli_mpi_size() > 1 && cli_mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
+  /* under mpirun (docs/SCALING.md): by default one logical search on every rank whose batch
+   * evaluations are spread over the ranks (bitwise the one-process search); with --mpi-search
+   * islands the stochastic methods run as islands. The exact ones (ilp, dp) run on every rank. */
+  int dist = cli_mpi_size() > 1 && cli_mpi_search;
+  int islands = dist && f->mpi_islands && strcmp(method, "ilp") && strcmp(method, "dp");
+  if (dist) o.dist = cli_mpi_learn_dist();
   if (!rc && !strcmp(method, "guided")) /* the advantage model guides it (cmd_localadv.c) */
     rc = cli_localadv_guided(e, f, &o, x, &res, err);
   else if (!rc)
@@ -224,6 +228,15 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
   }
   if (!strcmp(a, "--no-history")) {
     f->no_history = 1;
+    return 1;
+  }
+  if (!strcmp(a, "--mpi-search")) {
+    const char *v = *i + 1 < argc ? argv[++*i] : "";
+    if (strcmp(v, "eval") && strcmp(v, "islands")) {
+      cli_usage_error(cmd, "--mpi-search: expected eval or islands, got '%s'", v);
+      return -1;
+    }
+    f->mpi_islands = !strcmp(v, "islands");
     return 1;
   }
   if (!strcmp(a, "--training")) {

@@ -21,6 +21,7 @@ static const char opt_help[] =
     "usage: gopt optimize MODEL --task T --cluster C --method NAME [--budget N] [--seconds S]\n"
     "                     [--seed S] [--threads N] [--start S] [-o decisions.json] [--json] [--batch N]\n"
     "                     [--training] [--policy P.gpol] [--samples K] [--finetune N] [--alpha A] [--hops K]\n"
+    "                     [--mpi-search eval|islands]\n"
     "  --task T       placement | fusion | schedule | memory | joint (docs/TASKS.md)\n"
     "  --cluster C    a shorthand (4xV100-nvlink, V100, 8xH100, ...) or a cluster JSON file\n"
     "  --method NAME  a baseline (single, round_robin, metis, expert, m_etf, no_fusion, xla, tvm,\n"
@@ -48,7 +49,13 @@ static const char opt_help[] =
     "  --threads N    threads for batched evaluation (default: all)\n"
     "  -o FILE        write the decisions (gopt simulate --decisions FILE reproduces the objective)\n"
     "  --json         print one JSON object\n"
-    "  Ctrl-C stops a search and keeps its best so far.\n";
+    "  --mpi-search M under mpirun -np P (docs/SCALING.md): eval (default) runs one search whose\n"
+    "                 batches the ranks share: bitwise the one-process result, the evaluations of\n"
+    "                 random, brkga and regal divided; the methods that evaluate one point at a\n"
+    "                 time (local, anneal, gibbs, khop, guided) run whole on every rank.\n"
+    "                 islands: every rank searches its share of the budget with its own seeds and\n"
+    "                 the best migrates every GOPT_MPI_MIGRATE evaluations (faster, not always as good)\n"
+    "  Ctrl-C stops a search and keeps its best so far (under mpirun too: rank 0 prints it).\n";
 
 /* Appends [evaluations + offset, best] to the curve (a JSON array in user). */
 typedef struct opt_curve {

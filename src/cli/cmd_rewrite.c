@@ -18,13 +18,15 @@
 #include "gopt/util.h"
 
 static const char rewrite_help[] =
-    "usage: gopt rewrite MODEL -o OUT.onnx [--method greedy] [--cluster C] [--budget N]\n"
+    "usage: gopt rewrite MODEL -o OUT.onnx [--method greedy|eqsat] [--cluster C] [--budget N]\n"
     "                    [--seconds S] [--alpha A] [--rules F] [--seed S] [--verify exec|ort|both]\n"
     "                    [--json] [--measure] [--batch N]\n"
     "  MODEL          an .onnx file or a zoo spec\n"
-    "  --method M     greedy (TASO's cost-ordered backtracking search; default)\n"
+    "  --method M     greedy (TASO's cost-ordered backtracking search; default) or eqsat (Tensat:\n"
+    "                 equality saturation in an e-graph, ILP extraction with GLPK)\n"
     "  --cluster C    cost device preset (default V100): the simulator's step time\n"
-    "  --budget N     graphs dequeued (default 100);  --seconds S  wall-clock limit\n"
+    "  --budget N     greedy: graphs dequeued (default 100); eqsat: e-node limit (20000)\n"
+    "  --seconds S    wall-clock limit (eqsat: default 10: 40% saturation, the rest extraction)\n"
     "  --alpha A      accept candidates costing < A x best (default 1.05)\n"
     "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"
     "  --verify V     exec: gopt's executor; ort: also ONNX Runtime (default both)\n"
@@ -343,6 +345,7 @@ int cli_rewrite(int argc, char **argv) {
   }
   strip_weights(sg, NULL);
   gopt_rewrite_opts ro = {a.method, c, a.alpha, a.budget, a.seconds, 0, seed};
+  int eqsat = a.method && !strcmp(a.method, "eqsat");
   /* Every pattern rule the best result uses is verified again (numerically, with the executor)
    * before it is applied to the model; one that fails is disabled and the search runs again, so
    * a rule whose verification fails is never applied. */
@@ -353,7 +356,8 @@ int cli_rewrite(int argc, char **argv) {
   }
   for (;;) {
     gopt_rewrite_result_clear(&res);
-    if (gopt_rewrite_search(sg, rs, &ro, &res, &err)) {
+    /* eqsat keeps one copy of the graph (its e-graph store), so it works on the weights */
+    if (gopt_rewrite_search(eqsat ? full : sg, rs, &ro, &res, &err)) {
       free(checked);
       fail(err.msg);
       goto done;
@@ -374,18 +378,26 @@ int cli_rewrite(int argc, char **argv) {
     if (!again) break;
   }
   free(checked);
-  /* the best history replayed on the graph with weights, then verified */
-  if (gopt_rewrite_replay(full, rs, &res, 0, seed, &outg, &err)) {
-    fail(err.msg);
+  /* the best history replayed on the graph with weights (eqsat's result has them), then verified */
+  if (eqsat ? !(outg = gopt_graph_clone(res.graph)) : gopt_rewrite_replay(full, rs, &res, 0, seed, &outg, &err)) {
+    fail(eqsat ? "out of memory" : err.msg);
     goto done;
   }
   int verified = 0;
   gopt_error ve = {0};
   double maxd = 0;
   if (gopt_rewrite_compare(full, outg, seed + 2, 1e-3, 1e-4, &maxd, &ve)) {
-    /* name the first step that breaks it */
-    if (gopt_rewrite_replay_check(full, rs, &res, seed + 2, &err) == 0)
+    /* name the first step that breaks it (eqsat: the rewrites the extracted graph uses) */
+    if (eqsat) {
+      char used[600] = "";
+      for (size_t i = 0; i < res.n_steps && strlen(used) < 400; i++)
+        snprintf(used + strlen(used), sizeof used - strlen(used), "%s'%.60s' at '%.60s'", i ? ", " : "",
+                 gopt_ruleset_rule_name(rs, (size_t)res.steps[i].rule), res.steps[i].where);
+      if (snprintf(err.msg, sizeof err.msg, "verification failed: %.200s (eqsat used %.200s)", ve.msg, used) < 0)
+        err.msg[0] = 0;
+    } else if (gopt_rewrite_replay_check(full, rs, &res, seed + 2, &err) == 0) {
       snprintf(err.msg, sizeof err.msg, "verification failed: %.400s", ve.msg);
+    }
     fail(err.msg);
     goto done;
   }
@@ -447,6 +459,7 @@ int cli_rewrite(int argc, char **argv) {
     json_object_set_new(o, "dequeued", json_integer((json_int_t)res.dequeued));
     json_object_set_new(o, "generated", json_integer((json_int_t)res.generated));
     json_object_set_new(o, "rejected", json_integer((json_int_t)res.rejected));
+    if (res.note[0]) json_object_set_new(o, "search_note", json_string(res.note));
     char *s = json_dumps(o, JSON_COMPACT);
     if (s) puts(s);
     free(s);
@@ -457,6 +470,7 @@ int cli_rewrite(int argc, char **argv) {
            a.out, res.n_steps, res.cost_before * 1e3, res.cost_after * 1e3, c->name,
            res.cost_before > 0 ? 100 * (1 - res.cost_after / res.cost_before) : 0.0,
            gopt_graph_node_count(g), gopt_graph_node_count(outg), res.search_seconds);
+    if (res.note[0]) printf("  %s\n", res.note);
     if (structure_only && (res.flags & GOPT_RW_WEIGHTS))
       printf("  note: the model has no weight data; weight-changing rewrites were applied to the structure only\n");
   }

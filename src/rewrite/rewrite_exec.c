@@ -14,7 +14,7 @@
 
 /* ---- constant folding ------------------------------------------------------------------------ */
 
-static int copy_attrs(const gopt_graph *g, int32_t n, gopt_graph *m, int32_t mn) {
+int rw_copy_attrs(const gopt_graph *g, int32_t n, gopt_graph *m, int32_t mn) {
   const gopt_node *nd = &g->nodes.a[n];
   for (uint32_t i = 0; i < nd->n_attr; i++) {
     const gopt_attr *a = &g->attrs.a[nd->attr + i];
@@ -62,7 +62,7 @@ static int fold_run(gopt_graph *g, int32_t n, gopt_error *err) {
   for (int k = 0; k < nd->n_out; k++)
     if ((out[k] = gopt_graph_add_tensor(m, NULL, GOPT_DT_FLOAT, -1, NULL, err)) < 0) goto done;
   int32_t mn = gopt_graph_add_node(m, gopt_node_type(g, n), "f", nd->n_in, in, nd->n_out, out, err);
-  if (mn < 0 || (rc = copy_attrs(g, n, m, mn))) goto done;
+  if (mn < 0 || (rc = rw_copy_attrs(g, n, m, mn))) goto done;
   for (int k = 0; k < nd->n_out; k++) gopt_graph_add_output(m, out[k]);
   gopt_infer_opts io = {0, 0};
   if ((rc = gopt_infer_shapes(m, &io, err))) goto done;

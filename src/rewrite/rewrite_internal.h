@@ -92,6 +92,9 @@ int rw_finish(gopt_graph *h, gopt_error *err);
 /* Constant folding of live nodes with id >= first (rewrite_exec.c); returns the count folded. */
 int rw_fold(gopt_graph *g, size_t first, size_t *nodata, gopt_error *err);
 
+/* Copies node n's attributes (not tensor/graph ones: GOPT_EUNSUP) to node mn of m. */
+int rw_copy_attrs(const gopt_graph *g, int32_t n, gopt_graph *m, int32_t mn);
+
 /* Node n is foldable now (alive, a cheap op class, every input constant). */
 int rw_foldable(const gopt_graph *g, int32_t n);
 /* Folds node n (its outputs become constants; data-less when an input has no data). */

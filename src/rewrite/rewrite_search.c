@@ -9,6 +9,7 @@
 #include "gopt/sim.h"
 #include "gopt/util.h"
 #include "rewrite/rewrite_internal.h"
+#include "rewrite/rw_egraph.h"
 
 int gopt_rewrite_cost(const gopt_graph *g, const gopt_cluster *c, double *seconds, gopt_error *err) {
   gopt_cluster *own = NULL;
@@ -233,8 +234,8 @@ typedef struct method_entry {
              gopt_rewrite_result *r, gopt_error *err);
 } method_entry;
 
-/* eqsat (Tensat) and rl (X-RLflow) are to be added here. */
-static const method_entry k_methods[] = {{"greedy", search_greedy}};
+/* rl (X-RLflow) is to be added here; eqsat (Tensat) is rw_eqsat.c. */
+static const method_entry k_methods[] = {{"greedy", search_greedy}, {"eqsat", rw_search_eqsat}};
 #define N_METHODS (sizeof k_methods / sizeof k_methods[0])
 
 size_t gopt_rewrite_method_count(void) { return N_METHODS; }
@@ -253,7 +254,7 @@ int gopt_rewrite_search(const gopt_graph *g, const gopt_ruleset *rs, const gopt_
       r->search_seconds = gopt_now() - t0;
       return rc;
     }
-  return gopt_error_set(err, GOPT_EINVAL, "--method: unknown rewrite method '%s' (greedy)", name);
+  return gopt_error_set(err, GOPT_EINVAL, "--method: unknown rewrite method '%s' (greedy, eqsat)", name);
 }
 
 /* ---- replay ---------------------------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gopt/learn.h"
 #include "gopt/util.h"
 #include "search/search_internal.h"
 
@@ -22,7 +23,10 @@ typedef struct method_entry {
   const char *name;
   int (*run)(search_ctx *c);
   int exact;
-  int parallel; /* evaluates batches: one workspace per thread (else one workspace) */
+  /* evaluates batches: one workspace per thread (else one workspace), and distributed over the
+   * ranks of gopt_search_opts.dist; such a method must decide from search_done, search_evals_left
+   * and its results only (never the clock or the stop flag directly), so ranks stay in lockstep */
+  int parallel;
 } method_entry;
 
 static const method_entry k_methods[] = {
@@ -88,6 +92,10 @@ uint64_t search_evals_left(const search_ctx *c) {
 }
 
 int search_done(search_ctx *c) {
+  if (c->dist) { /* only what every rank agreed on at the last exchange: all stop together */
+    if (c->dist_stop) c->interrupted = 1;
+    return c->dist_stop || c->dist_timeup || search_evals_left(c) == 0;
+  }
   if (g_stop) {
     c->interrupted = 1;
     return 1;
@@ -172,7 +180,8 @@ int search_eval_delta(search_ctx *c, gopt_env_ws *w, const double *x, const size
   return 0;
 }
 
-int search_eval_batch_raw(search_ctx *c, const double *xs, size_t n, gopt_env_result *out) {
+/* Evaluates n points on this process's workspaces (no counting). */
+static int eval_local(search_ctx *c, const double *xs, size_t n, gopt_env_result *out) {
   if (n == 0) return 0;
   int *rcs = calloc(n, sizeof *rcs);
   if (!rcs) return gopt_error_set(c->err, GOPT_ENOMEM, "search: out of memory");
@@ -191,6 +200,44 @@ int search_eval_batch_raw(search_ctx *c, const double *xs, size_t n, gopt_env_re
     if (rcs[i]) /* repeat the first failure sequentially for its message */
       rc = gopt_env_evaluate(c->ws[0], xs + i * nv, &out[i], NULL, c->err);
   free(rcs);
+  return rc;
+}
+
+/* The distributed batch (gopt_search_opts.dist): rank r evaluates the contiguous slice
+ * [r*k, min(n, (r+1)*k)) with k = ceil(n / size); the blocks (this rank's stop and time-up flags,
+ * then its k results) are all-gathered in rank order and every rank copies all n results out and
+ * takes the OR of the flags. A failing rank's error reaches every rank through the hook. */
+static int eval_dist(search_ctx *c, const double *xs, size_t n, gopt_env_result *out) {
+  typedef struct { int32_t stop, timeup; } head;
+  const struct gopt_learn_dist *d = c->dist;
+  size_t P = (size_t)d->size, k = (n + P - 1) / P, r = (size_t)d->rank;
+  size_t block = sizeof(head) + k * sizeof(gopt_env_result);
+  size_t lo = r * k < n ? r * k : n, hi = lo + k < n ? lo + k : n;
+  unsigned char *buf = calloc(P, block);
+  if (!buf) return gopt_error_set(c->err, GOPT_ENOMEM, "search: out of memory");
+  unsigned char *mine = buf + r * block;
+  head h = {g_stop != 0, c->o->budget_seconds > 0 && search_elapsed(c) >= c->o->budget_seconds};
+  memcpy(mine, &h, sizeof h);
+  gopt_env_result *res = malloc((k ? k : 1) * sizeof *res);
+  int rc = res ? eval_local(c, xs + lo * c->nv, hi - lo, res)
+               : gopt_error_set(c->err, GOPT_ENOMEM, "search: out of memory");
+  if (!rc) memcpy(mine + sizeof h, res, (hi - lo) * sizeof *res);
+  rc = d->allgather(buf, block, rc, d->user, c->err); /* always: a failure must reach the others */
+  for (size_t q = 0; q < P && !rc; q++) {
+    memcpy(&h, buf + q * block, sizeof h);
+    c->dist_stop |= h.stop;
+    c->dist_timeup |= h.timeup;
+    size_t a = q * k < n ? q * k : n, b = a + k < n ? a + k : n;
+    memcpy(out + a, buf + q * block + sizeof h, (b - a) * sizeof *out);
+  }
+  free(res);
+  free(buf);
+  return rc;
+}
+
+int search_eval_batch_raw(search_ctx *c, const double *xs, size_t n, gopt_env_result *out) {
+  if (n == 0) return 0;
+  int rc = c->dist ? eval_dist(c, xs, n, out) : eval_local(c, xs, n, out);
   if (rc) return rc;
   c->evals += n;
   return 0;
@@ -289,6 +336,8 @@ int gopt_search_run(const char *method, gopt_env *e, const gopt_search_opts *o, 
   c.err = err;
   c.threads = o->threads > 0 ? o->threads : omp_get_max_threads();
   if (c.threads < 1 || !m->parallel) c.threads = 1;
+  /* distributed evaluation applies to the methods that evaluate batches */
+  if (o->dist && o->dist->size > 1 && o->dist->allgather && m->parallel && !m->exact) c.dist = o->dist;
   c.t0 = gopt_now();
   c.last_progress = c.t0;
   c.ws = calloc((size_t)c.threads, sizeof *c.ws);

@@ -63,6 +63,8 @@ typedef struct search_ctx {
   int interrupted;
   int optimal;
   gopt_error *err;
+  const struct gopt_learn_dist *dist; /* distributed batch evaluation (size > 1), else NULL */
+  int dist_stop, dist_timeup;         /* agreed at the last exchange (search_done reads these) */
 } search_ctx;
 
 /* Whether gopt_search_request_stop() was called (and not cleared). */

@@ -5,13 +5,7 @@
 # process with one group differs (the check can fail); bad --samples gives one line from rank 0;
 # `mpirun gopt compare` spreads its methods and prints one table; REGAL's training (--method regal)
 # is byte-identical between 2 ranks and one process with --rollout-groups 2.
-set -u
-gopt="$1"
-mpirun="$2"
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-mp() { "$mpirun" -np "$1" --oversubscribe "${@:2}"; }
+. "$(dirname "$0")/mpi_common.sh"
 args=(--task placement --cluster 2xV100-nvlink,4xV100-nvlink --graphs "gpt2:layers=1;transformer:layers=1" --iters 6 --seed 3 --threads 1 --samples 8)
 "$gopt" train "${args[@]}" --rollout-groups 2 -o "$d/one2.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "1 process"; }
 mp 2 "$gopt" train "${args[@]}" -o "$d/two.gpol" >"$d/out" 2>"$d/err" || { cat "$d/err"; fail "2 ranks"; }

@@ -42,10 +42,10 @@ WRONG_RULES = {"rules": [{"name": "wrong_mm_add", "vars": 2,
     "shapes": [{"x0": [4, 4], "x1": [4, 4]}], "verified": True}]}
 
 
-def wrong_rule(d):
+def wrong_rule(d, method="greedy"):
     """A deliberately wrong rule (MatMul -> Add, cheaper) claimed verified: gopt rewrite verifies it
     before use, drops it and never applies it; forced past that check, the output verification
-    fails naming the rule and where, and nothing is written."""
+    fails naming the rule and where, and nothing is written (with greedy and with eqsat)."""
     failures = 0
     g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], "mm",
                           [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1024, 1024]) for n in "ab"],
@@ -55,16 +55,16 @@ def wrong_rule(d):
     src, rules, out = (os.path.join(d, f) for f in ("mm.onnx", "wrong.json", "mm_out.onnx"))
     onnx.save(m, src)
     json.dump(WRONG_RULES, open(rules, "w"))
-    cmd = [GOPT, "rewrite", src, "-o", out, "--rules", rules, "--json", "--verify", "exec"]
+    cmd = [GOPT, "rewrite", src, "-o", out, "--rules", rules, "--json", "--verify", "exec", "--method", method]
     r = subprocess.run(cmd, capture_output=True, text=True)
     j = json.loads(r.stdout) if r.returncode == 0 else {}
     if r.returncode != 0 or j.get("rules_applied") != {} or "wrong_mm_add" not in r.stderr:
-        print(f"check_rewrite_cli: wrong rule not dropped: rc {r.returncode} {r.stdout!r} {r.stderr!r}", file=sys.stderr)
+        print(f"check_rewrite_cli: {method}: wrong rule not dropped: rc {r.returncode} {r.stdout!r} {r.stderr!r}", file=sys.stderr)
         failures += 1
     os.remove(out)
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "GOPT_REWRITE_FORCE_RULE": "wrong_mm_add"})
     if r.returncode == 0 or "wrong_mm_add" not in r.stderr or "'mm'" not in r.stderr or os.path.exists(out):
-        print(f"check_rewrite_cli: forced wrong rule not caught: rc {r.returncode} {r.stderr!r}", file=sys.stderr)
+        print(f"check_rewrite_cli: {method}: forced wrong rule not caught: rc {r.returncode} {r.stderr!r}", file=sys.stderr)
         failures += 1
     return failures
 
@@ -112,6 +112,22 @@ def main():
             print(f"check_rewrite_cli: folded model has ops {[n.op_type for n in m.graph.node]}", file=sys.stderr)
             failures += 1
         failures += wrong_rule(d)
+        # eqsat (Tensat): same verification and checker path, same JSON fields
+        failures += wrong_rule(d, "eqsat")
+        for model in ("corpus/squeezenet1_1.onnx", "resnet50", "inception_v3:image=75"):
+            j = run(model, os.path.join(d, "out.onnx"), ("--method", "eqsat", "--budget", "20000"))
+            print(f"eqsat {model}: {j['rules_applied']} {j['predicted_before_s']:.3g} -> {j['predicted_after_s']:.3g}")
+            if "extraction: " not in j.get("search_note", ""):
+                print(f"check_rewrite_cli: eqsat {model}: no extraction note {j}", file=sys.stderr)
+                failures += 1
+            if model == "resnet50" and j["rules_applied"].get("fuse_conv_batchnorm") != 53:
+                print(f"check_rewrite_cli: eqsat resnet50: BN not folded {j}", file=sys.stderr)
+                failures += 1
+        j = run(src, os.path.join(d, "convbn_out.onnx"), ("--method", "eqsat"))
+        m = onnx.load(os.path.join(d, "convbn_out.onnx"))
+        if j["rules_applied"].get("fuse_conv_batchnorm") != 1 or [n.op_type for n in m.graph.node] != ["Conv", "Relu"]:
+            print(f"check_rewrite_cli: eqsat: Conv+BN model not folded: {j}", file=sys.stderr)
+            failures += 1
         r = subprocess.run([GOPT, "rewrite", src, "-o", os.path.join(d, "x.onnx"), "--method", "nope"],
                            capture_output=True, text=True)
         if r.returncode == 0 or len(r.stderr.strip().splitlines()) != 1 or "nope" not in r.stderr:

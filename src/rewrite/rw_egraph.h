@@ -1,0 +1,105 @@
+/* rw_egraph.h: the e-graph of the eqsat rewrite method (Tensat), internal to src/rewrite.
+ *
+ * The e-graph keeps every e-node as a node of one IR "store" graph S: an e-node is S node s
+ * (its op type and attributes live in S); its children are the e-classes of the tensors s reads;
+ * output k of s is a member of the e-class of S's output tensor k. Leaves (graph inputs and
+ * constants) are S tensors without producer, each its own e-class. S only grows: new e-nodes
+ * read tensors that already exist, so S stays a valid acyclic IR graph whose tensors all have
+ * shapes (the simulator can cost its nodes). E-classes are a union-find over class ids; the
+ * hash-cons table maps (type, attributes, child classes) to the canonical e-node, and rebuilding
+ * restores congruence after unions. Cycle filtering (Tensat's "efficient" variant) removes
+ * e-nodes through which a class would reach itself. */
+#ifndef GOPT_RW_EGRAPH_H
+#define GOPT_RW_EGRAPH_H
+
+#include "rewrite/rewrite_internal.h"
+
+/* State of an S node. */
+enum { EG_NONE = 0, EG_LIVE, EG_DUP, EG_FILTERED };
+
+typedef struct rw_egraph {
+  gopt_graph *s;        /* the store (owned) */
+  int32_t *tcls;        /* S tensor -> class (-1: none yet) */
+  int32_t *tapp;        /* S tensor -> the application that made it (-1: the input graph) */
+  size_t tcap;
+  int32_t *parent;      /* union-find over classes */
+  int32_t *crep;        /* a tensor of the class (shapes; wiring of new e-nodes) */
+  int32_t *cleaf;       /* a leaf tensor (input or constant) of the class, -1 when none */
+  size_t nc, ccap;
+  uint8_t *state;       /* per S node: EG_* */
+  int32_t *napp;        /* per S node: the application that made it (-1: the input graph) */
+  size_t ncap;
+  int32_t *ht;          /* hash-cons table of S node ids (-1 empty) */
+  size_t htcap;
+  int32_t *mstart, *mnode; /* after rebuild: members of class c: mnode[mstart[c] .. mstart[c+1]) */
+  uint8_t *mk;          /* ... and the output index of each member */
+  size_t live, filtered;
+  size_t unions;        /* merges so far (saturation check) */
+  size_t n_orig;        /* S nodes 0 .. n_orig-1 are the input graph's */
+  int32_t *roots;       /* classes of the graph outputs */
+  size_t n_roots;
+} rw_egraph;
+
+/* Seeds the e-graph from g (shapes inferred): S = a copy of g. */
+int rw_eg_init(rw_egraph *e, const gopt_graph *g, gopt_error *err);
+void rw_eg_clear(rw_egraph *e); /* accepts a zeroed or cleared e-graph */
+int32_t rw_eg_find(const rw_egraph *e, int32_t c);
+/* Class of S tensor t (canonical), -1 when none. */
+int32_t rw_eg_tclass(const rw_egraph *e, int32_t t);
+/* Merges two classes; returns 1 when they were different, 0 when equal, <0 out of memory. */
+int rw_eg_union(rw_egraph *e, int32_t a, int32_t b);
+/* Copies graph h's live nodes into S (h's tensors named in map_names[i] (nullable list of n_map
+ * names) stand for S tensors map_t[i]; other inputs and constants become new leaves), hash-conses
+ * them and merges, for each i < n_out, the class of h's tensor named out_names[i] with class
+ * out_cls[i]; out_t (may be NULL) receives that S tensor of h's output 0. app tags the new
+ * e-nodes and leaves. Returns the number of new e-nodes or < 0. */
+int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names,
+                 const int32_t *map_t, int n_map, const char *const *out_names,
+                 const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, gopt_error *err);
+/* Restores congruence (merging classes of e-nodes that became equal) and rebuilds the member
+ * lists; returns the number of merges or < 0. */
+int rw_eg_rebuild(rw_egraph *e, gopt_error *err);
+/* Rewires S nodes that read a computed tensor whose class also holds a constant (a folded
+ * result) to read the constant, so the built-in rules, which match the store graph, see it
+ * (constant folding chains, weights computed by earlier rewrites). Classes are unchanged. */
+void rw_eg_wire_constants(rw_egraph *e);
+/* Tensat's efficient cycle filtering: a DFS from the roots marks EG_FILTERED every e-node with a
+ * child class on the DFS stack, so the remaining e-graph is acyclic. Returns the number newly
+ * filtered. Call after rw_eg_rebuild (uses the member lists). */
+size_t rw_eg_filter_cycles(rw_egraph *e);
+
+/* ---- extraction (rw_extract.c) ----------------------------------------------------------------- */
+typedef struct rw_extraction {
+  int32_t *choice;      /* per class: chosen S node (-1: its leaf, or not needed) */
+  uint8_t *choice_k;    /* ... output index of the chosen node */
+  int used_ilp;         /* 1 the ILP's solution, 0 the greedy fallback */
+  char how[96];         /* "ilp (optimal)", "ilp (time limit, best found)", "greedy (...)" */
+  double objective;     /* sum of the chosen e-nodes' simulated kernel times */
+  double input_objective; /* the same sum over the input graph's nodes */
+} rw_extraction;
+
+/* Extraction modes. */
+enum { RW_X_ILP = 1, RW_X_TOPO = 2 };
+/* Extracts one e-node per needed class minimising the sum of the e-nodes' kernel times on c
+ * (the simulator's per-node time): greedily bottom-up, and with RW_X_ILP by ILP with GLPK under
+ * ilp_seconds (Tensat's formulation: binary e-node variables, each chosen e-node's child classes
+ * covered; with RW_X_TOPO also topological-order variables that forbid cycles). The ILP's
+ * solution is used unless it is missing (time limit) or worse than greedy's (x->how says). */
+int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_seconds,
+               rw_extraction *x, gopt_error *err);
+void rw_extraction_clear(rw_extraction *x); /* accepts NULL */
+/* Builds the IR graph of an extraction: a copy of S whose chosen nodes are rewired to the chosen
+ * tensors of their child classes, graph outputs taken from the root classes, the rest removed,
+ * shapes inferred and compacted. */
+int rw_eg_to_graph(const rw_egraph *e, const rw_extraction *x, gopt_graph **out, gopt_error *err);
+
+/* ---- the method (rw_eqsat.c) ----------------------------------------------------------------- */
+/* The eqsat entry of the search method table (gopt_rewrite_search). */
+int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
+                    gopt_rewrite_result *r, gopt_error *err);
+/* Equality saturation of e with the enabled rules of rs until saturation, the iteration limit,
+ * node_limit live e-nodes or `seconds`; stop (n bytes, may be NULL) receives why it stopped. */
+int rw_eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, double seconds, char *stop,
+                   size_t n, gopt_error *err);
+
+#endif

@@ -1,0 +1,319 @@
+/* rw_extract.c: extraction of the eqsat rewrite method: picks one e-node per needed e-class of
+ * the e-graph minimising the sum of the chosen e-nodes' simulated kernel times, by Tensat's ILP
+ * (GLPK) with a greedy bottom-up extraction as the fallback, and converts the choice back to an
+ * IR graph. */
+#include <glpk.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gopt/sim.h"
+#include "rewrite/rw_egraph.h"
+
+void rw_extraction_clear(rw_extraction *x) {
+  if (!x) return;
+  free(x->choice);
+  free(x->choice_k);
+  memset(x, 0, sizeof *x);
+}
+
+/* Per S node: the simulator's kernel time on c (every S node, so shapes of all alternatives). */
+static int ex_costs(const rw_egraph *e, const gopt_cluster *c, double *cost, gopt_error *err) {
+  gopt_cluster *own = NULL;
+  gopt_sim *s = NULL;
+  int rc = 0;
+  if (!c) {
+    if ((rc = gopt_cluster_parse("V100", &own, err))) return rc;
+    c = own;
+  }
+  if (!(rc = gopt_sim_new(e->s, c, NULL, &s, err)))
+    for (size_t n = 0; n < e->s->nodes.n; n++)
+      cost[n] = 1e-9 + (gopt_node_alive(e->s, (int32_t)n) ? gopt_sim_node_time(s, (int32_t)n, 0) : 0);
+  gopt_sim_free(s);
+  gopt_cluster_free(own);
+  return rc;
+}
+
+static int usable(const rw_egraph *e, int32_t n) { return e->state[n] == EG_LIVE; }
+
+/* Greedy: a class's best cost is its cheapest e-node's cost plus its child classes' best costs
+ * (leaf classes cost 0), to a fixpoint; costs are positive, so the choice is acyclic. */
+static void ex_greedy(const rw_egraph *e, const double *cost, rw_extraction *x) {
+  double *best = malloc((e->nc + 1) * sizeof *best);
+  if (!best) return;
+  for (size_t c = 0; c < e->nc; c++) best[c] = e->cleaf[c] >= 0 ? 0 : INFINITY;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t c = 0; c < e->nc; c++) {
+      if (rw_eg_find(e, (int32_t)c) != (int32_t)c || e->cleaf[c] >= 0) continue;
+      for (int32_t i = e->mstart[c]; i < e->mstart[c + 1]; i++) {
+        int32_t n = e->mnode[i];
+        if (!usable(e, n)) continue;
+        double v = cost[n];
+        for (int k = 0; k < e->s->nodes.a[n].n_in && v < INFINITY; k++) {
+          int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, n, k));
+          if (cc >= 0) v += best[cc];
+        }
+        if (v < best[c] * (1 - 1e-12)) {
+          best[c] = v;
+          x->choice[c] = n;
+          x->choice_k[c] = e->mk[i];
+          changed = 1;
+        }
+      }
+    }
+  }
+  free(best);
+}
+
+/* Columns of the ILP: x_n for usable e-nodes of needed classes, t_c for classes. */
+typedef struct ilp_rows {
+  int *ind;
+  double *val;
+  int n, cap;
+} ilp_rows;
+
+/* Adds v to column col's coefficient in the row being built (GLPK refuses repeated columns:
+ * an e-node in its own child class, or a self-loop's order row, sums to one coefficient). */
+static int rows_push(ilp_rows *r, int col, double v) {
+  for (int i = 1; i <= r->n; i++)
+    if (r->ind[i] == col) {
+      r->val[i] += v;
+      return 0;
+    }
+  if (r->n + 2 > r->cap) {
+    int nc = r->cap ? r->cap * 2 : 64;
+    int *ni = realloc(r->ind, (size_t)nc * sizeof *ni);
+    if (!ni) return -1;
+    r->ind = ni;
+    double *nv = realloc(r->val, (size_t)nc * sizeof *nv);
+    if (!nv) return -1;
+    r->val = nv;
+    r->cap = nc;
+  }
+  r->n++;
+  r->ind[r->n] = col;
+  r->val[r->n] = v;
+  return 0;
+}
+
+static void rows_emit(glp_prob *lp, ilp_rows *r, int type, double rhs) {
+  int k = 0;
+  for (int j = 1; j <= r->n; j++) /* zero coefficients dropped */
+    if (r->val[j] != 0) {
+      k++;
+      r->ind[k] = r->ind[j];
+      r->val[k] = r->val[j];
+    }
+  r->n = k;
+  int i = glp_add_rows(lp, 1);
+  glp_set_row_bnds(lp, i, type, rhs, rhs);
+  glp_set_mat_row(lp, i, r->n, r->ind, r->val);
+  r->n = 0;
+}
+
+/* Adds "sum of class cc's usable members >= x_n" (x_n = 0: the class alone is needed). */
+static int ilp_cover(glp_prob *lp, const rw_egraph *e, const int *colx, int32_t cc, int xn, ilp_rows *rw) {
+  for (int32_t i = e->mstart[cc]; i < e->mstart[cc + 1]; i++)
+    if (colx[e->mnode[i]] > 0 && rows_push(rw, colx[e->mnode[i]], 1)) return -1;
+  if (xn > 0 && rows_push(rw, xn, -1)) return -1;
+  rows_emit(lp, rw, GLP_LO, xn > 0 ? 0 : 1);
+  return 0;
+}
+
+/* Tensat's ILP: binary x_n, continuous t_c in [0,1]; min sum cost_n x_n subject to: every root
+ * class covered; every chosen e-node's non-leaf child classes covered; t_out - t_child >= eps
+ * when the e-node is chosen (topological order: no cycles). Fills x when a solution is found. */
+static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int topo, rw_extraction *x) {
+  size_t nn = e->s->nodes.n;
+  int *colx = calloc(nn + 1, sizeof *colx), *colt = calloc(e->nc + 1, sizeof *colt), ret = -1;
+  glp_prob *lp = glp_create_prob();
+  ilp_rows rw = {0};
+  if (!colx || !colt || !lp) goto done;
+  int ncol = 0;
+  for (size_t n = 0; n < nn; n++)
+    if (n < e->ncap && usable(e, (int32_t)n)) colx[n] = ++ncol;
+  for (size_t c = 0; c < e->nc; c++)
+    if (rw_eg_find(e, (int32_t)c) == (int32_t)c && e->cleaf[c] < 0) colt[c] = ++ncol;
+  glp_add_cols(lp, ncol);
+  double eps = 1.0 / ((double)e->nc + 1), A = 2.0;
+  for (size_t n = 0; n < nn; n++)
+    if (colx[n]) {
+      glp_set_col_kind(lp, colx[n], GLP_BV);
+      glp_set_obj_coef(lp, colx[n], cost[n] * 1e3); /* ms: better scaled */
+    }
+  for (size_t c = 0; c < e->nc; c++)
+    if (colt[c]) glp_set_col_bnds(lp, colt[c], GLP_DB, 0, 1);
+  for (size_t i = 0; i < e->n_roots; i++) {
+    int32_t r = rw_eg_find(e, e->roots[i]);
+    if (e->cleaf[r] < 0 && ilp_cover(lp, e, colx, r, 0, &rw)) goto done;
+  }
+  for (size_t n = 0; n < nn; n++) {
+    if (!colx[n]) continue;
+    const gopt_node *nd = &e->s->nodes.a[n];
+    for (int k = 0; k < nd->n_in; k++) {
+      int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, (int32_t)n, k));
+      int dup = 0;
+      for (int j = 0; j < k; j++) dup |= rw_eg_tclass(e, gopt_node_input(e->s, (int32_t)n, j)) == cc;
+      if (cc < 0 || e->cleaf[cc] >= 0 || dup) continue;
+      if (ilp_cover(lp, e, colx, cc, colx[n], &rw)) goto done;
+      for (int o = 0; topo && o < nd->n_out; o++) {
+        int32_t oc = rw_eg_tclass(e, gopt_node_output(e->s, (int32_t)n, o));
+        if (!colt[oc] || !colt[cc]) continue;
+        if (rows_push(&rw, colt[oc], 1) || rows_push(&rw, colt[cc], -1) || rows_push(&rw, colx[n], -A))
+          goto done;
+        rows_emit(lp, &rw, GLP_LO, eps - A);
+      }
+    }
+  }
+  glp_set_obj_dir(lp, GLP_MIN);
+  glp_iocp parm;
+  glp_init_iocp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.presolve = GLP_ON;
+  parm.tm_lim = seconds * 1000 > INT_MAX ? INT_MAX : (int)(seconds * 1000) + 1;
+  int r = glp_intopt(lp, &parm), st = glp_mip_status(lp);
+  if (st != GLP_OPT && st != GLP_FEAS) {
+    snprintf(x->how, sizeof x->how, "the ILP found no solution%s",
+             r == GLP_ETMLIM ? " within its time limit" : "");
+    goto done;
+  }
+  for (size_t c = 0; c < e->nc; c++) x->choice[c] = -1;
+  for (size_t c = 0; c < e->nc; c++)
+    for (int32_t i = e->mstart[c]; i < e->mstart[c + 1] && x->choice[c] < 0; i++)
+      if (colx[e->mnode[i]] && glp_mip_col_val(lp, colx[e->mnode[i]]) > 0.5) {
+        x->choice[c] = e->mnode[i];
+        x->choice_k[c] = e->mk[i];
+      }
+  x->used_ilp = 1;
+  snprintf(x->how, sizeof x->how, "ilp (%s, %d columns, %d rows%s)",
+           st == GLP_OPT ? "optimal" : "time limit, best found", ncol, glp_get_num_rows(lp),
+           topo ? "" : ", no order constraints");
+  ret = 0;
+done:
+  if (lp) glp_delete_prob(lp);
+  free(colx);
+  free(colt);
+  free(rw.ind);
+  free(rw.val);
+  return ret;
+}
+
+/* The sum of the chosen e-nodes' costs over the classes the roots need. */
+static double ex_objective(const rw_egraph *e, const double *cost, const rw_extraction *x) {
+  uint8_t *need = calloc(e->nc + 1, 1), *counted = calloc(e->s->nodes.n + 1, 1);
+  int32_t *stack = malloc((e->nc + 1) * sizeof *stack);
+  double sum = 0;
+  size_t sp = 0;
+  if (!need || !counted || !stack) goto done;
+  for (size_t i = 0; i < e->n_roots; i++) {
+    int32_t r = rw_eg_find(e, e->roots[i]);
+    if (!need[r]) need[r] = 1, stack[sp++] = r;
+  }
+  while (sp > 0) {
+    int32_t c = stack[--sp], n = x->choice[c];
+    if (e->cleaf[c] >= 0) continue;
+    if (n < 0) {
+      sum = INFINITY;
+      break;
+    }
+    if (!counted[n]) sum += cost[n], counted[n] = 1;
+    for (int k = 0; k < e->s->nodes.a[n].n_in; k++) {
+      int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, n, k));
+      if (cc >= 0 && !need[cc]) need[cc] = 1, stack[sp++] = cc;
+    }
+  }
+done:
+  free(need);
+  free(counted);
+  free(stack);
+  return sum;
+}
+
+int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_seconds,
+               rw_extraction *x, gopt_error *err) {
+  memset(x, 0, sizeof *x);
+  rw_extraction g = {0};
+  double *cost = malloc((e->s->nodes.n + 1) * sizeof *cost);
+  x->choice = malloc((e->nc + 1) * sizeof *x->choice);
+  x->choice_k = calloc(e->nc + 1, 1);
+  g.choice = malloc((e->nc + 1) * sizeof *g.choice);
+  g.choice_k = calloc(e->nc + 1, 1);
+  int rc = !cost || !x->choice || !x->choice_k || !g.choice || !g.choice_k
+               ? gopt_error_set(err, GOPT_ENOMEM, "out of memory")
+               : ex_costs(e, c, cost, err);
+  if (rc) goto done;
+  for (size_t n = 0; n < e->n_orig; n++)
+    if (gopt_node_alive(e->s, (int32_t)n)) g.input_objective += cost[n];
+  for (size_t k = 0; k < e->nc; k++) g.choice[k] = -1;
+  ex_greedy(e, cost, &g);
+  g.objective = ex_objective(e, cost, &g);
+  snprintf(g.how, sizeof g.how, "greedy (ILP not asked for)");
+  if ((mode & RW_X_ILP) && !ex_ilp(e, cost, ilp_seconds, mode & RW_X_TOPO, x)) {
+    x->objective = ex_objective(e, cost, x);
+    x->input_objective = g.input_objective;
+    if (!(x->objective <= g.objective * (1 + 1e-9))) {
+      /* a time-limited ILP's best can be worse than greedy's choice: keep the better one */
+      snprintf(g.how, sizeof g.how, "greedy (better than the ILP's %.40s)", x->how);
+      rw_extraction_clear(x);
+      *x = g;
+      memset(&g, 0, sizeof g);
+    }
+  } else {
+    if (mode & RW_X_ILP) snprintf(g.how, sizeof g.how, "greedy (%.80s)", x->how);
+    rw_extraction_clear(x);
+    *x = g;
+    memset(&g, 0, sizeof g);
+  }
+done:
+  if (rc) rw_extraction_clear(x);
+  rw_extraction_clear(&g);
+  free(cost);
+  return rc;
+}
+
+/* ---- back to IR ------------------------------------------------------------------------------ */
+
+/* The tensor of class c in the extraction, wiring its chosen node's inputs first. */
+static int32_t to_tensor(const rw_egraph *e, const rw_extraction *x, gopt_graph *g, int32_t c,
+                         int32_t *tens, int depth) {
+  if (tens[c] != -1) return tens[c];
+  if (e->cleaf[c] >= 0) return tens[c] = e->cleaf[c];
+  int32_t n = x->choice[c];
+  if (n < 0 || depth > 100000) return -2;
+  tens[c] = -2; /* in progress: a cycle reads -2 */
+  for (int k = 0; k < g->nodes.a[n].n_in; k++) {
+    int32_t t = gopt_node_input(g, n, k);
+    if (t < 0) continue;
+    int32_t cc = rw_eg_tclass(e, t), nt = to_tensor(e, x, g, cc, tens, depth + 1);
+    if (nt < 0) return -2;
+    if (nt != t && gopt_node_set_input(g, n, k, nt)) return -2;
+  }
+  return tens[c] = gopt_node_output(g, n, x->choice_k[c]);
+}
+
+int rw_eg_to_graph(const rw_egraph *e, const rw_extraction *x, gopt_graph **out, gopt_error *err) {
+  *out = NULL;
+  gopt_graph *g = gopt_graph_clone(e->s);
+  int32_t *tens = malloc((e->nc + 1) * sizeof *tens);
+  int rc = 0;
+  if (!g || !tens) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (size_t c = 0; c < e->nc; c++) tens[c] = -1;
+  for (size_t i = 0; i < g->outputs.n && !rc; i++) {
+    int32_t o = g->outputs.a[i], t = to_tensor(e, x, g, rw_eg_tclass(e, o), tens, 0);
+    if (t < 0) rc = gopt_error_set(err, GOPT_EGRAPH, "extraction: output %zu has no acyclic choice", i);
+    else if (t != o) rc = rw_replace(g, o, t, err);
+  }
+  if (!rc) rc = rw_finish(g, err);
+  if (!rc) rc = gopt_graph_compact(g, NULL);
+done:
+  free(tens);
+  if (rc) gopt_graph_free(g);
+  else *out = g;
+  return rc;
+}
