@@ -9,7 +9,7 @@
  * an ONNX twin (rsqrt, log-plus-one, exponential-minus-one, atan2, clamp, remainder, shifts,
  * bitwise and/or/xor/not on integers, compare NE, bitcast-convert, is-finite, ...), and the
  * custom-call cuda_threefry2x32 (JAX's counter-based RNG, Random123's Threefry-2x32 with 20
- * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; call and fusion run their computation in a
+ * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; while runs its condition and body in nested executors; call and fusion run their computation in a
  * nested executor. Semantics as XLA's operation semantics page states them. */
 #include <math.h>
 #include <stdlib.h>
@@ -725,6 +725,93 @@ static int prepare_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   return GOPT_OK;
 }
 
+/* ---- while: condition and body in nested executors ---------------------------------------- */
+
+#define HLO_WHILE_MAX_TRIPS 100000000LL /* a loop past this many rounds is an error, not a hang */
+
+typedef struct hwhile {
+  gopt_exec *cond, *body;
+} hwhile;
+
+static void while_fini(void *st) {
+  hwhile *w = st;
+  if (!w) return;
+  gopt_exec_free(w->cond);
+  gopt_exec_free(w->body);
+  free(w);
+}
+
+static const gopt_graph *comp_of(const gopt_graph *g, int32_t n, const char *key) {
+  const gopt_attr *a = gopt_node_attr(g, n, key);
+  return a && a->kind == GOPT_ATTR_GRAPH ? g->subgraphs.a[a->v.graph] : NULL;
+}
+
+/* Feeds the state (the while's result buffers) to e's inputs. */
+static int while_feed(gopt_exec *x, ex_kernel *k, gopt_exec *e, gopt_error *err) {
+  int rc = GOPT_OK;
+  for (int i = 0; i < k->n_out && !rc; i++) {
+    int32_t t = k->out[i];
+    gopt_host_tensor h = {0};
+    h.dtype = ex_dtype(x, t);
+    h.rank = ex_rank(x, t);
+    if (h.rank) memcpy(h.dims, ex_dims(x, t), (size_t)h.rank * sizeof *h.dims);
+    h.data = ex_data(x, t);
+    h.nbytes = tbytes(x, t);
+    rc = gopt_exec_set_input(e, (size_t)i, &h, err);
+  }
+  return rc;
+}
+
+/* state = operands; while cond(state): state = body(state); results = state. */
+static int run_while(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  hwhile *w = k->st;
+  int rc = GOPT_OK;
+  for (int i = 0; i < k->n_out && !rc; i++) {
+    if (tbytes(x, k->in[i]) != tbytes(x, k->out[i])) rc = ex_node_error(x, NODE, err, GOPT_EINVAL, "state %d changes size", i);
+    else memcpy(ex_data(x, k->out[i]), ex_data(x, k->in[i]), tbytes(x, k->in[i]));
+  }
+  for (long long trip = 0; !rc; trip++) {
+    gopt_host_tensor c = {0};
+    rc = while_feed(x, k, w->cond, err);
+    if (!rc) rc = gopt_exec_run(w->cond, err);
+    if (!rc) rc = gopt_exec_get_output(w->cond, 0, &c, err);
+    int go = !rc && c.nbytes >= 1 && ((unsigned char *)c.data)[0];
+    gopt_host_tensor_clear(&c);
+    if (rc || !go) break;
+    if (trip >= HLO_WHILE_MAX_TRIPS) return ex_node_error(x, NODE, err, GOPT_ERANGE, "loop ran %lld rounds", trip);
+    rc = while_feed(x, k, w->body, err);
+    if (!rc) rc = gopt_exec_run(w->body, err);
+    for (int i = 0; i < k->n_out && !rc; i++) {
+      gopt_host_tensor h = {0};
+      rc = gopt_exec_get_output(w->body, (size_t)i, &h, err);
+      if (!rc && h.nbytes != tbytes(x, k->out[i])) rc = ex_node_error(x, NODE, err, GOPT_EINVAL, "body result %d has the wrong size", i);
+      if (!rc) memcpy(ex_data(x, k->out[i]), h.data, h.nbytes);
+      gopt_host_tensor_clear(&h);
+    }
+  }
+  return rc;
+}
+
+static int prepare_while(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const gopt_graph *sc = comp_of(G, NODE, "condition"), *sb = comp_of(G, NODE, "body");
+  gopt_exec_opts o = {0};
+  o.threads = x->threads;
+  o.seed = x->seed;
+  gopt_error sub = {0};
+  hwhile *w = calloc(1, sizeof *w);
+  if (!w) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = w;
+  k->fini = while_fini;
+  int rc = gopt_exec_new(sc, &o, &w->cond, NULL, &sub);
+  if (!rc) rc = gopt_exec_new(sb, &o, &w->body, NULL, &sub);
+  if (rc) return ex_node_error(x, NODE, err, rc, "while: %s", sub.msg);
+  if (k->n_in != k->n_out || gopt_exec_n_inputs(w->cond) != (size_t)k->n_in || gopt_exec_n_outputs(w->cond) != 1 ||
+      gopt_exec_n_inputs(w->body) != (size_t)k->n_in || gopt_exec_n_outputs(w->body) != (size_t)k->n_out)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "operands/results do not match the condition's and body's");
+  k->run = run_while;
+  return GOPT_OK;
+}
+
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
 static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
@@ -753,6 +840,7 @@ int ex_hlo_handles(const gopt_exec *x, int32_t n) {
   if (!op) return 0;
   if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element")) return 1;
   if (!strcmp(op, "call") || !strcmp(op, "fusion")) return callee(x->g, n) != NULL;
+  if (!strcmp(op, "while")) return comp_of(x->g, n, "condition") && comp_of(x->g, n, "body");
   return ref_kernel(x->g, n) != NULL;
 }
 
@@ -763,6 +851,7 @@ int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     return GOPT_OK;
   }
   if (!strcmp(op, "call") || !strcmp(op, "fusion")) return prepare_sub(x, k, err);
+  if (!strcmp(op, "while")) return prepare_while(x, k, err);
   if (!strcmp(op, "reduce") || !strcmp(op, "sort")) { /* the computation must be interpretable: say so now */
     const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
     scomp c;

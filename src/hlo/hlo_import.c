@@ -624,6 +624,31 @@ static int add_const(cimp *ci, int i) {
   return rc ? gopt_error_set(ci->im->err, rc, "%s", e2.msg) : 0;
 }
 
+/* 1 unless n is an opaque dot (one whose result type differs from its operands') whose result
+ * dims disagree with its dimension numbers (the "equation" ops_hlo_set_kind derived): a dot's
+ * type may change, its dims follow the rule. */
+static int dot_dims_agree(const gopt_graph *g, int32_t n) {
+  const char *eq = gopt_node_get_string(g, n, "equation", NULL), *arrow = eq ? strstr(eq, "->") : NULL;
+  if (!arrow || strcmp(gopt_node_type(g, n), "hlo::dot") || g->nodes.a[n].n_in != 2 || g->nodes.a[n].n_out != 1)
+    return 1;
+  int32_t a = gopt_node_input(g, n, 0), b = gopt_node_input(g, n, 1), y = gopt_node_output(g, n, 0);
+  const char *comma = strchr(eq, ',');
+  const int64_t *da = gopt_tensor_dims(g, a), *db = gopt_tensor_dims(g, b), *dy = gopt_tensor_dims(g, y);
+  int ra = g->tensors.a[a].rank, rb = g->tensors.a[b].rank, ry = g->tensors.a[y].rank;
+  if (!comma || comma - eq != ra || arrow - comma - 1 != rb || (int)strlen(arrow + 2) != ry) return 0;
+  int64_t size[128];
+  for (int i = 0; i < 128; i++) size[i] = -1;
+  for (int i = 0; i < ra + rb; i++) { /* a letter's sizes agree in both operands (contracted, batch) */
+    unsigned char c = (unsigned char)(i < ra ? eq[i] : comma[1 + i - ra]) & 127;
+    int64_t d = i < ra ? da[i] : db[i - ra];
+    if (size[c] >= 0 && size[c] != d) return 0;
+    size[c] = d;
+  }
+  for (int i = 0; i < ry; i++)
+    if (size[(unsigned char)arrow[2 + i] & 127] != dy[i]) return 0;
+  return 1;
+}
+
 /* Infers the shapes of the checked nodes and compares them with the text's. */
 static int check_shapes(cimp *ci) {
   gopt_graph *g = ci->g;
@@ -642,11 +667,11 @@ static int check_shapes(cimp *ci) {
   int rc = gopt_infer_shapes(g, &io, &e2);
   for (size_t n = 0; n < g->nodes.n && !rc; n++) {
     const gopt_node *nd = &g->nodes.a[n];
-    if (nd->flags & GOPT_N_OPAQUE) continue;
+    if ((nd->flags & GOPT_N_OPAQUE) && dot_dims_agree(g, (int32_t)n)) continue;
     int32_t t = gopt_node_output(g, (int32_t)n, 0);
     const int64_t *s = saved + (size_t)t * (GOPT_MAX_RANK + 2);
     const gopt_tensor *x = &g->tensors.a[t];
-    int same = s[0] == x->dtype && s[1] == x->rank && !(x->flags & GOPT_T_NOSHAPE) &&
+    int same = (nd->flags & GOPT_N_OPAQUE) ? 0 : s[0] == x->dtype && s[1] == x->rank && !(x->flags & GOPT_T_NOSHAPE) &&
                (x->rank == 0 || !memcmp(s + 2, gopt_tensor_dims(g, t), (size_t)x->rank * sizeof(int64_t)));
     if (!same) {
       const hlo_instr *in = &ci->c->ins[ci->node_line[n]];
@@ -655,6 +680,8 @@ static int check_shapes(cimp *ci) {
       for (int k = 0; k < x->rank && p < (int)sizeof got - 24; k++)
         p += snprintf(got + p, sizeof got - (size_t)p, "%s%lld", k ? "," : "", (long long)gopt_tensor_dims(g, t)[k]);
       snprintf(got + p, sizeof got - (size_t)p, "]");
+      if (nd->flags & GOPT_N_OPAQUE) /* a dot with its own result type: the dims are wrong */
+        snprintf(got, sizeof got, "dims against the dimension numbers");
       rc = at(ci->im, in->line, in->col, GOPT_ESHAPE,
               "instruction '%s': the text's shape disagrees with gopt's shape rule (%s)", in->name, got);
     }

@@ -644,3 +644,33 @@ size_t gopt_graph_memory(const gopt_graph *g, int include_data) {
       if (g->consts.a[i].data) m += g->consts.a[i].nbytes;
   return m;
 }
+
+int ir_node_copy_attrs(gopt_graph *g, int32_t n, int32_t m) {
+  for (uint16_t k = 0; k < g->nodes.a[n].n_attr; k++) {
+    gopt_attr src = g->attrs.a[g->nodes.a[n].attr + k]; /* a copy: attr_slot may move the array */
+    gopt_graph *sub = NULL;
+    if (src.kind == GOPT_ATTR_GRAPH && !(sub = gopt_graph_clone(g->subgraphs.a[src.v.graph]))) return GOPT_ENOMEM;
+    if (sub && GOPT_ARR_PUSH(g->subgraphs, sub)) {
+      gopt_graph_free(sub);
+      return GOPT_ENOMEM;
+    }
+    gopt_attr *a = attr_slot(g, m, gopt_graph_str(g, src.name));
+    if (!a) return GOPT_ENOMEM; /* sub (if any) is owned by g->subgraphs now */
+    uint32_t name = a->name;
+    *a = src; /* list values share their (never rewritten) storage */
+    a->name = name;
+    if (sub) {
+      sub->parent = g;
+      a->v.graph = (int32_t)(g->subgraphs.n - 1);
+    }
+  }
+  return GOPT_OK;
+}
+
+int ir_tensor_rename(gopt_graph *g, int32_t t, const char *name) {
+  uint32_t old = g->tensors.a[t].name, sid = gopt_graph_intern(g, name);
+  if (sid == UINT32_MAX || ir_graph_index_name(g, sid, t)) return GOPT_ENOMEM;
+  if (old < g->tensor_of_str.n && old != sid && g->tensor_of_str.a[old] == t) g->tensor_of_str.a[old] = -1;
+  g->tensors.a[t].name = sid;
+  return GOPT_OK;
+}

@@ -27,6 +27,11 @@ static inline int gopt_arr_grow_(void **a, size_t *cap, size_t n, size_t extra, 
 /* Records tensor t under its name for lookup. */
 int ir_graph_index_name(gopt_graph *g, uint32_t name, int32_t t);
 
+/* Copies every attribute of node n to node m (sub-graphs cloned, list values shared). 0 or
+ * GOPT_ENOMEM. */
+int ir_node_copy_attrs(gopt_graph *g, int32_t n, int32_t m);
+/* Renames tensor t (the name index follows). 0 or GOPT_ENOMEM. */
+int ir_tensor_rename(gopt_graph *g, int32_t t, const char *name);
 /* Hash of one attribute (name, kind, value; sub-graphs recursively). */
 uint64_t ir_attr_hash(const gopt_graph *g, const gopt_attr *a);
 /* Hash of a tensor's dtype and shape (symbols by name). */

@@ -127,11 +127,16 @@ void ops_hlo_set_kind(gopt_graph *g, int32_t n, int tuple_result) {
     const int64_t *d = gopt_node_get_ints(g, n, "dimensions", &k);
     checked = d && k == 1 && !gopt_node_set_int(g, n, "axis", d[0]);
   } else if (checked && !strcmp(opcode, "dot")) {
+    /* a dot whose result type differs from its operands' (XLA's preferred_element_type, e.g.
+     * bf16 x bf16 -> f32) stays opaque: Einsum would re-derive the operands' type. The importer
+     * checks its dims against the equation (hlo_import.c). */
     char eq[80];
     checked = nd->n_in == 2 &&
               !ops_hlo_dot_equation(g, n, g->tensors.a[gopt_node_input(g, n, 0)].rank,
                                     g->tensors.a[gopt_node_input(g, n, 1)].rank, eq, sizeof eq) &&
               !gopt_node_set_string(g, n, "equation", eq);
+    nd = &g->nodes.a[n];
+    for (int i = 0; i < nd->n_in && checked; i++) checked = g->tensors.a[gopt_node_input(g, n, i)].dtype == out_dt;
   }
   nd = &g->nodes.a[n];
   if (checked) nd->flags &= (uint16_t)~GOPT_N_OPAQUE;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gopt/exec.h"
+#include "ir/ir_internal.h"
 #include "ops/ops_hlo.h"
 #include "passes/passes_internal.h"
 
@@ -110,8 +111,9 @@ int pass_reshape_mover(pctx *p) {
 
 /* ---- while-loop simplifier ------------------------------------------------------------------- */
 
-/* need[i] = 1 when output set `outs` (all outputs when NULL) of s depends on s's input i. */
-static int needed_inputs(const gopt_graph *s, unsigned char *need, gopt_error *err) {
+/* need[i] = 1 when the outputs of s (those with out_mask[k] set; all when NULL) depend on s's
+ * input i. */
+static int needed_inputs(const gopt_graph *s, const unsigned char *out_mask, unsigned char *need, gopt_error *err) {
   size_t nt = s->tensors.n, sp = 0;
   unsigned char *seen = calloc(nt + 1, 1);
   int32_t *stack = malloc((nt + 1) * sizeof *stack);
@@ -121,7 +123,7 @@ static int needed_inputs(const gopt_graph *s, unsigned char *need, gopt_error *e
     return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   }
   for (size_t i = 0; i < s->outputs.n; i++)
-    if (!seen[s->outputs.a[i]]) seen[s->outputs.a[i]] = 1, stack[sp++] = s->outputs.a[i];
+    if ((!out_mask || out_mask[i]) && !seen[s->outputs.a[i]]) seen[s->outputs.a[i]] = 1, stack[sp++] = s->outputs.a[i];
   while (sp) {
     int32_t t = stack[--sp], pr = s->tensors.a[t].producer;
     int leaf = -1; /* tuple and get-tuple-element results are one operand leaf each */
@@ -186,7 +188,7 @@ static int trip_count(pctx *p, int32_t n, const gopt_graph *cond, const gopt_gra
   gopt_host_tensor *bo = calloc(nl + 1, sizeof *bo), co[2];
   memset(co, 0, sizeof co);
   if (!nc || !nb || !vals || !v2 || !bo || cond->inputs.n != nl || body->inputs.n != nl || body->outputs.n != nl ||
-      cond->outputs.n != 1 || needed_inputs(cond, nc, p->err))
+      cond->outputs.n != 1 || needed_inputs(cond, NULL, nc, p->err))
     goto done;
   for (size_t i = 0; i < nl; i++) { /* the condition's inputs must be constants */
     int32_t t = gopt_node_input(g, n, (int)i), pr;
@@ -213,7 +215,7 @@ static int trip_count(pctx *p, int32_t n, const gopt_graph *cond, const gopt_gra
     gopt_graph_free(sub);
     sub = lean;
   }
-  int ok = !needed_inputs(sub, nb, p->err);
+  int ok = !needed_inputs(sub, NULL, nb, p->err);
   for (size_t i = 0; ok && i < nl; i++) ok = !nb[i] || vals[i];
   if (ok) ok = !eval_comp(sub, vals, bo);
   for (size_t i = 0, j = 0; ok && i < nl; i++) v2[i] = nc[i] ? bo[j++].data : NULL;
@@ -236,8 +238,216 @@ static const gopt_graph *comp_attr(const gopt_graph *g, int32_t n, const char *k
   return a && a->kind == GOPT_ATTR_GRAPH ? g->subgraphs.a[a->v.graph] : NULL;
 }
 
+/* ---- W3: dead loop-carried elements ---- */
+
+/* 1 when ts[0..n) are named BASE#0 .. BASE#n-1: the leaves of one flat tuple of arrays. */
+static int flat_tuple(const gopt_graph *g, const int32_t *ts, int n) {
+  const char *b = n > 0 ? gopt_graph_str(g, g->tensors.a[ts[0]].name) : "";
+  size_t bl = strcspn(b, "#");
+  for (int i = 0; i < n; i++) {
+    char want[16];
+    snprintf(want, sizeof want, "#%d", i);
+    const char *nm = gopt_graph_str(g, g->tensors.a[ts[i]].name);
+    if (!b[bl] || strncmp(nm, b, bl) || strcmp(nm + bl, want)) return 0;
+  }
+  return n > 0;
+}
+
+/* Renames the kept leaves ts[i] (keep[i]) of a flat tuple BASE#i to BASE#0, BASE#1, ... */
+static int renumber(gopt_graph *g, const int32_t *ts, int n, const unsigned char *keep) {
+  const char *b = gopt_graph_str(g, g->tensors.a[ts[0]].name);
+  size_t bl = strcspn(b, "#");
+  char *name = malloc(bl + 16);
+  int rc = name ? 0 : GOPT_ENOMEM;
+  for (int i = 0, j = 0; i < n && !rc; i++) {
+    if (!keep[i]) continue;
+    memcpy(name, b, bl); /* b stays valid: renaming interns new strings after it */
+    snprintf(name + bl, 16, "#%d", j++);
+    rc = ir_tensor_rename(g, ts[i], name);
+    b = gopt_graph_str(g, g->tensors.a[ts[0]].name);
+    if (i == 0) bl = strcspn(b, "#");
+  }
+  free(name);
+  return rc;
+}
+
+/* used[i] = 1 when leaf i of the flat tuple ts[0..nl) is a graph output or is read other than by a
+ * get-tuple-element of the whole tuple extracting another leaf; those get-tuple-elements go to
+ * gtes (capacity: ts[0]'s use count + 1), *ng of them. */
+static void leaf_uses(const gopt_graph *g, const int32_t *ts, int nl, unsigned char *used, int32_t *gtes, int *ng) {
+  *ng = 0;
+  for (int i = 0; i < nl; i++) {
+    used[i] = (g->tensors.a[ts[i]].flags & GOPT_T_OUTPUT) != 0;
+    for (int32_t s = g->tensors.a[ts[i]].first_use; s >= 0; s = g->slots.a[s].next_use) {
+      int32_t u = g->slots.a[s].node;
+      if (!gopt_node_alive(g, u)) continue;
+      int gte = pass_is(g, u, "get-tuple-element") && g->nodes.a[u].n_in == nl && g->nodes.a[u].n_out == 1;
+      for (int k = 0; gte && k < nl; k++) gte = gopt_node_input(g, u, k) == ts[k];
+      int64_t e = gte ? gopt_node_get_int(g, u, "hlo.leaf_offset", -1) : -1;
+      if (e < 0 || e >= nl || gopt_node_get_int(g, u, "index", e) != e) used[i] = 1;
+      else if (e == i) used[i] = 1;
+      if (gte && i == 0) gtes[(*ng)++] = u;
+    }
+  }
+}
+
+/* Drops the dead leaves of a flat tuple ts[0..nl) from its get-tuple-elements gtes[0..ng): each
+ * reads only the live leaves and its index counts live leaves. */
+static int fix_gtes(gopt_graph *g, const int32_t *gtes, int ng, const unsigned char *keep, gopt_error *err) {
+  for (int k = 0; k < ng; k++) {
+    int64_t e = gopt_node_get_int(g, gtes[k], "hlo.leaf_offset", 0), ne = 0, live = 0;
+    for (int i = 0; i < g->nodes.a[gtes[k]].n_in; i++) live += keep[i], ne += i < e && keep[i];
+    int32_t m = pass_rebuild_node(g, gtes[k], keep, NULL, err);
+    if (m < 0 || gopt_node_set_int(g, m, "hlo.leaf_offset", ne) || gopt_node_set_int(g, m, "index", ne) ||
+        gopt_node_set_ints(g, m, "hlo.operands", &live, 1)) /* one operand: the whole tuple */
+      return err->code ? err->code : gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  }
+  return 0;
+}
+
+/* Removes the dead leaves (keep[i] == 0) of computation s's flat tuple parameter, and for a body
+ * (is_body) first the dead elements of its root tuple and what computes only them (DCE). Returns
+ * the new computation (s is consumed), or NULL when it does not have that form or on error
+ * (err->code set). */
+static gopt_graph *drop_params(gopt_graph *s, int nl, const unsigned char *keep, int is_body, gopt_error *err) {
+  int32_t r = is_body && s->outputs.n ? s->tensors.a[s->outputs.a[0]].producer : -1;
+  int ok = (size_t)nl == s->inputs.n && flat_tuple(s, s->inputs.a, nl);
+  if (ok && is_body) {
+    ok = r >= 0 && pass_is(s, r, "tuple") && s->outputs.n == (size_t)nl && s->nodes.a[r].n_in == nl &&
+         s->nodes.a[r].n_out == nl && flat_tuple(s, s->outputs.a, nl);
+    for (int k = 0; ok && k < nl; k++) ok = gopt_node_output(s, r, k) == s->outputs.a[k];
+    for (int k = 0, j = 0; ok && k < nl; k++) {
+      if (!keep[k]) s->tensors.a[s->outputs.a[k]].flags &= (uint16_t)~GOPT_T_OUTPUT;
+      else s->outputs.a[j++] = s->outputs.a[k];
+    }
+    if (ok && (pass_rebuild_node(s, r, keep, keep, err) < 0 || renumber(s, s->outputs.a, nl, keep))) ok = 0;
+    if (ok) s->outputs.n = 0; /* recounted below */
+    for (int k = 0; ok && k < nl; k++) s->outputs.n += keep[k];
+  }
+  gopt_graph *lean = NULL;
+  gopt_error e2 = {0};
+  if (ok && !gopt_pass_run(gopt_pass_find("dce"), s, &lean, NULL, &e2)) {
+    gopt_graph_free(s);
+    s = lean;
+  } else ok = 0;
+  size_t cap = ok ? gopt_tensor_use_count(s, s->inputs.a[0]) + 1 : 0;
+  unsigned char *used = malloc((size_t)nl + 1);
+  int32_t *gtes = malloc(cap * sizeof *gtes + 1);
+  int ng = 0;
+  if (ok && used && gtes) leaf_uses(s, s->inputs.a, nl, used, gtes, &ng);
+  for (int k = 0; ok && k < nl; k++) ok = used && gtes && (keep[k] || !used[k]);
+  if (ok && (fix_gtes(s, gtes, ng, keep, err) || renumber(s, s->inputs.a, nl, keep))) ok = 0;
+  for (int k = 0, j = 0; ok && k < nl; k++) {
+    if (!keep[k]) s->tensors.a[s->inputs.a[k]].flags &= (uint16_t)~GOPT_T_INPUT;
+    else s->inputs.a[j++] = s->inputs.a[k];
+    if (k == nl - 1) s->inputs.n = (size_t)j;
+  }
+  free(used);
+  free(gtes);
+  if (!ok) {
+    gopt_graph_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* The dead elements of while n's flat state tuple: not read by the condition, by the while's
+ * users, nor by the body's computation of a live element (a fixed point, so elements that only
+ * feed each other die together). keep[i] = 0 for them; the count of dead ones, or -1 on error. */
+static int dead_elements(pctx *p, int32_t n, const gopt_graph *cond, const gopt_graph *body, unsigned char *keep,
+                         int32_t *gtes, int *ng) {
+  gopt_graph *g = p->g;
+  int nl = g->nodes.a[n].n_in;
+  unsigned char *nc = calloc((size_t)nl + 1, 1), *need = calloc((size_t)nl + 1, 1);
+  int dead = -1;
+  if (!nc || !need || needed_inputs(cond, NULL, nc, p->err)) goto done;
+  leaf_uses(g, g->outs.a + g->nodes.a[n].out, nl, need, gtes, ng);
+  for (int i = 0; i < nl; i++) keep[i] = nc[i] || need[i] || pass_is_output(p, gopt_node_output(g, n, i));
+  for (int changed = 1; changed;) {
+    changed = 0;
+    if (needed_inputs(body, keep, need, p->err)) goto done;
+    for (int i = 0; i < nl; i++)
+      if (!keep[i] && need[i]) keep[i] = 1, changed = 1;
+  }
+  dead = 0;
+  for (int i = 0; i < nl; i++) dead += !keep[i];
+done:
+  free(nc);
+  free(need);
+  return dead;
+}
+
+/* After W3 dropped while operands: the initial tuple t0 (tensors tv[0..nl), the while's old
+ * operands) loses the dead elements too when nothing else reads them, and their producers when
+ * they become unused. 0 or an error. */
+static int drop_init_elements(pctx *p, const int32_t *tv, int nl, const unsigned char *keep) {
+  gopt_graph *g = p->g;
+  int32_t t0 = g->tensors.a[tv[0]].producer;
+  int ok = t0 >= 0 && pass_is(g, t0, "tuple") && g->nodes.a[t0].n_in == nl && g->nodes.a[t0].n_out == nl &&
+           flat_tuple(g, tv, nl);
+  for (int k = 0; ok && k < nl; k++)
+    ok = gopt_node_output(g, t0, k) == tv[k] && (keep[k] || (!gopt_tensor_use_count(g, tv[k]) && !pass_is_output(p, tv[k])));
+  if (!ok) return 0;
+  int32_t *src = malloc((size_t)nl * sizeof *src);
+  if (!src) return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory");
+  for (int k = 0; k < nl; k++) src[k] = gopt_node_input(g, t0, k);
+  int rc = pass_rebuild_node(g, t0, keep, keep, p->err) < 0 ? GOPT_ENOMEM : renumber(g, tv, nl, keep);
+  for (int k = 0; !rc && k < nl; k++)
+    if (!keep[k] && src[k] >= 0 && g->tensors.a[src[k]].producer >= 0) pass_drop_unused(p, g->tensors.a[src[k]].producer);
+  free(src);
+  return rc;
+}
+
+/* W3: removes while n's dead state elements (dead_elements) from its operands and results, the
+ * body's and condition's parameter, the body's root tuple, the while's get-tuple-element users
+ * (indices renumbered) and the initial tuple (drop_init_elements). 0 or an error. */
+static int remove_dead_elements(pctx *p, int32_t n, const gopt_graph *cond, const gopt_graph *body) {
+  gopt_graph *g = p->g;
+  int nl = g->nodes.a[n].n_in, ng = 0, rc = 0;
+  size_t k = 0;
+  const int64_t *lo = gopt_node_get_ints(g, n, "hlo.operands", &k);
+  if (!lo || k != 1 || lo[0] != nl || !flat_tuple(g, g->outs.a + g->nodes.a[n].out, nl) || cond->outputs.n != 1)
+    return 0;
+  unsigned char *keep = malloc((size_t)nl + 1);
+  int32_t *gtes = malloc((gopt_tensor_use_count(g, gopt_node_output(g, n, 0)) + 1) * sizeof *gtes);
+  int32_t *tv = malloc(2 * (size_t)nl * sizeof *tv); /* the while's old operands, then results */
+  if (!keep || !gtes || !tv) {
+    rc = gopt_error_set(p->err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < nl; i++) tv[i] = gopt_node_input(g, n, i), tv[nl + i] = gopt_node_output(g, n, i);
+  int dead = dead_elements(p, n, cond, body, keep, gtes, &ng);
+  if (dead < 0) rc = p->err->code;
+  if (dead <= 0 || dead == nl) goto done;
+  gopt_graph *nb = gopt_graph_clone(body), *nc = gopt_graph_clone(cond);
+  nb = nb ? drop_params(nb, nl, keep, 1, p->err) : NULL;
+  nc = nc ? drop_params(nc, nl, keep, 0, p->err) : NULL;
+  size_t before = gopt_graph_node_count(body) + gopt_graph_node_count(cond);
+  size_t after = nb && nc ? gopt_graph_node_count(nb) + gopt_graph_node_count(nc) : before;
+  int32_t m = nb && nc ? pass_rebuild_node(g, n, keep, keep, p->err) : -1;
+  if (m >= 0 && !gopt_node_set_graph(g, m, "body", nb)) nb = NULL;
+  if (m >= 0 && !nb && !gopt_node_set_graph(g, m, "condition", nc)) nc = NULL;
+  int64_t live = nl - dead;
+  if (m >= 0 && !nb && !nc) {
+    rc = gopt_node_set_ints(g, m, "hlo.operands", &live, 1) ? GOPT_ENOMEM : fix_gtes(g, gtes, ng, keep, p->err);
+    if (!rc) rc = renumber(g, tv + nl, nl, keep);
+    if (!rc) rc = drop_init_elements(p, tv, nl, keep);
+    p->st->rewrites++;
+    p->st->removed += before > after ? before - after : 0; /* in the body and condition */
+  } else if (m >= 0 || p->err->code) rc = p->err->code ? p->err->code : GOPT_ENOMEM;
+  gopt_graph_free(nb);
+  gopt_graph_free(nc);
+done:
+  free(keep);
+  free(gtes);
+  free(tv);
+  if (rc && !p->err->code) gopt_error_set(p->err, rc, "out of memory");
+  return rc;
+}
+
 /* W1: a while whose condition is false on its (constant) initial values is its initial values.
- * W2: one that runs exactly once is a call of its body (call-inliner then inlines it). */
+ * W2: one that runs exactly once is a call of its body (call-inliner then inlines it).
+ * W3: other loops lose their dead state elements (remove_dead_elements). */
 int pass_while_simplifier(pctx *p) {
   gopt_graph *g = p->g;
   size_t nn = g->nodes.n;
@@ -252,6 +462,7 @@ int pass_while_simplifier(pctx *p) {
     if (!buf) return gopt_error_set(p->err, GOPT_ENOMEM, "out of memory");
     for (int i = 0; i < nl; i++) buf[i] = gopt_node_input(g, (int32_t)n, i), buf[nl + i] = gopt_node_output(g, (int32_t)n, i);
     int rc = 0;
+    if (tc < 0) rc = remove_dead_elements(p, (int32_t)n, cond, body);
     if (tc == 0) pass_replace(p, (int32_t)n, buf);
     else if (tc == 1) {
       char name[128];

@@ -8,6 +8,7 @@
 
 #include "gopt/hlo.h"
 #include "gopt/ops.h"
+#include "ir/ir_internal.h"
 #include "ops/ops_hlo.h"
 #include "passes/passes_internal.h"
 
@@ -384,4 +385,36 @@ int gopt_pipeline_run(const char *spec, const gopt_graph *in, gopt_graph **out,
   else free(r.steps);
   if (n_steps) *n_steps = r.n;
   return 0;
+}
+
+int32_t pass_rebuild_node(gopt_graph *g, int32_t n, const unsigned char *keep_in, const unsigned char *keep_out,
+                          gopt_error *err) {
+  gopt_node old = g->nodes.a[n];
+  int32_t *buf = malloc(((size_t)old.n_in + old.n_out + 1) * sizeof *buf);
+  char *type = strdup(gopt_node_type(g, n)), *name = strdup(gopt_node_name(g, n));
+  int ni = 0, no = 0;
+  int32_t m = -1;
+  if (!buf || !type || !name) {
+    gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < old.n_in; i++)
+    if (!keep_in || keep_in[i]) buf[ni++] = gopt_node_input(g, n, i);
+  for (int i = 0; i < old.n_out; i++)
+    if (!keep_out || keep_out[i]) buf[ni + no++] = gopt_node_output(g, n, i);
+  gopt_graph_remove_node(g, n);
+  m = gopt_graph_add_node(g, type, name, ni, buf, no, buf + ni, err);
+  if (m >= 0 && ir_node_copy_attrs(g, n, m)) {
+    m = -1;
+    gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  }
+  if (m >= 0) {
+    g->nodes.a[m].op = old.op;
+    g->nodes.a[m].flags = (uint16_t)(old.flags & ~GOPT_N_DEAD);
+  }
+done:
+  free(buf);
+  free(type);
+  free(name);
+  return m;
 }

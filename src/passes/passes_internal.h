@@ -41,6 +41,11 @@ int pass_elementwise(const char *op);
 /* Copies node n's STRING attributes (compare's direction, ...) to node m and re-derives m's op
  * kind. 0 or an error. */
 int pass_copy_string_attrs(pctx *p, int32_t n, int32_t m);
+/* Replaces node n by a copy (same type, name, op kind, flags and attributes, sub-graphs cloned)
+ * with only the inputs/outputs whose keep_in/keep_out flag is set (NULL: all); the dropped outputs
+ * are left without producer. Returns the new node, or -1 with err set (n is then removed). */
+int32_t pass_rebuild_node(gopt_graph *g, int32_t n, const unsigned char *keep_in, const unsigned char *keep_out,
+                          gopt_error *err);
 /* 1 when the node must stay although its results are unused (rng, infeed, side effects). */
 int pass_side_effect(const gopt_graph *g, int32_t n);
 /* Adds an hlo node of opcode op reading ins and producing one new tensor of dtype/shape; its op

@@ -87,6 +87,27 @@ int main(void) {
 
   load_err("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  ROOT y = f32[3] add(x, x)\n}\n",
            "t.hlo:4:3: instruction 'y': the text's shape disagrees");
+  /* a dot with its own result type (XLA's preferred_element_type): bf16 x bf16 -> f32 is kept as
+   * the text says (opaque, dims checked), a mixed dot with wrong dims is rejected */
+  static const char mixed[] = "HloModule m\nENTRY e {\n  x = bf16[2,3] parameter(0)\n  y = bf16[3,4] parameter(1)\n"
+                              "  ROOT d = f32[2,4] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+  g = NULL;
+  CHECK_EQ_INT(gopt_hlo_load_mem(mixed, strlen(mixed), "t.hlo", &g, &err), 0);
+  if (g) {
+    int32_t d = gopt_graph_find_tensor(g, "d");
+    CHECK(d >= 0 && g->tensors.a[d].dtype == GOPT_DT_FLOAT && gopt_tensor_dims(g, d)[1] == 4);
+    CHECK(d >= 0 && (g->nodes.a[g->tensors.a[d].producer].flags & GOPT_N_OPAQUE));
+    gopt_cost c;
+    if (d >= 0) gopt_node_cost(g, g->tensors.a[d].producer, &c);
+    CHECK(d >= 0 && c.flops == 2 * 2 * 4 * 3);
+  }
+  gopt_graph_free(g);
+  load_err("HloModule m\nENTRY e {\n  x = bf16[2,3] parameter(0)\n  y = bf16[3,4] parameter(1)\n"
+           "  ROOT d = f32[2,5] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+           "t.hlo:5:3: instruction 'd': the text's shape disagrees with gopt's shape rule (dims against the dimension");
+  load_err("HloModule m\nENTRY e {\n  x = bf16[2,3] parameter(0)\n  y = bf16[4,4] parameter(1)\n"
+           "  ROOT d = f32[2,4] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+           "t.hlo:5:3: instruction 'd'");
   load_err("HloModule m\nENTRY e {\n  ROOT y = f32[3] negate(z)\n}\n", "t.hlo:3:3: instruction 'y': operand 'z'");
   load_err("HloModule m\nENTRY e {\n  x = f32[2 parameter(0)\n}\n", "t.hlo:3:12:");
   load_err("HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n", "not closed");

@@ -90,6 +90,8 @@ static int check_module(const char *path) {
   }
   int np = gopt_pass_count(), bad = 0, runs = total_elements(g) <= SIZE_LIMIT;
   if (!runs) snprintf(msg, sizeof msg, "%zu tensor elements (limit %d)", total_elements(g), SIZE_LIMIT);
+  for (size_t n = 0; n < g->nodes.n && runs; n++) /* the interpreted loops take seconds per run: kept out */
+    if (!strcmp(gopt_node_type(g, (int32_t)n), "hlo::while")) runs = 0, snprintf(msg, sizeof msg, "while loop (too slow to run 34 times)");
   for (int p = 0; p <= np; p++) { /* p == np: the default pipeline */
     gopt_graph *h = NULL;
     gopt_pass_stats st = {0};
