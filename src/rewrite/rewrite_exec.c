@@ -200,6 +200,15 @@ int gopt_rewrite_compare(const gopt_graph *a, const gopt_graph *b, uint64_t seed
   int rc;
   double worst = 0;
   if (max_diff) *max_diff = 0;
+  /* a graph that reads a tensor nothing produces would make the executor read a missing buffer */
+  if ((rc = gopt_graph_validate(a, err))) {
+    gopt_error_prefix(err, "first graph: ");
+    goto done;
+  }
+  if ((rc = gopt_graph_validate(b, err))) {
+    gopt_error_prefix(err, "second graph: ");
+    goto done;
+  }
   if ((rc = gopt_exec_new(a, &eo, &xa, NULL, err))) goto done;
   if ((rc = gopt_exec_new(b, &eo, &xb, NULL, err))) goto done;
   if (gopt_exec_n_outputs(xa) != gopt_exec_n_outputs(xb) || gopt_exec_n_inputs(xa) != gopt_exec_n_inputs(xb)) {

@@ -352,6 +352,20 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
   return 0;
 }
 
+/* 1 when the rewritten fragment h holds a constant without bytes that is not one of the
+ * fragment's inputs: a weight the rewrite derived (reshaped, concatenated, folded) from bytes
+ * left out of the fragment, whether or not the rewrite flagged it GOPT_RW_NODATA. */
+static int frag_lost_data(const eq_frag *f, const gopt_graph *h) {
+  for (size_t t = 0; t < h->tensors.n; t++) {
+    if (!(h->tensors.a[t].flags & GOPT_T_CONST) || gopt_tensor_data(h, (int32_t)t)) continue;
+    const char *nm = gopt_graph_str(h, h->tensors.a[t].name);
+    int input = 0;
+    for (int i = 0; i < f->n_in && !input; i++) input = !strcmp(nm, f->in_names[i]);
+    if (!input) return 1;
+  }
+  return 0;
+}
+
 /* One try of eq_apply: with full_data every weight's bytes are in the fragment; without, a
  * rewrite that computed new weights from left-out bytes sets *dropped and imports nothing. */
 static int eq_apply_once(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
@@ -377,7 +391,7 @@ static int eq_apply_once(rw_egraph *e, const gopt_ruleset *rs, const eq_match *m
     }
     goto done;
   }
-  *dropped = f->dropped && (*flags & GOPT_RW_NODATA); /* computed with weights left out */
+  *dropped = f->dropped && ((*flags & GOPT_RW_NODATA) || frag_lost_data(f, h)); /* computed with weights left out */
   if (*dropped) goto done;
   const char *in_names[RW_MAX_VARS * 4], *out_names[RW_MAX_OUT * 4];
   for (int i = 0; i < f->n_in; i++) in_names[i] = f->in_names[i];
@@ -671,7 +685,10 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   const char *kept = "";
   /* the input's own choice is no worse by the extraction's measure: no conversion */
   int same = !(xt.objective < xt.input_objective * (1 - 1e-9));
-  int failed = !same && (rw_eg_to_graph(&e, &xt, &best, &e2) || gopt_rewrite_cost(best, o->cluster, &after, &e2));
+  /* a converted graph that does not validate (a tensor read but never produced: seen after
+   * concat_of_split on Tensat's VGG-19) is never handed on: the input is kept, the note says why */
+  int failed = !same && (rw_eg_to_graph(&e, &xt, &best, &e2) || gopt_graph_validate(best, &e2) ||
+                         gopt_rewrite_cost(best, o->cluster, &after, &e2));
   if (failed) {
     kept = "; the extracted graph failed to convert, input kept";
   } else if (same || !(after < r->cost_before)) {
