@@ -455,8 +455,9 @@ static int import_graph(imp *im, const Onnx__GraphProto *gp, gopt_graph *g, cons
       rc = gopt_error_set(err, GOPT_EPARSE, "node '%s': no op type", nnames[i]);
       goto done;
     }
-    /* The IR writes a non-default domain as "domain::Type", so "::" cannot be part of either. */
-    if (strstr(np->op_type, "::") || strstr(S(np->domain), "::")) {
+    /* The IR writes a non-default domain as "domain::Type", so ':' cannot be part of either
+     * (a domain ":" would give ":::Type", read back as another split; a fuzz finding). */
+    if (strchr(np->op_type, ':') || strchr(S(np->domain), ':')) {
       rc = gopt_error_set(err, GOPT_EPARSE, "node '%s': invalid op type '%s' (domain '%s')",
                           nnames[i], np->op_type, S(np->domain));
       goto done;
