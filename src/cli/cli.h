@@ -213,4 +213,10 @@ extern int cli_mpi_search;
 int cli_mpi_island_search(const char *method, gopt_env *e, const gopt_search_opts *o, double *x_best,
                           gopt_search_result *res, gopt_error *err);
 
+#include "gopt/learn_seq.h"
+/* cli_common.c: the end of gopt train --method rewrite|passes (error, write, interrupted, summary). */
+int cli_train_seq_finish(gopt_seq_policy *p, int trc, const gopt_learn_train_result *tr, int save,
+                         const char *out, long iters, const char *what, int n, const char *unit,
+                         gopt_error *err);
+
 #endif

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "gopt/hlo.h"
+#include "gopt/learn_seq.h"
 #include "gopt/onnx.h"
 #include "gopt/ops.h"
 #include "gopt/zoo.h"
@@ -120,4 +121,24 @@ fail:
   fprintf(stderr, "gopt: %s\n", err.msg);
   gopt_graph_free(g);
   return NULL;
+}
+
+/* The end of a sequential agent's training (gopt train --method rewrite|passes): reports a failed
+ * run, writes the policy when save is set, then says how it ended. trc is the trainer's return.
+ * Returns the command's exit status: 1 on error, 130 when interrupted (policy written), else 0. */
+int cli_train_seq_finish(gopt_seq_policy *p, int trc, const gopt_learn_train_result *tr, int save,
+                         const char *out, long iters, const char *what, int n, const char *unit,
+                         gopt_error *err) {
+  if (trc || (save && gopt_seq_policy_save(p, out, err))) {
+    fprintf(stderr, "gopt train: %s\n", err->msg);
+    return 1;
+  }
+  if (tr->interrupted) {
+    fprintf(stderr, "gopt train: interrupted at iteration %lld of %ld; wrote %s (continue with --resume)\n",
+            (long long)tr->iters_done, iters, out);
+    return 130;
+  }
+  printf("wrote %s: %s, %d %s, %lld iterations, %zu weights, %.1f s\n", out, what, n, unit,
+         (long long)tr->iters_done, gopt_seq_policy_param_count(p), tr->seconds);
+  return 0;
 }

@@ -146,19 +146,7 @@ int cli_train_passes(int argc, char **argv) {
   cli_task_sigint(1);
   int trc = gopt_pass_rl_train(p, envs, (const char *const *)a.files, (size_t)a.n, &to, &tr, &err);
   cli_task_sigint(0);
-  if (trc || gopt_seq_policy_save(p, a.out, &err)) {
-    fprintf(stderr, "gopt train: %s\n", err.msg);
-    goto out;
-  }
-  if (tr.interrupted) {
-    fprintf(stderr, "gopt train: interrupted at iteration %lld of %ld; wrote %s (continue with --resume)\n",
-            (long long)tr.iters_done, a.iters, a.out);
-    rc = 130;
-    goto out;
-  }
-  printf("wrote %s: pass-ordering agent, %d modules, %lld iterations, %zu weights, %.1f s\n", a.out, a.n,
-         (long long)tr.iters_done, gopt_seq_policy_param_count(p), tr.seconds);
-  rc = 0;
+  rc = cli_train_seq_finish(p, trc, &tr, 1, a.out, a.iters, "pass-ordering agent", a.n, "modules", &err);
 out:
   for (int i = 0; envs && i < a.n; i++) gopt_pass_env_free(envs[i]);
   free(envs);

@@ -125,17 +125,8 @@ int cli_train_rewrite(int argc, char **argv) {
   cli_task_sigint(1); /* Ctrl-C: stop at the next iteration boundary, write the policy */
   int trc = gopt_rewrite_rl_train((const gopt_graph *const *)gs, a.models, (size_t)a.n_models, rs, &ro, p, &to, &tr, &err);
   cli_task_sigint(0);
-  if (trc) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
-  if (cli_mpi_rank() == 0 && gopt_seq_policy_save(p, a.out, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
-  if (tr.interrupted) {
-    fprintf(stderr, "gopt train: interrupted at iteration %lld of %ld; wrote %s (continue with --resume)\n",
-            (long long)tr.iters_done, a.iters, a.out);
-    rc = 130;
-    goto done;
-  }
-  printf("wrote %s: rewrite agent, %d models, %lld iterations, %zu weights, %.1f s\n", a.out, a.n_models,
-         (long long)tr.iters_done, gopt_seq_policy_param_count(p), tr.seconds);
-  rc = 0;
+  rc = cli_train_seq_finish(p, trc, &tr, cli_mpi_rank() == 0, a.out, a.iters, "rewrite agent", a.n_models,
+                            "models", &err);
 done:
   for (int i = 0; i < a.n_models; i++) gopt_graph_free(gs[i]);
   gopt_seq_policy_free(p);
