@@ -114,7 +114,7 @@ int costdb_sqlite_save(const gopt_costdb *db, const char *path, gopt_error *err)
                    "reps = excluded.reps, threads = excluded.threads, updated = CURRENT_TIMESTAMP";
   const char *qs = "INSERT INTO steps(model, device, seconds) VALUES(?1, ?2, ?3) "
                    "ON CONFLICT(model, device) DO UPDATE SET seconds = excluded.seconds";
-  if (sqlite3_exec(s, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+  if (util_sqlite_exec(s, "BEGIN IMMEDIATE") != SQLITE_OK) {
     rc = util_sqlite_error(s, path, "write", err);
     goto done;
   }

@@ -2,6 +2,7 @@
  * one-line errors. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/util_sqlite.h"
 
@@ -33,6 +34,26 @@ int util_sqlite_error(sqlite3 *db, const char *path, const char *what, gopt_erro
   return gopt_error_set(err, GOPT_EIO, "%s: %s: %s", path, what, msg);
 }
 
+/* Runs sql, retrying while another process holds a lock it cannot wait for. SQLite does not call
+ * the busy handler when waiting could deadlock: two processes that create the same new database
+ * at once both hold a read lock while switching it to WAL or creating its tables, and one gets
+ * SQLITE_BUSY at once. Retrying from scratch (the read lock released) up to the busy timeout is
+ * what the handler would have done. */
+int util_sqlite_exec(sqlite3 *db, const char *sql) {
+  struct timespec t0, now, nap = {0, 2000000};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    int code = rc & 0xff;
+    if (code != SQLITE_BUSY && code != SQLITE_LOCKED) return rc;
+    if (sqlite3_get_autocommit(db) == 0) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) / 1e6;
+    if (ms >= util_sqlite_busy_ms()) return rc;
+    nanosleep(&nap, NULL);
+  }
+}
+
 int util_sqlite_open(const char *path, int create, const char *schema, sqlite3 **out,
                      gopt_error *err) {
   sqlite3 *db = NULL;
@@ -46,8 +67,8 @@ int util_sqlite_open(const char *path, int create, const char *schema, sqlite3 *
   }
   sqlite3_busy_timeout(db, util_sqlite_busy_ms());
   /* journal_mode reads the header: a file that is not a database fails here. */
-  if (sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
-      (schema && sqlite3_exec(db, schema, NULL, NULL, NULL) != SQLITE_OK)) {
+  if (util_sqlite_exec(db, "PRAGMA journal_mode=WAL") != SQLITE_OK ||
+      (schema && util_sqlite_exec(db, schema) != SQLITE_OK)) {
     int rc = util_sqlite_error(db, path, "open", err);
     sqlite3_close(db);
     return rc;

@@ -21,6 +21,9 @@ int util_sqlite_is_path(const char *path);
  * NULL). On failure *out is NULL and err holds "PATH: what" (corrupted, locked, unreadable). */
 int util_sqlite_open(const char *path, int create, const char *schema, sqlite3 **out,
                      gopt_error *err);
+/* sqlite3_exec, retried up to the busy timeout when SQLite returns BUSY without waiting (it does
+ * not wait where waiting could deadlock, e.g. two processes creating one database). */
+int util_sqlite_exec(sqlite3 *db, const char *sql);
 /* Fills err with "PATH: WHAT: sqlite's message" and returns the gopt code for db's last error
  * (GOPT_EIO; locked or busy databases say so). */
 int util_sqlite_error(sqlite3 *db, const char *path, const char *what, gopt_error *err);
