@@ -1,12 +1,14 @@
 #!/bin/sh
 # fuzz/run.sh [SECONDS]: configures a clang build in build-fuzz (-DGOPT_FUZZ=ON, ASan+UBSan), builds
-# the importer fuzzers (ONNX and HLO text) and runs them one after the other for SECONDS in all
-# (default 60; the ONNX fuzzer gets half, the HLO fuzzer the rest) on fuzz/corpus_onnx and
-# fuzz/corpus_hlo plus working corpora in build-fuzz/fuzz_work. Crash, leak, timeout and OOM inputs
+# the importer fuzzers (ONNX, HLO text, and the SQLite loaders of the cost database and the run
+# history) and runs them one after the other for SECONDS in all (default 60; ONNX 2/5, HLO 2/5,
+# SQLite the rest) on fuzz/corpus_onnx, fuzz/corpus_hlo and fuzz/corpus_sqlite plus working corpora
+# in build-fuzz/fuzz_work. Crash, leak, timeout and OOM inputs
 # are saved as fuzz/findings/crash-* etc.; the script exits non-zero when libFuzzer reports any.
 # Reproduce one finding:  build-fuzz/fuzz/fuzz_onnx_import fuzz/findings/crash-XXXX (or
-# fuzz_hlo_import). Once fixed, keep it as fuzz/corpus_onnx/regress-NAME.onnx or
-# fuzz/corpus_hlo/regress-NAME.hlo: ctest onnx_fuzz_regressions / hlo_fuzz_regressions replay every
+# fuzz_hlo_import, fuzz_sqlite_load). Once fixed, keep it as fuzz/corpus_onnx/regress-NAME.onnx,
+# fuzz/corpus_hlo/regress-NAME.hlo or fuzz/corpus_sqlite/regress-NAME.sqlite: ctest
+# onnx_fuzz_regressions / hlo_fuzz_regressions / sqlite_fuzz_regressions replay every
 # regress-* file through the same entry point in every build (fuzz/replay_onnx.c is the driver).
 set -eu
 secs=${1:-60}
@@ -14,11 +16,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
 CC=${CC:-clang} cmake -S "$root" -B "$build" -DGOPT_FUZZ=ON -DGOPT_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" --target fuzz_onnx_import fuzz_hlo_import -j2
-mkdir -p "$build/fuzz_work/corpus" "$build/fuzz_work/corpus_hlo" "$root/fuzz/findings"
+cmake --build "$build" --target fuzz_onnx_import fuzz_hlo_import fuzz_sqlite_load -j2
+mkdir -p "$build/fuzz_work/corpus" "$build/fuzz_work/corpus_hlo" "$build/fuzz_work/corpus_sqlite" \
+  "$root/fuzz/findings"
 cd "$build/fuzz_work"
-onnx_secs=$((secs / 2))
-hlo_secs=$((secs - onnx_secs))
+onnx_secs=$((secs * 2 / 5))
+hlo_secs=$((secs * 2 / 5))
+sqlite_secs=$((secs - onnx_secs - hlo_secs))
+# -max_total_time=0 would mean no limit: every fuzzer gets at least a second
+[ "$onnx_secs" -ge 1 ] || onnx_secs=1
+[ "$hlo_secs" -ge 1 ] || hlo_secs=1
+[ "$sqlite_secs" -ge 1 ] || sqlite_secs=1
 rc=0
 "$build/fuzz/fuzz_onnx_import" -max_total_time="$onnx_secs" -rss_limit_mb=2048 -max_len=65536 \
   -timeout=20 -print_final_stats=1 -artifact_prefix="$root/fuzz/findings/" \
@@ -26,4 +34,7 @@ rc=0
 "$build/fuzz/fuzz_hlo_import" -max_total_time="$hlo_secs" -rss_limit_mb=2048 -max_len=65536 \
   -timeout=20 -print_final_stats=1 -artifact_prefix="$root/fuzz/findings/hlo-" \
   "$build/fuzz_work/corpus_hlo" "$root/fuzz/corpus_hlo" || rc=$?
+"$build/fuzz/fuzz_sqlite_load" -max_total_time="$sqlite_secs" -rss_limit_mb=2048 -max_len=65536 \
+  -timeout=20 -print_final_stats=1 -artifact_prefix="$root/fuzz/findings/sqlite-" \
+  "$build/fuzz_work/corpus_sqlite" "$root/fuzz/corpus_sqlite" || rc=$?
 exit $rc

@@ -2,6 +2,7 @@
  * keyed by (op signature, device), table steps keyed by (model, device). Written with upserts in
  * one IMMEDIATE transaction under WAL and a busy timeout, so profiling processes and MPI ranks
  * can write at once and no earlier row is lost. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +31,9 @@ static int pick_device(sqlite3 *s, const char *path, char *dev, size_t n, int *t
     return util_sqlite_error(s, path, "read", err);
   sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
   int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) {
-    snprintf(dev, n, "%s", (const char *)sqlite3_column_text(st, 0));
+  if (r == SQLITE_ROW) { /* a table made elsewhere may hold a NULL device: then this host */
+    const char *d = (const char *)sqlite3_column_text(st, 0);
+    snprintf(dev, n, "%s", d ? d : "");
     *threads = sqlite3_column_int(st, 1);
   }
   int rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? GOPT_OK : util_sqlite_error(s, path, "read", err);
@@ -40,6 +42,15 @@ static int pick_device(sqlite3 *s, const char *path, char *dev, size_t n, int *t
   return rc;
 }
 
+/* Column i as seconds: a number >= 0 and finite (what the JSON loader accepts); -1 otherwise. */
+static double row_seconds(sqlite3_stmt *st, int i) {
+  int t = sqlite3_column_type(st, i);
+  double v = sqlite3_column_double(st, i);
+  return (t == SQLITE_INTEGER || t == SQLITE_FLOAT) && isfinite(v) && v >= 0 ? v : -1;
+}
+
+/* Reads the costs and steps rows of db's device. Rows are checked as the JSON loader checks its
+ * entries (a table another program made may hold anything): a bad row fails with one line. */
 static int read_rows(sqlite3 *s, const char *path, gopt_costdb *db, gopt_error *err) {
   sqlite3_stmt *st = NULL;
   int rc = GOPT_OK, r;
@@ -57,8 +68,12 @@ static int read_rows(sqlite3 *s, const char *path, gopt_costdb *db, gopt_error *
       break;
     }
     gopt_cost_entry e = {(uint64_t)v, (const char *)sqlite3_column_text(st, 1),
-                         (const char *)sqlite3_column_text(st, 2), sqlite3_column_double(st, 3),
+                         (const char *)sqlite3_column_text(st, 2), row_seconds(st, 3),
                          sqlite3_column_int(st, 4)};
+    if (e.seconds < 0) {
+      rc = gopt_error_set(err, GOPT_EPARSE, "%s: costs row sig %s: seconds is not a number >= 0", path, sig);
+      break;
+    }
     if (gopt_costdb_put(db, &e)) {
       rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
       break;
@@ -71,11 +86,19 @@ static int read_rows(sqlite3 *s, const char *path, gopt_costdb *db, gopt_error *
   if (sqlite3_prepare_v2(s, q, -1, &st, NULL) != SQLITE_OK)
     return util_sqlite_error(s, path, "read", err);
   sqlite3_bind_text(st, 1, gopt_costdb_host(db), -1, SQLITE_STATIC);
-  while ((r = sqlite3_step(st)) == SQLITE_ROW)
-    if (gopt_costdb_put_step(db, (const char *)sqlite3_column_text(st, 0), sqlite3_column_double(st, 1))) {
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *model = (const char *)sqlite3_column_text(st, 0);
+    double sec = row_seconds(st, 1);
+    if (!model || sec < 0) {
+      rc = gopt_error_set(err, GOPT_EPARSE, "%s: steps row '%.80s': needs a model and seconds >= 0", path,
+                          model ? model : "(null)");
+      break;
+    }
+    if (gopt_costdb_put_step(db, model, sec)) {
       rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
       break;
     }
+  }
   if (!rc && r != SQLITE_DONE) rc = util_sqlite_error(s, path, "read", err);
   sqlite3_finalize(st);
   return rc;
