@@ -1,7 +1,8 @@
 /* cmd_train_passes.c: `gopt train --method passes MODULE|DIR... -o P.gpol`: trains the pass-ordering
  * agent (gopt_pass_rl_train: the learn module's sequential agent on the pass environment) with PPO
  * on HLO modules (a folder adds its HLO files, sorted) and writes the policy; Ctrl-C writes it and
- * --resume continues it (as `gopt train`). */
+ * --resume continues it (as `gopt train`). Under mpirun each rank takes one rollout group (the
+ * learn module's gopt_learn_dist hook) and rank 0 writes the policy (docs/SCALING.md). */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
 #include <stdio.h>
@@ -18,12 +19,15 @@
 static const char tp_help[] =
     "usage: gopt train --method passes MODULE|DIR... -o P.gpol [--iters N] [--episodes E]\n"
     "                  [--max-steps T] [--objective ops|time] [--seed S] [--threads N] [--resume]\n"
-    "                  [--stop-after N]\n"
+    "                  [--stop-after N] [--rollout-groups G]\n"
     "  trains the pass-ordering agent (gopt passes --order rl) with PPO on HLO modules (a folder adds\n"
     "  every HLO file under it): per iteration E episodes (default 8) of at most T passes (default 32),\n"
     "  reward = the CompilerGym-normalised cost reduction of each pass (docs/PASSES.md).\n"
     "  Defaults: --iters 200, --seed 1, --threads 2, --objective ops. Ctrl-C writes P.gpol; --resume\n"
-    "  continues it exactly (same modules and flags).\n";
+    "  continues it exactly (same modules and flags). --rollout-groups G splits each iteration's\n"
+    "  episodes into G gradient groups summed in order (default 1); under `mpirun -np P` each rank\n"
+    "  collects and differentiates one group and rank 0 writes P.gpol: bitwise the weights of\n"
+    "  --rollout-groups P (E must be a multiple of P; docs/SCALING.md).\n";
 
 #define TP_MAX 1024
 
@@ -31,7 +35,7 @@ typedef struct tp_args {
   const char *out;
   char *files[TP_MAX];
   int n;
-  long iters, seed, threads, episodes, steps, stop_after;
+  long iters, seed, threads, episodes, steps, stop_after, groups;
   int resume, objective;
 } tp_args;
 
@@ -74,7 +78,7 @@ static int tp_parse(int argc, char **argv, tp_args *a) {
     i++;
     long *dst = !strcmp(f, "--iters") ? &a->iters : !strcmp(f, "--seed") ? &a->seed : !strcmp(f, "--threads") ? &a->threads
               : !strcmp(f, "--episodes") ? &a->episodes : !strcmp(f, "--max-steps") ? &a->steps
-              : !strcmp(f, "--stop-after") ? &a->stop_after : NULL;
+              : !strcmp(f, "--stop-after") ? &a->stop_after : !strcmp(f, "--rollout-groups") ? &a->groups : NULL;
     if (!strcmp(f, "--method")) continue; /* "passes": checked by cli_train */
     if (!strcmp(f, "-o")) a->out = v;
     else if (!strcmp(f, "--objective") && (!strcmp(v, "ops") || !strcmp(v, "time"))) a->objective = !strcmp(v, "time");
@@ -137,16 +141,17 @@ int cli_train_passes(int argc, char **argv) {
     goto out;
   }
   gopt_seq_train_opts to = {.iters = a.iters, .stop_after = a.stop_after, .seed = (uint64_t)a.seed,
-                            .episodes = (int)a.episodes, .on_iter = tp_on_iter};
+                            .episodes = (int)a.episodes, .rollout_groups = (int)a.groups,
+                            .dist = cli_mpi_learn_dist(), .on_iter = tp_on_iter};
   gopt_learn_train_result tr;
   tp_tty = isatty(2);
   tp_total = a.iters;
   tp_t0 = tp_last = gopt_now();
   tp_names = a.files;
-  cli_task_sigint(1);
+  cli_task_sigint(1); /* Ctrl-C (SIGTERM from mpirun): stop at the next iteration boundary, write the policy */
   int trc = gopt_pass_rl_train(p, envs, (const char *const *)a.files, (size_t)a.n, &to, &tr, &err);
   cli_task_sigint(0);
-  rc = cli_train_seq_finish(p, trc, &tr, 1, a.out, a.iters, "pass-ordering agent", a.n, "modules", &err);
+  rc = cli_train_seq_finish(p, trc, &tr, cli_mpi_rank() == 0, a.out, a.iters, "pass-ordering agent", a.n, "modules", &err);
 out:
   for (int i = 0; envs && i < a.n; i++) gopt_pass_env_free(envs[i]);
   free(envs);

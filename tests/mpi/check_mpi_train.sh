@@ -4,8 +4,9 @@
 # also for 4 ranks; an interrupted distributed run resumed under mpirun gives the same file; one
 # process with one group differs (the check can fail); bad --samples gives one line from rank 0;
 # `mpirun gopt compare` spreads its methods and prints one table; REGAL's training (--method regal)
-# and the sequential rewrite agent (--method rewrite) are byte-identical between 2 ranks and one
-# process with --rollout-groups 2.
+# and the sequential rewrite and pass-ordering agents (--method rewrite, --method passes) are
+# byte-identical between 2 ranks and one process with --rollout-groups 2, also after an
+# interruption and --resume under mpirun.
 . "$(dirname "$0")/mpi_common.sh"
 args=(--task placement --cluster 2xV100-nvlink,4xV100-nvlink --graphs "gpt2:layers=1;transformer:layers=1" --iters 6 --seed 3 --threads 1 --samples 8)
 "$gopt" train "${args[@]}" --rollout-groups 2 -o "$d/one2.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "1 process"; }
@@ -27,11 +28,29 @@ echo "ok: distributed resume is exact"
 mp 3 "$gopt" train "${args[@]}" -o "$d/x.gpol" >/dev/null 2>"$d/err" && fail "8 samples on 3 ranks accepted"
 [ "$(grep -c '^gopt train:' "$d/err")" -eq 1 ] || { cat "$d/err"; fail "one error line from rank 0"; }
 grep -q "gopt train: learn: --samples 8 is not a multiple of the 3 rollout groups (one per MPI rank)" "$d/err" || { cat "$d/err"; fail "error text"; }
-rw=(train --method rewrite resnet50:depth=18 --iters 2 --episodes 4 --steps 3 --seed 5 --threads 1)
-"$gopt" "${rw[@]}" --rollout-groups 2 -o "$d/rw1.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "rewrite agent, 1 process"; }
-mp 2 "$gopt" "${rw[@]}" -o "$d/rw2.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "rewrite agent, 2 ranks"; }
-cmp -s "$d/rw1.gpol" "$d/rw2.gpol" || fail "rewrite agent: 2 ranks differ from 1 process with 2 rollout groups"
-echo "ok: rewrite agent: 2 ranks == 1 process x 2 groups"
+# the sequential agents (the learn module's gopt_seq_train) through the same hook: NAME ARGS...
+# 2 ranks == 1 process x 2 groups; 1 group differs; interrupted under mpirun + --resume == whole
+seq_agent() {
+  local n=$1
+  shift
+  "$gopt" "$@" --rollout-groups 2 -o "$d/$n-1.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "$n, 1 process"; }
+  mp 2 "$gopt" "$@" -o "$d/$n-2.gpol" >"$d/out" 2>"$d/err" || { cat "$d/err"; fail "$n, 2 ranks"; }
+  [ "$(grep -c wrote "$d/out")" -eq 1 ] || { cat "$d/out"; fail "$n: rank 0 alone reports"; }
+  cmp -s "$d/$n-1.gpol" "$d/$n-2.gpol" || fail "$n: 2 ranks differ from 1 process with 2 rollout groups"
+  "$gopt" "$@" -o "$d/$n-g1.gpol" >/dev/null 2>&1 || fail "$n, 1 group"
+  cmp -s "$d/$n-g1.gpol" "$d/$n-2.gpol" && fail "$n: 1 group gives the same file: the comparison is vacuous"
+  mp 2 "$gopt" "$@" -o "$d/$n-r.gpol" --stop-after 1 >/dev/null 2>"$d/err"
+  grep -q "interrupted at iteration 1 of 2" "$d/err" || { cat "$d/err"; fail "$n: distributed interrupt"; }
+  mp 2 "$gopt" "$@" -o "$d/$n-r.gpol" --resume >/dev/null 2>"$d/err" || { cat "$d/err"; fail "$n: distributed resume"; }
+  cmp -s "$d/$n-1.gpol" "$d/$n-r.gpol" || fail "$n: distributed resume differs from the uninterrupted run"
+  echo "ok: $n: 2 ranks == 1 process x 2 groups, distributed resume is exact"
+}
+seq_agent "rewrite agent" train --method rewrite resnet50:depth=18 --iters 2 --episodes 4 --steps 3 --seed 5 --threads 1
+seq_agent "pass-ordering agent" train --method passes tests/hlo/data/hloenv/BayesNewton --iters 2 --episodes 4 \
+  --max-steps 4 --seed 5 --threads 1
+mp 3 "$gopt" train --method passes tests/hlo/data/hloenv/BayesNewton --iters 2 --episodes 4 -o "$d/x.gpol" >/dev/null 2>"$d/err" &&
+  fail "4 episodes on 3 ranks accepted"
+[ "$(grep -c '^gopt train:' "$d/err")" -eq 1 ] || { cat "$d/err"; fail "passes: one error line from rank 0"; }
 mp 2 "$gopt" compare gpt2:layers=1 --task placement --cluster 4xV100-nvlink --budget 60 --seed 1 --threads 1 --json >"$d/c.json" 2>"$d/err" || { cat "$d/err"; fail "compare"; }
 "$gopt" compare gpt2:layers=1 --task placement --cluster 4xV100-nvlink --budget 60 --seed 1 --threads 1 --json >"$d/c1.json" 2>"$d/err" || { cat "$d/err"; fail "compare 1"; }
 /usr/bin/python3 - "$d/c.json" "$d/c1.json" <<'PY' || fail "compare under mpirun"
@@ -50,5 +69,9 @@ mp 2 "$gopt" train "${rargs[@]}" -o "$d/rtwo.gpol" >/dev/null 2>"$d/err" || { ca
 cmp -s "$d/rone2.gpol" "$d/rtwo.gpol" || fail "regal: 2 ranks differ from 1 process with 2 rollout groups"
 "$gopt" train "${rargs[@]}" -o "$d/rone1.gpol" >/dev/null 2>&1 || fail "regal 1 group"
 cmp -s "$d/rone1.gpol" "$d/rtwo.gpol" && fail "regal: 1 group gives the same file: the comparison is vacuous"
-echo "ok: regal: 2 ranks == 1 process x 2 groups"
+mp 2 "$gopt" train "${rargs[@]}" -o "$d/rr.gpol" --stop-after 1 >/dev/null 2>"$d/err"
+grep -q "interrupted at iteration 1 of 3" "$d/err" || { cat "$d/err"; fail "regal: distributed interrupt"; }
+mp 2 "$gopt" train "${rargs[@]}" -o "$d/rr.gpol" --resume >/dev/null 2>"$d/err" || { cat "$d/err"; fail "regal: distributed resume"; }
+cmp -s "$d/rone2.gpol" "$d/rr.gpol" || fail "regal: distributed resume differs from the uninterrupted run"
+echo "ok: regal: 2 ranks == 1 process x 2 groups, distributed resume is exact"
 echo "ok"
