@@ -1,10 +1,14 @@
 /* placement.c: placement baselines: everything on one device, round robin, METIS k-way partition
  * (node weight = kernel time, edge weight = tensor bytes) and Baechi's memory-aware
  * earliest-task-first list scheduling (m-ETF). The human-expert placement is in expert.c. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <metis.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "baselines/baselines_internal.h"
 
@@ -22,6 +26,45 @@ int bl_round_robin(const gopt_env *e, const double *x, int32_t *dev, gopt_error 
   (void)err;
   for (int32_t p = 0; p < e->n; p++) dev[p] = p % e->D;
   return GOPT_OK;
+}
+
+/* METIS prints from inside the library: "***Cannot bisect a graph with 0 vertices! ***You are
+ * trying to partition a graph into too many parts!" on stdout when its initial recursive bisection
+ * leaves a side with more parts than vertices (an op heavier than half of what the side must hold,
+ * e.g. GPT-2's LM head on 8 devices); it then leaves those parts empty and returns METIS_OK. That
+ * text would corrupt gopt's stdout (--json). metis_quiet_begin points file descriptor 1 at an
+ * anonymous temporary file for the call and metis_quiet_end restores it, returning 1 when METIS
+ * wrote anything there. Changing the input instead would change METIS's partition of every graph
+ * with a heavy op, which is the baseline as published. Only used inside the gopt_metis critical
+ * section; another thread writing to stdout during the call would lose its text (gopt's library
+ * never writes to stdout). When descriptor 1 cannot be redirected, METIS runs unchanged. */
+typedef struct metis_quiet {
+  int saved;  /* dup of descriptor 1, or -1 */
+  FILE *tmp;
+} metis_quiet;
+
+static void metis_quiet_begin(metis_quiet *q) {
+  q->saved = -1;
+  fflush(stdout);
+  if (!(q->tmp = tmpfile())) return;
+  q->saved = dup(STDOUT_FILENO);
+  if (q->saved < 0 || dup2(fileno(q->tmp), STDOUT_FILENO) < 0) {
+    if (q->saved >= 0) close(q->saved);
+    q->saved = -1;
+  }
+}
+
+static int metis_quiet_end(metis_quiet *q) {
+  int wrote = 0;
+  if (q->saved >= 0) {
+    fflush(stdout);
+    struct stat st;
+    wrote = fstat(fileno(q->tmp), &st) == 0 && st.st_size > 0;
+    dup2(q->saved, STDOUT_FILENO);
+    close(q->saved);
+  }
+  if (q->tmp) fclose(q->tmp);
+  return wrote;
 }
 
 /* METIS_PartGraphKway on the undirected dataflow graph. Weights are integers: kernel time and
@@ -76,10 +119,18 @@ int bl_metis(const gopt_env *e, const double *x, int32_t *dev, gopt_error *err) 
   options[METIS_OPTION_NUMBERING] = 0;
   /* METIS seeds one process-wide random generator (GKlib's): two partitions at once in one
    * process would interleave its draws, so results would depend on thread timing. */
-  int mr;
+  int mr, empty;
 #pragma omp critical(gopt_metis)
-  mr = METIS_PartGraphKway(&nv, &ncon, xadj, adj, vw, NULL, ew, &nparts, NULL, NULL, options,
-                           &objval, part);
+  {
+    metis_quiet q;
+    metis_quiet_begin(&q);
+    mr = METIS_PartGraphKway(&nv, &ncon, xadj, adj, vw, NULL, ew, &nparts, NULL, NULL, options,
+                             &objval, part);
+    empty = metis_quiet_end(&q);
+  }
+  if (empty && mr == METIS_OK)
+    gopt_warn("metis: METIS ran out of ops while bisecting %d ops into %d parts (an op heavier than its "
+              "side's share); some devices get no op", (int)n, (int)e->D);
   if (mr != METIS_OK) {
     rc = gopt_error_set(err, GOPT_EINVAL, "metis: METIS_PartGraphKway failed (code %d)", mr);
     goto done;
