@@ -86,6 +86,7 @@ typedef struct cli_task_flags {
   int has_samples;
   long finetune;       /* --finetune N: PPO fine-tuning evaluations (0: zero-shot) */
   int mpi_islands;     /* --mpi-search islands (else eval: one search, batches spread over ranks) */
+  int mpi_search_set;  /* --mpi-search given (compare/report: run every method on all ranks) */
   double ga[4];        /* --brkga P,E,M,B: population, elite/mutant fractions, elite bias (0: defaults) */
   double alpha;        /* --alpha A: guided's top percentage of nodes (0: the default) */
   long hops;           /* --hops K: khop/guided neighbourhood radius (0: the default) */
@@ -132,6 +133,10 @@ int cli_task_start_resolve(const char *cmd, const cli_task_flags *f, gopt_env *e
 void cli_task_start_free(cli_task_start *s); /* accepts a zeroed struct */
 void cli_task_sigint(int install);
 int cli_task_interrupted(void);
+/* Under mpirun, when every rank runs the same sequence of methods: 1 on every rank when any
+ * rank was interrupted (an all-gather of the flags, which then marks all interrupted), so all
+ * stop before the same method; alone, cli_task_interrupted(). An MPI failure counts as a stop. */
+int cli_task_interrupted_agreed(void);
 const char *cli_task_fmt(int task, double v, char *buf, size_t n);
 int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags *f);
 

@@ -238,9 +238,12 @@ int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *
   if (any_search && (rc = cli_task_start_resolve(cmd, f, e, &m->start))) return rc;
   gopt_error err = {0};
   cli_task_sigint(1);
-  cli_mpi_search = 0; /* under mpirun the methods are spread over the ranks (row i on rank i % P) */
-  for (size_t i = 0; i < m->nr && !cli_task_interrupted(); i++) {
-    if ((int)(i % (size_t)cli_mpi_size()) != cli_mpi_rank()) continue;
+  /* under mpirun the methods are spread over the ranks (row i on rank i % P); with --mpi-search
+   * every rank runs every row and each search is distributed as in `gopt optimize` */
+  int spread = cli_mpi_size() > 1 && !f->mpi_search_set;
+  cli_mpi_search = !spread;
+  for (size_t i = 0; i < m->nr && !(spread ? cli_task_interrupted() : cli_task_interrupted_agreed()); i++) {
+    if (spread && (int)(i % (size_t)cli_mpi_size()) != cli_mpi_rank()) continue;
     cli_cmp_row *r = &m->rows[i];
     gopt_search_opts so;
     cli_task_search_opts(f, tty, &so);
@@ -257,10 +260,10 @@ int cli_cmp_run(const char *cmd, const cli_task_flags *f, gopt_env *e, cli_cmp *
       continue;
     }
     r->done = 1;
-    if (cli_mpi_size() == 1) cli_history_record(cmd, f, e, r->name, r->x, &r->run);
+    if (cli_mpi_rank() == 0 && !spread) cli_history_record(cmd, f, e, r->name, r->x, &r->run);
   }
   cli_task_sigint(0);
-  if (cli_mpi_size() > 1) {
+  if (spread) {
     if (cmp_gather(m, gopt_env_nvars(e))) {
       fprintf(stderr, "gopt %s: MPI broadcast of the results failed\n", cmd);
       return 1;

@@ -211,6 +211,20 @@ void cli_task_sigint(int install) {
 }
 int cli_task_interrupted(void) { return interrupted_flag != 0; }
 
+int cli_task_interrupted_agreed(void) {
+  int n = cli_mpi_size(), any = cli_task_interrupted();
+  if (n == 1) return any;
+  int *flags = calloc((size_t)n, sizeof *flags);
+  gopt_error err = {0};
+  if (!flags) return 1;
+  flags[cli_mpi_rank()] = any;
+  if (cli_mpi_allgather(flags, sizeof *flags, 0, NULL, &err)) any = 1;
+  for (int r = 0; r < n; r++) any |= flags[r];
+  free(flags);
+  if (any) interrupted_flag = 1;
+  return any;
+}
+
 /* Objective in its unit: milliseconds for time tasks, MB for memory. */
 const char *cli_task_fmt(int task, double v, char *buf, size_t n) {
   if (task == GOPT_TASK_MEMORY) snprintf(buf, n, "%.3f MB", v / 1e6);
@@ -237,6 +251,7 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
       return -1;
     }
     f->mpi_islands = !strcmp(v, "islands");
+    f->mpi_search_set = 1;
     return 1;
   }
   if (!strcmp(a, "--training")) {

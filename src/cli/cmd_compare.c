@@ -23,7 +23,7 @@
 static const char cmp_help[] =
     "usage: gopt compare MODEL --task T --cluster C [--budget N] [--seconds S] [--seed S]\n"
     "                    [--threads N] [--methods a,b,...] [--start S] [--json] [--plot FILE.svg] [--batch N]\n"
-    "                    [--training]\n"
+    "                    [--training] [--mpi-search eval|islands]\n"
     "  runs every baseline of the task and every applicable search method with the same budget\n"
     "  --budget N     evaluations per search method, its start's included (default 1000)\n"
     "  --start S      where the search methods start: best (default: the best of the default and\n"
@@ -41,7 +41,11 @@ static const char cmp_help[] =
     "  --hops K       khop, guided: radius of the mutated neighbourhood (default 1)\n"
     "  --alpha A      guided: pick the node among the top A % by predicted |advantage| (default 10)\n"
     "  --samples K    go: decision samples besides the greedy one (default 16)\n"
-    "  --finetune N   go: fine-tune the policy on this graph for N evaluations (default: zero-shot)\n";
+    "  --finetune N   go: fine-tune the policy on this graph for N evaluations (default: zero-shot)\n"
+    "  Under mpirun -np P (docs/SCALING.md) the methods are spread over the ranks (method i on rank\n"
+    "  i mod P, each whole). --mpi-search eval|islands instead runs every method on all ranks, one\n"
+    "  after another, each search distributed as gopt optimize --mpi-search would run it (eval:\n"
+    "  bitwise the one-process results). Without mpirun --mpi-search changes nothing.\n";
 
 int cli_compare(int argc, char **argv) {
   cli_task_flags f;
@@ -133,7 +137,7 @@ int cli_compare(int argc, char **argv) {
     for (size_t i = 0; i < m.nskip; i++) printf("%s%s\n", i ? "         " : "\nskipped: ", m.skipped[i]);
     if (cli_task_interrupted()) printf("\ninterrupted: the remaining methods were not run\n");
   }
-  if (plot) {
+  if (plot && cli_mpi_rank() == 0) { /* under mpirun rank 0 writes (it has every curve) */
     cli_sbuf b = {0};
     cli_cmp_plot_svg(&b, title, task, &m, 1);
     int prc = b.oom ? gopt_error_set(&err, GOPT_ENOMEM, "--plot: out of memory")

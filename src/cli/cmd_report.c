@@ -16,13 +16,15 @@
 static const char report_help[] =
     "usage: gopt report MODEL --task T --cluster C -o report.html [--methods a,b,...] [--budget N]\n"
     "                   [--seconds S] [--seed S] [--start S] [--costdb DB] [--graph-nodes N] [--threads N]\n"
-    "                   [--batch N] [--training] [--policy P] [--no-history]\n"
+    "                   [--batch N] [--training] [--policy P] [--no-history] [--mpi-search eval|islands]\n"
     "  runs the methods of gopt compare (default: every applicable one; --methods a subset) and writes\n"
     "  one self-contained HTML file (no network, no external files): the model summary, the methods\n"
     "  table, per-device timelines of the best decisions and of the default heuristic (wheel or the\n"
     "  buttons zoom, drag pans), memory over time per device with its capacity, the graph coloured by\n"
     "  device or fusion group (Graphviz's dot; collapsed by name scope above --graph-nodes, default\n"
-    "  300), the convergence curves, and with --costdb (JSON or SQLite) the cost model's fidelity.\n";
+    "  300), the convergence curves, and with --costdb (JSON or SQLite) the cost model's fidelity.\n"
+    "  Under mpirun the methods are spread over the ranks, or with --mpi-search run on all ranks\n"
+    "  as in gopt compare; rank 0 writes the report.\n";
 
 /* Applies x's decisions to a fresh state of e's simulator and evaluates it. */
 static int simulate(gopt_env *e, const double *x, gopt_decisions *d, gopt_sim_state **st, gopt_sim_result *res,
@@ -104,7 +106,7 @@ int cli_report(int argc, char **argv) {
     fprintf(stderr, "gopt report: out of memory\n");
     goto done;
   }
-  if (gopt_file_write_atomic(f.out, b.s, b.n, &err)) {
+  if (cli_mpi_rank() == 0 && gopt_file_write_atomic(f.out, b.s, b.n, &err)) { /* mpirun: rank 0 writes */
     fprintf(stderr, "gopt report: %s\n", err.msg);
     goto done;
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check_mpi_sigint.sh GOPT MPIRUN: Ctrl-C on `mpirun` (SIGINT to the mpirun process, which passes
 # it to the ranks as SIGTERM) returns the best so far (docs/SCALING.md): a distributed search
-# prints its best result marked interrupted, no worse than its start, and a distributed training
+# prints its best result marked interrupted, no worse than its start, `compare --mpi-search eval`
+# stops every rank before the next method and prints the rows so far, and a distributed training
 # run stops at an iteration boundary, writes its policy and says so; `--resume` under mpirun then
 # continues from that file. mpirun exits non-zero after a signal (Open MPI's rule), so only the
 # output is checked, not the status.
@@ -35,6 +36,24 @@ assert r["objective"] <= r["default_objective"], r
 assert 0 < r["evaluations"] < 100000000, r
 print(f"ok: search interrupted after {r['evaluations']} evaluations, best {r['objective']:.6g} "
       f"(start {r['default_objective']:.6g})")
+PY
+
+# compare --mpi-search eval (every rank runs every method): the ranks agree before each method
+# whether to stop, so the job ends (no rank left waiting in the next method's exchange) and rank 0
+# prints the rows so far, the interrupted search marked
+"$mpirun" -np 2 --oversubscribe "$gopt" compare gnmt:layers=2,steps=10 --task placement \
+  --cluster 4xV100-nvlink --methods metis,random,brkga --budget 100000000 --start default --seed 1 \
+  --threads 1 --json --mpi-search eval >"$d/c.json" 2>"$d/c.err" &
+pid=$!
+wait_for "$d/c.err" "evals" $pid || { cat "$d/c.err"; fail "compare: no progress line"; }
+kill -INT $pid
+wait $pid
+/usr/bin/python3 - "$d/c.json" <<'PY' || { cat "$d/c.err"; fail "compare --mpi-search eval: rows so far after SIGINT"; }
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+assert [r["method"] for r in rows] == ["metis", "random"], rows
+assert rows[1]["interrupted"] is True and rows[1]["evaluations"] < 100000000, rows
+print(f"ok: compare --mpi-search eval interrupted in random after {rows[1]['evaluations']} evaluations")
 PY
 
 # training: many iterations; interrupted after its first progress line

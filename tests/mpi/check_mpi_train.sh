@@ -3,7 +3,8 @@
 # file is byte-identical to one process with --rollout-groups 2 (same seed, same total samples),
 # also for 4 ranks; an interrupted distributed run resumed under mpirun gives the same file; one
 # process with one group differs (the check can fail); bad --samples gives one line from rank 0;
-# `mpirun gopt compare` spreads its methods and prints one table; REGAL's training (--method regal)
+# `mpirun gopt compare` spreads its methods and prints one table, and with --mpi-search eval runs
+# every method on all ranks with the one-process results (islands: a different search, same budget); REGAL's training (--method regal)
 # and the sequential rewrite and pass-ordering agents (--method rewrite, --method passes) are
 # byte-identical between 2 ranks and one process with --rollout-groups 2, also after an
 # interruption and --resume under mpirun.
@@ -61,6 +62,25 @@ rb = {r["method"]: r["objective"] for r in b["results"]}
 assert ra == rb, (ra, rb)  # same methods, same seeds: the same objectives, whichever rank ran them
 assert a["best"] == b["best"]
 print(f"ok: compare over 2 ranks: {len(ra)} methods, best {a['best']}")
+PY
+# compare --mpi-search: every method on both ranks, each search distributed as in optimize: eval is
+# bitwise the one-process table; islands keeps the budget and the baselines, and is a different
+# search (on this fixed case local, anneal and khop end elsewhere: the flag is not ignored)
+ca=(compare gpt2:layers=1 --task placement --cluster 4xV100-nvlink --budget 200 --start default --seed 1 --threads 1
+    --json --methods metis,random,local,anneal,brkga,khop)
+"$gopt" "${ca[@]}" >"$d/s1.json" 2>"$d/err" || { cat "$d/err"; fail "compare 1 process"; }
+for mode in eval islands; do
+  mp 2 "$gopt" "${ca[@]}" --mpi-search $mode >"$d/s-$mode.json" 2>"$d/err" || { cat "$d/err"; fail "compare --mpi-search $mode"; }
+done
+/usr/bin/python3 - "$d/s1.json" "$d/s-eval.json" "$d/s-islands.json" <<'PY' || fail "compare --mpi-search"
+import json, sys
+one, ev, isl = ([(r["method"], r["objective"], r["evaluations"]) for r in json.load(open(p))["results"]] for p in sys.argv[1:])
+assert ev == one, (ev, one)
+assert [r[0] for r in isl] == [r[0] for r in one] and isl[0] == one[0], (isl, one)
+assert all(r[2] == 200 for r in isl[1:]), isl
+assert any(a[1] != b[1] for a, b in zip(isl, one)), "islands gave the one-process table: --mpi-search ignored?"
+print(f"ok: compare --mpi-search eval == 1 process ({len(ev)} methods); islands: budget kept, "
+      f"{sum(a[1] != b[1] for a, b in zip(isl, one))} searches differ")
 PY
 # REGAL's REINFORCE: the run pairs are the rollout groups, bitwise like PPO
 rargs=(--method regal --task memory --cluster 2xV100-nvlink --graphs "gpt2:layers=1;transformer:layers=1" --iters 3 --seed 3 --threads 1 --samples 4 --regal-evals 60)
