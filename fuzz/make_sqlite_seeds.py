@@ -2,7 +2,8 @@
 /usr/bin/python3): a cost database and a run history with gopt's own schemas (src/cost/costdb_sqlite.c,
 src/history/history.c) and a few rows, and databases whose tables were created by someone else: no
 NOT NULL constraints, NULL keys, text / negative / infinite seconds, a blob where text is expected
-(regress-*: the ones that crashed the loader or loaded as a valid database before it checked rows). 512-byte pages keep each file a few KB, so the fuzzer's mutations reach every page."""
+(regress-*: the ones that crashed the loader or loaded as a valid database before it checked rows,
+and a desc that is not UTF-8, which the JSON save used to drop silently). 512-byte pages keep each file a few KB, so the fuzzer's mutations reach every page."""
 import os
 import sqlite3
 import sys
@@ -64,6 +65,8 @@ def main():
     # seeds with loose tables that loaded without harm before
     make(os.path.join(out, "text-seconds.sqlite"), LOOSE_COSTS, [
         ok, (step, ("m", "h", "abc"))])
+    make(os.path.join(out, "regress-non-utf8-desc.sqlite"), LOOSE_COSTS, [
+        ok, ("INSERT INTO costs VALUES ('0000000000000003', 'h', 'Relu', CAST(X'52E56C75' AS TEXT), 1e-6, 1, 1)", ())])
     make(os.path.join(out, "regress-null-step-model.sqlite"), LOOSE_COSTS, [ok, (step, (None, "h", 0.5))])
     make(os.path.join(out, "null-device.sqlite"), LOOSE_COSTS, [
         (cost, ("00000000deadbeef", None, "Relu", "Relu", 1.0, 1, 1)),

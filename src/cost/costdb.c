@@ -288,20 +288,26 @@ done:
   return rc;
 }
 
+/* Sets o[key] to the string s: 0, or -1 when s is not UTF-8 text (json_string refuses it). */
+static int costdb_set_str(json_t *o, const char *key, const char *s) {
+  json_t *v = json_string(s ? s : "");
+  return v ? json_object_set_new(o, key, v) : -1;
+}
+
 int gopt_costdb_save(const gopt_costdb *db, const char *path, gopt_error *err) {
   if (util_sqlite_is_path(path)) return costdb_sqlite_save(db, path, err);
   json_t *root = json_object(), *arr = json_array();
-  char sig[17];
+  char sig[17], bad[64] = "";
   json_object_set_new(root, "format", json_string("gopt-costdb"));
   json_object_set_new(root, "version", json_integer(1));
-  json_object_set_new(root, "host", json_string(db->host));
+  if (costdb_set_str(root, "host", db->host)) snprintf(bad, sizeof bad, "host");
   json_object_set_new(root, "threads", json_integer(db->threads));
   for (size_t i = 0; i < db->n; i++) {
     json_t *e = json_object();
     snprintf(sig, sizeof sig, "%016llx", (unsigned long long)db->e[i].sig);
     json_object_set_new(e, "sig", json_string(sig));
-    json_object_set_new(e, "op", json_string(db->e[i].op));
-    json_object_set_new(e, "desc", json_string(db->e[i].desc));
+    if ((costdb_set_str(e, "op", db->e[i].op) | costdb_set_str(e, "desc", db->e[i].desc)) && !bad[0])
+      snprintf(bad, sizeof bad, "entry %s", sig);
     json_object_set_new(e, "seconds", json_real(db->e[i].seconds));
     json_object_set_new(e, "reps", json_integer(db->e[i].reps));
     json_array_append_new(arr, e);
@@ -311,11 +317,16 @@ int gopt_costdb_save(const gopt_costdb *db, const char *path, gopt_error *err) {
     json_t *steps = json_array();
     for (size_t i = 0; i < db->nsteps; i++) {
       json_t *e = json_object();
-      json_object_set_new(e, "model", json_string(db->step_model[i]));
+      if (costdb_set_str(e, "model", db->step_model[i]) && !bad[0]) snprintf(bad, sizeof bad, "step %zu's model", i);
       json_object_set_new(e, "seconds", json_real(db->step_s[i]));
       json_array_append_new(steps, e);
     }
     json_object_set_new(root, "steps", steps);
+  }
+  if (bad[0]) { /* json_string refuses it: it would be left out silently */
+    json_decref(root);
+    return gopt_error_set(err, GOPT_EINVAL, "%s: %s is not UTF-8 text, which JSON requires (keep this database in SQLite)",
+                          path, bad);
   }
   char *text = json_dumps(root, JSON_INDENT(1));
   json_decref(root);
