@@ -1,11 +1,11 @@
 /* fuzz_sqlite_load.c: libFuzzer target for gopt's SQLite loaders. The input bytes are written to a
- * temporary .sqlite file and opened through gopt's own loaders: as a measured-cost database
- * (gopt_costdb_load) and, from a fresh copy, as a run history (gopt_history_list, then
- * gopt_history_best for the first record's model, cluster and task). Each must either fail with one
- * error line that names the file, or give a valid database: cost entries with seconds >= 0, that
- * survive a save to JSON and a reload unchanged; history records whose strings are readable. Any
- * crash, sanitizer report or violated check is a finding (fuzz/run.sh; replayed by ctest
- * sqlite_fuzz_seed_corpus / sqlite_fuzz_regressions through fuzz/replay_onnx.c). */
+ * temporary .sqlite file (in /dev/shm when writable) and opened through gopt's own loaders: as a
+ * measured-cost database (gopt_costdb_load) and, from a fresh copy, as a run history
+ * (gopt_history_list, then gopt_history_best for the first record's model, cluster and task). Each
+ * must either fail with one error line that names the file, or give a valid database: cost entries
+ * with seconds >= 0, that survive a save to JSON and a reload unchanged; history records whose
+ * strings are readable. Any crash, sanitizer report or violated check is a finding (fuzz/run.sh;
+ * replayed by ctest sqlite_fuzz_seed_corpus / sqlite_fuzz_regressions through fuzz/replay_onnx.c). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
