@@ -354,7 +354,7 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
     e.qhead = e.qtail = e.run = -1;
     st->lk[l] = e;
   }
-  for (int32_t u = 0; u < st->U; u++) st->uq[u].pend = 0;
+  memset(st->pend, 0, (size_t)st->U * sizeof *st->pend);
   memset(st->aref, 0, (size_t)st->s->n_act * sizeof *st->aref);
   st->nx = (size_t)(o->nx + dx);
   for (size_t i = 0; i < st->nx; i++) st->x[i].refs = 0;

@@ -94,8 +94,8 @@ typedef struct sim_ur {
   double obytes;               /* bytes of its outputs, allocated when it starts */
   int32_t spare0;              /* visit mark of a delta splice (sim_delta.c); the pending input
                                   count, the device and the ready-queue rank are in the state's
-                                  uq array (dense: the event loop reads them for every consumer,
-                                  this line only for the consumers it readies) */
+                                  pend and uq arrays (dense: the event loop reads them for every
+                                  consumer, this line only for the consumers it readies) */
   int32_t spare1, spare2;
   int32_t dep, cause;          /* SIM_CAUSE: what made it ready; what it started after */
   int32_t ready_it;            /* loop iteration whose processing made it ready (-1: at reset) */
@@ -103,14 +103,13 @@ typedef struct sim_ur {
   int32_t start_it;            /* loop iteration whose dispatch started it (memory curve order) */
 } sim_ur;
 
-/* Per-unit fields the event loop reads for every consumer of a finished output, packed (16
- * bytes: one cache line for the three instead of three). */
+/* Per-unit fields the event loop reads for every consumer of a finished output, packed apart
+ * from the unit's line (the pending-input count is a dense array of its own, so that a converged
+ * delta evaluation resets it with one memset). */
 typedef struct sim_uq {
-  int32_t pend;                /* inputs not yet present on its device */
   int32_t dev;                 /* device (kept by apply / set_device) */
   int32_t rank;                /* ready-queue rank: its position in the (key, unit) order (kept
                                   by apply / set_priority) */
-  int32_t spare;
 } sim_uq;
 
 /* Per-device run state. */
@@ -215,7 +214,8 @@ struct gopt_sim_state {
   /* per act */
   sim_act *act;
   int32_t *aref;               /* [n_act] buffer holders left (see sim_act) */
-  sim_uq *uq;                  /* [n] per unit: pending inputs, device, ready-queue rank */
+  int32_t *pend;               /* [n] per unit: inputs not yet present on its device */
+  sim_uq *uq;                  /* [n] per unit: device, ready-queue rank */
   /* transfers */
   sim_xfer *x;
   size_t nx, capx;

@@ -213,7 +213,7 @@ static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
   sim_ur *ur = st->ur;
   /* undo the decrements made after the checkpoint */
   for (int32_t i = o->np; i < st->np; i++) {
-    st->uq[st->plog[i]].pend++;
+    st->pend[st->plog[i]]++;
     __builtin_prefetch(&ur[st->plog[i]], 1); /* the replay reads these units' lines */
   }
   for (int32_t i = o->nr; i < st->nr; i++) st->aref[st->rlog[i]]++;
@@ -306,7 +306,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   const int32_t *in_off = st->in_off;
   sim_ur *ur = st->ur;
   queues_reset(st);
-  for (int32_t u = 0; u < U; u++) st->uq[u].pend = in_off[u + 1] - in_off[u];
+  for (int32_t u = 0; u < U; u++) st->pend[u] = in_off[u + 1] - in_off[u];
   for (int d = 0; d < D; d++) {
     sim_dev *v = &st->dv[d];
     v->running = v->prev_unit = v->dmark = -1;
@@ -336,7 +336,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   resident_bytes(st);
   uint64_t h = 0;
   for (int32_t u = 0; u < U; u++)
-    if (st->uq[u].pend == 0) {
+    if (st->pend[u] == 0) {
       int d = st->uq[u].dev;
       ur[u].ready_t = 0;
       ur[u].dep = -1;
@@ -374,8 +374,8 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   sim_dev *dv = st->dv;
   sim_link *lk = st->lk;
   sim_act *act = st->act;
-  int32_t *aref = st->aref;
-  sim_uq *uq = st->uq;
+  int32_t *aref = st->aref, *pend = st->pend;
+  const sim_uq *uq = st->uq;
   sim_xfer *xs = st->x;
   int32_t *ddirty = st->ddirty, *ldirty = st->ldirty;
   sim_ev *ev = st->ev;
@@ -531,7 +531,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
             if (one || cd == d) {
               local++;
               if (rec) st->plog[np++] = cu;
-              if (--uq[cu].pend == 0) READY(&ur[cu], cd, SIM_CAUSE_UNIT(u));
+              if (--pend[cu] == 0) READY(&ur[cu], cd, SIM_CAUSE_UNIT(u));
             } else {
               if (dv[cd].dmark != a) {
                 dv[cd].dmark = a;
@@ -586,7 +586,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
           int32_t cu = cons[c];
           if (uq[cu].dev != dst) continue;
           if (rec) st->plog[np++] = cu;
-          if (--uq[cu].pend == 0) READY(&ur[cu], dst, SIM_CAUSE_XFER(xi));
+          if (--pend[cu] == 0) READY(&ur[cu], dst, SIM_CAUSE_XFER(xi));
         }
       }
     }
@@ -692,7 +692,7 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   if (lv.done < U) {
     st->evaluated = 0;
     for (int32_t u = 0; u < U; u++)
-      if (st->uq[u].pend > 0 || st->dv[st->uq[u].dev].hn > 0)
+      if (st->pend[u] > 0 || st->dv[st->uq[u].dev].hn > 0)
         return gopt_error_set(err, GOPT_EINVAL,
                               "simulate: the schedule cannot complete: node '%s' never runs",
                               gopt_node_name(s->g, s->order[sim_unit_first(st, u)]));

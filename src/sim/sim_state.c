@@ -46,7 +46,8 @@ void gopt_sim_state_free(gopt_sim_state *st) {
                   st->runit, st->sk, st->su, st->bm, st->seq, st->act, st->x, st->dv, st->dcnt,
                   st->hbase, st->ddirty, st->dlist, st->peak, st->over, st->busy, st->resid,
                   st->endmem, st->rescnt, st->lk, st->ldirty, st->lbytes, st->lbusy, st->ev,
-                  st->slog, st->srit, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->uq};
+                  st->slog, st->srit, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend,
+                  st->uq};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   sim_delta_free(st);
   free(st);
@@ -79,7 +80,7 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
   if (!st->ur || GOPT_ALLOC(st->pdev, n) || GOPT_ALLOC(st->pprio, n) || GOPT_ALLOC(st->prank, n) ||
       GOPT_ALLOC(st->uprio, n) || GOPT_ALLOC(st->ukey, n) || GOPT_ALLOC(st->rorder, n) ||
       GOPT_ALLOC(st->runit, n) || GOPT_ALLOC(st->sk, 2 * n) || GOPT_ALLOC(st->su, 3 * n) || GOPT_ALLOC(st->seq, n) ||
-      GOPT_ALLOC(st->act, A) || GOPT_ALLOC(st->aref, A + 1) || GOPT_ALLOC(st->uq, n + 1) || GOPT_ALLOC(st->x, st->capx) || GOPT_ALLOC(st->dv, D) || GOPT_ALLOC(st->dcnt, D) ||
+      GOPT_ALLOC(st->act, A) || GOPT_ALLOC(st->aref, A + 1) || GOPT_ALLOC(st->pend, n + 1) || GOPT_ALLOC(st->uq, n + 1) || GOPT_ALLOC(st->x, st->capx) || GOPT_ALLOC(st->dv, D) || GOPT_ALLOC(st->dcnt, D) ||
       GOPT_ALLOC(st->hbase, D + 1) || GOPT_ALLOC(st->ddirty, D) || GOPT_ALLOC(st->dlist, D) ||
       GOPT_ALLOC(st->peak, D) || GOPT_ALLOC(st->over, D) || GOPT_ALLOC(st->busy, D) || GOPT_ALLOC(st->resid, D) ||
       GOPT_ALLOC(st->endmem, D) || GOPT_ALLOC(st->rescnt, (size_t)s->n_res * D) || GOPT_ALLOC(st->lk, L) ||
