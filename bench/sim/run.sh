@@ -38,31 +38,27 @@ print(f"| zoo {j['model']} | {j['nodes']} | {j['cluster']} | {j['transfers']} | 
       f"{j['pass_s']*1e6:.0f} us ({j['pass_gb_s']:.1f} GB/s) |")
 PY
 done
-echo
-echo "### Delta evaluation (one-node changes; per-evaluation thread CPU time; replayed share = iterations simulated / iterations of the step)"
-echo
-echo "| graph | nodes | full eval (apply + simulate) | full / pass | device change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean | priority change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
-for line in open(sys.argv[1]):
-    j = json.loads(line)
+rows = [json.loads(line) for line in open(sys.argv[1])]
+print()
+print("### Delta evaluation (one-node changes; per-evaluation thread CPU time; replayed share = iterations simulated / iterations of the step)")
+print()
+print("| graph | nodes | full eval (apply + simulate) | full / pass | device change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean | priority change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for j in rows:
     f = 1e6 / j['full_per_s']
     print(f"| zoo {j['model']} | {j['nodes']} | {f:.0f} us | {j['full_over_pass']:.1f}x | "
           f"{j['delta_dev_p50_s']*1e6:.0f} us | {j['delta_dev_p50_speedup_vs_full']:.1f}x / {j['delta_dev_speedup_vs_full']:.1f}x | "
           f"{100*j['share_dev_p50']:.1f} % / {100*j['share_dev_p90']:.0f} % / {100*j['share_dev_mean']:.0f} % | "
           f"{j['delta_prio_p50_s']*1e6:.0f} us | {j['delta_prio_p50_speedup_vs_full']:.1f}x / {j['delta_prio_speedup_vs_full']:.1f}x | "
           f"{100*j['share_prio_p50']:.1f} % / {100*j['share_prio_p90']:.0f} % / {100*j['share_prio_mean']:.0f} % |")
-PY
-echo
-echo "### Device moves: what a time-shifted splice could skip (estimate; 200 moves per graph, units ordered by recorded start)"
-echo
-echo "| graph | replayed now (delta) p50 | if an identical tail at any iteration index spliced: p50 / mean | if a tail shifted by one constant spliced: p50 / mean | one constant per device: p50 / mean |"
-echo "|---|---|---|---|---|"
-/usr/bin/python3 - "$out" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    j = json.loads(line)
+print()
+print("### Device moves: what a time-shifted splice could skip (estimate; 200 moves per graph, units ordered by recorded start)")
+print()
+print("| graph | replayed now (delta) p50 | if an identical tail at any iteration index spliced: p50 / mean | if a tail shifted by one constant spliced: p50 / mean | one constant per device: p50 / mean |")
+print("|---|---|---|---|---|")
+for j in rows:
     print(f"| zoo {j['model']} | {100*j['shift_actual_p50']:.1f} % | "
           f"{100*j['shift_none_p50']:.1f} % / {100*j['shift_none_mean']:.1f} % | "
           f"{100*j['shift_global_p50']:.1f} % / {100*j['shift_global_mean']:.1f} % | "
