@@ -8,7 +8,8 @@
  * simulator's own input arrays measured in the same run (the memory-bandwidth reference).
  * One-thread rates and the pass are timed in thread CPU time (robust to the machine being shared:
  * time-slicing does not count), all-thread rates in wall time. Usage: bench_sim SPEC [CLUSTER
- * [REPS]]; prints one JSON object. Medians over REPS. */
+ * [REPS]]; prints one JSON object. Medians over REPS. Also estimates, for 200 device moves,
+ * how much of the timeline a splice of a time-shifted recorded tail could skip (shift_*). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -50,6 +51,71 @@ static void move_one(gopt_sim_state *st, const int32_t *live, size_t nlive, int 
 }
 
 #define MAXREP 64
+
+/* ---- how much of a device move's timeline a time-shifted splice could skip (an estimate) ----
+ * Exact delta evaluation splices the recorded tail only where the new run's state equals the
+ * recorded one. A shifted splice would also accept a tail shifted by a constant: one for the
+ * whole cluster (global), or one per device (not exact in general: an upper bound). For one move,
+ * units in order of their recorded start time: the longest suffix whose start times are all
+ * equal (shift 0), all shifted by one constant (global), and, per device, the suffix of its
+ * units shifted by that device's own constant (the splice point is the latest of those). The
+ * replayed share each would leave is 1 - suffix share - the share before the replay started
+ * (units, not loop iterations: an estimate). */
+typedef struct shift_ctx {
+  gopt_sim_item *a, *b; /* recorded and new timelines (kernels first, unit order) */
+  size_t cap;
+  int32_t *ord;
+} shift_ctx;
+
+static const gopt_sim_item *g_sort_items;
+static int by_start(const void *x, const void *y) {
+  const gopt_sim_item *a = &g_sort_items[*(const int32_t *)x], *b = &g_sort_items[*(const int32_t *)y];
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return (*(const int32_t *)x > *(const int32_t *)y) - (*(const int32_t *)x < *(const int32_t *)y);
+}
+
+/* One move's suffix shares (out[0]: shift 0, out[1]: global shift, out[2]: per-device shifts),
+ * from the recorded timeline in c->a and the new one in c->b (K kernels each). */
+static void shift_suffixes(shift_ctx *c, size_t K, int D, double step, double out[3]) {
+  for (size_t i = 0; i < K; i++) c->ord[i] = (int32_t)i;
+  g_sort_items = c->a;
+  qsort(c->ord, K, sizeof *c->ord, by_start);
+  double tol = 1e-9 * step;
+  size_t e = K, gl = K;
+  while (e > 0) { /* exactly equal */
+    const gopt_sim_item *x = &c->a[c->ord[e - 1]], *y = &c->b[c->ord[e - 1]];
+    if (x->start != y->start || x->end != y->end || x->device != y->device) break;
+    e--;
+  }
+  double dg = c->b[c->ord[K - 1]].start - c->a[c->ord[K - 1]].start;
+  while (gl > 0) {
+    const gopt_sim_item *x = &c->a[c->ord[gl - 1]], *y = &c->b[c->ord[gl - 1]];
+    if (x->device != y->device || fabs((y->start - x->start) - dg) > tol ||
+        fabs((y->end - x->end) - dg) > tol)
+      break;
+    gl--;
+  }
+  /* per device: walking back from the end, each device keeps the shift of its last unit; the
+   * first unit (from the end) off its device's shift is the latest break, the splice point */
+  double dd[64];
+  int set[64] = {0};
+  size_t pd = D <= 64 ? K : 0;
+  while (pd > 0) {
+    const gopt_sim_item *x = &c->a[c->ord[pd - 1]], *y = &c->b[c->ord[pd - 1]];
+    int d = x->device;
+    double s = y->start - x->start;
+    if (!set[d]) {
+      set[d] = 1;
+      dd[d] = s;
+    }
+    if (x->device != y->device || fabs(s - dd[d]) > tol || fabs((y->end - x->end) - dd[d]) > tol)
+      break;
+    pd--;
+  }
+  out[0] = (double)(K - e) / (double)K;
+  out[1] = (double)(K - gl) / (double)K;
+  out[2] = (double)(K - pd) / (double)K;
+}
 
 /* Quantile q of v[0..n) (sorts v). */
 static double quantile(double *v, size_t n, double q) {
@@ -245,6 +311,41 @@ int main(int argc, char **argv) {
     }
     incT[rep] = KT / (gopt_now() - t0);
   }
+  /* shifted-splice estimate over SH device moves (delta on, a random walk as above) */
+  enum { SH = 200 };
+  double shs[3][SH], shact[SH];
+  {
+    shift_ctx sc;
+    sc.cap = (size_t)r.n_kernels + r.n_transfers + 4 * N + 16;
+    sc.a = malloc(sc.cap * sizeof *sc.a);
+    sc.b = malloc(sc.cap * sizeof *sc.b);
+    sc.ord = malloc(sc.cap * sizeof *sc.ord);
+    gopt_sim_state_set_delta(st, 1);
+    gopt_sim_state_apply(st, &ds[0], &err);
+    gopt_sim_evaluate(st, &r, &err);
+    for (int k = 0; k < SH; k++) {
+      size_t K0 = r.n_kernels;
+      double step0 = r.step_time;
+      gopt_sim_timeline(st, sc.a, sc.cap);
+      move_one(st, live, nlive, D, &seed);
+      gopt_sim_evaluate(st, &r, &err);
+      gopt_sim_timeline(st, sc.b, sc.cap);
+      gopt_sim_inc_stats si;
+      gopt_sim_state_inc_stats(st, &si);
+      double it = si.last_iters > 0 ? si.last_iters : 1, from = si.last_from / it, suf[3];
+      shact[k] = (si.last_to - si.last_from) / it;
+      shift_suffixes(&sc, K0, D, step0 > r.step_time ? step0 : r.step_time, suf);
+      for (int j = 0; j < 3; j++) shs[j][k] = suf[j] + from >= 1 ? 0 : 1 - suf[j] - from;
+    }
+    free(sc.a);
+    free(sc.b);
+    free(sc.ord);
+  }
+  double shm[3] = {0, 0, 0}, sh50[3], sha50 = quantile(shact, SH, 0.5);
+  for (int j = 0; j < 3; j++) {
+    for (int k = 0; k < SH; k++) shm[j] += shs[j][k] / SH;
+    sh50[j] = quantile(shs[j], SH, 0.5);
+  }
   double mfull = median(full, reps), mresim = median(resim, reps), minc = median(inc, reps);
   double mincp = median(incp, reps), mpass = median(pass, reps), mrepl = median(repl, reps);
   double mfullT = median(fullT, reps), mincT = median(incT, reps);
@@ -272,13 +373,17 @@ int main(int argc, char **argv) {
          "\"share_prio_p50\":%.4f,\"share_prio_p90\":%.4f,\"share_prio_mean\":%.4f,"
          "\"delta_dev_p50_s\":%.9f,\"delta_prio_p50_s\":%.9f,\"delta_dev_p50_speedup_vs_full\":%.2f,"
          "\"delta_prio_p50_speedup_vs_full\":%.2f,"
+         "\"shift_moves\":%d,\"shift_actual_p50\":%.4f,\"shift_none_p50\":%.4f,\"shift_none_mean\":%.4f,"
+         "\"shift_global_p50\":%.4f,\"shift_global_mean\":%.4f,\"shift_device_p50\":%.4f,"
+         "\"shift_device_mean\":%.4f,"
          "\"checksum\":%.6g}\n",
          spec, nlive, cspec, T, reps, K, setup_s, transfers, is.last_iters, mfull, mresim, minc,
          mincp, mfullT, mincT, mrepl, is.record_bytes, bytes, mpass, bytes / mpass / 1e9,
          (1.0 / mfull) / mpass, (1.0 / mresim) / mpass, (1.0 / minc) / mpass, minc / mfull,
          minc / mresim, mincp / mresim, mdd, mdp, mdd / mfull, mdp / mfull, mdd / mresim, KD, shd50,
          shd90, shdm, shp50, shp90, shpm, tmd50, tmp50, (1.0 / mfull) / tmd50,
-         (1.0 / mfull) / tmp50, fmod(chk + step, 1000.0));
+         (1.0 / mfull) / tmp50, (int)SH, sha50, sh50[0], shm[0], sh50[1], shm[1], sh50[2], shm[2],
+         fmod(chk + step, 1000.0));
   free(shd);
   free(shp);
   free(tmd);

@@ -4,8 +4,9 @@
 # sequential pass over the simulator's input arrays (same run), the speedup of incremental
 # re-evaluation over simulating the same one-node change from time 0, and the delta-evaluation
 # figures (one-node device / priority changes: time, speedup over a full evaluation, replayed
-# share of the timeline). Usage: bench/sim/run.sh [BUILD_DIR] (default build/, Release; builds
-# bench_sim if needed). REPS=5 by default; SIM_SPECS overrides the graphs.
+# share of the timeline), and for device moves an estimate of the share a splice of an identical
+# or time-shifted recorded tail could leave to replay. Usage: bench/sim/run.sh [BUILD_DIR]
+# (default build/, Release; builds bench_sim if needed). REPS=5 by default; SIM_SPECS overrides the graphs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build}"
@@ -37,19 +38,29 @@ print(f"| zoo {j['model']} | {j['nodes']} | {j['cluster']} | {j['transfers']} | 
       f"{j['pass_s']*1e6:.0f} us ({j['pass_gb_s']:.1f} GB/s) |")
 PY
 done
-echo
-echo "### Delta evaluation (one-node changes; per-evaluation thread CPU time; replayed share = iterations simulated / iterations of the step)"
-echo
-echo "| graph | nodes | full eval (apply + simulate) | full / pass | device change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean | priority change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
-for line in open(sys.argv[1]):
-    j = json.loads(line)
+rows = [json.loads(line) for line in open(sys.argv[1])]
+print()
+print("### Delta evaluation (one-node changes; per-evaluation thread CPU time; replayed share = iterations simulated / iterations of the step)")
+print()
+print("| graph | nodes | full eval (apply + simulate) | full / pass | device change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean | priority change: median time | speedup vs full (median / mean rate) | replayed share p50 / p90 / mean |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for j in rows:
     f = 1e6 / j['full_per_s']
     print(f"| zoo {j['model']} | {j['nodes']} | {f:.0f} us | {j['full_over_pass']:.1f}x | "
           f"{j['delta_dev_p50_s']*1e6:.0f} us | {j['delta_dev_p50_speedup_vs_full']:.1f}x / {j['delta_dev_speedup_vs_full']:.1f}x | "
           f"{100*j['share_dev_p50']:.1f} % / {100*j['share_dev_p90']:.0f} % / {100*j['share_dev_mean']:.0f} % | "
           f"{j['delta_prio_p50_s']*1e6:.0f} us | {j['delta_prio_p50_speedup_vs_full']:.1f}x / {j['delta_prio_speedup_vs_full']:.1f}x | "
           f"{100*j['share_prio_p50']:.1f} % / {100*j['share_prio_p90']:.0f} % / {100*j['share_prio_mean']:.0f} % |")
+print()
+print("### Device moves: what a time-shifted splice could skip (estimate; 200 moves per graph, units ordered by recorded start)")
+print()
+print("| graph | replayed now (delta) p50 | if an identical tail at any iteration index spliced: p50 / mean | if a tail shifted by one constant spliced: p50 / mean | one constant per device: p50 / mean |")
+print("|---|---|---|---|---|")
+for j in rows:
+    print(f"| zoo {j['model']} | {100*j['shift_actual_p50']:.1f} % | "
+          f"{100*j['shift_none_p50']:.1f} % / {100*j['shift_none_mean']:.1f} % | "
+          f"{100*j['shift_global_p50']:.1f} % / {100*j['shift_global_mean']:.1f} % | "
+          f"{100*j['shift_device_p50']:.1f} % / {100*j['shift_device_mean']:.1f} % |")
 PY

@@ -213,7 +213,7 @@ static void fix_readied(gopt_sim_state *st, int32_t ni, int32_t it_k, int32_t nx
   const sim_xfer *x = &st->x[ni];
   for (int32_t c = st->cons_off[x->act]; c < st->cons_off[x->act + 1]; c++) {
     sim_ur *W = &st->ur[st->cons[c]];
-    if (W->dev != x->dst || W->ready_it < it_k || W->spare0 == (int32_t)st->stamp) continue;
+    if (st->uq[st->cons[c]].dev != x->dst || W->ready_it < it_k || W->spare0 == (int32_t)st->stamp) continue;
     W->spare0 = (int32_t)st->stamp;
     W->dep = map_cause(st, W->dep, nxk, dx);
     W->cause = map_cause(st, W->cause, nxk, dx);

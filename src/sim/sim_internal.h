@@ -88,19 +88,29 @@ typedef struct sim_act {
 } sim_act;
 
 /* Per-unit state in one cache line: the run-time fields the event loop writes, and the unit's
- * device, ready-queue rank and output bytes (kept by apply / set_device / set_priority). */
+ * output bytes (kept by apply). */
 typedef struct sim_ur {
   double ready_t, start, end;  /* seconds: became ready, started, ended */
   double obytes;               /* bytes of its outputs, allocated when it starts */
   int32_t spare0;              /* visit mark of a delta splice (sim_delta.c); the pending input
-                                  count is in the state's pend array */
-  int32_t dev;                 /* device */
-  int32_t rank;                /* ready-queue rank: position in the (key, unit) order */
+                                  count, the device and the ready-queue rank are in the state's
+                                  pend and uq arrays (dense: the event loop reads them for every
+                                  consumer, this line only for the consumers it readies) */
+  int32_t spare1, spare2;
   int32_t dep, cause;          /* SIM_CAUSE: what made it ready; what it started after */
   int32_t ready_it;            /* loop iteration whose processing made it ready (-1: at reset) */
   int32_t fin_it;              /* loop iteration whose processing ended it */
   int32_t start_it;            /* loop iteration whose dispatch started it (memory curve order) */
 } sim_ur;
+
+/* Per-unit fields the event loop reads for every consumer of a finished output, packed apart
+ * from the unit's line (the pending-input count is a dense array of its own, so that a converged
+ * delta evaluation resets it with one memset). */
+typedef struct sim_uq {
+  int32_t dev;                 /* device (kept by apply / set_device) */
+  int32_t rank;                /* ready-queue rank: its position in the (key, unit) order (kept
+                                  by apply / set_priority) */
+} sim_uq;
 
 /* Per-device run state. */
 typedef struct sim_dev {
@@ -184,6 +194,7 @@ struct gopt_sim_state {
   int32_t *f_in_off, *f_in, *f_out_off, *f_out, *f_cons_off, *f_cons, *f_aprod;
   double *f_cost, *f_dprio, *f_flops, *f_bytes, *f_obytes;
   int32_t *f_drank, *f_drunit;
+  int ob_plain;                /* ur[].obytes hold the unfused output bytes (apply skips them) */
   const int32_t *in_off, *in_act, *out_off, *out_act, *cons_off, *cons, *aprod;
   const double *ucost, *udprio, *uobytes; /* unit u on device d: ucost[d * U + u] */
   const int32_t *udrank, *udrunit; /* ranks of the default priorities */
@@ -204,6 +215,7 @@ struct gopt_sim_state {
   sim_act *act;
   int32_t *aref;               /* [n_act] buffer holders left (see sim_act) */
   int32_t *pend;               /* [n] per unit: inputs not yet present on its device */
+  sim_uq *uq;                  /* [n] per unit: device, ready-queue rank */
   /* transfers */
   sim_xfer *x;
   size_t nx, capx;
@@ -252,7 +264,7 @@ struct gopt_sim_state {
 };
 
 /* Device of unit u. */
-static inline int32_t sim_udev(const gopt_sim_state *st, int32_t u) { return st->ur[u].dev; }
+static inline int32_t sim_udev(const gopt_sim_state *st, int32_t u) { return st->uq[u].dev; }
 /* Position -> unit. */
 static inline int32_t sim_unit(const gopt_sim_state *st, int32_t p) {
   return st->unit_of ? st->unit_of[p] : p;

@@ -232,8 +232,8 @@ static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
     if (st->srit[i] >= o->it) continue; /* (read sequentially, not from the unit's line) */
     int32_t u = st->slog[i];
     {
-      int d = ur[u].dev;
-      bm_push(bm_at(st, d), ur[u].rank);
+      int d = st->uq[u].dev;
+      bm_push(bm_at(st, d), st->uq[u].rank);
       st->dv[d].hn++;
     }
   }
@@ -266,9 +266,18 @@ static void resident_bytes(gopt_sim_state *st) {
     for (int32_t q = 0; q < s->n_res; q++) st->resid[0] += s->res_bytes[q];
     return;
   }
+  if (D <= 64) { /* the devices with a consumer of q as a bit set (sums in q order, as below) */
+    for (int32_t q = 0; q < s->n_res; q++) {
+      uint64_t m = 0;
+      for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++)
+        m |= 1ULL << st->uq[sim_unit(st, s->res_cons[j])].dev;
+      for (; m; m &= m - 1) st->resid[__builtin_ctzll(m)] += s->res_bytes[q];
+    }
+    return;
+  }
   for (int32_t q = 0; q < s->n_res; q++)
     for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++) {
-      int d = st->ur[sim_unit(st, s->res_cons[j])].dev;
+      int d = st->uq[sim_unit(st, s->res_cons[j])].dev;
       if (st->dv[d].dmark != q) {
         st->dv[d].dmark = q;
         st->resid[d] += s->res_bytes[q];
@@ -318,7 +327,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
     for (int d = 0; d < D; d++) st->dv[d].dcount = st->hbase[d];
     for (int32_t i = 0; i < U; i++) {
       int32_t u = st->rorder[i];
-      st->seq[st->dv[ur[u].dev].dcount++] = u;
+      st->seq[st->dv[st->uq[u].dev].dcount++] = u;
     }
   }
   st->nx = 0;
@@ -328,11 +337,11 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   uint64_t h = 0;
   for (int32_t u = 0; u < U; u++)
     if (st->pend[u] == 0) {
-      int d = ur[u].dev;
+      int d = st->uq[u].dev;
       ur[u].ready_t = 0;
       ur[u].dep = -1;
       ur[u].ready_it = -1;
-      bm_push(bm_at(st, d), ur[u].rank);
+      bm_push(bm_at(st, d), st->uq[u].rank);
       st->dv[d].hn++;
       if (rec) h += hready(st, u, &ur[u]);
     }
@@ -366,6 +375,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   sim_link *lk = st->lk;
   sim_act *act = st->act;
   int32_t *aref = st->aref, *pend = st->pend;
+  const sim_uq *uq = st->uq;
   sim_xfer *xs = st->x;
   int32_t *ddirty = st->ddirty, *ldirty = st->ldirty;
   sim_ev *ev = st->ev;
@@ -397,7 +407,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
     (c_)->dep = (why_);                      \
     (c_)->ready_it = it;                     \
     if (rec) hh += hready(st, cu, (c_));     \
-    bm_push(bm_at(st, dv_), (c_)->rank);     \
+    bm_push(bm_at(st, dv_), uq[cu].rank);       \
     dv[dv_].hn++;                            \
     MARK_DEV(dv_);                           \
   } while (0)
@@ -426,7 +436,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       v->flag = 0;
       if (v->running >= 0 || v->hn == 0) continue;
       bm_q q = bm_at(st, d);
-      if (strict && bm_min(q) != ur[st->seq[st->hbase[d] + v->seqpos]].rank) continue;
+      if (strict && bm_min(q) != uq[st->seq[st->hbase[d] + v->seqpos]].rank) continue;
       int32_t u = st->runit[bm_pop(q)];
       sim_ur *W = &ur[u];
       v->hn--;
@@ -517,12 +527,11 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
           sim_act *A = &act[a];
           for (int32_t c = cons_off[a]; c < cons_off[a + 1]; c++) {
             int32_t cu = cons[c];
-            sim_ur *C = &ur[cu];
-            int cd = one ? 0 : C->dev;
+              int cd = one ? 0 : uq[cu].dev;
             if (one || cd == d) {
               local++;
               if (rec) st->plog[np++] = cu;
-              if (--pend[cu] == 0) READY(C, cd, SIM_CAUSE_UNIT(u));
+              if (--pend[cu] == 0) READY(&ur[cu], cd, SIM_CAUSE_UNIT(u));
             } else {
               if (dv[cd].dmark != a) {
                 dv[cd].dmark = a;
@@ -575,10 +584,9 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         int dst = x->dst;
         for (int32_t c = cons_off[a]; c < cons_off[a + 1]; c++) {
           int32_t cu = cons[c];
-          sim_ur *C = &ur[cu];
-          if (C->dev != dst) continue;
+          if (uq[cu].dev != dst) continue;
           if (rec) st->plog[np++] = cu;
-          if (--pend[cu] == 0) READY(C, dst, SIM_CAUSE_XFER(xi));
+          if (--pend[cu] == 0) READY(&ur[cu], dst, SIM_CAUSE_XFER(xi));
         }
       }
     }
@@ -684,7 +692,7 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   if (lv.done < U) {
     st->evaluated = 0;
     for (int32_t u = 0; u < U; u++)
-      if (st->pend[u] > 0 || st->dv[st->ur[u].dev].hn > 0)
+      if (st->pend[u] > 0 || st->dv[st->uq[u].dev].hn > 0)
         return gopt_error_set(err, GOPT_EINVAL,
                               "simulate: the schedule cannot complete: node '%s' never runs",
                               gopt_node_name(s->g, s->order[sim_unit_first(st, u)]));

@@ -46,7 +46,8 @@ void gopt_sim_state_free(gopt_sim_state *st) {
                   st->runit, st->sk, st->su, st->bm, st->seq, st->act, st->x, st->dv, st->dcnt,
                   st->hbase, st->ddirty, st->dlist, st->peak, st->over, st->busy, st->resid,
                   st->endmem, st->rescnt, st->lk, st->ldirty, st->lbytes, st->lbusy, st->ev,
-                  st->slog, st->srit, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend};
+                  st->slog, st->srit, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend,
+                  st->uq};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   sim_delta_free(st);
   free(st);
@@ -79,7 +80,7 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
   if (!st->ur || GOPT_ALLOC(st->pdev, n) || GOPT_ALLOC(st->pprio, n) || GOPT_ALLOC(st->prank, n) ||
       GOPT_ALLOC(st->uprio, n) || GOPT_ALLOC(st->ukey, n) || GOPT_ALLOC(st->rorder, n) ||
       GOPT_ALLOC(st->runit, n) || GOPT_ALLOC(st->sk, 2 * n) || GOPT_ALLOC(st->su, 3 * n) || GOPT_ALLOC(st->seq, n) ||
-      GOPT_ALLOC(st->act, A) || GOPT_ALLOC(st->aref, A + 1) || GOPT_ALLOC(st->pend, n + 1) || GOPT_ALLOC(st->x, st->capx) || GOPT_ALLOC(st->dv, D) || GOPT_ALLOC(st->dcnt, D) ||
+      GOPT_ALLOC(st->act, A) || GOPT_ALLOC(st->aref, A + 1) || GOPT_ALLOC(st->pend, n + 1) || GOPT_ALLOC(st->uq, n + 1) || GOPT_ALLOC(st->x, st->capx) || GOPT_ALLOC(st->dv, D) || GOPT_ALLOC(st->dcnt, D) ||
       GOPT_ALLOC(st->hbase, D + 1) || GOPT_ALLOC(st->ddirty, D) || GOPT_ALLOC(st->dlist, D) ||
       GOPT_ALLOC(st->peak, D) || GOPT_ALLOC(st->over, D) || GOPT_ALLOC(st->busy, D) || GOPT_ALLOC(st->resid, D) ||
       GOPT_ALLOC(st->endmem, D) || GOPT_ALLOC(st->rescnt, (size_t)s->n_res * D) || GOPT_ALLOC(st->lk, L) ||
@@ -95,14 +96,15 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
   for (size_t p = 0; p < n; p++) {
     st->pdev[p] = -1;
     st->pprio[p] = NAN;
-    st->ur[p].dev = 0;
+    st->uq[p].dev = 0;
     st->ur[p].obytes = s->out_bytes[p];
     st->uprio[p] = s->dprio[p];
     st->ukey[p] = sim_key(s->dprio[p]);
-    st->ur[p].rank = s->drank[p];
+    st->uq[p].rank = s->drank[p];
     st->runit[p] = s->drunit[p];
   }
   st->dcnt[0] = s->n;
+  st->ob_plain = 1;
   st->incremental = 1;
   st->delta = 1;
   st->inc_from = INT32_MAX;
@@ -538,27 +540,29 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
       sim_ur *w = &st->ur[p];
       st->pdev[p] = v;
       st->pprio[p] = q;
-      w->dev = v >= 0 ? v : 0;
-      st->dcnt[w->dev]++;
-      w->obytes = s->out_bytes[p];
-      w->rank = s->drank[p];
+      st->uq[p].dev = v >= 0 ? v : 0;
+      st->dcnt[st->uq[p].dev]++;
+      if (!st->ob_plain) w->obytes = s->out_bytes[p];
+      st->uq[p].rank = s->drank[p];
       st->uprio[p] = isnan(q) ? s->dprio[p] : q;
     }
+    st->ob_plain = 1;
   } else {
     for (int32_t p = 0; p < n; p++) {
       st->pdev[p] = pl ? pl[s->order[p]] : -1;
       st->pprio[p] = pr ? pr[s->order[p]] : NAN;
     }
     for (int32_t u = 0; u < st->U; u++) {
-      st->ur[u].dev = 0;
+      st->uq[u].dev = 0;
       st->ur[u].obytes = st->uobytes[u];
-      st->ur[u].rank = st->udrank[u];
+      st->ob_plain = 0;
+      st->uq[u].rank = st->udrank[u];
     }
     for (int32_t p = 0; p < n; p++)
-      if (st->pdev[p] >= 0) st->ur[sim_unit(st, p)].dev = st->pdev[p];
+      if (st->pdev[p] >= 0) st->uq[sim_unit(st, p)].dev = st->pdev[p];
     for (int32_t u = 0; u < st->U; u++) {
       unit_priority(st, u);
-      st->dcnt[st->ur[u].dev]++;
+      st->dcnt[st->uq[u].dev]++;
     }
   }
   st->strict = d && d->order;
@@ -567,7 +571,7 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     if (pr) { /* ranks by sorting (scratch: sk, su; the ranks land in su + 2n first) */
       int32_t *rk = st->su + 2 * (size_t)st->n;
       sim_rank_keys(st->ukey, st->U, rk, st->runit, st->sk, st->su);
-      for (int32_t u = 0; u < st->U; u++) st->ur[u].rank = rk[u];
+      for (int32_t u = 0; u < st->U; u++) st->uq[u].rank = rk[u];
     } else { /* default priorities: their ranks (set above) are known */
       memcpy(st->runit, st->udrunit, (size_t)st->U * sizeof *st->runit);
     }
@@ -590,7 +594,7 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     for (int32_t u = 0; u < st->U; u++) st->ukey[u] = sim_key(-(double)urank[u]);
     for (int32_t r = 0; r < st->U; r++) {
       st->runit[r] = st->rorder[r];
-      st->ur[st->rorder[r]].rank = r;
+      st->uq[st->rorder[r]].rank = r;
     }
     /* a fused group must still respect the order between units */
     for (int32_t a = 0; a < s->n_act && st->fused; a++)
@@ -630,7 +634,7 @@ static void res_build(gopt_sim_state *st) {
   memset(st->rescnt, 0, (size_t)s->n_res * (size_t)D * sizeof *st->rescnt);
   for (int32_t q = 0; q < s->n_res; q++)
     for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++)
-      st->rescnt[(size_t)q * D + st->ur[sim_unit(st, s->res_cons[j])].dev]++;
+      st->rescnt[(size_t)q * D + st->uq[sim_unit(st, s->res_cons[j])].dev]++;
   for (int d = 0; d < D; d++) st->resid[d] = 0;
   for (int32_t q = 0; q < s->n_res; q++)
     for (int d = 0; d < D; d++)
@@ -664,7 +668,7 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
   } else {
     st->pdev[u] = device;
   }
-  int old = st->ur[u].dev;
+  int old = st->uq[u].dev;
   if (old == device) return GOPT_OK;
   if (st->inc_valid) {
     if (st->strict) {
@@ -691,7 +695,7 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
   }
   st->dcnt[old]--;
   st->dcnt[device]++;
-  st->ur[u].dev = device;
+  st->uq[u].dev = device;
   return GOPT_OK;
 }
 
@@ -699,24 +703,24 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
  * order; those between shift by one). */
 static void rank_move(gopt_sim_state *st, int32_t u) {
   const uint64_t *key = st->ukey;
-  sim_ur *ur = st->ur;
+  sim_uq *uq = st->uq;
   int32_t *runit = st->runit;
-  int32_t r = ur[u].rank;
+  int32_t r = uq[u].rank;
   uint64_t k = key[u];
 #define BEFORE(v) (key[v] < k || (key[v] == k && (v) < u)) /* v ranks before u */
   while (r > 0 && !BEFORE(runit[r - 1])) {
     runit[r] = runit[r - 1];
-    ur[runit[r]].rank = r;
+    uq[runit[r]].rank = r;
     r--;
   }
   while (r + 1 < st->U && BEFORE(runit[r + 1])) {
     runit[r] = runit[r + 1];
-    ur[runit[r]].rank = r;
+    uq[runit[r]].rank = r;
     r++;
   }
 #undef BEFORE
   runit[r] = u;
-  ur[u].rank = r;
+  uq[u].rank = r;
 }
 
 /* Besides recording the decision: when the unit's queue key changes and the last evaluation is
@@ -767,7 +771,7 @@ void gopt_sim_state_inc_stats(const gopt_sim_state *st, gopt_sim_inc_stats *out)
 int gopt_sim_state_device(const gopt_sim_state *st, int32_t nid) {
   const gopt_sim *s = st->s;
   if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0) return -1;
-  return st->ur[sim_unit(st, s->pos[nid])].dev;
+  return st->uq[sim_unit(st, s->pos[nid])].dev;
 }
 
 size_t gopt_sim_unit_nodes(const gopt_sim_state *st, int32_t nid, int32_t *nodes, size_t max) {

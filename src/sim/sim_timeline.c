@@ -12,7 +12,7 @@ size_t gopt_sim_timeline(const gopt_sim_state *st, gopt_sim_item *items, size_t 
   size_t k = 0;
   for (int32_t u = 0; u < st->U; u++, k++)
     if (k < max)
-      items[k] = (gopt_sim_item){0, st->s->order[sim_unit_first(st, u)], st->ur[u].dev, st->ur[u].start,
+      items[k] = (gopt_sim_item){0, st->s->order[sim_unit_first(st, u)], st->uq[u].dev, st->ur[u].start,
                                  st->ur[u].end};
   for (size_t i = 0; i < st->nx; i++, k++)
     if (k < max) items[k] = (gopt_sim_item){1, (int32_t)i, st->x[i].link, st->x[i].start, st->x[i].end};
@@ -36,7 +36,7 @@ static int32_t last_use(const gopt_sim_state *st, int32_t a, int dev) {
   int32_t best = -1;
   for (int32_t c = st->cons_off[a]; c < st->cons_off[a + 1]; c++) {
     int32_t cu = st->cons[c];
-    if (st->ur[cu].dev == dev && (best < 0 || st->ur[cu].fin_it > st->ur[best].fin_it)) best = cu;
+    if (st->uq[cu].dev == dev && (best < 0 || st->ur[cu].fin_it > st->ur[best].fin_it)) best = cu;
   }
   return best;
 }
@@ -53,7 +53,7 @@ int gopt_sim_memory_curve(const gopt_sim_state *st, int dev, double **t, double 
   if (GOPT_ALLOC(ev, cap)) return gopt_error_set(err, GOPT_ENOMEM, "memory curve: out of memory");
   for (int32_t u = 0; u < st->U; u++) {
     const sim_ur *W = &st->ur[u];
-    if (W->dev != dev) continue;
+    if (st->uq[u].dev != dev) continue;
     for (int32_t j = st->out_off[u]; j < st->out_off[u + 1]; j++) {
       int32_t a = st->out_act[j], c = last_use(st, a, dev);
       double b = s->act_bytes[a], ft = W->end;

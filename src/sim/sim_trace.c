@@ -42,7 +42,7 @@ size_t gopt_sim_critical_path(const gopt_sim_state *st, gopt_sim_item *items, si
     } else {
       int32_t u = c >> 1;
       const sim_ur *w = &st->ur[u];
-      it = (gopt_sim_item){0, s->order[sim_unit_first(st, u)], w->dev, w->start, w->end};
+      it = (gopt_sim_item){0, s->order[sim_unit_first(st, u)], st->uq[u].dev, w->start, w->end};
       c = w->cause;
     }
     if (k < max) items[k] = it;
@@ -97,7 +97,7 @@ int gopt_sim_write_trace(const gopt_sim_state *st, const char *path, gopt_error 
     int32_t cnt = st->fused ? st->u_off[u + 1] - st->u_off[u] : 1;
     if (cnt > 1) snprintf(buf, sizeof buf, "%s +%d", gopt_node_name(g, nid), cnt - 1);
     else snprintf(buf, sizeof buf, "%s", gopt_node_name(g, nid));
-    json_t *e = span(buf, cnt > 1 ? "fused" : "kernel", 1, st->ur[u].dev + 1, st->ur[u].start,
+    json_t *e = span(buf, cnt > 1 ? "fused" : "kernel", 1, st->uq[u].dev + 1, st->ur[u].start,
                      st->ur[u].end);
     json_t *a = json_object();
     json_object_set_new(a, "op", json_string(gopt_node_type(g, nid)));
