@@ -144,16 +144,16 @@ void ex_layout_free(gopt_exec *x);
 /* The node whose step runs at node n's position: n itself, the chain's conv at the chain's last
  * node, or -1 for the other nodes of a chain (no step of their own). */
 int ex_layout_step_node(const gopt_exec *x, int32_t n);
-/* The post-op chain of conv n (NULL: none); marks it applied. */
-const ex_chain *ex_layout_chain(gopt_exec *x, int32_t n);
+/* The post-op chain of conv n (NULL: none). */
+const ex_chain *ex_layout_chain(const gopt_exec *x, int32_t n);
 /* dnnl_memory_desc_t recorded for tensor t (NULL: plain), whether t may stay in a oneDNN layout,
  * and recording the layout its producer chose (ignored unless t may stay). */
 const void *ex_layout_md(const gopt_exec *x, int32_t t);
 int ex_layout_keep(const gopt_exec *x, int32_t t);
 int ex_layout_set_md(gopt_exec *x, int32_t t, const void *md);
-/* A oneDNN kernel reports whether it reads oneDNN layouts (aware), its activation reorders per
- * run and the number --layouts plain would have. */
-void ex_layout_note(gopt_exec *x, int aware, int reorders, int reorders_plain);
+/* A oneDNN kernel that reads oneDNN layouts (and applied node's post-op chain) reports so once
+ * prepared, with its activation reorders per run and the number --layouts plain would have. */
+void ex_layout_note(gopt_exec *x, int32_t node, int reorders, int reorders_plain);
 /* Buffer bytes of t in its recorded layout (0: plain, numel x dtype size). */
 size_t ex_layout_nbytes(const gopt_exec *x, int32_t t);
 /* Around each step's preparation: the end checks that the step applied its chain and can read

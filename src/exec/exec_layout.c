@@ -77,6 +77,9 @@ static int window_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
   int32_t X = gopt_node_input(g, n, 0);
   int r = X >= 0 ? ex_rank(x, X) : 0;
   if (!is_float(x, X) || r < 3 || r > 5) return 0;
+  if (nd->op == GOPT_OP_AVERAGE_POOL && gopt_node_get_int(g, n, "ceil_mode", 0) &&
+      gopt_node_get_int(g, n, "count_include_pad", 0))
+    return 0; /* k_dnnl.c refuses it; the reference kernel reads plain buffers */
   if (nd->op == GOPT_OP_MAX_POOL || nd->op == GOPT_OP_AVERAGE_POOL)
     return nd->n_out == 1 || gopt_node_output(g, n, 1) < 0 || gopt_tensor_use_count(g, gopt_node_output(g, n, 1)) == 0;
   if (nd->op == GOPT_OP_BATCH_NORM) {
@@ -297,11 +300,9 @@ int ex_layout_step_node(const gopt_exec *x, int32_t n) {
   return ch->nodes[ch->n_nodes - 1] == n ? h : -1; /* the chain's step runs at its last node */
 }
 
-const ex_chain *ex_layout_chain(gopt_exec *x, int32_t n) {
-  ex_layout *l = x->lay;
-  if (!l || l->chain_of[n] < 0) return NULL;
-  l->chain_done[l->chain_of[n]] = 1;
-  return &l->chains[l->chain_of[n]];
+const ex_chain *ex_layout_chain(const gopt_exec *x, int32_t n) {
+  const ex_layout *l = x->lay;
+  return l && l->chain_of[n] >= 0 ? &l->chains[l->chain_of[n]] : NULL;
 }
 
 const void *ex_layout_md(const gopt_exec *x, int32_t t) { return x->lay && t >= 0 ? x->lay->md[t] : NULL; }
@@ -317,13 +318,14 @@ int ex_layout_set_md(gopt_exec *x, int32_t t, const void *md) {
   return GOPT_OK;
 }
 
-void ex_layout_note(gopt_exec *x, int aware, int reorders, int reorders_plain) {
+void ex_layout_note(gopt_exec *x, int32_t node, int reorders, int reorders_plain) {
   ex_layout *l = x->lay;
   if (!l) {
     x->reorders += (size_t)reorders;
     return;
   }
-  l->aware |= aware;
+  l->aware = 1;
+  if (l->chain_of[node] >= 0) l->chain_done[l->chain_of[node]] = 1;
   l->st.reorders += (size_t)reorders;
   l->st.reorders_plain += (size_t)reorders_plain;
 }

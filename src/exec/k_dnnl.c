@@ -266,7 +266,7 @@ static int dn_build_io(gopt_exec *x, ex_kernel *k, dn_st *s, dnnl_status_t desc_
   int rc = dn_bind_io(x, k, s, &p_src, &p_dst, X, Y, -1, &n_re, err);
   for (int i = 0; i < n && !rc; i++)
     if ((st = dn_add(s, d, args[i].arg, args[i].md, args[i].t, NULL)) != dnnl_success) rc = dn_fail(x, k, err, "memory", st);
-  if (!rc) ex_layout_note(x, 1, n_re, 0);
+  if (!rc) ex_layout_note(x, k->node, n_re, 0);
   return rc;
 }
 
@@ -580,7 +580,7 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   if ((rc = dn_bind_io(x, k, s, &p_src, &p_dst, X, Y, R, &n_re, err))) goto done;
   if ((rc = conv_weights(x, k, s, W, wconst, &w_usr, &w_want, err))) goto done;
   if (B >= 0) DN(dn_add(s, d, DNNL_ARG_BIAS, &b_md, B, NULL), "memory");
-  ex_layout_note(x, 1, n_re, n_plain);
+  ex_layout_note(x, k->node, n_re, n_plain);
 done:
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (pd_ref) dnnl_primitive_desc_destroy(pd_ref);
