@@ -247,7 +247,7 @@ static int prepare_kind(gopt_exec *x, ex_kernel *k, int32_t n, gopt_error *err) 
     return ex_node_error(x, n, err, GOPT_EUNSUP, "op type not supported by the executor");
   }
   if (ex_ref_claims(x, n)) return ex_prepare_ref(x, k, err);
-  if (ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
+  if (ex_layout_dnnl_claims(x, n) || ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
   else if (ex_elem_handles(x, n)) rc = ex_prepare_elem(x, k, err);
   else if (ex_data_handles(op)) rc = ex_prepare_data(x, k, err);
   else if (ex_misc_handles(op)) rc = ex_prepare_misc(x, k, err);

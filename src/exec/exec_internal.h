@@ -154,6 +154,11 @@ int ex_layout_set_md(gopt_exec *x, int32_t t, const void *md);
 /* A oneDNN kernel that reads oneDNN layouts (and applied node's post-op chain) reports so once
  * prepared, with its activation reorders per run and the number --layouts plain would have. */
 void ex_layout_note(gopt_exec *x, int32_t node, int reorders, int reorders_plain);
+/* Under the pass, GlobalAveragePool and a Mul/Add of an activation with a per-channel tensor run
+ * through oneDNN when they read or write a kept tensor (ex_layout_dnnl_claims); the activation's
+ * input slot of such a Mul/Add (-1: not one). */
+int ex_layout_dnnl_claims(const gopt_exec *x, int32_t n);
+int ex_layout_binary_slot(const gopt_exec *x, int32_t n, const int32_t *group);
 /* Buffer bytes of t in its recorded layout (0: plain, numel x dtype size). */
 size_t ex_layout_nbytes(const gopt_exec *x, int32_t t);
 /* Around each step's preparation: the end checks that the step applied its chain and can read

@@ -22,6 +22,7 @@ struct ex_layout {
   uint8_t *keep;              /* per tensor: may stay in a oneDNN layout */
   dnnl_memory_desc_t **md;    /* per tensor: the layout recorded by its producer (NULL: plain) */
   uint8_t *chain_done;        /* per chain: the conv kernel applied it */
+  const int32_t *group;       /* the fusion groups the pass was planned with (NULL: none) */
   int aware;                  /* the kernel prepared last reads oneDNN layouts */
   gopt_exec_layout_stats st;
 };
@@ -89,6 +90,42 @@ static int window_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
     return nd->n_out == 1 || gopt_node_output(g, n, 1) < 0;
   }
   return 0;
+}
+
+static int same_shape(const gopt_exec *x, int32_t a, int32_t b);
+
+/* A float GlobalAveragePool (oneDNN average pooling over the whole window under the pass). */
+static int gap_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (nd->op != GOPT_OP_GLOBAL_AVG_POOL || opaque(x, n) || !ungrouped(group, n) || nd->n_in != 1 || nd->n_out != 1)
+    return 0;
+  int32_t X = gopt_node_input(g, n, 0);
+  return is_float(x, X) && ex_rank(x, X) >= 3 && ex_rank(x, X) <= 5 && is_float(x, gopt_node_output(g, n, 0));
+}
+
+/* For a float Mul or Add of an activation and a per-channel tensor ([N or 1, C, 1, ...], a
+ * squeeze-excitation scale) that oneDNN's binary primitive runs under the pass: the input slot of
+ * the activation; -1 when n is not one. */
+int ex_layout_binary_slot(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if ((nd->op != GOPT_OP_MUL && nd->op != GOPT_OP_ADD) || opaque(x, n) || !ungrouped(group, n) || nd->n_in != 2 ||
+      nd->n_out != 1 || (x->lay && x->lay->absorbed_by[n] >= 0))
+    return -1;
+  int32_t Y = gopt_node_output(g, n, 0);
+  if (!is_float(x, Y) || ex_rank(x, Y) < 3 || ex_rank(x, Y) > 5) return -1;
+  for (int slot = 0; slot < 2; slot++) {
+    int32_t a = gopt_node_input(g, n, slot), b = gopt_node_input(g, n, 1 - slot);
+    if (a < 0 || b < 0 || a == b || !is_float(x, a) || !is_float(x, b) || !same_shape(x, a, Y) ||
+        ex_rank(x, b) != ex_rank(x, Y))
+      continue;
+    const int64_t *bd = ex_dims(x, b), *yd = ex_dims(x, Y);
+    int ok = (bd[0] == 1 || bd[0] == yd[0]) && bd[1] == yd[1];
+    for (int i = 2; i < ex_rank(x, Y); i++) ok = ok && bd[i] == 1;
+    if (ok) return slot;
+  }
+  return -1;
 }
 
 /* Constant float scalar t (-1: dflt); 0 when t is not one. */
@@ -195,8 +232,9 @@ static int layout_use(const gopt_exec *x, const ex_layout *l, int32_t c, int slo
                       const int32_t *group) {
   int32_t h = l->absorbed_by[c];
   if (h >= 0) return l->chains[l->chain_of[h]].residual == t;
+  if (ex_layout_binary_slot(x, c, group) == slot) return 1;
   if (slot != 0) return 0;
-  return conv_ok(x, c, group) || window_ok(x, c, group);
+  return conv_ok(x, c, group) || window_ok(x, c, group) || gap_ok(x, c, group);
 }
 
 /* ---- the pass ------------------------------------------------------------------------------------ */
@@ -208,7 +246,10 @@ static int32_t layout_producer(const gopt_exec *x, const ex_layout *l, int32_t t
   int32_t h = l->absorbed_by[p] >= 0 ? l->absorbed_by[p] : p;
   if (l->absorbed_by[p] >= 0 || l->chain_of[p] >= 0) /* only a chain's final tensor leaves its step */
     return l->chains[l->chain_of[h]].out == t ? h : -1;
-  return conv_ok(x, p, group) || window_ok(x, p, group) ? p : -1;
+  return conv_ok(x, p, group) || window_ok(x, p, group) || gap_ok(x, p, group) ||
+                 ex_layout_binary_slot(x, p, group) >= 0
+             ? p
+             : -1;
 }
 
 static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
@@ -245,6 +286,7 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
   ex_layout *l = calloc(1, sizeof *l);
   if (!l) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   x->lay = l;
+  l->group = group;
   l->absorbed_by = malloc((g->nodes.n + 1) * sizeof *l->absorbed_by);
   l->chain_of = malloc((g->nodes.n + 1) * sizeof *l->chain_of);
   l->chains = calloc(n_order + 1, sizeof *l->chains);
@@ -272,6 +314,16 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
   }
   plan_keep(x, l, group);
   return GOPT_OK;
+}
+
+int ex_layout_dnnl_claims(const gopt_exec *x, int32_t n) {
+  const ex_layout *l = x->lay;
+  if (!l) return 0;
+  int op = x->g->nodes.a[n].op;
+  if (op != GOPT_OP_GLOBAL_AVG_POOL && op != GOPT_OP_MUL && op != GOPT_OP_ADD) return 0;
+  int slot = op == GOPT_OP_GLOBAL_AVG_POOL ? (gap_ok(x, n, l->group) ? 0 : -1) : ex_layout_binary_slot(x, n, l->group);
+  if (slot < 0) return 0;
+  return l->keep[gopt_node_input(x->g, n, slot)] || l->keep[gopt_node_output(x->g, n, 0)];
 }
 
 void ex_layout_free(gopt_exec *x) {

@@ -833,6 +833,46 @@ static int prep_softmax(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   return dn_build(x, k, s, st, &sd, "softmax", args, 2, err);
 }
 
+/* ---- under the layout pass: GlobalAveragePool, per-channel Mul/Add ------------------------------------ */
+
+static int prep_gap(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  int32_t X = k->in[0], Y = k->out[0];
+  int r = ex_rank(x, X), sp = r - 2;
+  dnnl_memory_desc_t src_md, dst_md;
+  dnnl_dims_t kern, strides, dil, pads;
+  for (int i = 0; i < sp; i++) {
+    kern[i] = ex_dims(x, X)[2 + i];
+    strides[i] = 1;
+    dil[i] = pads[i] = 0;
+  }
+  tensor_md(x, X, &src_md);
+  md_any(&dst_md, r, ex_dims(x, Y));
+  dnnl_pooling_v2_desc_t pdsc;
+  dnnl_status_t st = dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding,
+                                                       &src_md, &dst_md, strides, kern, dil, pads, pads);
+  return dn_build_io(x, k, s, st, &pdsc, "pooling", X, Y, NULL, 0, err);
+}
+
+static int prep_binary(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  int slot = ex_layout_binary_slot(x, k->node, NULL);
+  if (slot < 0) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "not a per-channel Mul/Add");
+  if (slot == 1) { /* the kernel reads the activation as its first input */
+    int32_t t = k->in[0];
+    k->in[0] = k->in[1];
+    k->in[1] = t;
+  }
+  int32_t X = k->in[0], C = k->in[1], Y = k->out[0];
+  dnnl_memory_desc_t a_md, c_md, y_md;
+  tensor_md(x, X, &a_md);
+  md_plain(&c_md, ex_rank(x, C), ex_dims(x, C));
+  md_any(&y_md, ex_rank(x, Y), ex_dims(x, Y));
+  dnnl_binary_desc_t bd;
+  dnnl_alg_kind_t alg = x->g->nodes.a[k->node].op == GOPT_OP_MUL ? dnnl_binary_mul : dnnl_binary_add;
+  dnnl_status_t st = dnnl_binary_desc_init(&bd, alg, &a_md, &c_md, &y_md);
+  const dn_arg args[] = {{DNNL_ARG_SRC_1, &c_md, C}};
+  return dn_build_io(x, k, s, st, &bd, "binary", X, Y, args, 1, err);
+}
+
 int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   int rc = float_io(x, k, err);
   if (rc) return rc;
@@ -850,6 +890,8 @@ int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     case GOPT_OP_BATCH_NORM: return prep_bnorm(x, k, s, err);
     case GOPT_OP_LAYER_NORM: return prep_lnorm(x, k, s, err);
     case GOPT_OP_SOFTMAX: case GOPT_OP_LOG_SOFTMAX: return prep_softmax(x, k, s, err);
+    case GOPT_OP_GLOBAL_AVG_POOL: return prep_gap(x, k, s, err);
+    case GOPT_OP_MUL: case GOPT_OP_ADD: return prep_binary(x, k, s, err);
     default: return ex_node_error(x, k->node, err, GOPT_EUNSUP, "not a oneDNN op");
   }
 }
