@@ -2,7 +2,8 @@
  * (docs/EXECUTOR.md "Layouts"): which convolutions absorb the elementwise ops after them as oneDNN
  * post-ops (bias is the conv's own; Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, x*Sigmoid(x)
  * as swish, and a residual Add as a sum post-op), and which activations stay in the layout oneDNN
- * picks (blocked or NHWC) because every op that touches them is a oneDNN op that reads that layout.
+ * picks (blocked or NHWC) because every op that touches them is a oneDNN op that reads that layout
+ * (Conv, pooling, BatchNorm, and under the pass GlobalAveragePool and per-channel Mul/Add too).
  * The concrete layout of a kept tensor is the one its producer's primitive chose; k_dnnl.c records
  * it here and its consumers read it. Everything else stays plain (row-major NCHW). */
 #include <dnnl.h>
@@ -92,7 +93,13 @@ static int window_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
   return 0;
 }
 
-static int same_shape(const gopt_exec *x, int32_t a, int32_t b);
+/* Same rank and dims. */
+static int same_shape(const gopt_exec *x, int32_t a, int32_t b) {
+  if (ex_rank(x, a) != ex_rank(x, b)) return 0;
+  for (int i = 0; i < ex_rank(x, a); i++)
+    if (ex_dims(x, a)[i] != ex_dims(x, b)[i]) return 0;
+  return 1;
+}
 
 /* A float GlobalAveragePool (oneDNN average pooling over the whole window under the pass). */
 static int gap_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
@@ -164,14 +171,6 @@ static int eltwise_of(const gopt_exec *x, int32_t c, int *alg, float *alpha, flo
       return 1;
     default: return 0;
   }
-}
-
-/* Same rank and dims. */
-static int same_shape(const gopt_exec *x, int32_t a, int32_t b) {
-  if (ex_rank(x, a) != ex_rank(x, b)) return 0;
-  for (int i = 0; i < ex_rank(x, a); i++)
-    if (ex_dims(x, a)[i] != ex_dims(x, b)[i]) return 0;
-  return 1;
 }
 
 /* Extends chain ch of conv n by one post-op reading cur; returns the tensor it writes, or -1. */
