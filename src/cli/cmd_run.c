@@ -45,10 +45,10 @@ static const char run_help[] =
     "  --order FILE        decisions JSON with \"order\": run the ops in that order\n"
     "  --fusion FILE|auto  decisions JSON with \"fusion\": run each group as one fused loop; auto:\n"
     "                      fuse every chain of elementwise ops (gopt_exec_auto_fusion)\n"
-    "  --layouts auto|plain  auto (default): the layout-assignment pass: convs run the Relu/Clip/\n"
-    "                      Sigmoid/swish/residual Add after them as oneDNN post-ops, activations\n"
-    "                      between oneDNN ops stay in oneDNN's layout; plain: every activation\n"
-    "                      row-major, each conv reorders around itself\n"
+    "  --layouts auto|plain  auto (default; plain with --costdb): the layout-assignment pass: convs\n"
+    "                      run the Relu/Clip/Sigmoid/swish/residual Add after them as oneDNN\n"
+    "                      post-ops, activations between oneDNN ops stay in oneDNN's layout; plain:\n"
+    "                      every activation row-major, each conv reorders around itself\n"
     "  --no-fold           keep shape subgraphs as ops (they run as integer ops)\n"
     "  --no-nan-check      do not look for the first op that produced NaN/Inf\n";
 
@@ -688,9 +688,11 @@ int cli_run(int argc, char **argv) {
   g = load_model(&o, &in);
   if (!g) goto done;
   if (o.check) tensor_list_clear(&in);
+  /* per-op costs for the cost database are of single ONNX ops in plain layouts, as the simulator
+   * models them, unless --layouts auto is asked for explicitly */
+  const char *lay = o.layouts ? o.layouts : o.costdb ? "plain" : "auto";
   gopt_exec_opts eo = {.threads = (int)o.threads, .seed = (uint64_t)o.seed, .check_nan = !o.no_nan,
-                       .layouts = o.layouts && !strcmp(o.layouts, "plain") ? GOPT_EXEC_LAYOUT_PLAIN
-                                                                          : GOPT_EXEC_LAYOUT_AUTO};
+                       .layouts = !strcmp(lay, "plain") ? GOPT_EXEC_LAYOUT_PLAIN : GOPT_EXEC_LAYOUT_AUTO};
   int fuse_auto = o.fusion && !strcmp(o.fusion, "auto");
   if (fuse_auto) {
     auto_group = malloc((g->nodes.n + 1) * sizeof *auto_group);
