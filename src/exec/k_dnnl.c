@@ -147,7 +147,8 @@ static int dn_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
       dnnl_exec_arg_t rr[2] = {{DNNL_ARG_FROM, s->m_res}, {DNNL_ARG_TO, s->mem[s->dst_arg]}};
       st = dnnl_primitive_execute(s->re_res, d->stream, 2, rr);
     } else {
-      memcpy(s->re_out ? d->scr[1] : ex_data(x, k->out[0]), ex_data(x, s->res), s->res_bytes);
+      void *dst = s->re_out ? d->scr[1] : ex_data(x, k->out[0]);
+      if (dst != ex_data(x, s->res)) memcpy(dst, ex_data(x, s->res), s->res_bytes); /* in place: nothing */
     }
   }
   if (st == dnnl_success) st = dnnl_primitive_execute(s->prim, d->stream, s->n, args);
