@@ -3,7 +3,8 @@
 # tools/make_testdata.py), `gopt run --time` end to end next to PyTorch's eager CPU time and ONNX
 # Runtime's (npm onnxruntime-node through tools/ort/ort_compare.py, graph optimisations on) for the
 # same model, inputs and thread count, measured one after the other in the same run (medians of
-# REPS after WARMUP; the ratios gopt/PyTorch and gopt/ONNX Runtime are the figures); then fused vs
+# REPS after WARMUP; the ratios gopt/PyTorch and gopt/ONNX Runtime are the figures), with gopt's
+# --layouts plain (no layout pass, no conv post-ops) and both reorder counts beside; then fused vs
 # unfused elementwise groups on a chain-heavy model and on wavenet / gpt2_tiny; then the pass rate
 # of the ONNX backend node tests (tests/exec/node_tests.py). Prints markdown for docs.
 # Environment: GOPT (default build/bin/gopt, built Release unless it exists), DATA (test data,
@@ -27,18 +28,19 @@ export OMP_NUM_THREADS=$THREADS
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc --all) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); threads $THREADS, $WARMUP warm-ups, median of $REPS"
 echo
 [ -f .deps/node/node_modules/onnxruntime-node/package.json ] || tools/install-deps.sh test >&2
-echo "| model | gopt run | PyTorch eager | ONNX Runtime | gopt / PyTorch | gopt / ONNX Runtime | peak live activations (gopt) |"
-echo "|---|---|---|---|---|---|---|"
+echo "| model | gopt run | gopt --layouts plain | PyTorch eager | ONNX Runtime | gopt / PyTorch | gopt / ONNX Runtime | reorders per run (plain → auto) | peak live activations (gopt) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 gtime() { "$GOPT" run "$1" "${@:2}" --time --json --threads "$THREADS" --warmup "$WARMUP" --reps "$REPS" 2>/dev/null |
-  $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["time"]["seconds"], d.get("peak_bytes", 0))'; }
+  $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["time"]["seconds"], d.get("peak_bytes", 0), d["layouts"]["reorders"], d["layouts"]["reorders_plain"])'; }
 for m in $MODELS; do
   d=$DATA/$m
-  read -r g peak < <(gtime "$d/model.onnx" --inputs "$d")
+  read -r gp _ _ _ < <(gtime "$d/model.onnx" --inputs "$d" --layouts plain)
+  read -r g peak ra rp < <(gtime "$d/model.onnx" --inputs "$d")
   t=$($PY bench/exec/bench_exec_torch.py --threads "$THREADS" --warmup "$WARMUP" --reps "$REPS" time "$m" "$d" |
       $PY -c 'import json,sys; print(json.load(sys.stdin)["seconds"])')
   o=$($PY tools/ort/ort_compare.py time "$d" --threads "$THREADS" --reps "$REPS" |
       $PY -c 'import json,sys; print(json.load(sys.stdin)["seconds"])')
-  $PY -c "g,t,o,p=$g,$t,$o,$peak; print(f'| $m | {g*1e3:.2f} ms | {t*1e3:.2f} ms | {o*1e3:.2f} ms | {g/t:.2f} | {g/o:.2f} | {p/2**20:.1f} MiB |')"
+  $PY -c "g,gp,t,o,p=$g,$gp,$t,$o,$peak; print(f'| $m | {g*1e3:.2f} ms | {gp*1e3:.2f} ms | {t*1e3:.2f} ms | {o*1e3:.2f} ms | {g/t:.2f} | {g/o:.2f} | $rp → $ra | {p/2**20:.1f} MiB |')"
 done
 echo
 echo "### Fused vs unfused elementwise groups (--fusion auto: every chain of elementwise ops as one loop)"

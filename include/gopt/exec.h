@@ -53,7 +53,26 @@ typedef struct gopt_exec_opts {
   size_t n_order;
   const int32_t *group; /* g->nodes.n entries: fusion group per node (-1 unfused); NULL: none */
   int check_nan;        /* after each op, look for the first NaN/Inf it produced (warning) */
+  int layouts;          /* GOPT_EXEC_LAYOUT_PLAIN (0): every activation row-major, each oneDNN conv
+                           reorders around itself; GOPT_EXEC_LAYOUT_AUTO: the layout-assignment pass
+                           (convs absorb following Relu/Clip/Sigmoid/... and residual Adds as oneDNN
+                           post-ops; activations between oneDNN ops keep oneDNN's layout) */
 } gopt_exec_opts;
+
+enum { GOPT_EXEC_LAYOUT_PLAIN = 0, GOPT_EXEC_LAYOUT_AUTO = 1 };
+
+/* What the layout-assignment pass decided (docs/EXECUTOR.md "Layouts"). */
+typedef struct gopt_exec_layout_stats {
+  int mode;              /* GOPT_EXEC_LAYOUT_* */
+  size_t reorders;       /* activation reorders per run (NCHW <-> oneDNN layout, around convs) */
+  size_t reorders_plain; /* what GOPT_EXEC_LAYOUT_PLAIN does on this graph */
+  size_t kept_tensors;   /* activations that stay in a oneDNN layout between oneDNN ops */
+  size_t post_op_nodes;  /* nodes run as post-ops of a convolution (no step of their own) */
+} gopt_exec_layout_stats;
+void gopt_exec_layout_stats_get(const gopt_exec *x, gopt_exec_layout_stats *s);
+/* Layout of tensor t's buffer: "plain", or oneDNN's name of the layout the pass kept ("aBcd16b" =
+ * nChw16c, "acdb" = NHWC); written into buf (cap bytes) and returned. */
+const char *gopt_exec_tensor_layout(const gopt_exec *x, int32_t t, char *buf, size_t cap);
 
 /* Prepares g for execution: every live node gets a kernel (oneDNN primitives are created here,
  * weights reordered once), every tensor must have a static shape, constants without data get

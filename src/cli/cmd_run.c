@@ -45,11 +45,15 @@ static const char run_help[] =
     "  --order FILE        decisions JSON with \"order\": run the ops in that order\n"
     "  --fusion FILE|auto  decisions JSON with \"fusion\": run each group as one fused loop; auto:\n"
     "                      fuse every chain of elementwise ops (gopt_exec_auto_fusion)\n"
+    "  --layouts auto|plain  auto (default; plain with --costdb): the layout-assignment pass: convs\n"
+    "                      run the Relu/Clip/Sigmoid/swish/residual Add after them as oneDNN\n"
+    "                      post-ops, activations between oneDNN ops stay in oneDNN's layout; plain:\n"
+    "                      every activation row-major, each conv reorders around itself\n"
     "  --no-fold           keep shape subgraphs as ops (they run as integer ops)\n"
     "  --no-nan-check      do not look for the first op that produced NaN/Inf\n";
 
 typedef struct run_opts {
-  const char *model, *inputs, *outputs, *check, *costdb, *order, *fusion, *format;
+  const char *model, *inputs, *outputs, *check, *costdb, *order, *fusion, *format, *layouts;
   double rtol, atol;
   long seed, batch, threads, warmup, reps;
   int profile, time, json, no_fold, no_nan;
@@ -563,6 +567,30 @@ done:
   return rc;
 }
 
+/* ---- layouts ------------------------------------------------------------------------------------------ */
+
+/* The layout pass's decision: the JSON object "layouts" (mode, reorders per run and what plain
+ * mode does, kept tensors, post-op nodes) and one line on stderr. */
+static void report_layouts(const gopt_exec *x, const gopt_graph *g, const run_opts *o, json_t *out) {
+  gopt_exec_layout_stats ls;
+  gopt_exec_layout_stats_get(x, &ls);
+  const char *mode = ls.mode == GOPT_EXEC_LAYOUT_AUTO ? "auto" : "plain";
+  json_t *lj = json_pack("{s:s,s:I,s:I,s:I,s:I}", "mode", mode, "reorders", (json_int_t)ls.reorders,
+                         "reorders_plain", (json_int_t)ls.reorders_plain, "kept_tensors",
+                         (json_int_t)ls.kept_tensors, "post_op_nodes", (json_int_t)ls.post_op_nodes);
+  json_t *kept = json_object(); /* tensor name -> oneDNN layout name, for the kept tensors */
+  char buf[64];
+  for (size_t t = 0; t < g->tensors.n && ls.kept_tensors; t++)
+    if (strcmp(gopt_exec_tensor_layout(x, (int32_t)t, buf, sizeof buf), "plain"))
+      json_object_set_new(kept, gopt_graph_str(g, g->tensors.a[t].name), json_string(buf));
+  json_object_set_new(lj, "tensors", kept);
+  json_object_set_new(out, "layouts", lj);
+  if (!o->json && ls.reorders_plain)
+    fprintf(stderr, "gopt run: %s: layouts %s: %zu activation reorders per run (plain: %zu), %zu tensors "
+            "kept in oneDNN layouts, %zu ops run as conv post-ops\n",
+            o->model, mode, ls.reorders, ls.reorders_plain, ls.kept_tensors, ls.post_op_nodes);
+}
+
 /* ---- main -------------------------------------------------------------------------------------------- */
 
 static int parse_double(const char *flag, const char *s, double *out) {
@@ -605,6 +633,7 @@ int cli_run(int argc, char **argv) {
     STR_FLAG("--order", order)
     STR_FLAG("--fusion", fusion)
     STR_FLAG("--format", format)
+    STR_FLAG("--layouts", layouts)
     LONG_FLAG("--seed", seed, 0, 1L << 62)
     LONG_FLAG("--batch", batch, 1, 1L << 30)
     LONG_FLAG("--threads", threads, 1, 4096)
@@ -629,6 +658,8 @@ int cli_run(int argc, char **argv) {
   if (!o.model) return cli_usage_error("run", "missing MODEL (see gopt run --help)");
   if (o.format && strcmp(o.format, "pb") && strcmp(o.format, "npy"))
     return cli_usage_error("run", "--format: expected pb or npy, got '%s'", o.format);
+  if (o.layouts && strcmp(o.layouts, "auto") && strcmp(o.layouts, "plain"))
+    return cli_usage_error("run", "--layouts: expected auto or plain, got '%s'", o.layouts);
   if (o.check && o.inputs) return cli_usage_error("run", "--check reads its own inputs; drop --inputs");
   if (o.check && !is_dir(o.check))
     return cli_usage_error("run", "--check %s: not a folder", o.check);
@@ -657,7 +688,11 @@ int cli_run(int argc, char **argv) {
   g = load_model(&o, &in);
   if (!g) goto done;
   if (o.check) tensor_list_clear(&in);
-  gopt_exec_opts eo = {.threads = (int)o.threads, .seed = (uint64_t)o.seed, .check_nan = !o.no_nan};
+  /* per-op costs for the cost database are of single ONNX ops in plain layouts, as the simulator
+   * models them, unless --layouts auto is asked for explicitly */
+  const char *lay = o.layouts ? o.layouts : o.costdb ? "plain" : "auto";
+  gopt_exec_opts eo = {.threads = (int)o.threads, .seed = (uint64_t)o.seed, .check_nan = !o.no_nan,
+                       .layouts = !strcmp(lay, "plain") ? GOPT_EXEC_LAYOUT_PLAIN : GOPT_EXEC_LAYOUT_AUTO};
   int fuse_auto = o.fusion && !strcmp(o.fusion, "auto");
   if (fuse_auto) {
     auto_group = malloc((g->nodes.n + 1) * sizeof *auto_group);
@@ -700,6 +735,7 @@ int cli_run(int argc, char **argv) {
   json_object_set_new(out, "model", json_string(o.model));
   json_object_set_new(out, "steps", json_integer((json_int_t)gopt_exec_n_steps(x)));
   json_object_set_new(out, "random_weights", json_integer((json_int_t)n_random));
+  report_layouts(x, g, &o, out);
   if (o.check) {
     int r = run_check(x, &o, out);
     if (r < 0) goto done;

@@ -247,7 +247,7 @@ static int prepare_kind(gopt_exec *x, ex_kernel *k, int32_t n, gopt_error *err) 
     return ex_node_error(x, n, err, GOPT_EUNSUP, "op type not supported by the executor");
   }
   if (ex_ref_claims(x, n)) return ex_prepare_ref(x, k, err);
-  if (ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
+  if (ex_layout_dnnl_claims(x, n) || ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
   else if (ex_elem_handles(x, n)) rc = ex_prepare_elem(x, k, err);
   else if (ex_data_handles(op)) rc = ex_prepare_data(x, k, err);
   else if (ex_misc_handles(op)) rc = ex_prepare_misc(x, k, err);
@@ -510,11 +510,15 @@ static int make_steps(gopt_exec *x, const int32_t *order, size_t n_order, const 
     int32_t gr = group ? group[n] : -1;
     ex_kernel *k = &x->steps[x->n_steps];
     if (gr < 0 || count[gr] == 1) {
-      rc = prepare_node(x, k, n, err);
+      int32_t sn = ex_layout_step_node(x, n); /* a conv with post-ops runs at its chain's end */
+      if (sn < 0) continue;
+      ex_layout_step_begin(x);
+      rc = prepare_node(x, k, sn, err);
       x->n_steps++;
-      if (rc) goto done;
+      if (rc || (rc = ex_layout_step_end(x, k, err))) goto done;
       k->n_members = 1;
-      k->sig = gopt_op_signature(g, n);
+      k->sig = gopt_op_signature(g, sn);
+      if (x->lay) k->sig = ex_layout_step_sig(x, k);
     } else {
       const int32_t *mem = members + first[gr];
       if (mem[count[gr] - 1] != n) continue; /* the group runs at its last member's position */
@@ -528,9 +532,10 @@ static int make_steps(gopt_exec *x, const int32_t *order, size_t n_order, const 
         }
       k->node = mem[0];
       k->group = gr;
+      ex_layout_step_begin(x);
       rc = ex_prepare_fused(x, k, mem, count[gr], err);
       x->n_steps++;
-      if (rc) goto done;
+      if (rc || (rc = ex_layout_step_end(x, k, err))) goto done;
       k->n_members = count[gr];
       k->sig = 0x66757365ULL;
       for (int j = 0; j < count[gr]; j++) k->sig = gopt_hash_mix(k->sig, gopt_op_signature(g, mem[j]));
@@ -650,6 +655,8 @@ int gopt_exec_new(const gopt_graph *g, const gopt_exec_opts *o, gopt_exec **out,
   }
   if ((rc = ex_dnnl_init(x, err))) goto fail;
   if ((rc = make_order(x, o, &order, &n_order, err))) goto fail;
+  if (o && o->layouts == GOPT_EXEC_LAYOUT_AUTO && (rc = ex_layout_plan(x, order, n_order, o->group, err)))
+    goto fail;
   if ((rc = make_steps(x, order, n_order, o ? o->group : NULL, err))) goto fail;
   if ((rc = make_lifetimes(x, err))) goto fail;
   free(order);
@@ -683,6 +690,7 @@ void gopt_exec_free(gopt_exec *x) {
     free(k->out);
   }
   free(x->steps);
+  ex_layout_free(x);
   ex_dnnl_fini(x);
   for (size_t i = 0; i < x->n_owned; i++) free(x->owned_consts[i]);
   free(x->owned_consts);
@@ -785,7 +793,8 @@ typedef struct nan_state {
 static uint8_t scan_flags(const gopt_exec *x, int32_t t) {
   if (ex_dtype(x, t) != GOPT_DT_FLOAT || !ex_data(x, t)) return 0;
   size_t nan = 0;
-  size_t bad = ex_count_nonfinite(ex_data(x, t), ex_numel(x, t), &nan);
+  int64_t n = ex_layout_nbytes(x, t) ? (int64_t)(ex_layout_nbytes(x, t) / sizeof(float)) : ex_numel(x, t);
+  size_t bad = ex_count_nonfinite(ex_data(x, t), n, &nan);
   return (uint8_t)((nan ? 1 : 0) | (bad > nan ? 2 : 0));
 }
 
@@ -842,7 +851,8 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
       int32_t t = k->out[j];
       ex_val *v = &x->vals[t];
       if (v->kind != EX_V_ACT || v->data) continue;
-      v->nbytes = (size_t)ex_numel(x, t) * gopt_dtype_size(ex_dtype(x, t));
+      v->nbytes = ex_layout_nbytes(x, t); /* a oneDNN layout may pad the channels */
+      if (!v->nbytes) v->nbytes = (size_t)ex_numel(x, t) * gopt_dtype_size(ex_dtype(x, t));
       v->data = pool_get(x, v->nbytes);
       if (!v->data) {
         rc = ex_node_error(x, k->node, err, GOPT_ENOMEM, "out of memory for output '%s' (%zu bytes)",

@@ -10,6 +10,7 @@
 #include "gopt/ops.h"
 
 typedef struct ex_kernel ex_kernel;
+typedef struct ex_layout ex_layout;
 typedef int (*ex_run_fn)(gopt_exec *x, ex_kernel *k, gopt_error *err);
 
 /* One executable step: a node's kernel, or a fused elementwise group. */
@@ -61,6 +62,8 @@ struct gopt_exec {
   int ran;                   /* outputs of a run are live */
   void *dnnl;                /* ex_dnnl context (engine, stream) */
   int profiling;             /* keep every buffer alive (per-step profiling) */
+  ex_layout *lay;            /* layout-assignment pass (exec_layout.c); NULL: plain layouts */
+  size_t reorders;           /* activation reorders per run without the pass */
 };
 
 /* ---- helpers (exec.c) ---------------------------------------------------------------------------- */
@@ -116,6 +119,55 @@ void ex_dnnl_fini(gopt_exec *x);
 
 /* Returns every activation buffer to the pool (outputs of the last run included). */
 void ex_release_acts(gopt_exec *x);
+
+/* ---- layout assignment (exec_layout.c) ------------------------------------------------------------- */
+/* One post-op of a convolution: a oneDNN eltwise (alg = dnnl_alg_kind_t, alpha, beta) or the sum
+ * with the chain's residual tensor. */
+#define EX_MAX_POST 4
+typedef struct ex_post {
+  int sum;
+  int alg;
+  float alpha, beta;
+} ex_post;
+/* A Conv and the nodes its step runs as post-ops (nodes[0] is the conv; the step runs at the
+ * last node's position, writes out and reads residual (-1: none) besides the conv's inputs). */
+typedef struct ex_chain {
+  int n_post, n_nodes;
+  ex_post post[EX_MAX_POST];
+  int32_t nodes[1 + 2 * EX_MAX_POST];
+  int32_t residual, out;
+} ex_chain;
+/* Runs the pass on the execution order (before the steps are prepared; fusion groups are left
+ * alone): post-op chains and the tensors that may stay in a oneDNN layout. */
+int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int32_t *group, gopt_error *err);
+void ex_layout_free(gopt_exec *x);
+/* The node whose step runs at node n's position: n itself, the chain's conv at the chain's last
+ * node, or -1 for the other nodes of a chain (no step of their own). */
+int ex_layout_step_node(const gopt_exec *x, int32_t n);
+/* The post-op chain of conv n (NULL: none). */
+const ex_chain *ex_layout_chain(const gopt_exec *x, int32_t n);
+/* dnnl_memory_desc_t recorded for tensor t (NULL: plain), whether t may stay in a oneDNN layout,
+ * and recording the layout its producer chose (ignored unless t may stay). */
+const void *ex_layout_md(const gopt_exec *x, int32_t t);
+int ex_layout_keep(const gopt_exec *x, int32_t t);
+int ex_layout_set_md(gopt_exec *x, int32_t t, const void *md);
+/* A oneDNN kernel that reads oneDNN layouts (and applied node's post-op chain) reports so once
+ * prepared, with its activation reorders per run and the number --layouts plain would have. */
+void ex_layout_note(gopt_exec *x, int32_t node, int reorders, int reorders_plain);
+/* Under the pass, GlobalAveragePool and a Mul/Add of an activation with a per-channel tensor run
+ * through oneDNN when they read or write a kept tensor (ex_layout_dnnl_claims); the activation's
+ * input slot of such a Mul/Add (-1: not one). */
+int ex_layout_dnnl_claims(const gopt_exec *x, int32_t n);
+int ex_layout_binary_slot(const gopt_exec *x, int32_t n, const int32_t *group);
+/* Buffer bytes of t in its recorded layout (0: plain, numel x dtype size). */
+size_t ex_layout_nbytes(const gopt_exec *x, int32_t t);
+/* Around each step's preparation: the end checks that the step applied its chain and can read
+ * its inputs' layouts (a planning error names the node otherwise). */
+int ex_layout_step_begin(gopt_exec *x);
+/* Cost-database signature of a step under the pass: a conv with post-ops combines its members'
+ * signatures, and a step that reads or writes a oneDNN layout is marked as such. */
+uint64_t ex_layout_step_sig(const gopt_exec *x, const ex_kernel *k);
+int ex_layout_step_end(gopt_exec *x, const ex_kernel *k, gopt_error *err);
 
 /* ---- NaN / Inf scan --------------------------------------------------------------------------------- */
 /* Counts non-finite floats in n elements. */

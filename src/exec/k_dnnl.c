@@ -74,10 +74,17 @@ typedef struct dn_st {
   int32_t tensor[DN_MAX_ARGS];
   dnnl_memory_t mem[DN_MAX_ARGS];
   void *fixed;          /* buffer of a fixed memory */
-  /* blocked-layout conv: reorder the input into scratch 0, run into scratch 1, reorder back */
+  /* a tensor whose layout differs from the primitive's: the input is reordered into scratch 0
+   * (re_in), the primitive writes scratch 1 and re_out reorders it into the output */
   dnnl_primitive_t re_in, re_out;
-  dnnl_memory_t m_usr_in, m_usr_out;  /* plain views of the tensors */
+  dnnl_memory_t m_usr_in, m_usr_out;  /* views of the tensors in their own layouts */
   int scr_arg[2];                      /* index in mem[] of the memories on scratch 0 / 1 */
+  /* sum post-op: the residual is copied (res_bytes) or reordered (re_res) into the destination */
+  int32_t res;
+  size_t res_bytes;
+  dnnl_primitive_t re_res;
+  dnnl_memory_t m_res;
+  int dst_arg;                         /* index in mem[] of the destination memory */
   /* Gemm fallback (alpha/beta) */
   int blas;
   int64_t M, N, K;
@@ -97,6 +104,8 @@ static void dn_free(void *p) {
   if (s->re_out) dnnl_primitive_destroy(s->re_out);
   if (s->m_usr_in) dnnl_memory_destroy(s->m_usr_in);
   if (s->m_usr_out) dnnl_memory_destroy(s->m_usr_out);
+  if (s->re_res) dnnl_primitive_destroy(s->re_res);
+  if (s->m_res) dnnl_memory_destroy(s->m_res);
   free(s->fixed);
   free(s);
 }
@@ -125,18 +134,28 @@ static int dn_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     args[i].memory = s->mem[i];
   }
   if (s->re_in) {
-    dnnl_memory_t in = s->mem[s->scr_arg[0]], out = s->mem[s->scr_arg[1]];
+    dnnl_memory_t in = s->mem[s->scr_arg[0]];
     dnnl_memory_set_data_handle(in, d->scr[0]);
-    dnnl_memory_set_data_handle(out, d->scr[1]);
     dnnl_memory_set_data_handle(s->m_usr_in, ex_data(x, k->in[0]));
-    dnnl_memory_set_data_handle(s->m_usr_out, ex_data(x, k->out[0]));
     dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->m_usr_in}, {DNNL_ARG_TO, in}};
     st = dnnl_primitive_execute(s->re_in, d->stream, 2, ra);
-    if (st == dnnl_success) st = dnnl_primitive_execute(s->prim, d->stream, s->n, args);
-    dnnl_exec_arg_t rb[2] = {{DNNL_ARG_FROM, out}, {DNNL_ARG_TO, s->m_usr_out}};
-    if (st == dnnl_success) st = dnnl_primitive_execute(s->re_out, d->stream, 2, rb);
-  } else {
-    st = dnnl_primitive_execute(s->prim, d->stream, s->n, args);
+  }
+  if (s->re_out) dnnl_memory_set_data_handle(s->mem[s->scr_arg[1]], d->scr[1]);
+  if (st == dnnl_success && s->res >= 0) { /* sum post-op: the destination starts as the residual */
+    if (s->re_res) {
+      dnnl_memory_set_data_handle(s->m_res, ex_data(x, s->res));
+      dnnl_exec_arg_t rr[2] = {{DNNL_ARG_FROM, s->m_res}, {DNNL_ARG_TO, s->mem[s->dst_arg]}};
+      st = dnnl_primitive_execute(s->re_res, d->stream, 2, rr);
+    } else {
+      void *dst = s->re_out ? d->scr[1] : ex_data(x, k->out[0]);
+      if (dst != ex_data(x, s->res)) memcpy(dst, ex_data(x, s->res), s->res_bytes); /* in place: nothing */
+    }
+  }
+  if (st == dnnl_success) st = dnnl_primitive_execute(s->prim, d->stream, s->n, args);
+  if (st == dnnl_success && s->re_out) {
+    dnnl_memory_set_data_handle(s->m_usr_out, ex_data(x, k->out[0]));
+    dnnl_exec_arg_t rb[2] = {{DNNL_ARG_FROM, s->mem[s->scr_arg[1]]}, {DNNL_ARG_TO, s->m_usr_out}};
+    st = dnnl_primitive_execute(s->re_out, d->stream, 2, rb);
   }
   if (st == dnnl_success) st = dnnl_stream_wait(d->stream);
   if (st != dnnl_success) return dn_fail(x, k, err, "execute", st);
@@ -224,6 +243,34 @@ static int dn_build(gopt_exec *x, ex_kernel *k, dn_st *s, dnnl_status_t desc_st,
   return GOPT_OK;
 }
 
+static int dn_bind_io(gopt_exec *x, ex_kernel *k, dn_st *s, const dnnl_memory_desc_t *psrc,
+                      const dnnl_memory_desc_t *pdst, int32_t X, int32_t Y, int32_t R, int *n_re,
+                      gopt_error *err);
+
+/* dn_build for a primitive whose source is tensor X and destination tensor Y in any layout
+ * (pooling, batch normalization): they are bound by dn_bind_io, then args[0..n) are added. */
+static int dn_build_io(gopt_exec *x, ex_kernel *k, dn_st *s, dnnl_status_t desc_st, const_dnnl_op_desc_t desc,
+                       const char *what, int32_t X, int32_t Y, const dn_arg *args, int n, gopt_error *err) {
+  ex_dnnl *d = x->dnnl;
+  int n_re = 0;
+  if (desc_st != dnnl_success) return dn_fail(x, k, err, what, desc_st);
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t st = dnnl_primitive_desc_create(&pd, desc, NULL, d->eng, NULL);
+  if (st != dnnl_success) {
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return dn_fail(x, k, err, what, st);
+  }
+  dnnl_memory_desc_t p_src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  dnnl_memory_desc_t p_dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  st = dn_make(s, pd); /* destroys pd */
+  if (st != dnnl_success) return dn_fail(x, k, err, what, st);
+  int rc = dn_bind_io(x, k, s, &p_src, &p_dst, X, Y, -1, &n_re, err);
+  for (int i = 0; i < n && !rc; i++)
+    if ((st = dn_add(s, d, args[i].arg, args[i].md, args[i].t, NULL)) != dnnl_success) rc = dn_fail(x, k, err, "memory", st);
+  if (!rc) ex_layout_note(x, k->node, n_re, 0);
+  return rc;
+}
+
 /* Descriptor of the rows x cols operand of a Gemm, stored transposed (cols x rows, row-major)
  * when trans is set. */
 static void md_gemm_operand(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int trans) {
@@ -254,6 +301,67 @@ static dnnl_status_t dn_reorder(dnnl_primitive_t *re, const dnnl_memory_desc_t *
   return st;
 }
 
+/* Descriptor of tensor t's buffer: the oneDNN layout the pass recorded for it, or plain. */
+static void tensor_md(const gopt_exec *x, int32_t t, dnnl_memory_desc_t *md) {
+  const dnnl_memory_desc_t *m = ex_layout_md(x, t);
+  if (m) *md = *m;
+  else md_plain(md, ex_rank(x, t), ex_dims(x, t));
+}
+
+/* Binds the source (descriptor psrc) of the primitive to tensor X and its destination (pdst) to
+ * tensor Y: directly when the tensor's buffer has that layout, else through the shared scratch
+ * buffers with a reorder before (X) or after (Y). When the layout pass lets Y stay in a oneDNN
+ * layout, pdst becomes Y's layout (recorded for its consumers) and Y needs no reorder. R >= 0: the
+ * residual of a sum post-op, copied or reordered into the destination before each run. Adds the
+ * number of activation reorders per run to *n_re. */
+static int dn_bind_io(gopt_exec *x, ex_kernel *k, dn_st *s, const dnnl_memory_desc_t *psrc,
+                      const dnnl_memory_desc_t *pdst, int32_t X, int32_t Y, int32_t R, int *n_re,
+                      gopt_error *err) {
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_memory_desc_t xmd, ymd, rmd;
+  tensor_md(x, X, &xmd);
+  md_plain(&ymd, ex_rank(x, Y), ex_dims(x, Y));
+  if (ex_layout_keep(x, Y) && !dnnl_memory_desc_equal(&ymd, pdst)) {
+    if (ex_layout_set_md(x, Y, pdst)) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    ymd = *pdst;
+  }
+  if (!dnnl_memory_desc_equal(&xmd, psrc)) {
+    if (scratch_reserve(d, 0, dnnl_memory_desc_get_size(psrc))) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    DN(dnnl_memory_create(&s->m_usr_in, &xmd, d->eng, DNNL_MEMORY_NONE), "memory");
+    DN(dn_reorder(&s->re_in, &xmd, psrc, d->eng), "reorder");
+    s->scr_arg[0] = s->n;
+    DN(dn_add(s, d, DNNL_ARG_SRC, psrc, -1, d->scr[0]), "memory");
+    (*n_re)++;
+  } else {
+    DN(dn_add(s, d, DNNL_ARG_SRC, psrc, X, NULL), "memory");
+  }
+  s->dst_arg = s->n;
+  if (!dnnl_memory_desc_equal(&ymd, pdst)) {
+    if (scratch_reserve(d, 1, dnnl_memory_desc_get_size(pdst))) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    DN(dnnl_memory_create(&s->m_usr_out, &ymd, d->eng, DNNL_MEMORY_NONE), "memory");
+    DN(dn_reorder(&s->re_out, pdst, &ymd, d->eng), "reorder");
+    s->scr_arg[1] = s->n;
+    DN(dn_add(s, d, DNNL_ARG_DST, pdst, -1, d->scr[1]), "memory");
+    (*n_re)++;
+  } else {
+    DN(dn_add(s, d, DNNL_ARG_DST, pdst, Y, NULL), "memory");
+  }
+  s->res = R;
+  if (R >= 0) {
+    tensor_md(x, R, &rmd);
+    if (dnnl_memory_desc_equal(&rmd, pdst)) {
+      s->res_bytes = dnnl_memory_desc_get_size(pdst);
+    } else {
+      DN(dnnl_memory_create(&s->m_res, &rmd, d->eng, DNNL_MEMORY_NONE), "memory");
+      DN(dn_reorder(&s->re_res, &rmd, pdst, d->eng), "reorder");
+      (*n_re)++;
+    }
+  }
+done:
+  return rc;
+}
+
 /* Window attributes of a sp-D Conv/pooling node: strides (default 1) and dilations in oneDNN's
  * convention (ONNX's minus 1, default 0) from the node's attributes when they have sp entries;
  * the begin pads pl are zeroed. */
@@ -280,25 +388,54 @@ static void fold_at(int64_t dd[2], int r, const int64_t *dims, int64_t axis) {
 
 /* ---- Conv ------------------------------------------------------------------------------------------ */
 
-static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
-  const gopt_graph *g = x->g;
-  ex_dnnl *d = x->dnnl;
-  int rc = GOPT_OK;
+/* Post-op attributes of chain ch (NULL when there is none). */
+static dnnl_status_t post_ops_attr(const ex_chain *ch, dnnl_primitive_attr_t *attr) {
+  dnnl_post_ops_t po = NULL;
+  dnnl_status_t st = dnnl_success;
+  *attr = NULL;
+  if (!ch) return st;
+  if ((st = dnnl_post_ops_create(&po)) != dnnl_success) return st;
+  for (int i = 0; i < ch->n_post && st == dnnl_success; i++)
+    st = ch->post[i].sum ? dnnl_post_ops_append_sum(po, 1.0f)
+                         : dnnl_post_ops_append_eltwise(po, 1.0f, (dnnl_alg_kind_t)ch->post[i].alg,
+                                                        ch->post[i].alpha, ch->post[i].beta);
+  if (st == dnnl_success) st = dnnl_primitive_attr_create(attr);
+  if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(*attr, po);
+  dnnl_post_ops_destroy(po);
+  return st;
+}
+
+/* Convolution primitive descriptor for src/dst descriptors (format_tag_any lets oneDNN choose);
+ * NULL when oneDNN has none. */
+static dnnl_primitive_desc_t conv_pd(ex_dnnl *d, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *w,
+                                     const dnnl_memory_desc_t *b, const dnnl_memory_desc_t *dst,
+                                     const dnnl_dim_t *strides, const dnnl_dim_t *dil, const dnnl_dim_t *pl,
+                                     const dnnl_dim_t *pr, const_dnnl_primitive_attr_t attr) {
+  dnnl_convolution_desc_t cd;
   dnnl_primitive_desc_t pd = NULL;
-  dnnl_primitive_t reorder = NULL;
-  dnnl_memory_t usr = NULL;
-  int32_t X = k->in[0], W = k->in[1], B = k->n_in > 2 ? k->in[2] : -1, Y = k->out[0];
-  int r = ex_rank(x, X), sp = r - 2;
-  if (sp < 1 || sp > 3) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "%d-D convolution", sp);
-  const int64_t *xd = ex_dims(x, X), *wd = ex_dims(x, W), *yd = ex_dims(x, Y);
-  int64_t groups = gopt_node_get_int(g, k->node, "group", 1);
+  if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, src, w,
+                                                 b, dst, strides, dil, pl, pr) != dnnl_success ||
+      dnnl_primitive_desc_create(&pd, &cd, attr, d->eng, NULL) != dnnl_success) {
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return NULL;
+  }
+  return pd;
+}
+
+/* Whether pd runs oneDNN's reference or im2col+GEMM code (slow next to its direct JIT kernels). */
+static int slow_impl(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return 0;
+  return strstr(impl, "ref") != NULL || strstr(impl, "gemm") != NULL;
+}
+
+/* Convolution padding from pads / auto_pad into pl, pr. */
+static void conv_pads(const gopt_graph *g, int32_t node, int sp, const int64_t *xd, const int64_t *yd,
+                      const int64_t *kd, const dnnl_dims_t strides, const dnnl_dims_t dil, dnnl_dims_t pl,
+                      dnnl_dims_t pr) {
   size_t c;
-  dnnl_dims_t strides, dil, pl, pr;
-  int64_t kd[3];
-  for (int i = 0; i < sp; i++) kd[i] = wd[2 + i];
-  window_attrs(g, k->node, sp, strides, dil, pl);
-  const char *ap = gopt_node_get_string(g, k->node, "auto_pad", "NOTSET");
-  const int64_t *pads = gopt_node_get_ints(g, k->node, "pads", &c);
+  const char *ap = gopt_node_get_string(g, node, "auto_pad", "NOTSET");
+  const int64_t *pads = gopt_node_get_ints(g, node, "pads", &c);
   int have_pads = pads && c == (size_t)(2 * sp);
   for (int i = 0; i < sp; i++) {
     int64_t range = (kd[i] - 1) * (dil[i] + 1) + 1;
@@ -314,9 +451,74 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
       pr[i] = have_pads ? pads[sp + i] : 0;
     }
   }
-  dnnl_memory_desc_t src_md, dst_md, w_any, w_usr, b_md;
+}
+
+/* The step of a conv with post-ops writes the chain's output and reads its residual too. */
+static int conv_chain_io(gopt_exec *x, ex_kernel *k, const ex_chain *ch, gopt_error *err) {
+  k->out[0] = ch->out;
+  if (ch->residual < 0) return GOPT_OK;
+  int32_t *in = realloc(k->in, (size_t)(k->n_in + 2) * sizeof *in);
+  if (!in) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->in = in;
+  k->in[k->n_in++] = ch->residual;
+  return GOPT_OK;
+}
+
+/* Reorders the constant weights W (plain descriptor w_usr) once into w_want when they differ. */
+static int conv_weights(gopt_exec *x, ex_kernel *k, dn_st *s, int32_t W, int wconst, const dnnl_memory_desc_t *w_usr,
+                        const dnnl_memory_desc_t *w_want, gopt_error *err) {
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_t reorder = NULL;
+  dnnl_memory_t usr = NULL;
+  if (!wconst || dnnl_memory_desc_equal(w_want, w_usr)) {
+    DN(dn_add(s, d, DNNL_ARG_WEIGHTS, w_usr, W, NULL), "memory");
+    return GOPT_OK;
+  }
+  size_t sz = dnnl_memory_desc_get_size(w_want);
+  s->fixed = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+  if (!s->fixed) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  DN(dnnl_memory_create(&usr, w_usr, d->eng, ex_data(x, W)), "memory");
+  DN(dn_add(s, d, DNNL_ARG_WEIGHTS, w_want, -1, s->fixed), "memory");
+  DN(dn_reorder(&reorder, w_usr, w_want, d->eng), "reorder");
+  dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, usr}, {DNNL_ARG_TO, s->mem[s->n - 1]}};
+  DN(dnnl_primitive_execute(reorder, d->stream, 2, ra), "reorder");
+  DN(dnnl_stream_wait(d->stream), "reorder");
+done:
+  if (reorder) dnnl_primitive_destroy(reorder);
+  if (usr) dnnl_memory_destroy(usr);
+  return rc;
+}
+
+/* Conv: oneDNN chooses the activation layouts when the weights are constant (blocked layouts run
+ * its direct JIT kernels, plain NCHW only im2col+GEMM). Plain mode: the input and output are
+ * reordered around the conv. Under the layout pass the conv reads its input in the layout its
+ * producer left it in, writes the layout its consumers read, and runs its chain as post-ops. */
+static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t pd = NULL, pd_ref = NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  int32_t X = k->in[0], W = k->in[1], B = k->n_in > 2 ? k->in[2] : -1, Y = k->out[0];
+  int r = ex_rank(x, X), sp = r - 2;
+  if (sp < 1 || sp > 3) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "%d-D convolution", sp);
+  const int64_t *xd = ex_dims(x, X), *wd = ex_dims(x, W), *yd = ex_dims(x, Y);
+  int64_t groups = gopt_node_get_int(g, k->node, "group", 1);
+  dnnl_dims_t strides, dil, pl, pr;
+  int64_t kd[3];
+  for (int i = 0; i < sp; i++) kd[i] = wd[2 + i];
+  window_attrs(g, k->node, sp, strides, dil, pl);
+  conv_pads(g, k->node, sp, xd, yd, kd, strides, dil, pl, pr);
+  const ex_chain *ch = ex_layout_chain(x, k->node);
+  if (ch && (rc = conv_chain_io(x, k, ch, err))) return rc;
+  Y = k->out[0];
+  int32_t R = ch ? ch->residual : -1;
+  dnnl_memory_desc_t src_md, dst_md, w_any, w_usr, b_md, src_any, dst_any, x_md, r_md;
   md_plain(&src_md, r, xd);
   md_plain(&dst_md, r, yd);
+  md_any(&src_any, r, xd);
+  md_any(&dst_any, r, yd);
   int64_t wdims[6];
   int wr = 0;
   if (groups > 1) {
@@ -328,90 +530,62 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   for (int i = 1; i < r; i++) wdims[wr++] = wd[i];
   md_plain(&w_usr, wr, wdims);
   int wconst = ex_is_const(x, W);
-  if (wconst) {
-    md_any(&w_any, wr, wdims);
-  } else {
-    w_any = w_usr;
-  }
+  if (wconst) md_any(&w_any, wr, wdims);
+  else w_any = w_usr;
   if (B >= 0) md_plain(&b_md, 1, &wd[0]);
-  dnnl_convolution_desc_t cd;
-  dnnl_memory_desc_t src_any = src_md, dst_any = dst_md;
-  int blocked = 0;
-  if (wconst) {
-    /* let oneDNN pick the activation layout too (blocked layouts run its direct JIT kernels,
-     * plain NCHW only its im2col+GEMM); the input and output are reordered around the conv */
-    md_any(&src_any, r, xd);
-    md_any(&dst_any, r, yd);
-    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
-                                                   &src_any, &w_any, B >= 0 ? &b_md : NULL, &dst_any,
-                                                   strides, dil, pl, pr) == dnnl_success &&
-        dnnl_primitive_desc_create(&pd, &cd, NULL, d->eng, NULL) == dnnl_success) {
-      src_any = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-      dst_any = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-      blocked = !dnnl_memory_desc_equal(&src_any, &src_md) || !dnnl_memory_desc_equal(&dst_any, &dst_md);
-      if (!blocked) {
+  const dnnl_memory_desc_t *bp = B >= 0 ? &b_md : NULL;
+  int n_re = 0, n_plain = 0;
+  /* what plain mode runs: oneDNN's choice of layouts, or plain NCHW when it has none */
+  if (wconst) pd_ref = conv_pd(d, &src_any, &w_any, bp, &dst_any, strides, dil, pl, pr, NULL);
+  if (!pd_ref) pd_ref = conv_pd(d, &src_md, &w_any, bp, &dst_md, strides, dil, pl, pr, NULL);
+  if (!pd_ref) {
+    rc = ex_node_error(x, k->node, err, GOPT_EUNSUP, "oneDNN convolution failed: no implementation");
+    goto done;
+  }
+  n_plain = !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd_ref, dnnl_query_src_md, 0), &src_md) ||
+                    !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd_ref, dnnl_query_dst_md, 0), &dst_md)
+                ? 2 : 0;
+  if (x->lay && wconst) {
+    DN(post_ops_attr(ch, &attr), "post-ops");
+    /* read the input in its producer's layout and accumulate in the residual's, unless that
+     * makes oneDNN fall back to slow code: then it reorders */
+    const dnnl_memory_desc_t *xm = ex_layout_md(x, X), *rm = R >= 0 ? ex_layout_md(x, R) : NULL;
+    if (xm || rm) {
+      if (xm) x_md = *xm;
+      if (rm) r_md = *rm;
+      pd = conv_pd(d, xm ? &x_md : &src_any, &w_any, bp, rm ? &r_md : &dst_any, strides, dil, pl, pr, attr);
+      if (pd && slow_impl(pd)) {
         dnnl_primitive_desc_destroy(pd);
         pd = NULL;
       }
-    } else {
-      pd = NULL;
     }
+    if (!pd) pd = conv_pd(d, &src_any, &w_any, bp, &dst_any, strides, dil, pl, pr, attr);
+    if (!pd) pd = conv_pd(d, &src_md, &w_any, bp, &dst_md, strides, dil, pl, pr, attr);
+    if (!pd) {
+      rc = ex_node_error(x, k->node, err, GOPT_EUNSUP, "oneDNN convolution with post-ops failed: no implementation");
+      goto done;
+    }
+  } else {
+    if (ch) {
+      rc = ex_node_error(x, k->node, err, GOPT_EUNSUP, "post-ops need constant weights");
+      goto done;
+    }
+    pd = pd_ref;
+    pd_ref = NULL;
   }
-  if (!blocked) {
-    src_any = src_md;
-    dst_any = dst_md;
-    DN(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
-                                                  &src_md, &w_any, B >= 0 ? &b_md : NULL, &dst_md,
-                                                  strides, dil, pl, pr),
-       "convolution descriptor");
-    DN(dnnl_primitive_desc_create(&pd, &cd, NULL, d->eng, NULL), "convolution");
-  }
-  const dnnl_memory_desc_t *w_pd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  dnnl_memory_desc_t w_want = *w_pd;
+  dnnl_memory_desc_t w_want = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  dnnl_memory_desc_t p_src = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+  dnnl_memory_desc_t p_dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
   DN(dn_make(s, pd), "convolution primitive");
   pd = NULL;
-  if (blocked) {
-    if (scratch_reserve(d, 0, dnnl_memory_desc_get_size(&src_any)) ||
-        scratch_reserve(d, 1, dnnl_memory_desc_get_size(&dst_any))) {
-      rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-      goto done;
-    }
-    DN(dnnl_memory_create(&s->m_usr_in, &src_md, d->eng, DNNL_MEMORY_NONE), "memory");
-    DN(dnnl_memory_create(&s->m_usr_out, &dst_md, d->eng, DNNL_MEMORY_NONE), "memory");
-    DN(dn_reorder(&s->re_in, &src_md, &src_any, d->eng), "reorder");
-    DN(dn_reorder(&s->re_out, &dst_any, &dst_md, d->eng), "reorder");
-    s->scr_arg[0] = s->n;
-    DN(dn_add(s, d, DNNL_ARG_SRC, &src_any, -1, d->scr[0]), "memory");
-  } else {
-    DN(dn_add(s, d, DNNL_ARG_SRC, &src_md, X, NULL), "memory");
-  }
-  if (wconst && !dnnl_memory_desc_equal(&w_want, &w_usr)) {
-    size_t sz = dnnl_memory_desc_get_size(&w_want);
-    s->fixed = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-    if (!s->fixed) {
-      rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-      goto done;
-    }
-    DN(dnnl_memory_create(&usr, &w_usr, d->eng, ex_data(x, W)), "memory");
-    DN(dn_add(s, d, DNNL_ARG_WEIGHTS, &w_want, -1, s->fixed), "memory");
-    DN(dn_reorder(&reorder, &w_usr, &w_want, d->eng), "reorder");
-    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, usr}, {DNNL_ARG_TO, s->mem[s->n - 1]}};
-    DN(dnnl_primitive_execute(reorder, d->stream, 2, ra), "reorder");
-    DN(dnnl_stream_wait(d->stream), "reorder");
-  } else {
-    DN(dn_add(s, d, DNNL_ARG_WEIGHTS, &w_usr, W, NULL), "memory");
-  }
+  if ((rc = dn_bind_io(x, k, s, &p_src, &p_dst, X, Y, R, &n_re, err))) goto done;
+  if ((rc = conv_weights(x, k, s, W, wconst, &w_usr, &w_want, err))) goto done;
   if (B >= 0) DN(dn_add(s, d, DNNL_ARG_BIAS, &b_md, B, NULL), "memory");
-  if (blocked) {
-    s->scr_arg[1] = s->n;
-    DN(dn_add(s, d, DNNL_ARG_DST, &dst_any, -1, d->scr[1]), "memory");
-  } else {
-    DN(dn_add(s, d, DNNL_ARG_DST, &dst_md, Y, NULL), "memory");
-  }
+  ex_layout_note(x, k->node, n_re, n_plain);
 done:
   if (pd) dnnl_primitive_desc_destroy(pd);
-  if (reorder) dnnl_primitive_destroy(reorder);
-  if (usr) dnnl_memory_destroy(usr);
+  if (pd_ref) dnnl_primitive_desc_destroy(pd_ref);
+  if (attr) dnnl_primitive_attr_destroy(attr);
   return rc;
 }
 
@@ -572,15 +746,15 @@ static int prep_pool(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
                            "ceil_mode with count_include_pad=1 is not supported");
   }
   dnnl_memory_desc_t src_md, dst_md;
-  md_plain(&src_md, r, xd);
-  md_plain(&dst_md, r, yd);
+  tensor_md(x, X, &src_md); /* plain, or the layout the pass kept it in */
+  if (x->lay) md_any(&dst_md, r, yd);
+  else md_plain(&dst_md, r, yd);
   dnnl_alg_kind_t alg = op == GOPT_OP_MAX_POOL ? dnnl_pooling_max
                         : include ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
   dnnl_pooling_v2_desc_t pdsc;
   dnnl_status_t st = dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, &src_md, &dst_md,
                                                        strides, kern, dil, pl, pr);
-  const dn_arg args[] = {{DNNL_ARG_SRC, &src_md, X}, {DNNL_ARG_DST, &dst_md, Y}};
-  return dn_build(x, k, s, st, &pdsc, "pooling", args, 2, err);
+  return dn_build_io(x, k, s, st, &pdsc, "pooling", X, Y, NULL, 0, err);
 }
 
 /* ---- normalisation, softmax ---------------------------------------------------------------------------- */
@@ -594,16 +768,15 @@ static int prep_bnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   int r = ex_rank(x, X);
   if (r < 2) return ex_node_error(x, k->node, err, GOPT_ESHAPE, "rank < 2");
   dnnl_memory_desc_t md, cm;
-  md_plain(&md, r, ex_dims(x, X));
+  tensor_md(x, X, &md); /* plain, or the layout the pass kept it in */
   md_plain(&cm, 1, &ex_dims(x, X)[1]);
   float eps = (float)gopt_node_get_float(g, k->node, "epsilon", 1e-5);
   dnnl_batch_normalization_desc_t bd;
   dnnl_status_t st = dnnl_batch_normalization_forward_desc_init(
       &bd, dnnl_forward_inference, &md, eps, dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
-  const dn_arg args[] = {{DNNL_ARG_SRC, &md, X},          {DNNL_ARG_SCALE, &cm, k->in[1]},
-                         {DNNL_ARG_SHIFT, &cm, k->in[2]}, {DNNL_ARG_MEAN, &cm, k->in[3]},
-                         {DNNL_ARG_VARIANCE, &cm, k->in[4]}, {DNNL_ARG_DST, &md, Y}};
-  return dn_build(x, k, s, st, &bd, "batch normalization", args, 6, err);
+  const dn_arg args[] = {{DNNL_ARG_SCALE, &cm, k->in[1]}, {DNNL_ARG_SHIFT, &cm, k->in[2]},
+                         {DNNL_ARG_MEAN, &cm, k->in[3]}, {DNNL_ARG_VARIANCE, &cm, k->in[4]}};
+  return dn_build_io(x, k, s, st, &bd, "batch normalization", X, Y, args, 4, err);
 }
 
 static int prep_lnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
@@ -661,11 +834,52 @@ static int prep_softmax(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   return dn_build(x, k, s, st, &sd, "softmax", args, 2, err);
 }
 
+/* ---- under the layout pass: GlobalAveragePool, per-channel Mul/Add ------------------------------------ */
+
+static int prep_gap(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  int32_t X = k->in[0], Y = k->out[0];
+  int r = ex_rank(x, X), sp = r - 2;
+  dnnl_memory_desc_t src_md, dst_md;
+  dnnl_dims_t kern, strides, dil, pads;
+  for (int i = 0; i < sp; i++) {
+    kern[i] = ex_dims(x, X)[2 + i];
+    strides[i] = 1;
+    dil[i] = pads[i] = 0;
+  }
+  tensor_md(x, X, &src_md);
+  md_any(&dst_md, r, ex_dims(x, Y));
+  dnnl_pooling_v2_desc_t pdsc;
+  dnnl_status_t st = dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding,
+                                                       &src_md, &dst_md, strides, kern, dil, pads, pads);
+  return dn_build_io(x, k, s, st, &pdsc, "pooling", X, Y, NULL, 0, err);
+}
+
+static int prep_binary(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  int slot = ex_layout_binary_slot(x, k->node, NULL);
+  if (slot < 0) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "not a per-channel Mul/Add");
+  if (slot == 1) { /* the kernel reads the activation as its first input */
+    int32_t t = k->in[0];
+    k->in[0] = k->in[1];
+    k->in[1] = t;
+  }
+  int32_t X = k->in[0], C = k->in[1], Y = k->out[0];
+  dnnl_memory_desc_t a_md, c_md, y_md;
+  tensor_md(x, X, &a_md);
+  md_plain(&c_md, ex_rank(x, C), ex_dims(x, C));
+  md_any(&y_md, ex_rank(x, Y), ex_dims(x, Y));
+  dnnl_binary_desc_t bd;
+  dnnl_alg_kind_t alg = x->g->nodes.a[k->node].op == GOPT_OP_MUL ? dnnl_binary_mul : dnnl_binary_add;
+  dnnl_status_t st = dnnl_binary_desc_init(&bd, alg, &a_md, &c_md, &y_md);
+  const dn_arg args[] = {{DNNL_ARG_SRC_1, &c_md, C}};
+  return dn_build_io(x, k, s, st, &bd, "binary", X, Y, args, 1, err);
+}
+
 int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   int rc = float_io(x, k, err);
   if (rc) return rc;
   dn_st *s = calloc(1, sizeof *s);
   if (!s) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  s->res = -1;
   k->st = s;
   k->fini = dn_free;
   k->run = dn_run;
@@ -677,6 +891,8 @@ int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     case GOPT_OP_BATCH_NORM: return prep_bnorm(x, k, s, err);
     case GOPT_OP_LAYER_NORM: return prep_lnorm(x, k, s, err);
     case GOPT_OP_SOFTMAX: case GOPT_OP_LOG_SOFTMAX: return prep_softmax(x, k, s, err);
+    case GOPT_OP_GLOBAL_AVG_POOL: return prep_gap(x, k, s, err);
+    case GOPT_OP_MUL: case GOPT_OP_ADD: return prep_binary(x, k, s, err);
     default: return ex_node_error(x, k->node, err, GOPT_EUNSUP, "not a oneDNN op");
   }
 }

@@ -48,6 +48,7 @@ exec_error(bad_order "order: node 'a2' runs before 'a1', which produces its inpu
 exec_error(fusion_nonelem "node 'mm' \\(MatMul\\): fusion group 0: only float elementwise"
            ${EXEC_OPS}/chain/model.onnx --fusion ${EXEC_OPS}/chain/fusion_bad.json)
 exec_error(check_not_dir "--check .*: not a folder" ${EXEC_OPS}/Relu/model.onnx --check ${EXEC_OPS}/nope)
+exec_error(bad_layouts "--layouts: expected auto or plain, got .nchw." ${EXEC_OPS}/Relu/model.onnx --layouts nchw)
 exec_error(input_rank "input .src.: expected INT64\\[batch,12\\], got FLOAT\\[2,3,4\\]" corpus/lstm_seq2seq.onnx
            --inputs ${EXEC_OPS}/Shape/test_data_set_0/input_0.pb,${EXEC_OPS}/Shape/test_data_set_0/input_0.pb)
 
@@ -75,6 +76,21 @@ foreach(m gpt2_tiny bert_tiny wavenet shufflenet_v2_x1_0)
   set_tests_properties(exec_corpus_${m}_nofold_fused PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
 endforeach()
 
+# the layout-assignment pass off (--layouts plain: every conv reorders around itself, no post-ops)
+# on the CNNs it changes most, against PyTorch like the default (auto) runs above
+foreach(m resnet18 mobilenet_v2 efficientnet_b0)
+  add_test(NAME exec_corpus_${m}_plain
+           COMMAND ${GOPT_BIN} run ${EXEC_DATA}/${m}/model.onnx --check ${EXEC_DATA}/${m} --layouts plain
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(exec_corpus_${m}_plain PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
+endforeach()
+# every post-op kind and kept layout on a small CNN against PyTorch in both modes; auto's outputs
+# equal plain's on the corpus CNNs, and the activation reorders drop on mobilenet_v2
+add_test(NAME exec_layouts
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_layouts.py ${GOPT_BIN} ${EXEC_DATA}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_layouts PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
+
 # --check compares every dtype the executor produces (equal passes, one changed element fails,
 # 64-bit integers exactly) and stops with one error line on a dtype it cannot compare
 add_test(NAME exec_check_dtypes COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_dtypes.py ${GOPT_BIN}
@@ -98,7 +114,7 @@ set_tests_properties(exec_node_tests PROPERTIES LABELS exec TIMEOUT 300 FIXTURES
 # kinds: CNN, attention with masks, recurrent, windowed attention (tools/ort/ort_compare.py)
 add_test(NAME exec_ort_oracle
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tools/ort/ort_compare.py check ${GOPT_BIN}
-                 ${EXEC_DATA}/resnet18 ${EXEC_DATA}/bert_tiny ${EXEC_DATA}/gpt2_tiny
+                 ${EXEC_DATA}/resnet18 ${EXEC_DATA}/mobilenet_v2 ${EXEC_DATA}/efficientnet_b0 ${EXEC_DATA}/bert_tiny ${EXEC_DATA}/gpt2_tiny
                  ${EXEC_DATA}/lstm_seq2seq ${EXEC_DATA}/swin_t
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_ort_oracle PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)

@@ -1,0 +1,461 @@
+/* exec_layout.c: the executor's layout-assignment pass, a graph-level decision made at plan time
+ * (docs/EXECUTOR.md "Layouts"): which convolutions absorb the elementwise ops after them as oneDNN
+ * post-ops (bias is the conv's own; Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSwish, x*Sigmoid(x)
+ * as swish, and a residual Add as a sum post-op), and which activations stay in the layout oneDNN
+ * picks (blocked or NHWC) because every op that touches them is a oneDNN op that reads that layout
+ * (Conv, pooling, BatchNorm, and under the pass GlobalAveragePool and per-channel Mul/Add too).
+ * The concrete layout of a kept tensor is the one its producer's primitive chose; k_dnnl.c records
+ * it here and its consumers read it. Everything else stays plain (row-major NCHW). */
+#include <dnnl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+#include "gopt/util.h"
+
+struct ex_layout {
+  int32_t *absorbed_by;       /* per node: the conv whose step runs it as a post-op, or -1 */
+  int32_t *chain_of;          /* per node: index in chains for a conv with post-ops, or -1 */
+  ex_chain *chains;
+  size_t n_chains;
+  uint8_t *keep;              /* per tensor: may stay in a oneDNN layout */
+  dnnl_memory_desc_t **md;    /* per tensor: the layout recorded by its producer (NULL: plain) */
+  uint8_t *chain_done;        /* per chain: the conv kernel applied it */
+  const int32_t *group;       /* the fusion groups the pass was planned with (NULL: none) */
+  int aware;                  /* the kernel prepared last reads oneDNN layouts */
+  gopt_exec_layout_stats st;
+};
+
+/* ---- graph predicates --------------------------------------------------------------------------- */
+
+static int is_float(const gopt_exec *x, int32_t t) { return t >= 0 && ex_dtype(x, t) == GOPT_DT_FLOAT; }
+
+static int ungrouped(const int32_t *group, int32_t n) { return !group || group[n] < 0; }
+
+static int opaque(const gopt_exec *x, int32_t n) { return (x->g->nodes.a[n].flags & GOPT_N_OPAQUE) != 0; }
+
+/* Whether tensor t is a graph output. */
+static int is_output(const gopt_exec *x, int32_t t) {
+  for (size_t i = 0; i < x->g->outputs.n; i++)
+    if (x->g->outputs.a[i] == t) return 1;
+  return 0;
+}
+
+/* Live uses of t: count, and the first up to cap (node, input index) pairs. */
+static int uses(const gopt_exec *x, int32_t t, int32_t *node, int *slot, int cap) {
+  const gopt_graph *g = x->g;
+  int n = 0;
+  for (int32_t s = g->tensors.a[t].first_use; s >= 0; s = g->slots.a[s].next_use) {
+    int32_t c = g->slots.a[s].node;
+    if (!gopt_node_alive(g, c)) continue;
+    if (n < cap) {
+      node[n] = c;
+      slot[n] = s - (int32_t)g->nodes.a[c].in;
+    }
+    n++;
+  }
+  return n;
+}
+
+/* A float Conv with constant weights (and bias) of 1-3 spatial dims that oneDNN runs. */
+static int conv_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (nd->op != GOPT_OP_CONV || opaque(x, n) || !ungrouped(group, n) || nd->n_in < 2 || nd->n_out != 1) return 0;
+  int32_t X = gopt_node_input(g, n, 0), W = gopt_node_input(g, n, 1);
+  int32_t B = nd->n_in > 2 ? gopt_node_input(g, n, 2) : -1;
+  int r = X >= 0 ? ex_rank(x, X) : 0;
+  return is_float(x, X) && is_float(x, W) && ex_is_const(x, W) && ex_data(x, W) && r >= 3 && r <= 5 &&
+         (B < 0 || (ex_is_const(x, B) && ex_data(x, B) && is_float(x, B))) && is_float(x, gopt_node_output(g, n, 0));
+}
+
+/* A float MaxPool/AveragePool without a used Indices output, or an inference BatchNormalization. */
+static int window_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (opaque(x, n) || !ungrouped(group, n) || nd->n_in < 1) return 0;
+  int32_t X = gopt_node_input(g, n, 0);
+  int r = X >= 0 ? ex_rank(x, X) : 0;
+  if (!is_float(x, X) || r < 3 || r > 5) return 0;
+  if (nd->op == GOPT_OP_AVERAGE_POOL && gopt_node_get_int(g, n, "ceil_mode", 0) &&
+      gopt_node_get_int(g, n, "count_include_pad", 0))
+    return 0; /* k_dnnl.c refuses it; the reference kernel reads plain buffers */
+  if (nd->op == GOPT_OP_MAX_POOL || nd->op == GOPT_OP_AVERAGE_POOL)
+    return nd->n_out == 1 || gopt_node_output(g, n, 1) < 0 || gopt_tensor_use_count(g, gopt_node_output(g, n, 1)) == 0;
+  if (nd->op == GOPT_OP_BATCH_NORM) {
+    if (nd->n_in < 5 || gopt_node_get_int(g, n, "training_mode", 0)) return 0;
+    for (int i = 1; i < 5; i++)
+      if (!is_float(x, gopt_node_input(g, n, i))) return 0;
+    return nd->n_out == 1 || gopt_node_output(g, n, 1) < 0;
+  }
+  return 0;
+}
+
+/* Same rank and dims. */
+static int same_shape(const gopt_exec *x, int32_t a, int32_t b) {
+  if (ex_rank(x, a) != ex_rank(x, b)) return 0;
+  for (int i = 0; i < ex_rank(x, a); i++)
+    if (ex_dims(x, a)[i] != ex_dims(x, b)[i]) return 0;
+  return 1;
+}
+
+/* A float GlobalAveragePool (oneDNN average pooling over the whole window under the pass). */
+static int gap_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (nd->op != GOPT_OP_GLOBAL_AVG_POOL || opaque(x, n) || !ungrouped(group, n) || nd->n_in != 1 || nd->n_out != 1)
+    return 0;
+  int32_t X = gopt_node_input(g, n, 0);
+  return is_float(x, X) && ex_rank(x, X) >= 3 && ex_rank(x, X) <= 5 && is_float(x, gopt_node_output(g, n, 0));
+}
+
+/* For a float Mul or Add of an activation and a per-channel tensor ([N or 1, C, 1, ...], a
+ * squeeze-excitation scale) that oneDNN's binary primitive runs under the pass: the input slot of
+ * the activation; -1 when n is not one. */
+int ex_layout_binary_slot(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if ((nd->op != GOPT_OP_MUL && nd->op != GOPT_OP_ADD) || opaque(x, n) || !ungrouped(group, n) || nd->n_in != 2 ||
+      nd->n_out != 1 || (x->lay && x->lay->absorbed_by[n] >= 0))
+    return -1;
+  int32_t Y = gopt_node_output(g, n, 0);
+  if (!is_float(x, Y) || ex_rank(x, Y) < 3 || ex_rank(x, Y) > 5) return -1;
+  for (int slot = 0; slot < 2; slot++) {
+    int32_t a = gopt_node_input(g, n, slot), b = gopt_node_input(g, n, 1 - slot);
+    if (a < 0 || b < 0 || a == b || !is_float(x, a) || !is_float(x, b) || !same_shape(x, a, Y) ||
+        ex_rank(x, b) != ex_rank(x, Y))
+      continue;
+    const int64_t *bd = ex_dims(x, b), *yd = ex_dims(x, Y);
+    int ok = (bd[0] == 1 || bd[0] == yd[0]) && bd[1] == yd[1];
+    for (int i = 2; i < ex_rank(x, Y); i++) ok = ok && bd[i] == 1;
+    if (ok) return slot;
+  }
+  return -1;
+}
+
+/* Constant float scalar t (-1: dflt); 0 when t is not one. */
+static int const_scalar(const gopt_exec *x, int32_t t, float dflt, float *v) {
+  *v = dflt;
+  if (t < 0) return 1;
+  if (!ex_is_const(x, t) || !ex_data(x, t) || ex_numel(x, t) != 1 || ex_dtype(x, t) != GOPT_DT_FLOAT) return 0;
+  *v = *(const float *)ex_data(x, t);
+  return 1;
+}
+
+/* The oneDNN eltwise post-op of unary node c (one float input, one output): 1 with alg/alpha/beta
+ * filled, 0 when c is not one. */
+static int eltwise_of(const gopt_exec *x, int32_t c, int *alg, float *alpha, float *beta) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[c];
+  *alpha = *beta = 0.0f;
+  if (nd->n_out != 1) return 0;
+  switch (nd->op) {
+    case GOPT_OP_RELU: *alg = dnnl_eltwise_relu; return 1;
+    case GOPT_OP_LEAKY_RELU:
+      *alg = dnnl_eltwise_relu;
+      *alpha = (float)gopt_node_get_float(g, c, "alpha", 0.01);
+      return 1;
+    case GOPT_OP_SIGMOID: *alg = dnnl_eltwise_logistic; return 1;
+    case GOPT_OP_TANH: *alg = dnnl_eltwise_tanh; return 1;
+    case GOPT_OP_HARD_SWISH: *alg = dnnl_eltwise_hardswish; return 1;
+    case GOPT_OP_CLIP:
+      *alg = dnnl_eltwise_clip_v2;
+      if (nd->n_in > 1) {
+        return const_scalar(x, gopt_node_input(g, c, 1), -INFINITY, alpha) &&
+               const_scalar(x, nd->n_in > 2 ? gopt_node_input(g, c, 2) : -1, INFINITY, beta);
+      }
+      *alpha = (float)gopt_node_get_float(g, c, "min", -INFINITY);
+      *beta = (float)gopt_node_get_float(g, c, "max", INFINITY);
+      return 1;
+    default: return 0;
+  }
+}
+
+/* Extends chain ch of conv n by one post-op reading cur; returns the tensor it writes, or -1. */
+static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  int32_t un[3];
+  int us[3];
+  if (is_output(x, cur) || ch->n_post >= EX_MAX_POST) return -1;
+  int nu = uses(x, cur, un, us, 3);
+  ex_post *p = &ch->post[ch->n_post];
+  if (nu == 1) {
+    int32_t c = un[0];
+    const gopt_node *nd = &g->nodes.a[c];
+    if (opaque(x, c) || !ungrouped(group, c) || x->lay->absorbed_by[c] >= 0 || !is_float(x, gopt_node_output(g, c, 0)))
+      return -1;
+    if (us[0] == 0 && eltwise_of(x, c, &p->alg, &p->alpha, &p->beta)) {
+      p->sum = 0;
+    } else if (nd->op == GOPT_OP_ADD && nd->n_in == 2 && ch->residual < 0) {
+      int32_t r = gopt_node_input(g, c, 1 - us[0]);
+      if (r < 0 || r == cur || !is_float(x, r) || !same_shape(x, r, cur) || !same_shape(x, r, gopt_node_output(g, c, 0)))
+        return -1;
+      p->sum = 1;
+      ch->residual = r;
+    } else {
+      return -1;
+    }
+    ch->nodes[ch->n_nodes++] = c;
+    ch->n_post++;
+    return gopt_node_output(g, c, 0);
+  }
+  if (nu == 2) { /* x * Sigmoid(x): swish */
+    int si = g->nodes.a[un[0]].op == GOPT_OP_SIGMOID ? 0 : 1;
+    int32_t sg = un[si], mu = un[1 - si];
+    if (g->nodes.a[sg].op != GOPT_OP_SIGMOID || g->nodes.a[mu].op != GOPT_OP_MUL || g->nodes.a[mu].n_in != 2 ||
+        opaque(x, sg) || opaque(x, mu) || !ungrouped(group, sg) || !ungrouped(group, mu) ||
+        x->lay->absorbed_by[sg] >= 0 || x->lay->absorbed_by[mu] >= 0)
+      return -1;
+    int32_t s = gopt_node_output(g, sg, 0);
+    int32_t other = gopt_node_input(g, mu, 1 - us[1 - si]);
+    int32_t su[2];
+    int ss[2];
+    if (other != s || is_output(x, s) || uses(x, s, su, ss, 2) != 1) return -1;
+    p->sum = 0;
+    p->alg = dnnl_eltwise_swish;
+    p->alpha = 1.0f;
+    p->beta = 0.0f;
+    ch->nodes[ch->n_nodes++] = sg;
+    ch->nodes[ch->n_nodes++] = mu;
+    ch->n_post++;
+    return gopt_node_output(g, mu, 0);
+  }
+  return -1;
+}
+
+/* Whether the step that reads t through node c at input slot reads it through oneDNN with any
+ * layout: input 0 of a Conv/pooling/BatchNorm step, or the residual of a conv's sum post-op. */
+static int layout_use(const gopt_exec *x, const ex_layout *l, int32_t c, int slot, int32_t t,
+                      const int32_t *group) {
+  int32_t h = l->absorbed_by[c];
+  if (h >= 0) return l->chains[l->chain_of[h]].residual == t;
+  if (ex_layout_binary_slot(x, c, group) == slot) return 1;
+  if (slot != 0) return 0;
+  return conv_ok(x, c, group) || window_ok(x, c, group) || gap_ok(x, c, group);
+}
+
+/* ---- the pass ------------------------------------------------------------------------------------ */
+
+/* Producer step of t when it is a oneDNN Conv/pool/BN step: that node, or -1. */
+static int32_t layout_producer(const gopt_exec *x, const ex_layout *l, int32_t t, const int32_t *group) {
+  int32_t p = x->g->tensors.a[t].producer;
+  if (p < 0 || !gopt_node_alive(x->g, p)) return -1;
+  int32_t h = l->absorbed_by[p] >= 0 ? l->absorbed_by[p] : p;
+  if (l->absorbed_by[p] >= 0 || l->chain_of[p] >= 0) /* only a chain's final tensor leaves its step */
+    return l->chains[l->chain_of[h]].out == t ? h : -1;
+  return conv_ok(x, p, group) || window_ok(x, p, group) || gap_ok(x, p, group) ||
+                 ex_layout_binary_slot(x, p, group) >= 0
+             ? p
+             : -1;
+}
+
+static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  for (size_t t = 0; t < g->tensors.n; t++) {
+    int32_t tt = (int32_t)t;
+    if (x->vals[t].kind != EX_V_ACT || !is_float(x, tt) || is_output(x, tt) ||
+        layout_producer(x, l, tt, group) < 0)
+      continue;
+    int ok = 1, any = 0;
+    for (int32_t s = g->tensors.a[t].first_use; s >= 0 && ok; s = g->slots.a[s].next_use) {
+      int32_t c = g->slots.a[s].node;
+      if (!gopt_node_alive(g, c)) continue;
+      any = 1;
+      ok = layout_use(x, l, c, s - (int32_t)g->nodes.a[c].in, tt, group);
+    }
+    l->keep[t] = (uint8_t)(ok && any);
+  }
+  /* a sum post-op accumulates into the conv's destination: the residual and the chain's output
+   * must share a layout, so both stay in the oneDNN layout or neither does */
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t i = 0; i < l->n_chains; i++) {
+      ex_chain *ch = &l->chains[i];
+      if (ch->residual < 0 || l->keep[ch->residual] == l->keep[ch->out]) continue;
+      l->keep[ch->residual] = l->keep[ch->out] = 0;
+      changed = 1;
+    }
+  }
+}
+
+int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int32_t *group, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  ex_layout *l = calloc(1, sizeof *l);
+  if (!l) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  x->lay = l;
+  l->group = group;
+  l->absorbed_by = malloc((g->nodes.n + 1) * sizeof *l->absorbed_by);
+  l->chain_of = malloc((g->nodes.n + 1) * sizeof *l->chain_of);
+  l->chains = calloc(n_order + 1, sizeof *l->chains);
+  l->keep = calloc(g->tensors.n + 1, 1);
+  l->md = calloc(g->tensors.n + 1, sizeof *l->md);
+  l->chain_done = calloc(n_order + 1, 1);
+  if (!l->absorbed_by || !l->chain_of || !l->chains || !l->keep || !l->md || !l->chain_done)
+    return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (size_t n = 0; n < g->nodes.n; n++) l->absorbed_by[n] = l->chain_of[n] = -1;
+  /* post-op chains, heads in execution order (a later conv never absorbs an earlier node) */
+  for (size_t i = 0; i < n_order; i++) {
+    int32_t n = order[i];
+    if (l->absorbed_by[n] >= 0 || !conv_ok(x, n, group)) continue;
+    ex_chain *ch = &l->chains[l->n_chains];
+    memset(ch, 0, sizeof *ch);
+    ch->residual = -1;
+    ch->nodes[ch->n_nodes++] = n;
+    int32_t cur = gopt_node_output(g, n, 0), nxt;
+    while ((nxt = chain_step(x, ch, cur, group)) >= 0) cur = nxt;
+    if (!ch->n_post) continue;
+    ch->out = cur;
+    l->chain_of[n] = (int32_t)l->n_chains++;
+    for (int j = 1; j < ch->n_nodes; j++) l->absorbed_by[ch->nodes[j]] = n;
+    l->st.post_op_nodes += (size_t)ch->n_nodes - 1;
+  }
+  plan_keep(x, l, group);
+  return GOPT_OK;
+}
+
+int ex_layout_dnnl_claims(const gopt_exec *x, int32_t n) {
+  const ex_layout *l = x->lay;
+  if (!l) return 0;
+  int op = x->g->nodes.a[n].op;
+  if (op != GOPT_OP_GLOBAL_AVG_POOL && op != GOPT_OP_MUL && op != GOPT_OP_ADD) return 0;
+  int slot = op == GOPT_OP_GLOBAL_AVG_POOL ? (gap_ok(x, n, l->group) ? 0 : -1) : ex_layout_binary_slot(x, n, l->group);
+  if (slot < 0) return 0;
+  return l->keep[gopt_node_input(x->g, n, slot)] || l->keep[gopt_node_output(x->g, n, 0)];
+}
+
+void ex_layout_free(gopt_exec *x) {
+  ex_layout *l = x->lay;
+  if (!l) return;
+  if (l->md)
+    for (size_t t = 0; t < x->g->tensors.n; t++) free(l->md[t]);
+  free(l->md);
+  free(l->absorbed_by);
+  free(l->chain_of);
+  free(l->chains);
+  free(l->keep);
+  free(l->chain_done);
+  free(l);
+  x->lay = NULL;
+}
+
+/* ---- queries from the kernels and the planner ------------------------------------------------------ */
+
+int ex_layout_step_node(const gopt_exec *x, int32_t n) {
+  const ex_layout *l = x->lay;
+  if (!l) return n;
+  int32_t h = l->absorbed_by[n] >= 0 ? l->absorbed_by[n] : n;
+  if (l->chain_of[h] < 0) return n;
+  const ex_chain *ch = &l->chains[l->chain_of[h]];
+  return ch->nodes[ch->n_nodes - 1] == n ? h : -1; /* the chain's step runs at its last node */
+}
+
+const ex_chain *ex_layout_chain(const gopt_exec *x, int32_t n) {
+  const ex_layout *l = x->lay;
+  return l && l->chain_of[n] >= 0 ? &l->chains[l->chain_of[n]] : NULL;
+}
+
+const void *ex_layout_md(const gopt_exec *x, int32_t t) { return x->lay && t >= 0 ? x->lay->md[t] : NULL; }
+
+int ex_layout_keep(const gopt_exec *x, int32_t t) { return x->lay && t >= 0 && x->lay->keep[t]; }
+
+int ex_layout_set_md(gopt_exec *x, int32_t t, const void *md) {
+  ex_layout *l = x->lay;
+  if (!l || !l->keep[t]) return GOPT_OK;
+  if (!l->md[t] && !(l->md[t] = malloc(sizeof(dnnl_memory_desc_t)))) return GOPT_ENOMEM;
+  memcpy(l->md[t], md, sizeof(dnnl_memory_desc_t));
+  l->st.kept_tensors++;
+  return GOPT_OK;
+}
+
+void ex_layout_note(gopt_exec *x, int32_t node, int reorders, int reorders_plain) {
+  ex_layout *l = x->lay;
+  if (!l) {
+    x->reorders += (size_t)reorders;
+    return;
+  }
+  l->aware = 1;
+  if (l->chain_of[node] >= 0) l->chain_done[l->chain_of[node]] = 1;
+  l->st.reorders += (size_t)reorders;
+  l->st.reorders_plain += (size_t)reorders_plain;
+}
+
+size_t ex_layout_nbytes(const gopt_exec *x, int32_t t) {
+  const dnnl_memory_desc_t *md = ex_layout_md(x, t);
+  return md ? dnnl_memory_desc_get_size(md) : 0;
+}
+
+int ex_layout_step_begin(gopt_exec *x) {
+  if (x->lay) x->lay->aware = 0;
+  return GOPT_OK;
+}
+
+int ex_layout_step_end(gopt_exec *x, const ex_kernel *k, gopt_error *err) {
+  ex_layout *l = x->lay;
+  if (!l) return GOPT_OK;
+  if (l->chain_of[k->node] >= 0 && !l->chain_done[l->chain_of[k->node]])
+    return ex_node_error(x, k->node, err, GOPT_EINVAL, "layout pass: the post-op chain was not applied by the kernel");
+  for (int j = 0; j < k->n_in && !l->aware; j++)
+    if (k->in[j] >= 0 && l->md[k->in[j]])
+      return ex_node_error(x, k->node, err, GOPT_EINVAL,
+                           "layout pass: input '%s' is in a oneDNN layout this kernel cannot read",
+                           gopt_graph_str(x->g, x->g->tensors.a[k->in[j]].name));
+  return GOPT_OK;
+}
+
+/* ---- public queries -------------------------------------------------------------------------------- */
+
+void gopt_exec_layout_stats_get(const gopt_exec *x, gopt_exec_layout_stats *s) {
+  memset(s, 0, sizeof *s);
+  if (x->lay) {
+    *s = x->lay->st;
+    s->mode = GOPT_EXEC_LAYOUT_AUTO;
+  } else {
+    s->reorders = s->reorders_plain = x->reorders;
+  }
+}
+
+/* oneDNN's name of a blocked layout: dims ordered by decreasing stride as letters (a = dim 0),
+ * capitals for blocked dims, then the inner blocks ("aBcd16b" = nChw16c, "acdb" = NHWC). */
+const char *gopt_exec_tensor_layout(const gopt_exec *x, int32_t t, char *buf, size_t cap) {
+  const dnnl_memory_desc_t *md = ex_layout_md(x, t);
+  if (!cap) return buf;
+  if (!md || md->format_kind != dnnl_blocked) {
+    snprintf(buf, cap, "%s", md ? "opaque" : "plain");
+    return buf;
+  }
+  const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+  int idx[DNNL_MAX_NDIMS], nd = md->ndims, blk[DNNL_MAX_NDIMS] = {0};
+  for (int i = 0; i < b->inner_nblks; i++) blk[b->inner_idxs[i]] = 1;
+  for (int i = 0; i < nd; i++) idx[i] = i;
+  for (int i = 1; i < nd; i++) /* stable insertion sort by decreasing stride */
+    for (int j = i; j > 0 && b->strides[idx[j - 1]] < b->strides[idx[j]]; j--) {
+      int tmp = idx[j];
+      idx[j] = idx[j - 1];
+      idx[j - 1] = tmp;
+    }
+  size_t k = 0;
+  for (int i = 0; i < nd && k + 1 < cap; i++) buf[k++] = (char)((blk[idx[i]] ? 'A' : 'a') + idx[i]);
+  buf[k] = 0;
+  for (int i = 0; i < b->inner_nblks && k + 1 < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%lld%c", (long long)b->inner_blks[i], 'a' + (int)b->inner_idxs[i]);
+  return buf;
+}
+
+uint64_t ex_layout_step_sig(const gopt_exec *x, const ex_kernel *k) {
+  const ex_layout *l = x->lay;
+  uint64_t sig = gopt_op_signature(x->g, k->node);
+  if (!l) return sig;
+  if (l->chain_of[k->node] >= 0) { /* a conv with post-ops: the members combined */
+    const ex_chain *ch = &l->chains[l->chain_of[k->node]];
+    sig = 0x706f7374ULL;
+    for (int j = 0; j < ch->n_nodes; j++) sig = gopt_hash_mix(sig, gopt_op_signature(x->g, ch->nodes[j]));
+  }
+  int blocked = 0; /* reading or writing a oneDNN layout (no reorder inside the step) */
+  for (int j = 0; j < k->n_in + k->n_out; j++) {
+    int32_t t = j < k->n_in ? k->in[j] : k->out[j - k->n_in];
+    if (t >= 0 && l->md[t]) blocked = 1;
+  }
+  return blocked ? gopt_hash_mix(sig, 0x626c6b64ULL) : sig;
+}
