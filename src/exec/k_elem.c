@@ -164,6 +164,15 @@ static float const_scalar(const gopt_exec *x, int32_t t, float dflt) {
   }
 }
 
+/* Pow whose exponent t is a constant scalar 2 or 3 runs as x*x or x*x*x (FX_SQUARE, FX_CUBE:
+ * vectorised, where powf is a libm call per element; x*x is exactly powf's correctly rounded
+ * square, x*x*x within an ulp of the cube); -1 otherwise. */
+static int pow_special(const gopt_exec *x, int32_t t) {
+  if (!ex_is_const(x, t) || ex_numel(x, t) != 1 || !ex_data(x, t)) return -1;
+  float v = const_scalar(x, t, NAN);
+  return v == 2.0f ? FX_SQUARE : v == 3.0f ? FX_CUBE : -1;
+}
+
 int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, gopt_error *err) {
   const gopt_graph *g = x->g;
   int rc = GOPT_OK;
@@ -229,6 +238,7 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
       if (t < 0) continue;
       if (nd->op == GOPT_OP_EXPAND && i == 1) continue;
       if (nd->op == GOPT_OP_CLIP && i > 0) continue;
+      if (nd->op == GOPT_OP_POW && i == 1 && pow_special(x, t) >= 0) continue;
       if (reg_of[t]) {
         src[nsrc++] = (int16_t)(reg_of[t] - 1);
         continue;
@@ -252,6 +262,8 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
     if (rc) break;
     fx_instr *in = &f->instr[f->n_instr++];
     in->op = (uint8_t)fx_opcode(nd->op);
+    if (nd->op == GOPT_OP_POW && nd->n_in > 1 && pow_special(x, gopt_node_input(g, n, 1)) >= 0)
+      in->op = (uint8_t)pow_special(x, gopt_node_input(g, n, 1));
     in->dst = (int16_t)m;
     in->a = src[0];
     in->b = in->c = -1;

@@ -87,7 +87,7 @@ enum { D0 = 3, D1 = 64, D2 = 37, N = D0 * D1 * D2 };
 
 typedef struct op_case {
   const char *type;
-  int arity;   /* 1: f(x); 2: f(x, c[D1,1]); 3: Where(m, x, c) */
+  int arity;   /* 1: f(x); 2: f(x, c[D1,1]); 3: Where(m, x, c); 4, 5: Pow(x, 3), Pow(x, 2) */
   int exact;   /* all ISAs bitwise equal */
   double tol;  /* relative tolerance against the double reference */
 } op_case;
@@ -97,9 +97,10 @@ static const op_case cases[] = {
     {"HardSigmoid", 1, 0, 1e-6}, {"HardSwish", 1, 0, 1e-6}, {"Tanh", 1, 0, 1e-5}, {"Exp", 1, 0, 1e-5},
     {"Log", 1, 1, 1e-6}, {"Sqrt", 1, 1, 1e-6}, {"Reciprocal", 1, 1, 1e-6}, {"Neg", 1, 1, 0},
     {"Abs", 1, 1, 0}, {"Floor", 1, 1, 0}, {"Ceil", 1, 1, 0}, {"Sin", 1, 1, 1e-6}, {"Cos", 1, 1, 1e-6},
-    {"Softplus", 1, 1, 1e-6}, {"Erf", 1, 1, 1e-6}, {"Sign", 1, 1, 0}, {"Add", 2, 1, 1e-6},
+    {"Softplus", 1, 1, 1e-6}, {"Erf", 1, 0, 1e-6}, {"Sign", 1, 1, 0}, {"Add", 2, 1, 1e-6},
     {"Sub", 2, 1, 1e-6}, {"Mul", 2, 1, 1e-6}, {"Div", 2, 1, 1e-6}, {"Max", 2, 1, 0}, {"Min", 2, 1, 0},
-    {"PRelu", 2, 1, 1e-6}, {"Pow", 2, 1, 1e-5}, {"Where", 3, 1, 0},
+    {"PRelu", 2, 1, 1e-6}, {"Pow", 2, 1, 1e-5}, {"Where", 3, 1, 0}, {"Pow", 4, 1, 1e-6},
+    {"Pow", 5, 1, 0},
     {"ReduceSum", 1, 1, 1e-6}, {"ReduceMean", 1, 1, 1e-6}, {"ReduceMax", 1, 1, 0}, {"ReduceMin", 1, 1, 0},
     {"ReduceSumSquare", 1, 0, 1e-5}, {"ReduceL2", 1, 0, 1e-5},
 };
@@ -173,6 +174,10 @@ static gopt_graph *ops_graph(const float *c, const uint8_t *m, int32_t *outs) {
   int32_t kc = tensor(g, "c", GOPT_DT_FLOAT, 2, cd), km = tensor(g, "m", GOPT_DT_BOOL, 3, xd);
   CHECK(gopt_tensor_set_const(g, kc, c, D1 * sizeof(float), &err) == 0);
   CHECK(gopt_tensor_set_const(g, km, m, N, &err) == 0);
+  int32_t k3 = tensor(g, "three", GOPT_DT_FLOAT, 0, NULL), k2 = tensor(g, "two", GOPT_DT_FLOAT, 0, NULL);
+  float three = 3.0f, two = 2.0f;
+  CHECK(gopt_tensor_set_const(g, k3, &three, sizeof three, &err) == 0);
+  CHECK(gopt_tensor_set_const(g, k2, &two, sizeof two, &err) == 0);
   int32_t ax = tensor(g, "absx", GOPT_DT_FLOAT, 3, xd);
   node(g, "Abs", "abs_in", 1, (int32_t[]){x}, ax);
   for (size_t i = 0; i < N_CASES; i++) {
@@ -180,12 +185,13 @@ static gopt_graph *ops_graph(const float *c, const uint8_t *m, int32_t *outs) {
     int64_t od[3] = {D0, D1, D2};
     if (is_reduce(t)) od[reduce_axis(t)] = 1;
     char name[64];
-    snprintf(name, sizeof name, "y_%s", t);
+    snprintf(name, sizeof name, "y%zu_%s", i, t);
     outs[i] = tensor(g, name, GOPT_DT_FLOAT, 3, od);
     int pos = !strcmp(t, "Log") || !strcmp(t, "Sqrt") || !strcmp(t, "Pow");
     int32_t a = pos ? ax : x;
     int32_t n;
     if (cases[i].arity == 3) n = node(g, t, name, 3, (int32_t[]){km, x, kc}, outs[i]);
+    else if (cases[i].arity >= 4) n = node(g, t, name, 2, (int32_t[]){x, cases[i].arity == 4 ? k3 : k2}, outs[i]);
     else if (cases[i].arity == 2) n = node(g, t, name, 2, (int32_t[]){a, kc}, outs[i]);
     else n = node(g, t, name, 1, (int32_t[]){a}, outs[i]);
     if (is_reduce(t) && n >= 0) {
@@ -232,6 +238,7 @@ static void test_ops_per_isa(void) {
         double want;
         if (is_reduce(t)) want = red[j];
         else if (cases[i].arity == 3) want = m[j] ? xv[j] : c[(j / D2) % D1];
+        else if (cases[i].arity >= 4) want = pow(xv[j], cases[i].arity == 4 ? 3.0 : 2.0);
         else {
           int pos = !strcmp(t, "Log") || !strcmp(t, "Sqrt") || !strcmp(t, "Pow");
           double v = pos ? fabs((double)xv[j]) : xv[j];
