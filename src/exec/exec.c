@@ -828,6 +828,13 @@ static int given_in_place(const gopt_exec *x, const ex_kernel *k, int j) {
   return 0;
 }
 
+/* After a failed step: the inputs that gave their buffers to outputs no longer own them (so
+ * ex_release_acts returns each buffer to the pool once). */
+static void drop_given(gopt_exec *x, const ex_kernel *k) {
+  for (int j = 0; j < k->n_in; j++)
+    if (k->in[j] >= 0 && given_in_place(x, k, j)) x->vals[k->in[j]].data = NULL;
+}
+
 int gopt_exec_run(gopt_exec *x, gopt_error *err) {
   int rc = GOPT_OK;
   nan_state ns = {0};
@@ -865,13 +872,17 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
       if (!v->data) {
         rc = ex_node_error(x, k->node, err, GOPT_ENOMEM, "out of memory for output '%s' (%zu bytes)",
                            gopt_graph_str(x->g, x->g->tensors.a[t].name), v->nbytes);
+        drop_given(x, k);
         goto done;
       }
       x->live_bytes += v->nbytes;
     }
     if (x->live_bytes > x->peak_bytes) x->peak_bytes = x->live_bytes;
     if (x->live_plain > x->peak_plain) x->peak_plain = x->live_plain;
-    if ((rc = k->run(x, k, err))) goto done;
+    if ((rc = k->run(x, k, err))) {
+      drop_given(x, k);
+      goto done;
+    }
     if (x->check_nan) nan_check(x, k, &ns);
     if (x->profiling) continue;
     for (int j = 0; j < k->n_in + k->n_out; j++) {
