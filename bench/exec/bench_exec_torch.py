@@ -7,6 +7,9 @@
   chain --out DIR writes an elementwise-chain-heavy ONNX model (8 chains of 7 broadcast/unary ops
                   on [4,64,112,112] activations joined by Adds) with inputs, for the fused-vs-
                   unfused measurement, and prints PyTorch's eager time of the same computation.
+  kernels         PyTorch's eager time of the single ops bench/exec/bench_exec_isa.c times on
+                  x[4,64,112,112] (relu, broadcast add, sigmoid, tanh, exp, mean over the last
+                  axis, max over channels, global average pool); prints one JSON line.
 """
 import argparse
 import json
@@ -114,6 +117,20 @@ def cmd_chain(a):
     print(json.dumps({"model": "ew_chain", "seconds": t, "threads": torch.get_num_threads()}))
 
 
+def cmd_kernels(a):
+    rng = np.random.default_rng(1)
+    x = torch.from_numpy(rng.uniform(-1, 1, SHAPE).astype(np.float32))
+    c = torch.from_numpy((0.01 * np.arange(SHAPE[1], dtype=np.float32)).reshape(SHAPE[1], 1, 1))
+    ops = {"relu": lambda: torch.relu(x), "add_bcast": lambda: x + c, "sigmoid": lambda: torch.sigmoid(x),
+           "tanh": lambda: torch.tanh(x), "exp": lambda: torch.exp(x),
+           "reduce_mean_last": lambda: x.mean(dim=3, keepdim=True),
+           "reduce_max_c": lambda: x.amax(dim=1, keepdim=True),
+           "global_avg_pool": lambda: torch.nn.functional.adaptive_avg_pool2d(x, 1)}
+    with torch.no_grad():
+        out = {k: median_time(f, a.warmup, a.reps) for k, f in ops.items()}
+    print(json.dumps({"seconds": out, "threads": torch.get_num_threads()}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1)
@@ -125,9 +142,10 @@ def main():
     t.add_argument("dir")
     c = sub.add_parser("chain")
     c.add_argument("--out", required=True)
+    sub.add_parser("kernels")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    cmd_time(a) if a.cmd == "time" else cmd_chain(a)
+    {"time": cmd_time, "chain": cmd_chain, "kernels": cmd_kernels}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@
 # REPS after WARMUP; the ratios gopt/PyTorch and gopt/ONNX Runtime are the figures), with gopt's
 # --layouts plain (no layout pass, no conv post-ops) and both reorder counts beside; then fused vs
 # unfused elementwise groups on a chain-heavy model and on wavenet / gpt2_tiny; then the pass rate
-# of the ONNX backend node tests (tests/exec/node_tests.py). Prints markdown for docs.
+# of the ONNX backend node tests (tests/exec/node_tests.py); then the per-ISA kernel figures
+# (bench/exec/bench_exec_isa.c under GOPT_ISA=baseline|avx2|avx512 beside PyTorch's eager time of
+# the same ops: bench_exec_torch.py kernels / chain). Prints markdown for docs.
+# Usage: bench/exec/run.sh [isa] (isa: only the per-ISA section).
 # Environment: GOPT (default build/bin/gopt, built Release unless it exists), DATA (test data,
 # default build/exec-testdata), THREADS (1), WARMUP (3), REPS (10), MODELS (all corpus models).
 set -euo pipefail
@@ -23,9 +26,45 @@ if [ ! -x "$GOPT" ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j"$(nproc)" >/dev/null
 fi
-$PY tools/make_testdata.py corpus --out "$DATA" >&2
+ISA_BENCH=$(dirname "$GOPT")/../bench/bench_exec_isa
 export OMP_NUM_THREADS=$THREADS
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc --all) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); threads $THREADS, $WARMUP warm-ups, median of $REPS"
+# Per-ISA kernel figures: the same ops and ew_chain under each instruction set, PyTorch beside them.
+isa_section() {
+  echo "### Per-ISA kernel figures (GOPT_ISA=baseline|avx2|avx512; median of $REPS, $THREADS thread(s); PyTorch eager on the same op and shape)"
+  echo
+  mkdir -p "$DATA"
+  [ -f "$DATA/ew_chain/model.onnx" ] ||
+    $PY bench/exec/bench_exec_torch.py --threads "$THREADS" --warmup 1 --reps 1 chain --out "$DATA/ew_chain" >/dev/null
+  local tk tc g
+  tk=$($PY bench/exec/bench_exec_torch.py --threads "$THREADS" --warmup "$WARMUP" --reps "$REPS" kernels)
+  tc=$($PY bench/exec/bench_exec_torch.py --threads "$THREADS" --warmup "$WARMUP" --reps "$REPS" chain --out "$DATA/ew_chain")
+  g=$("$ISA_BENCH" --threads "$THREADS" --warmup "$WARMUP" --reps "$REPS" --chain "$DATA/ew_chain")
+  $PY - "$tk" "$tc" "$g" <<'PYEOF'
+import json, sys
+tk, tc, g = (json.loads(a) for a in sys.argv[1:4])
+torch = dict(tk["seconds"], ew_chain_fused=tc["seconds"], ew_chain_unfused=tc["seconds"])
+isas = [i for i in ("baseline", "avx2", "avx512") if g["isas"].get(i)]
+skipped = [i for i in ("baseline", "avx2", "avx512") if not g["isas"].get(i)]
+print("| kernel | " + " | ".join(isas) + " | PyTorch eager | best / baseline | best / PyTorch |")
+print("|---|" + "---|" * (len(isas) + 3))
+for k in g["isas"][isas[0]]:
+    ts = [g["isas"][i][k] for i in isas]
+    best = min(ts)
+    cells = " | ".join(f"{t*1e3:.3f} ms" for t in ts)
+    print(f"| {k} | {cells} | {torch[k]*1e3:.3f} ms | {best/ts[0]:.2f} | {best/torch[k]:.2f} |")
+if skipped:
+    print(f"\n(not run, this CPU lacks them: {', '.join(skipped)})")
+PYEOF
+}
+machine_line() { echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc --all) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); threads $THREADS, $WARMUP warm-ups, median of $REPS"; }
+if [ "${1:-}" = isa ]; then
+  machine_line
+  echo
+  isa_section
+  exit 0
+fi
+$PY tools/make_testdata.py corpus --out "$DATA" >&2
+machine_line
 echo
 [ -f .deps/node/node_modules/onnxruntime-node/package.json ] || tools/install-deps.sh test >&2
 echo "| model | gopt run | gopt --layouts plain | PyTorch eager | ONNX Runtime | gopt / PyTorch | gopt / ONNX Runtime | reorders per run (plain → auto) | peak live activations (gopt) |"
@@ -64,3 +103,5 @@ echo "### ONNX backend node tests (onnx 1.12, \`gopt run --check\` on each; excl
 echo
 $PY tests/exec/node_tests.py generate "$DATA/onnx-node-tests" >/dev/null 2>&1
 $PY tests/exec/node_tests.py run "$GOPT" "$DATA/onnx-node-tests" tests/exec/node_excluded.txt --jobs "$(nproc)" | tail -1 || true
+echo
+isa_section

@@ -121,8 +121,18 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err);
 int gopt_exec_get_output(const gopt_exec *x, size_t i, gopt_host_tensor *t, gopt_error *err);
 /* Peak live activation bytes of the last run: buffers allocated when produced and freed after
  * their last use in the execution order; graph inputs count until their last use, graph outputs
- * until the end. Constants (weights) are not activations. */
+ * until the end. Constants (weights) are not activations. An elementwise step whose input dies
+ * there (an activation, not a graph input or output) writes its output into that input's buffer
+ * (in place; environment GOPT_INPLACE=0 turns it off), which the peak counts once. */
 size_t gopt_exec_peak_bytes(const gopt_exec *x);
+/* The peak of the last run as if nothing had run in place (equals gopt_exec_peak_bytes with
+ * GOPT_INPLACE=0), and the number of step outputs planned in place. */
+size_t gopt_exec_peak_bytes_without_inplace(const gopt_exec *x);
+size_t gopt_exec_n_inplace(const gopt_exec *x);
+/* The instruction set the fused elementwise loops and reductions run with: "baseline" (any
+ * x86-64), "avx2" or "avx512"; the best this CPU supports unless the environment variable
+ * GOPT_ISA names one (baseline|avx2|avx512|auto; gopt_exec_new refuses one the CPU lacks). */
+const char *gopt_exec_isa(const gopt_exec *x);
 /* Number of execution steps (nodes, a fused group counting as one). */
 size_t gopt_exec_n_steps(const gopt_exec *x);
 

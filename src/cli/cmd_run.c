@@ -736,6 +736,7 @@ int cli_run(int argc, char **argv) {
   json_object_set_new(out, "steps", json_integer((json_int_t)gopt_exec_n_steps(x)));
   json_object_set_new(out, "random_weights", json_integer((json_int_t)n_random));
   report_layouts(x, g, &o, out);
+  json_object_set_new(out, "isa", json_string(gopt_exec_isa(x)));
   if (o.check) {
     int r = run_check(x, &o, out);
     if (r < 0) goto done;
@@ -758,6 +759,9 @@ int cli_run(int argc, char **argv) {
     double dt = gopt_now() - t0;
     json_object_set_new(out, "seconds", json_real(dt));
     json_object_set_new(out, "peak_bytes", json_integer((json_int_t)gopt_exec_peak_bytes(x)));
+    json_object_set_new(out, "peak_bytes_without_inplace",
+                        json_integer((json_int_t)gopt_exec_peak_bytes_without_inplace(x)));
+    json_object_set_new(out, "inplace_outputs", json_integer((json_int_t)gopt_exec_n_inplace(x)));
     json_t *outs = json_array();
     json_object_set_new(out, "outputs", outs);
     for (size_t i = 0; i < gopt_exec_n_outputs(x); i++) {
@@ -773,9 +777,11 @@ int cli_run(int argc, char **argv) {
       gopt_host_tensor_clear(&t);
     }
     if (!o.json && !o.profile && !o.time)
-      printf("%s: %zu steps in %.3f ms, peak live activations %.2f MB (%zu bytes)\n", o.model,
+      printf("%s: %zu steps in %.3f ms, peak live activations %.2f MB (%zu bytes; %zu without "
+             "in-place, %zu outputs in place), %s kernels\n", o.model,
              gopt_exec_n_steps(x), dt * 1e3, (double)gopt_exec_peak_bytes(x) / 1e6,
-             gopt_exec_peak_bytes(x));
+             gopt_exec_peak_bytes(x), gopt_exec_peak_bytes_without_inplace(x),
+             gopt_exec_n_inplace(x), gopt_exec_isa(x));
     if (o.outputs && write_outputs(x, &o)) goto done;
   }
   if (o.profile && run_profile(x, g, &o, out)) goto done;

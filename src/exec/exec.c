@@ -653,12 +653,14 @@ int gopt_exec_new(const gopt_graph *g, const gopt_exec_opts *o, gopt_exec **out,
     x->vals[t].nbytes = (size_t)ex_numel(x, t) * gopt_dtype_size(g->tensors.a[t].dtype);
     x->inputs[x->n_inputs++] = t;
   }
+  if ((rc = ex_isa_select(x, err))) goto fail;
   if ((rc = ex_dnnl_init(x, err))) goto fail;
   if ((rc = make_order(x, o, &order, &n_order, err))) goto fail;
   if (o && o->layouts == GOPT_EXEC_LAYOUT_AUTO && (rc = ex_layout_plan(x, order, n_order, o->group, err)))
     goto fail;
   if ((rc = make_steps(x, order, n_order, o ? o->group : NULL, err))) goto fail;
   if ((rc = make_lifetimes(x, err))) goto fail;
+  if ((rc = ex_plan_inplace(x, err))) goto fail;
   free(order);
   if (n_random) *n_random = nrand;
   *out = x;
@@ -688,6 +690,7 @@ void gopt_exec_free(gopt_exec *x) {
     if (k->fini && k->st) k->fini(k->st);
     free(k->in);
     free(k->out);
+    free(k->reuse);
   }
   free(x->steps);
   ex_layout_free(x);
@@ -826,6 +829,21 @@ static void nan_check(gopt_exec *x, ex_kernel *k, nan_state *ns) {
   }
 }
 
+/* Whether step k's input j gave its buffer to one of the step's outputs (in place). */
+static int given_in_place(const gopt_exec *x, const ex_kernel *k, int j) {
+  if (!k->reuse || x->profiling) return 0;
+  for (int o = 0; o < k->n_out; o++)
+    if (k->reuse[o] == j) return 1;
+  return 0;
+}
+
+/* After a failed step: the inputs that gave their buffers to outputs no longer own them (so
+ * ex_release_acts returns each buffer to the pool once). */
+static void drop_given(gopt_exec *x, const ex_kernel *k) {
+  for (int j = 0; j < k->n_in; j++)
+    if (k->in[j] >= 0 && given_in_place(x, k, j)) x->vals[k->in[j]].data = NULL;
+}
+
 int gopt_exec_run(gopt_exec *x, gopt_error *err) {
   int rc = GOPT_OK;
   nan_state ns = {0};
@@ -845,6 +863,7 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
   for (size_t i = 0; i < x->n_inputs; i++)
     if (x->last_use[x->inputs[i]] >= 0) x->live_bytes += x->vals[x->inputs[i]].nbytes;
   x->peak_bytes = x->live_bytes;
+  x->live_plain = x->peak_plain = x->live_bytes;
   for (size_t s = 0; s < x->n_steps; s++) {
     ex_kernel *k = &x->steps[s];
     for (int j = 0; j < k->n_out; j++) {
@@ -853,16 +872,27 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
       if (v->kind != EX_V_ACT || v->data) continue;
       v->nbytes = ex_layout_nbytes(x, t); /* a oneDNN layout may pad the channels */
       if (!v->nbytes) v->nbytes = (size_t)ex_numel(x, t) * gopt_dtype_size(ex_dtype(x, t));
+      x->live_plain += v->nbytes;
+      if (k->reuse && k->reuse[j] >= 0 && !x->profiling) {
+        /* in place (exec_inplace.c): the input dies here, its buffer becomes the output's */
+        v->data = x->vals[k->in[k->reuse[j]]].data;
+        continue;
+      }
       v->data = pool_get(x, v->nbytes);
       if (!v->data) {
         rc = ex_node_error(x, k->node, err, GOPT_ENOMEM, "out of memory for output '%s' (%zu bytes)",
                            gopt_graph_str(x->g, x->g->tensors.a[t].name), v->nbytes);
+        drop_given(x, k);
         goto done;
       }
       x->live_bytes += v->nbytes;
     }
     if (x->live_bytes > x->peak_bytes) x->peak_bytes = x->live_bytes;
-    if ((rc = k->run(x, k, err))) goto done;
+    if (x->live_plain > x->peak_plain) x->peak_plain = x->live_plain;
+    if ((rc = k->run(x, k, err))) {
+      drop_given(x, k);
+      goto done;
+    }
     if (x->check_nan) nan_check(x, k, &ns);
     if (x->profiling) continue;
     for (int j = 0; j < k->n_in + k->n_out; j++) {
@@ -873,6 +903,11 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
       int dup = 0;
       for (int q = 0; q < j && !dup; q++) dup = (q < k->n_in ? k->in[q] : k->out[q - k->n_in]) == t;
       if (dup) continue;
+      x->live_plain -= v->nbytes;
+      if (j < k->n_in && given_in_place(x, k, j)) { /* its buffer is an output's now */
+        v->data = NULL;
+        continue;
+      }
       x->live_bytes -= v->nbytes;
       if (v->kind == EX_V_ACT) {
         pool_put(x, v->data, v->nbytes);

@@ -24,6 +24,7 @@ struct ex_kernel {
   ex_run_fn run;
   void (*fini)(void *st);
   void *st;           /* kernel state (oneDNN primitives, fused program, parameters) */
+  int32_t *reuse;     /* NULL, or per output: index into in[] whose buffer it takes (-1 none) */
 };
 
 /* Runtime value of a tensor. */
@@ -64,6 +65,9 @@ struct gopt_exec {
   int profiling;             /* keep every buffer alive (per-step profiling) */
   ex_layout *lay;            /* layout-assignment pass (exec_layout.c); NULL: plain layouts */
   size_t reorders;           /* activation reorders per run without the pass */
+  int isa;                   /* EX_ISA_* of the vector kernels (exec_isa.c) */
+  size_t n_inplace;          /* outputs planned to take a dying input's buffer (exec_inplace.c) */
+  size_t live_plain, peak_plain; /* live/peak bytes as if nothing ran in place */
 };
 
 /* ---- helpers (exec.c) ---------------------------------------------------------------------------- */
@@ -112,6 +116,13 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *members, int n_m
                      gopt_error *err);
 /* Whether node n can be a member of a fused group (float elementwise/broadcast op). */
 int ex_fusable(const gopt_exec *x, int32_t n);
+
+/* Vector kernels: picks x->isa from the CPU and GOPT_ISA (exec_isa.c). */
+int ex_isa_select(gopt_exec *x, gopt_error *err);
+/* In-place planning (exec_inplace.c): fills the steps' reuse after the lifetimes are known. */
+int ex_plan_inplace(gopt_exec *x, gopt_error *err);
+/* Whether step k (a fused elementwise program) may write output out_j into input in_j's buffer. */
+int ex_elem_can_alias(const gopt_exec *x, const ex_kernel *k, int in_j, int out_j);
 
 /* oneDNN context. */
 int ex_dnnl_init(gopt_exec *x, gopt_error *err);

@@ -2,54 +2,15 @@
  * per-element program: loads of the external inputs with broadcast-aware index math, one
  * instruction per op over register blocks, stores of the group's outputs; one OpenMP-parallel
  * loop over blocks of the output, so a fused group makes one pass over memory with no
- * intermediate buffers. Integer/bool ops and casts take a generic (scalar) broadcast path. */
+ * intermediate buffers. The block loops themselves are in k_vec.inc, compiled per instruction set
+ * (exec_isa.c picks one). Integer/bool ops and casts take a generic (scalar) broadcast path. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/exec_internal.h"
-
-#define FX_BLK 512
-
-enum {
-  FX_COPY, FX_RELU, FX_LEAKY, FX_ELU, FX_SIGMOID, FX_HSIGMOID, FX_HSWISH, FX_TANH, FX_EXP, FX_LOG,
-  FX_SQRT, FX_RECIP, FX_NEG, FX_ABS, FX_ERF, FX_FLOOR, FX_CEIL, FX_SIN, FX_COS, FX_SOFTPLUS,
-  FX_CLIP, FX_ADD, FX_SUB, FX_MUL, FX_DIV, FX_POW, FX_MAX, FX_MIN, FX_PRELU, FX_WHERE, FX_ROUND,
-  FX_SIGN
-};
-
-typedef struct fx_load {
-  const void *base;   /* set at run time from the tensor */
-  int32_t tensor;
-  int is_bool;        /* uint8 source converted to 0/1 */
-  int kind;           /* 0 general, 1 contiguous full, 2 scalar */
-  int64_t strides[GOPT_MAX_RANK]; /* element strides over the loop dims (0 = broadcast) */
-} fx_load;
-
-typedef struct fx_instr {
-  uint8_t op;
-  int16_t dst, a, b, c;
-  float p0, p1;
-} fx_instr;
-
-typedef struct fx_store {
-  int32_t tensor;
-  int16_t reg;
-} fx_store;
-
-typedef struct fx_prog {
-  int rank;
-  int64_t dims[GOPT_MAX_RANK];
-  int64_t numel;
-  int n_loads, n_instr, n_stores, n_regs;
-  int n_members;      /* registers 0..n_members-1 hold member outputs; loads follow */
-  fx_load *loads;
-  fx_instr *instr;
-  fx_store *stores;
-  float *scratch; /* n_threads * n_regs * FX_BLK */
-  int n_threads;
-} fx_prog;
+#include "exec/k_vec.h"
 
 static void fx_free(void *p) {
   fx_prog *f = p;
@@ -58,6 +19,7 @@ static void fx_free(void *p) {
   free(f->instr);
   free(f->stores);
   free(f->scratch);
+  free(f->ptrs);
   free(f);
 }
 
@@ -137,173 +99,34 @@ int ex_elem_handles(const gopt_exec *x, int32_t n) {
 
 /* ---- the program's kernel ------------------------------------------------------------------------- */
 
-static void fx_load_block(const fx_prog *f, const fx_load *l, int64_t start, int64_t len, float *r) {
-  if (l->kind == 2) {
-    float v = l->is_bool ? (float)(((const uint8_t *)l->base)[0] != 0) : ((const float *)l->base)[0];
-    for (int64_t i = 0; i < len; i++) r[i] = v;
-    return;
-  }
-  if (l->kind == 1) {
-    if (l->is_bool) {
-      const uint8_t *p = (const uint8_t *)l->base + start;
-      for (int64_t i = 0; i < len; i++) r[i] = (float)(p[i] != 0);
-    } else {
-      memcpy(r, (const float *)l->base + start, (size_t)len * sizeof(float));
-    }
-    return;
-  }
-  /* general: coordinates of start, then runs along the last dim */
-  int rank = f->rank;
-  int64_t c[GOPT_MAX_RANK];
-  int64_t rem = start, off = 0;
-  for (int d = rank - 1; d >= 0; d--) {
-    c[d] = rem % f->dims[d];
-    rem /= f->dims[d];
-    off += c[d] * l->strides[d];
-  }
-  int64_t i = 0;
-  int64_t last = f->dims[rank - 1], sl = l->strides[rank - 1];
-  while (i < len) {
-    int64_t run = last - c[rank - 1];
-    if (run > len - i) run = len - i;
-    if (l->is_bool) {
-      const uint8_t *p = (const uint8_t *)l->base;
-      for (int64_t j = 0; j < run; j++) r[i + j] = (float)(p[off + j * sl] != 0);
-    } else {
-      const float *p = (const float *)l->base + off;
-      if (sl == 1) memcpy(r + i, p, (size_t)run * sizeof(float));
-      else if (sl == 0) for (int64_t j = 0; j < run; j++) r[i + j] = p[0];
-      else for (int64_t j = 0; j < run; j++) r[i + j] = p[j * sl];
-    }
-    i += run;
-    off += run * sl;
-    c[rank - 1] += run;
-    for (int d = rank - 1; d > 0 && c[d] == f->dims[d]; d--) {
-      off -= c[d] * l->strides[d];
-      c[d] = 0;
-      c[d - 1]++;
-      off += l->strides[d - 1];
-    }
-  }
-}
-
-/* exp(x) for float, written so that loops over it auto-vectorize (no libm call): x = n ln2 + r,
- * |r| <= ln2/2, exp(r) by a degree-6 polynomial (Cephes' coefficients, ~1 ulp), times 2^n built
- * in the exponent bits. Saturates to 0 / +Inf outside [-87.3, 88.7]; NaN stays NaN. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define EX_NOTRAP __attribute__((optimize("no-trapping-math")))
-#else
-#define EX_NOTRAP
-#endif
-EX_NOTRAP static inline float ex_expf(float x) {
-  float xc = x < -87.3f ? -87.3f : x;
-  xc = xc > 88.7f ? 88.7f : xc;
-  float t = xc * 1.44269504088896341f;
-  int32_t n = (int32_t)(t + (t < 0.0f ? -0.5f : 0.5f));
-  float fn = (float)n;
-  float r = xc - fn * 0.693359375f + fn * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t bits = (n + 127) * (1 << 23);
-  float sc;
-  memcpy(&sc, &bits, sizeof sc);
-  float y = p * sc;
-  y = x > 88.7f ? INFINITY : y;
-  y = x < -87.3f ? 0.0f : y;
-  return x != x ? x : y;
-}
-EX_NOTRAP static inline float sigm(float v) { return 1.0f / (1.0f + ex_expf(-v)); }
-/* min(max(v, lo), hi) as selects (NaN passes through as fmaxf/fminf would not) */
-EX_NOTRAP static inline float clampf(float v, float lo, float hi) {
-  v = v < lo ? lo : v;
-  return v > hi ? hi : v;
-}
-/* tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); a short odd polynomial near 0 keeps the relative
- * error small there. */
-EX_NOTRAP static inline float ex_tanhf(float x) {
-  float a = fabsf(x);
-  float e = ex_expf(2.0f * (a < 9.0f ? a : 9.0f));
-  float big = 1.0f - 2.0f / (e + 1.0f);
-  float x2 = x * x;
-  float small = a * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * -0.0539682540f)));
-  float y = a < 0.0625f ? small : big;
-  y = x < 0 ? -y : y;
-  return x != x ? x : y;
-}
-
-/* Comparisons may not trap here, so GCC if-converts the selects above and vectorizes the loops. */
-EX_NOTRAP static void fx_exec_instr(const fx_instr *in, float *regs, int64_t len) {
-  float *d = regs + (size_t)in->dst * FX_BLK;
-  const float *a = regs + (size_t)in->a * FX_BLK;
-  const float *b = in->b >= 0 ? regs + (size_t)in->b * FX_BLK : NULL;
-  const float *c = in->c >= 0 ? regs + (size_t)in->c * FX_BLK : NULL;
-  float p0 = in->p0, p1 = in->p1;
-  int64_t i;
-  switch (in->op) {
-    case FX_COPY: memcpy(d, a, (size_t)len * sizeof(float)); break;
-    case FX_RELU: for (i = 0; i < len; i++) d[i] = a[i] > 0 ? a[i] : 0; break;
-    case FX_LEAKY: for (i = 0; i < len; i++) d[i] = a[i] >= 0 ? a[i] : p0 * a[i]; break;
-    case FX_ELU: for (i = 0; i < len; i++) d[i] = a[i] >= 0 ? a[i] : p0 * (ex_expf(a[i]) - 1); break;
-    case FX_SIGMOID: for (i = 0; i < len; i++) d[i] = sigm(a[i]); break;
-    case FX_HSIGMOID: for (i = 0; i < len; i++) d[i] = clampf(p0 * a[i] + p1, 0.f, 1.f); break;
-    case FX_HSWISH:
-      for (i = 0; i < len; i++) d[i] = a[i] * clampf(a[i] / 6.0f + 0.5f, 0.f, 1.f);
-      break;
-    case FX_TANH: for (i = 0; i < len; i++) d[i] = ex_tanhf(a[i]); break;
-    case FX_EXP: for (i = 0; i < len; i++) d[i] = ex_expf(a[i]); break;
-    case FX_LOG: for (i = 0; i < len; i++) d[i] = logf(a[i]); break;
-    case FX_SQRT: for (i = 0; i < len; i++) d[i] = sqrtf(a[i]); break;
-    case FX_RECIP: for (i = 0; i < len; i++) d[i] = 1.0f / a[i]; break;
-    case FX_NEG: for (i = 0; i < len; i++) d[i] = -a[i]; break;
-    case FX_ABS: for (i = 0; i < len; i++) d[i] = fabsf(a[i]); break;
-    case FX_ERF: for (i = 0; i < len; i++) d[i] = erff(a[i]); break;
-    case FX_FLOOR: for (i = 0; i < len; i++) d[i] = floorf(a[i]); break;
-    case FX_CEIL: for (i = 0; i < len; i++) d[i] = ceilf(a[i]); break;
-    case FX_ROUND: for (i = 0; i < len; i++) d[i] = nearbyintf(a[i]); break;
-    case FX_SIGN: for (i = 0; i < len; i++) d[i] = (float)((a[i] > 0) - (a[i] < 0)); break;
-    case FX_SIN: for (i = 0; i < len; i++) d[i] = sinf(a[i]); break;
-    case FX_COS: for (i = 0; i < len; i++) d[i] = cosf(a[i]); break;
-    case FX_SOFTPLUS: for (i = 0; i < len; i++) d[i] = log1pf(expf(a[i])); break;
-    case FX_CLIP: for (i = 0; i < len; i++) d[i] = fminf(fmaxf(a[i], p0), p1); break;
-    case FX_ADD: for (i = 0; i < len; i++) d[i] = a[i] + b[i]; break;
-    case FX_SUB: for (i = 0; i < len; i++) d[i] = a[i] - b[i]; break;
-    case FX_MUL: for (i = 0; i < len; i++) d[i] = a[i] * b[i]; break;
-    case FX_DIV: for (i = 0; i < len; i++) d[i] = a[i] / b[i]; break;
-    case FX_POW: for (i = 0; i < len; i++) d[i] = powf(a[i], b[i]); break;
-    case FX_MAX: for (i = 0; i < len; i++) d[i] = a[i] >= b[i] || isnan(a[i]) ? a[i] : b[i]; break;
-    case FX_MIN: for (i = 0; i < len; i++) d[i] = a[i] <= b[i] || isnan(a[i]) ? a[i] : b[i]; break;
-    case FX_PRELU: for (i = 0; i < len; i++) d[i] = a[i] < 0 ? b[i] * a[i] : a[i]; break;
-    case FX_WHERE: for (i = 0; i < len; i++) d[i] = a[i] != 0 ? b[i] : c[i]; break;
-    default: break;
-  }
-}
-
-/* fx_forward: out_k[i] = program(in_0[bcast(i)], ...) for i in [0, numel) (shapes in f). */
+/* fx_forward: out_k[i] = program(in_0[bcast(i)], ...) for i in [0, numel) (shapes in f); the
+ * blocks run through the ISA's block function (k_vec.inc). */
 static int fx_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   fx_prog *f = k->st;
   for (int l = 0; l < f->n_loads; l++) f->loads[l].base = ex_data(x, f->loads[l].tensor);
+  for (int s = 0; s < f->n_stores; s++) f->stores[s].base = ex_data(x, f->stores[s].tensor);
   int64_t nblk = (f->numel + FX_BLK - 1) / FX_BLK;
   int nt = f->n_threads;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nblk > 8)
   for (int64_t b = 0; b < nblk; b++) {
     int tid = omp_get_thread_num();
     float *regs = f->scratch + (size_t)tid * (size_t)f->n_regs * FX_BLK;
+    const float **rp = f->ptrs + (size_t)tid * (size_t)f->n_regs;
     int64_t start = b * FX_BLK;
     int64_t len = f->numel - start < FX_BLK ? f->numel - start : FX_BLK;
-    for (int l = 0; l < f->n_loads; l++) fx_load_block(f, &f->loads[l], start, len, regs + (size_t)(f->n_members + l) * FX_BLK);
-    for (int j = 0; j < f->n_instr; j++) fx_exec_instr(&f->instr[j], regs, len);
-    for (int s = 0; s < f->n_stores; s++) {
-      float *o = (float *)ex_data(x, f->stores[s].tensor) + start;
-      memcpy(o, regs + (size_t)f->stores[s].reg * FX_BLK, (size_t)len * sizeof(float));
-    }
+    f->block(f, regs, rp, start, len);
   }
   (void)err;
   return GOPT_OK;
+}
+
+int ex_elem_can_alias(const gopt_exec *x, const ex_kernel *k, int in_j, int out_j) {
+  if (k->run != fx_run || in_j < 0 || out_j < 0) return 0;
+  const fx_prog *f = k->st;
+  if (in_j >= f->n_loads || out_j >= f->n_stores) return 0;
+  const fx_load *l = &f->loads[in_j];
+  return l->kind == 1 && !l->is_bool && ex_dtype(x, l->tensor) == GOPT_DT_FLOAT &&
+         ex_numel(x, l->tensor) == f->numel && ex_numel(x, f->stores[out_j].tensor) == f->numel;
 }
 
 /* ---- compiling a group ------------------------------------------------------------------------------ */
@@ -339,6 +162,15 @@ static float const_scalar(const gopt_exec *x, int32_t t, float dflt) {
     case GOPT_DT_DOUBLE: return (float)((const double *)ex_data(x, t))[0];
     default: return dflt;
   }
+}
+
+/* Pow whose exponent t is a constant scalar 2 or 3 runs as x*x or x*x*x (FX_SQUARE, FX_CUBE:
+ * vectorised, where powf is a libm call per element; x*x is exactly powf's correctly rounded
+ * square, x*x*x within an ulp of the cube); -1 otherwise. */
+static int pow_special(const gopt_exec *x, int32_t t) {
+  if (!ex_is_const(x, t) || ex_numel(x, t) != 1 || !ex_data(x, t)) return -1;
+  float v = const_scalar(x, t, NAN);
+  return v == 2.0f ? FX_SQUARE : v == 3.0f ? FX_CUBE : -1;
 }
 
 int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, gopt_error *err) {
@@ -406,6 +238,7 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
       if (t < 0) continue;
       if (nd->op == GOPT_OP_EXPAND && i == 1) continue;
       if (nd->op == GOPT_OP_CLIP && i > 0) continue;
+      if (nd->op == GOPT_OP_POW && i == 1 && pow_special(x, t) >= 0) continue;
       if (reg_of[t]) {
         src[nsrc++] = (int16_t)(reg_of[t] - 1);
         continue;
@@ -429,6 +262,8 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
     if (rc) break;
     fx_instr *in = &f->instr[f->n_instr++];
     in->op = (uint8_t)fx_opcode(nd->op);
+    if (nd->op == GOPT_OP_POW && nd->n_in > 1 && pow_special(x, gopt_node_input(g, n, 1)) >= 0)
+      in->op = (uint8_t)pow_special(x, gopt_node_input(g, n, 1));
     in->dst = (int16_t)m;
     in->a = src[0];
     in->b = in->c = -1;
@@ -485,7 +320,7 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
                            (long long)f->numel);
         break;
       }
-      f->stores[f->n_stores++] = (fx_store){out, (int16_t)m};
+      f->stores[f->n_stores++] = (fx_store){out, (int16_t)m, NULL};
       k->out[k->n_out++] = out;
     }
   }
@@ -495,7 +330,9 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
   f->n_members = n_mem;
   f->n_threads = x->threads > 0 ? x->threads : 1;
   f->scratch = aligned_alloc(64, (size_t)f->n_threads * (size_t)f->n_regs * FX_BLK * sizeof(float));
-  if (!f->scratch) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  f->ptrs = malloc(((size_t)f->n_threads * (size_t)f->n_regs + 1) * sizeof *f->ptrs);
+  f->block = ex_vec_ops_for(x->isa)->fx_block;
+  if (!f->scratch || !f->ptrs) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
 done:
   free(reg_of);
   return rc;

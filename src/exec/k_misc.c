@@ -1,6 +1,7 @@
 /* k_misc.c: reductions (ReduceMean/Sum/Max/Min/Prod/L2/SumSquare), global pooling, and the ONNX
  * LSTM (all gates at once with OpenBLAS sgemm: the input projection for every step in one call,
- * the recurrent one per step; gate order i, o, f, c as ONNX defines it). */
+ * the recurrent one per step; gate order i, o, f, c as ONNX defines it). A reduction over contiguous
+ * axes runs the vector loop of k_vec.inc for the executor's instruction set. */
 #include <cblas.h>
 #undef I /* complex.h (through cblas.h) defines I */
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "exec/k_vec.h"
 
 int ex_misc_handles(int op) {
   switch (op) {
@@ -31,73 +33,18 @@ typedef struct red_st {
   uint8_t reduced[GOPT_MAX_RANK];
 } red_st;
 
-static float red_init(int op) {
-  switch (op) {
-    case GOPT_OP_REDUCE_MAX: case GOPT_OP_GLOBAL_MAX_POOL: return -INFINITY;
-    case GOPT_OP_REDUCE_MIN: return INFINITY;
-    case GOPT_OP_REDUCE_PROD: return 1.0f;
-    default: return 0.0f;
-  }
-}
-static inline float red_step(int op, float acc, float v) {
-  switch (op) {
-    case GOPT_OP_REDUCE_MAX: case GOPT_OP_GLOBAL_MAX_POOL: return v > acc || isnan(v) ? v : acc;
-    case GOPT_OP_REDUCE_MIN: return v < acc || isnan(v) ? v : acc;
-    case GOPT_OP_REDUCE_PROD: return acc * v;
-    case GOPT_OP_REDUCE_L2: case GOPT_OP_REDUCE_SUM_SQUARE: return acc + v * v;
-    default: return acc + v;
-  }
-}
-static inline float red_final(int op, float acc, int64_t n) {
-  switch (op) {
-    case GOPT_OP_REDUCE_MEAN: case GOPT_OP_GLOBAL_AVG_POOL: return n ? acc / (float)n : NAN;
-    case GOPT_OP_REDUCE_L2: return sqrtf(acc);
-    default: return acc;
-  }
-}
-
-/* reduce_forward: out[o, i] = reduce_r in[o, r, i] (in [outer, red, inner], out [outer, inner]). */
-static void reduce_forward(float *out, const float *in, int op, int64_t outer, int64_t red, int64_t inner) {
-  if (inner == 1) {
-#pragma omp parallel for schedule(static) if (outer * red > 32768)
-    for (int64_t o = 0; o < outer; o++) {
-      const float *p = in + o * red;
-      float acc = red_init(op);
-      if (op == GOPT_OP_REDUCE_MEAN || op == GOPT_OP_REDUCE_SUM || op == GOPT_OP_GLOBAL_AVG_POOL) {
-        double s = 0;
-        for (int64_t r = 0; r < red; r++) s += p[r];
-        acc = (float)s;
-      } else {
-        for (int64_t r = 0; r < red; r++) acc = red_step(op, acc, p[r]);
-      }
-      out[o] = red_final(op, acc, red);
-    }
-    return;
-  }
-#pragma omp parallel for schedule(static) if (outer * red * inner > 32768)
-  for (int64_t o = 0; o < outer; o++) {
-    float *q = out + o * inner;
-    for (int64_t i = 0; i < inner; i++) q[i] = red_init(op);
-    for (int64_t r = 0; r < red; r++) {
-      const float *p = in + (o * red + r) * inner;
-      for (int64_t i = 0; i < inner; i++) q[i] = red_step(op, q[i], p[i]);
-    }
-    for (int64_t i = 0; i < inner; i++) q[i] = red_final(op, q[i], red);
-  }
-}
-
 static int reduce_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   red_st *s = k->st;
   (void)err;
   const float *in = ex_data(x, k->in[0]);
   float *out = ex_data(x, k->out[0]);
   if (s->contiguous) {
-    reduce_forward(out, in, s->op, s->outer, s->red, s->inner);
+    ex_vec_ops_for(x->isa)->reduce(out, in, s->op, s->outer, s->red, s->inner);
     return GOPT_OK;
   }
   /* general: scatter every input element onto its output */
   int64_t on = ex_numel(x, k->out[0]), n = ex_numel(x, k->in[0]), cnt = n / (on ? on : 1);
-  for (int64_t i = 0; i < on; i++) out[i] = red_init(s->op);
+  for (int64_t i = 0; i < on; i++) out[i] = ex_red_init(s->op);
   int64_t ost[GOPT_MAX_RANK], a = 1;
   for (int i = s->rank - 1; i >= 0; i--) {
     ost[i] = s->reduced[i] ? 0 : a;
@@ -109,9 +56,9 @@ static int reduce_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
       o += (rem % s->dims[i]) * ost[i];
       rem /= s->dims[i];
     }
-    out[o] = red_step(s->op, out[o], in[e]);
+    out[o] = ex_red_step(s->op, out[o], in[e]);
   }
-  for (int64_t i = 0; i < on; i++) out[i] = red_final(s->op, out[i], cnt);
+  for (int64_t i = 0; i < on; i++) out[i] = ex_red_final(s->op, out[i], cnt);
   return GOPT_OK;
 }
 
