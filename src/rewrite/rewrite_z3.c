@@ -20,8 +20,9 @@
 
 #include "rewrite/rewrite_internal.h"
 
-/* Conv variants with axioms: stride 1, dilation 1, "same" pads. */
-enum { ZK_1x1, ZK_3x3, ZK_1x3, ZK_3x3_G2, ZK_N };
+/* Conv variants with axioms: stride 1, dilation 1, "same" pads; kernels 1x1, 3x3, 1x3, each with
+ * 1 or 2 groups (variant + ZK_G2). */
+enum { ZK_1x1, ZK_3x3, ZK_1x3, ZK_G2, ZK_N = 2 * ZK_G2 };
 
 typedef struct zc {
   Z3_context c;
@@ -43,14 +44,19 @@ static void axiom(zc *z, Z3_solver s, Z3_ast *v, unsigned nv, Z3_ast lhs, Z3_ast
   Z3_solver_assert(z->c, s, Z3_mk_forall_const(z->c, 0, nv, bound, 0, NULL, body));
 }
 
+/* Four tensor constants named <prefix>0..3 for an axiom's bound variables. */
+static void bound_vars(zc *z, char prefix, Z3_ast *v) {
+  for (int i = 0; i < 4; i++) {
+    char n[16];
+    snprintf(n, sizeof n, "%c%d", prefix, i);
+    v[i] = Z3_mk_const(z->c, Z3_mk_string_symbol(z->c, n), z->T);
+  }
+}
+
 /* The base axioms; mat = 0 leaves out those of MatMul and Transpose (conv rules have neither). */
 static void axioms(zc *z, Z3_solver s, int mat) {
   Z3_ast v[4];
-  for (int i = 0; i < 4; i++) {
-    char n[16];
-    snprintf(n, sizeof n, "v%d", i);
-    v[i] = Z3_mk_const(z->c, Z3_mk_string_symbol(z->c, n), z->T);
-  }
+  bound_vars(z, 'v', v);
   Z3_ast a = v[0], b = v[1], c = v[2], d = v[3];
   Z3_func_decl ew[2] = {z->A, z->X};
   for (int i = 0; i < 2; i++) {
@@ -113,15 +119,12 @@ static void axioms(zc *z, Z3_solver s, int mat) {
 /* TASO's convolution axioms for the conv variants in mask `kmask` (and scalar Mul). */
 static void conv_axioms(zc *z, Z3_solver s, int kmask) {
   Z3_ast v[4];
-  for (int i = 0; i < 4; i++) {
-    char n[16];
-    snprintf(n, sizeof n, "k%d", i);
-    v[i] = Z3_mk_const(z->c, Z3_mk_string_symbol(z->c, n), z->T);
-  }
+  bound_vars(z, 'k', v);
   Z3_ast a = v[0], b = v[1], w = v[2], u = v[3]; /* every axiom binds all four */
   Z3_func_decl SM = z->SM, A = z->A, C[2] = {z->C0, z->C1};
   /* scalar Mul: distributes over Add, commutes with concat, split and another scalar Mul */
   axiom(z, s, v, 4, ap2(z, SM, ap2(z, A, a, b), w), ap2(z, A, ap2(z, SM, a, w), ap2(z, SM, b, w)));
+  axiom(z, s, v, 4, ap2(z, SM, a, ap2(z, A, w, u)), ap2(z, A, ap2(z, SM, a, w), ap2(z, SM, a, u)));
   axiom(z, s, v, 4, ap2(z, SM, ap2(z, SM, a, w), u), ap2(z, SM, ap2(z, SM, a, u), w));
   for (int ax = 0; ax < 2; ax++) {
     axiom(z, s, v, 4, ap2(z, SM, ap2(z, C[ax], a, b), w), ap2(z, C[ax], ap2(z, SM, a, w), ap2(z, SM, b, w)));
@@ -140,9 +143,9 @@ static void conv_axioms(zc *z, Z3_solver s, int kmask) {
     axiom(z, s, v, 4, ap2(z, K, ap2(z, z->C0, a, b), w), ap2(z, z->C0, ap2(z, K, a, w), ap2(z, K, b, w)));
     for (int h = 0; h < 2; h++)
       axiom(z, s, v, 4, ap1(z, z->S[0][h], ap2(z, K, a, w)), ap2(z, K, ap1(z, z->S[0][h], a), w));
-    if (k == ZK_3x3_G2) {
+    if (k >= ZK_G2) {
       /* a 2-group conv is the concat of its groups' convs */
-      Z3_func_decl K1 = z->K[ZK_3x3];
+      Z3_func_decl K1 = z->K[k - ZK_G2];
       axiom(z, s, v, 4, ap2(z, K, ap2(z, z->C1, a, b), ap2(z, z->C0, w, u)),
             ap2(z, z->C1, ap2(z, K1, a, w), ap2(z, K1, b, u)));
       continue;
@@ -171,16 +174,22 @@ static int conv_variant(const rw_pop *o) {
       return -1;
   }
   int grp = g ? (int)json_integer_value(g) : 1;
-  if (grp == 1 && kh == 1 && kw == 1) return ZK_1x1;
-  if (grp == 1 && kh == 3 && kw == 3) return ZK_3x3;
-  if (grp == 1 && kh == 1 && kw == 3) return ZK_1x3;
-  if (grp == 2 && kh == 3 && kw == 3) return ZK_3x3_G2;
-  return -1;
+  int k = kh == 1 && kw == 1 ? ZK_1x1 : kh == 3 && kw == 3 ? ZK_3x3 : kh == 1 && kw == 3 ? ZK_1x3 : -1;
+  if (k < 0 || grp < 1 || grp > 2) return -1;
+  return grp == 2 ? k + ZK_G2 : k;
 }
 
-/* A Mul whose second input is a rank-0 variable (a scalar). */
-static int scalar_mul(const rw_rule *r, const rw_pop *o) {
-  return !strcmp(o->type, "Mul") && o->n_in == 2 && !RW_REF_IS_OP(o->in[1]) && r->var_rank[o->in[1]] == 0;
+/* Pattern reference ref is a scalar: a rank-0 variable, or an Add / Mul of scalars. */
+static int is_scalar(const rw_rule *r, const rw_pattern *p, int ref) {
+  if (!RW_REF_IS_OP(ref)) return r->var_rank[ref] == 0;
+  const rw_pop *o = &p->ops[RW_REF_OPI(ref)];
+  if ((strcmp(o->type, "Add") && strcmp(o->type, "Mul")) || o->n_in != 2) return 0;
+  return is_scalar(r, p, o->in[0]) && is_scalar(r, p, o->in[1]);
+}
+
+/* A Mul of a non-scalar by a scalar (its second input). */
+static int scalar_mul(const rw_rule *r, const rw_pattern *p, const rw_pop *o) {
+  return !strcmp(o->type, "Mul") && o->n_in == 2 && is_scalar(r, p, o->in[1]) && !is_scalar(r, p, o->in[0]);
 }
 
 /* Term of output k of pattern op i. */
@@ -207,7 +216,7 @@ static Z3_ast term(zc *z, const rw_rule *r, const rw_pattern *p, const Z3_ast *v
     int k = conv_variant(o);
     return k < 0 || o->n_in != 2 ? NULL : ap2(z, z->K[k], a, b);
   }
-  if (scalar_mul(r, o)) return ap2(z, z->SM, a, b);
+  if (scalar_mul(r, p, o)) return ap2(z, z->SM, a, b);
   if (!strcmp(o->type, "Add")) return ap2(z, z->A, a, b);
   if (!strcmp(o->type, "Mul")) return ap2(z, z->X, a, b);
   if (!strcmp(o->type, "Relu")) return ap1(z, z->R, a);
@@ -258,8 +267,8 @@ static int prove_here(const rw_rule *r, int timeout_ms, char *why, size_t n) {
     const rw_pattern *pt = side ? &r->dst : &r->src;
     for (int i = 0; i < pt->n_ops; i++) {
       int k = strcmp(pt->ops[i].type, "Conv") ? -1 : conv_variant(&pt->ops[i]);
-      if (k >= 0) kmask |= 1 << k | (k == ZK_3x3_G2 ? 1 << ZK_3x3 : 0);
-      conv_rule |= k >= 0 || scalar_mul(r, &pt->ops[i]);
+      if (k >= 0) kmask |= 1 << k | (k >= ZK_G2 ? 1 << (k - ZK_G2) : 0);
+      conv_rule |= k >= 0 || scalar_mul(r, pt, &pt->ops[i]);
     }
   }
   axioms(&z, s, !conv_rule);
