@@ -326,6 +326,36 @@ static double measure(const gopt_graph *g, uint64_t seed) {
   return s;
 }
 
+/* Test hook (GOPT_REWRITE_APPLY_RULE=NAME): the history becomes every match of rule NAME in g,
+ * whatever the cost, so a rule the cost model never picks (merge_group_conv: more FLOPs) still goes
+ * through the replay, both verifications, the checker and the write. 0, or -1 out of memory. */
+static int apply_rule_hook(const gopt_graph *g, const gopt_ruleset *rs, gopt_rewrite_result *res) {
+  const char *name = getenv("GOPT_REWRITE_APPLY_RULE");
+  if (!name) return 0;
+  for (size_t i = 0; i < gopt_ruleset_count(rs); i++) {
+    if (strcmp(gopt_ruleset_rule_name(rs, i), name)) continue;
+    gopt_rewrite_match *ms = NULL;
+    size_t nm = 0;
+    if (gopt_rewrite_find(g, rs, (int)i, &ms, &nm, NULL)) return -1;
+    gopt_rewrite_step *st = nm ? calloc(nm, sizeof *st) : NULL;
+    if (nm && !st) {
+      free(ms);
+      return -1;
+    }
+    for (size_t k = 0; k < nm; k++) {
+      st[k].rule = (int32_t)i;
+      st[k].flags = GOPT_RW_WEIGHTS;
+      snprintf(st[k].where, sizeof st[k].where, "%s", gopt_node_name(g, ms[k].nodes[0]));
+    }
+    free(ms);
+    free(res->steps);
+    res->steps = st;
+    res->n_steps = nm;
+    res->flags = nm ? GOPT_RW_WEIGHTS : 0;
+  }
+  return 0;
+}
+
 int cli_rewrite(int argc, char **argv) {
   rw_args a;
   memset(&a, 0, sizeof a);
@@ -409,6 +439,10 @@ int cli_rewrite(int argc, char **argv) {
     if (!again) break;
   }
   free(checked);
+  if (apply_rule_hook(sg, rs, &res)) {
+    fail("out of memory");
+    goto done;
+  }
   /* the best history replayed on the graph with weights (eqsat's result has them), then verified;
    * with no rewrite the output is the input (no second copy of the weights, nothing to compare) */
   int unchanged = res.n_steps == 0 && !eqsat;

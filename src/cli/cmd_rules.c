@@ -12,7 +12,8 @@ static const char rules_help[] =
     "usage: gopt rules generate -o rules.json [--max-ops 1..4] [--seed S] [--max-rules4 N] [--only4]\n"
     "         --max-ops 4 is bounded: 4-op sources with targets of at most 2 ops, the first N\n"
     "         (default 1000) in fingerprint order; rules up to 3 ops are all kept, or none with\n"
-    "         --only4 (the built-ins and gen4_* rules, to add to a 3-op file)\n"
+    "         --only4 (the built-ins and gen4_* rules, to add to a 3-op file); the conv\n"
+    "         (genc*_*) and Gemm (geng_*) domains stop at 3 ops\n"
     "       gopt rules verify RULES.json     (numerically; failing rules listed, exit 1)\n"
     "       gopt rules list RULES.json\n";
 

@@ -3,7 +3,7 @@
  * input merged into one (with kernel enlargement when their kernels differ) followed by a Split,
  * parallel MatMuls sharing their left input merged the same way, constant folding, and two
  * Split identities at any rank (a unary op on every Split output moves before the Split; a Concat
- * of a Split's outputs in order is its input). Weights are
+ * of a Split's outputs in order is its input), and TASO's merge of group convs (G groups -> G / 2). Weights are
  * computed when their data exists; otherwise the new weights are data-less (structure only) and the
  * application is flagged. */
 #include <math.h>
@@ -142,6 +142,25 @@ static int affine_coeffs(const gopt_graph *g, int32_t u, int32_t y, int64_t cout
   return 0;
 }
 
+/* Copies conv c's attributes to conv nc; group > 0 replaces its group. 0 or GOPT_ENOMEM. */
+static int copy_conv_attrs(gopt_graph *h, int32_t c, int32_t nc, int64_t group) {
+  const char *ia[] = {"group", "kernel_shape", "pads", "strides", "dilations"};
+  int rc = 0;
+  for (size_t k = 0; k < sizeof ia / sizeof ia[0] && !rc; k++) {
+    const gopt_attr *a = gopt_node_attr(h, c, ia[k]);
+    if (k == 0 && group > 0) rc = gopt_node_set_int(h, nc, "group", group);
+    else if (!a) continue;
+    else if (a->kind == GOPT_ATTR_INT) rc = gopt_node_set_int(h, nc, ia[k], a->v.i);
+    else if (a->kind == GOPT_ATTR_INTS) {
+      int64_t v[GOPT_MAX_RANK * 2];
+      size_t cnt = a->n < GOPT_MAX_RANK * 2 ? a->n : GOPT_MAX_RANK * 2;
+      memcpy(v, h->ints.a + a->v.off, cnt * sizeof *v);
+      rc = gopt_node_set_ints(h, nc, ia[k], v, cnt);
+    }
+  }
+  return rc ? GOPT_ENOMEM : 0;
+}
+
 static int apply_affine(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
   int32_t u = m->nodes[0], c = m->nodes[1];
   int32_t w = gopt_node_input(h, c, 1), b = h->nodes.a[c].n_in > 2 ? gopt_node_input(h, c, 2) : -1;
@@ -174,20 +193,7 @@ static int apply_affine(gopt_graph *h, const gopt_rewrite_match *m, int *flags, 
   int32_t in[3] = {gopt_node_input(h, c, 0), tw, tb};
   int32_t nc = gopt_graph_add_node(h, "Conv", name, 3, in, 1, &nt, err);
   if (nt < 0 || nc < 0) goto done;
-  /* copy the conv's attributes */
-  const char *ia[] = {"group", "kernel_shape", "pads", "strides", "dilations"};
-  for (size_t k = 0; k < sizeof ia / sizeof ia[0]; k++) {
-    const gopt_attr *a = gopt_node_attr(h, c, ia[k]);
-    if (!a) continue;
-    if (a->kind == GOPT_ATTR_INT) rc = gopt_node_set_int(h, nc, ia[k], a->v.i);
-    else if (a->kind == GOPT_ATTR_INTS) {
-      int64_t v[GOPT_MAX_RANK * 2];
-      size_t cnt = a->n < GOPT_MAX_RANK * 2 ? a->n : GOPT_MAX_RANK * 2;
-      memcpy(v, h->ints.a + a->v.off, cnt * sizeof *v);
-      rc = gopt_node_set_ints(h, nc, ia[k], v, cnt);
-    }
-    if (rc) goto done;
-  }
+  if ((rc = copy_conv_attrs(h, c, nc, 0))) goto done;
   if ((rc = rw_replace(h, z, nt, err))) goto done;
   gopt_graph_remove_node(h, u);
   gopt_graph_remove_node(h, c);
@@ -481,6 +487,66 @@ static int apply_concat_split(gopt_graph *h, const gopt_rewrite_match *m, int *f
   return rc;
 }
 
+/* ---- group convs ------------------------------------------------------------------------------ */
+
+/* TASO's merge of group convs: a conv with an even group count G becomes one with G / 2 groups
+ * whose weight is block-diagonal (each pair of old groups shares a new group; the other half of
+ * its input channels gets zero weights). nodes = {conv}. */
+static int find_gconv(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n,
+                      size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t c = (int32_t)i;
+    if (!conv_ok(g, c)) continue;
+    int64_t grp = gopt_node_get_int(g, c, "group", 1);
+    int64_t cout = gopt_tensor_dims(g, gopt_node_input(g, c, 1))[0];
+    if (grp < 2 || grp % 2 || cout % grp) continue;
+    gopt_rewrite_match m = {rule, 1, 1, {c}, {gopt_node_input(g, c, 0)}};
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+static int apply_gconv(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  int32_t c = m->nodes[0], w = gopt_node_input(h, c, 1);
+  int32_t b = h->nodes.a[c].n_in > 2 ? gopt_node_input(h, c, 2) : -1;
+  int64_t grp = gopt_node_get_int(h, c, "group", 1), wd[4];
+  memcpy(wd, gopt_tensor_dims(h, w), sizeof wd); /* copied: adding tensors may move dims */
+  int64_t cout = wd[0], cg = wd[1], ks = wd[2] * wd[3], ocg = cout / grp;
+  int64_t nd[4] = {cout, 2 * cg, wd[2], wd[3]};
+  const float *ow = cdata(h, w);
+  float *nw = NULL;
+  int rc = GOPT_ENOMEM;
+  if (ow) {
+    if (GOPT_ALLOC(nw, cout * 2 * cg * ks)) goto done;
+    memset(nw, 0, sizeof *nw * (size_t)(cout * 2 * cg * ks));
+    for (int64_t o = 0; o < cout; o++) {
+      int64_t off = (o / ocg) % 2 * cg; /* the old group's half of the new group's channels */
+      memcpy(nw + (o * 2 * cg + off) * ks, ow + o * cg * ks, sizeof *nw * (size_t)(cg * ks));
+    }
+  } else {
+    *flags |= GOPT_RW_NODATA;
+  }
+  *flags |= GOPT_RW_WEIGHTS;
+  int32_t tw = rw_const(h, GOPT_DT_FLOAT, 4, nd, nw, err), nt = rw_new_tensor(h, err);
+  if (tw < 0 || nt < 0) goto done;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[3] = {m->vars[0], tw, b};
+  int32_t nc = gopt_graph_add_node(h, "Conv", name, b >= 0 ? 3 : 2, in, 1, &nt, err);
+  if (nc < 0) {
+    rc = GOPT_EINVAL;
+    goto done;
+  }
+  if ((rc = copy_conv_attrs(h, c, nc, grp / 2))) goto done;
+  if ((rc = rw_replace(h, gopt_node_output(h, c, 0), nt, err))) goto done;
+  gopt_graph_remove_node(h, c);
+  rc = 0;
+done:
+  if (rc == GOPT_ENOMEM && (!err || !err->code)) gopt_error_set(err, rc, "out of memory");
+  free(nw);
+  return rc;
+}
+
 /* ---- constant folding ------------------------------------------------------------------------ */
 
 static int find_fold(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap) {
@@ -509,6 +575,7 @@ static const rw_builtin k_builtins[] = {
     {"fold_constants", 1, find_fold, apply_fold},
     {"hoist_unary_over_split", 3, find_hoist, apply_hoist},
     {"concat_of_split", 2, find_concat_split, apply_concat_split},
+    {"merge_group_conv", 1, find_gconv, apply_gconv},
 };
 
 const rw_builtin *rw_builtins(size_t *n) {

@@ -291,13 +291,21 @@ fail:
   return rc;
 }
 
+/* Pattern p has a Conv (whose kernel_shape does not scale with its weights). */
+static int has_conv(const rw_pattern *p) {
+  for (int i = 0; i < p->n_ops; i++)
+    if (p->ops[i].op == GOPT_OP_CONV) return 1;
+  return 0;
+}
+
 int gopt_rule_verify(const gopt_ruleset *rs, size_t i, uint64_t seed, gopt_error *err) {
   const rw_rule *r = &rs->r[i];
   if (r->builtin >= 0) return 0;
   size_t ns = json_array_size(r->shapes);
   if (ns == 0) return gopt_error_set(err, GOPT_EINVAL, "rule '%s': no test shapes", r->name);
+  int muls = has_conv(&r->src) || has_conv(&r->dst) ? 1 : 2; /* conv rules: the listed shapes only */
   for (size_t s = 0; s < ns; s++)
-    for (int mul = 1; mul <= 2; mul++) {
+    for (int mul = 1; mul <= muls; mul++) {
       gopt_graph *a = NULL, *b = NULL;
       gopt_error e2 = {0};
       int rc = side_graph(r, &r->src, json_array_get(r->shapes, s), mul, &a, &e2);

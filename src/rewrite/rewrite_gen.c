@@ -1,7 +1,8 @@
-/* rewrite_gen.c: rule generation by TASO's method. Every graph of up to max_ops ops over
- * MatMul, Add, Mul, Relu, Transpose, Concat and Split (both axes) on up to three n x n input
- * matrices is enumerated (independent ops in one canonical order; duplicate graphs removed by
- * their expression text), evaluated by a small double-precision reference evaluator on random
+/* rewrite_gen.c: rule generation by TASO's method. In each domain (rewrite_gen_ops.c: the 2-D
+ * one: MatMul, Add, Mul, Relu, Transpose, Concat and Split (both axes) on up to three n x n input
+ * matrices; the conv ones: Conv 1x1 / 3x3 / 1x3 / grouped, Add, Relu, scalar Mul, Concat and Split
+ * on 4-D activations and weights; the Gemm one) every graph of up to max_ops ops is enumerated
+ * (independent ops in one canonical order; duplicate graphs removed by their expression text), evaluated by a small double-precision reference evaluator on random
  * inputs (the fingerprint), and graphs with equal fingerprints are paired into candidate rules.
  * Each graph is paired both ways with its fingerprint group's smallest member (a star, not all
  * pairs). Candidates are pruned by input renaming (rules equal up to renaming the variables) and common
@@ -17,90 +18,9 @@
 
 #include "gopt/ops.h"
 #include "gopt/util.h"
+#include "rewrite/rewrite_gen.h"
 #include "rewrite/rewrite_internal.h"
 #include "util/util_internal.h"
-
-enum { G_MATMUL, G_ADD, G_MUL, G_RELU, G_TRANSPOSE, G_CONCAT0, G_CONCAT1, G_SPLIT0, G_SPLIT1, G_NOPS };
-static const char *const k_gname[G_NOPS] = {"M", "A", "X", "R", "T", "C0", "C1", "S0", "S1"};
-static const int k_garity[G_NOPS] = {2, 2, 2, 1, 1, 2, 2, 1, 1};
-static const int k_gouts[G_NOPS] = {1, 1, 1, 1, 1, 1, 1, 2, 2};
-
-#define G_VARS 3
-#define G_MAXOPS 4
-#define G_MAXT (G_VARS + 2 * G_MAXOPS)
-#define G_MAXE 256  /* elements of a value (16 x 16) */
-
-typedef struct gop {
-  uint8_t type, in[2];
-} gop;
-
-/* A value: rows x cols doubles. */
-typedef struct gval {
-  int r, c;
-  double v[G_MAXE];
-} gval;
-
-/* Evaluates op o on a (and b) into out[0..1]; returns 0, or -1 when shapes do not fit. */
-static int geval(int type, const gval *a, const gval *b, gval *out) {
-  switch (type) {
-    case G_MATMUL:
-      if (a->c != b->r || a->r * b->c > G_MAXE) return -1;
-      out->r = a->r, out->c = b->c;
-      for (int i = 0; i < a->r; i++)
-        for (int j = 0; j < b->c; j++) {
-          double s = 0;
-          for (int k = 0; k < a->c; k++) s += a->v[i * a->c + k] * b->v[k * b->c + j];
-          out->v[i * b->c + j] = s;
-        }
-      return 0;
-    case G_ADD:
-    case G_MUL:
-      if (a->r != b->r || a->c != b->c) return -1;
-      *out = *a;
-      for (int i = 0; i < a->r * a->c; i++)
-        out->v[i] = type == G_ADD ? a->v[i] + b->v[i] : a->v[i] * b->v[i];
-      return 0;
-    case G_RELU:
-      *out = *a;
-      for (int i = 0; i < a->r * a->c; i++) out->v[i] = a->v[i] > 0 ? a->v[i] : 0;
-      return 0;
-    case G_TRANSPOSE:
-      out->r = a->c, out->c = a->r;
-      for (int i = 0; i < a->r; i++)
-        for (int j = 0; j < a->c; j++) out->v[j * a->r + i] = a->v[i * a->c + j];
-      return 0;
-    case G_CONCAT0:
-      if (a->c != b->c || (a->r + b->r) * a->c > G_MAXE) return -1;
-      out->r = a->r + b->r, out->c = a->c;
-      memcpy(out->v, a->v, sizeof(double) * (size_t)(a->r * a->c));
-      memcpy(out->v + a->r * a->c, b->v, sizeof(double) * (size_t)(b->r * b->c));
-      return 0;
-    case G_CONCAT1:
-      if (a->r != b->r || a->r * (a->c + b->c) > G_MAXE) return -1;
-      out->r = a->r, out->c = a->c + b->c;
-      for (int i = 0; i < a->r; i++) {
-        memcpy(out->v + i * out->c, a->v + i * a->c, sizeof(double) * (size_t)a->c);
-        memcpy(out->v + i * out->c + a->c, b->v + i * b->c, sizeof(double) * (size_t)b->c);
-      }
-      return 0;
-    case G_SPLIT0:
-      if (a->r % 2) return -1;
-      for (int h = 0; h < 2; h++) {
-        out[h].r = a->r / 2, out[h].c = a->c;
-        memcpy(out[h].v, a->v + h * (a->r / 2) * a->c, sizeof(double) * (size_t)(a->r / 2 * a->c));
-      }
-      return 0;
-    case G_SPLIT1:
-      if (a->c % 2) return -1;
-      for (int h = 0; h < 2; h++) {
-        out[h].r = a->r, out[h].c = a->c / 2;
-        for (int i = 0; i < a->r; i++)
-          memcpy(out[h].v + i * (a->c / 2), a->v + i * a->c + h * (a->c / 2), sizeof(double) * (size_t)(a->c / 2));
-      }
-      return 0;
-  }
-  return -1;
-}
 
 /* A recorded graph: ops, outputs (tensor indices), fingerprint. Tensor t < G_VARS is variable t;
  * G_VARS + 2 i + k is output k of op i. */
@@ -111,6 +31,7 @@ typedef struct grec {
 } grec;
 
 typedef struct gen {
+  const gdomain *dom;
   int max_ops, n;
   gval vals[G_MAXT];   /* current values (one random input set) */
   int have[G_MAXT];
@@ -160,8 +81,8 @@ static void expr(const gop *ops, int t, char *buf, size_t n, size_t *len) {
   }
   int i = (t - G_VARS) / 2, k = (t - G_VARS) % 2;
   const gop *o = &ops[i];
-  *len += (size_t)snprintf(buf + *len, n - *len, "%s%s(", k_gname[o->type], k ? ".1" : "");
-  for (int a = 0; a < k_garity[o->type]; a++) {
+  *len += (size_t)snprintf(buf + *len, n - *len, "%s%s(", rw_gen_name[o->type], k ? ".1" : "");
+  for (int a = 0; a < rw_gen_arity[o->type]; a++) {
     if (a && *len + 1 < n) buf[(*len)++] = ',';
     expr(ops, o->in[a], buf, n, len);
   }
@@ -170,8 +91,14 @@ static void expr(const gop *ops, int t, char *buf, size_t n, size_t *len) {
 }
 
 static uint64_t value_fp(const gval *v) {
-  uint64_t h = gopt_hash_mix((uint64_t)v->r, (uint64_t)v->c);
-  for (int i = 0; i < v->r * v->c; i++) h = gopt_hash_mix(h, (uint64_t)llround(v->v[i] * 1e6));
+  uint64_t h;
+  if (v->rank == 2) {
+    h = gopt_hash_mix((uint64_t)v->d[0], (uint64_t)v->d[1]); /* as the shipped 2-D rules were made */
+  } else {
+    h = gopt_hash_mix(0x4d, (uint64_t)v->rank);
+    for (int k = 0; k < v->rank; k++) h = gopt_hash_mix(h, (uint64_t)v->d[k]);
+  }
+  for (int i = 0; i < gval_numel(v); i++) h = gopt_hash_mix(h, (uint64_t)llround(v->v[i] * 1e6));
   return h;
 }
 
@@ -219,45 +146,53 @@ static void record(gen *g) {
   r->fp = h;
 }
 
-static int op_sig(const gop *o) { return (o->type * 32 + o->in[0]) * 32 + o->in[1]; }
+static int op_sig(const gop *o) { return ((o->type * 32 + o->in[0]) * 32 + o->in[1]) * 32 + o->in[2]; }
+
+/* Tries op o (inputs set) on top of the current graph and recurses. */
+static void dfs(gen *g);
+static void push_op(gen *g, gop o) {
+  int nt = G_VARS + 2 * g->n_ops, ar = rw_gen_arity[o.type];
+  int prev_first = G_VARS + 2 * (g->n_ops - 1);
+  /* canonical order of independent ops: a new op reads the previous op's output or has a larger
+   * signature */
+  if (g->n_ops > 0) {
+    int reads_prev = 0;
+    for (int k = 0; k < ar; k++) reads_prev |= o.in[k] >= prev_first;
+    if (!reads_prev && op_sig(&o) <= op_sig(&g->ops[g->n_ops - 1])) return;
+  }
+  /* evaluated in place: the inputs are below nt */
+  if (rw_gen_eval(o.type, &g->vals[o.in[0]], &g->vals[o.in[1]], &g->vals[o.in[2]], &g->vals[nt], &o)) return;
+  g->enumerated++;
+  g->ops[g->n_ops++] = o;
+  for (int k = 0; k < rw_gen_outs[o.type]; k++) {
+    g->have[nt + k] = 1;
+    g->uses[nt + k] = 0;
+  }
+  for (int k = 0; k < ar; k++) g->uses[o.in[k]]++;
+  dfs(g);
+  for (int k = 0; k < ar; k++) g->uses[o.in[k]]--;
+  g->have[nt] = g->have[nt + 1] = 0;
+  g->n_ops--;
+}
 
 static void dfs(gen *g) {
   if (g->oom) return;
   if (g->n_ops > 0) record(g);
   if (g->n_ops == g->max_ops) return;
   int nt = G_VARS + 2 * g->n_ops;
-  int prev_first = G_VARS + 2 * (g->n_ops - 1);
   for (int type = 0; type < G_NOPS; type++) {
-    int ar = k_garity[type];
+    if (!(g->dom->ops & (1u << type))) continue;
+    int ar = rw_gen_arity[type];
     for (int a = 0; a < nt; a++) {
       if (!g->have[a]) continue;
-      for (int b = ar == 2 ? 0 : a; b < (ar == 2 ? nt : a + 1); b++) {
+      for (int b = ar >= 2 ? 0 : a; b < (ar >= 2 ? nt : a + 1); b++) {
         if (!g->have[b]) continue;
         if ((type == G_ADD || type == G_MUL) && b < a) continue; /* commutative */
-        gop o = {(uint8_t)type, {(uint8_t)a, (uint8_t)(ar == 2 ? b : 0)}};
-        /* canonical order of independent ops: a new op reads the previous op's output or has a
-         * larger signature */
-        if (g->n_ops > 0) {
-          int reads_prev = a >= prev_first || (ar == 2 && b >= prev_first);
-          if (!reads_prev && op_sig(&o) <= op_sig(&g->ops[g->n_ops - 1])) continue;
+        for (int c = 0; c < (ar == 3 ? nt : 1); c++) {
+          if (ar == 3 && !g->have[c]) continue;
+          gop o = {(uint8_t)type, {(uint8_t)a, (uint8_t)(ar >= 2 ? b : 0), (uint8_t)(ar == 3 ? c : 0)}, 0, 0, 0};
+          push_op(g, o);
         }
-        int slot = nt;
-        gval out[2];
-        if (geval(type, &g->vals[a], &g->vals[b], out)) continue;
-        g->enumerated++;
-        g->ops[g->n_ops++] = o;
-        for (int k = 0; k < k_gouts[type]; k++) {
-          g->vals[slot + k] = out[k];
-          g->have[slot + k] = 1;
-          g->uses[slot + k] = 0;
-        }
-        g->uses[a]++;
-        if (ar == 2) g->uses[b]++;
-        dfs(g);
-        g->uses[a]--;
-        if (ar == 2) g->uses[b]--;
-        g->have[slot] = g->have[slot + 1] = 0;
-        g->n_ops--;
       }
     }
   }
@@ -265,11 +200,13 @@ static void dfs(gen *g) {
 
 /* ---- candidates -------------------------------------------------------------------------------- */
 
-static void fill_random(gval *vals, int n, uint64_t seed) {
+/* Random values in [-1, 1) for the variables, in the domain's shape set `set`. */
+static void fill_random(gval *vals, const gdomain *dom, int set, uint64_t seed) {
   uint64_t s = seed;
   for (int v = 0; v < G_VARS; v++) {
-    vals[v].r = vals[v].c = n;
-    for (int i = 0; i < n * n; i++)
+    vals[v].rank = dom->rank[v];
+    memcpy(vals[v].d, dom->dims[set][v], sizeof vals[v].d);
+    for (int i = 0; i < gval_numel(&vals[v]); i++)
       vals[v].v[i] = (double)(gopt_splitmix64(&s) >> 11) * (2.0 / 9007199254740992.0) - 1.0;
   }
 }
@@ -280,21 +217,22 @@ static int run_rec(const grec *r, const gval *in, gval *out) {
   for (int v = 0; v < G_VARS; v++) t[v] = in[v];
   for (int i = 0; i < r->n_ops; i++) {
     const gop *o = &r->ops[i];
-    if (geval(o->type, &t[o->in[0]], &t[o->in[1]], &t[G_VARS + 2 * i])) return -1;
+    gop tmp = *o;
+    if (rw_gen_eval(o->type, &t[o->in[0]], &t[o->in[1]], &t[o->in[2]], &t[G_VARS + 2 * i], &tmp)) return -1;
   }
   for (int k = 0; k < r->n_out; k++) out[k] = t[r->out[k]];
   return 0;
 }
 
-/* a and b agree on further random inputs of size n (relative 1e-9). */
-static int agree(const grec *a, const grec *b, int n, uint64_t seed) {
-  gval in[G_VARS], oa[2], ob[2];
+/* a and b agree on further random inputs of the domain's shape set `set` (relative 1e-9). */
+static int agree(const gdomain *dom, const grec *a, const grec *b, int set, uint64_t seed) {
+  static __thread gval in[G_VARS], oa[2], ob[2];
   for (int trial = 0; trial < 3; trial++) {
-    fill_random(in, n, seed + (uint64_t)trial * 1000003);
-    if (run_rec(a, in, oa) || run_rec(b, in, ob)) return n != 4 ? 1 : 0; /* size does not fit */
+    fill_random(in, dom, set, seed + (uint64_t)trial * 1000003);
+    if (run_rec(a, in, oa) || run_rec(b, in, ob)) return set ? 1 : 0; /* size does not fit */
     for (int k = 0; k < a->n_out; k++) {
-      if (oa[k].r != ob[k].r || oa[k].c != ob[k].c) return 0;
-      for (int i = 0; i < oa[k].r * oa[k].c; i++)
+      if (oa[k].rank != ob[k].rank || memcmp(oa[k].d, ob[k].d, sizeof(int) * (size_t)oa[k].rank)) return 0;
+      for (int i = 0; i < gval_numel(&oa[k]); i++)
         if (fabs(oa[k].v[i] - ob[k].v[i]) > 1e-9 * (1 + fabs(oa[k].v[i]))) return 0;
     }
   }
@@ -315,17 +253,17 @@ static int common_subgraph(const grec *a, const grec *b) {
   uint64_t ha[2 * G_MAXOPS];
   int na = 0;
   for (int i = 0; i < a->n_ops; i++)
-    for (int k = 0; k < k_gouts[a->ops[i].type]; k++) ha[na++] = expr_hash(a->ops, G_VARS + 2 * i + k);
+    for (int k = 0; k < rw_gen_outs[a->ops[i].type]; k++) ha[na++] = expr_hash(a->ops, G_VARS + 2 * i + k);
   for (int j = 0; j < b->n_ops; j++)
-    for (int k = 0; k < k_gouts[b->ops[j].type]; k++) {
+    for (int k = 0; k < rw_gen_outs[b->ops[j].type]; k++) {
       uint64_t h = expr_hash(b->ops, G_VARS + 2 * j + k);
       for (int q = 0; q < na; q++)
         if (ha[q] == h) return 1;
     }
   if (a->n_out == 1) {
     const gop *x = &a->ops[(a->out[0] - G_VARS) / 2], *y = &b->ops[(b->out[0] - G_VARS) / 2];
-    if (x->type == y->type && k_gouts[x->type] == 1) {
-      int ar = k_garity[x->type], diff = 0;
+    if (x->type == y->type && rw_gen_outs[x->type] == 1) {
+      int ar = rw_gen_arity[x->type], diff = 0;
       for (int k = 0; k < ar; k++)
         diff += expr_hash(a->ops, x->in[k]) != expr_hash(b->ops, y->in[k]);
       if (diff <= 1) return 1;
@@ -334,11 +272,12 @@ static int common_subgraph(const grec *a, const grec *b) {
   return 0;
 }
 
-/* Canonical text of the rule a -> b with variables renamed in a's first-use order. */
-static uint64_t rule_key(const grec *a, const grec *b) {
+/* Canonical text of the rule a -> b with variables renamed in a's first-use order, with the
+ * variables' shapes in the domain (the same text means another rule in another domain). */
+static uint64_t rule_key(const gdomain *dom, const grec *a, const grec *b) {
   int ren[G_VARS] = {-1, -1, -1}, next = 0;
   for (int i = 0; i < a->n_ops; i++)
-    for (int k = 0; k < k_garity[a->ops[i].type]; k++) {
+    for (int k = 0; k < rw_gen_arity[a->ops[i].type]; k++) {
       int t = a->ops[i].in[k];
       if (t < G_VARS && ren[t] < 0) ren[t] = next++;
     }
@@ -346,7 +285,7 @@ static uint64_t rule_key(const grec *a, const grec *b) {
   memcpy(oa, a->ops, sizeof oa);
   memcpy(ob, b->ops, sizeof ob);
   for (int i = 0; i < G_MAXOPS; i++)
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
       if (oa[i].in[k] < G_VARS && ren[oa[i].in[k]] >= 0) oa[i].in[k] = (uint8_t)ren[oa[i].in[k]];
       if (ob[i].in[k] < G_VARS && ren[ob[i].in[k]] >= 0) ob[i].in[k] = (uint8_t)ren[ob[i].in[k]];
     }
@@ -361,7 +300,17 @@ static uint64_t rule_key(const grec *a, const grec *b) {
     expr(ob, b->out[k], buf, sizeof buf, &len);
     if (len + 1 < sizeof buf) buf[len++] = ';';
   }
-  return gopt_hash_bytes(buf, len, 99);
+  uint64_t h = gopt_hash_bytes(buf, len, 99);
+  if (dom->rank[0] == 2 && !dom->key_ops) return h; /* the 2-D domain: as the shipped rules */
+  for (int v = 0; v < G_VARS; v++) {
+    int src = -1;
+    for (int w = 0; w < G_VARS; w++)
+      if (ren[w] == v) src = w;
+    if (src < 0) continue;
+    h = gopt_hash_mix(h, (uint64_t)dom->rank[src]);
+    for (int k = 0; k < dom->rank[src]; k++) h = gopt_hash_mix(h, (uint64_t)dom->dims[0][src][k]);
+  }
+  return h;
 }
 
 /* ---- rules from records ---------------------------------------------------------------------- */
@@ -370,12 +319,35 @@ static const char *onnx_type(int t) {
   switch (t) {
     case G_MATMUL: return "MatMul";
     case G_ADD: return "Add";
-    case G_MUL: return "Mul";
+    case G_MUL: case G_SMUL: return "Mul";
     case G_RELU: return "Relu";
     case G_TRANSPOSE: return "Transpose";
     case G_CONCAT0: case G_CONCAT1: return "Concat";
+    case G_CONV: return "Conv";
+    case G_GEMM: case G_GEMM_TA: case G_GEMM_TB: case G_GEMM_C: return "Gemm";
     default: return "Split";
   }
+}
+
+/* The attributes of generated op o (a Conv has all five, as exporters and the zoo write them:
+ * the matcher compares attributes exactly). */
+static json_t *op_attrs(const gop *o) {
+  json_t *a = json_object();
+  switch (o->type) {
+    case G_TRANSPOSE: json_object_set_new(a, "perm", json_pack("[ii]", 1, 0)); break;
+    case G_CONCAT0: case G_SPLIT0: json_object_set_new(a, "axis", json_integer(0)); break;
+    case G_CONCAT1: case G_SPLIT1: json_object_set_new(a, "axis", json_integer(1)); break;
+    case G_GEMM_TA: json_object_set_new(a, "transA", json_integer(1)); break;
+    case G_GEMM_TB: json_object_set_new(a, "transB", json_integer(1)); break;
+    case G_CONV:
+      json_object_set_new(a, "dilations", json_pack("[ii]", 1, 1));
+      json_object_set_new(a, "group", json_integer(o->grp));
+      json_object_set_new(a, "kernel_shape", json_pack("[ii]", o->kh, o->kw));
+      json_object_set_new(a, "pads", json_pack("[iiii]", o->kh / 2, o->kw / 2, o->kh / 2, o->kw / 2));
+      json_object_set_new(a, "strides", json_pack("[ii]", 1, 1));
+      break;
+  }
+  return a;
 }
 
 static void rec_pattern(const grec *r, rw_pattern *p) {
@@ -386,16 +358,13 @@ static void rec_pattern(const grec *r, rw_pattern *p) {
     rw_pop *q = &p->ops[i];
     q->op = gopt_op_from_name(onnx_type(o->type));
     snprintf(q->type, sizeof q->type, "%s", onnx_type(o->type));
-    q->n_in = k_garity[o->type];
-    q->n_out = k_gouts[o->type];
+    q->n_in = rw_gen_arity[o->type];
+    q->n_out = rw_gen_outs[o->type];
     for (int k = 0; k < q->n_in; k++) {
       int t = o->in[k];
       q->in[k] = t < G_VARS ? t : RW_REF_OP((t - G_VARS) / 2, (t - G_VARS) % 2);
     }
-    q->attrs = json_object();
-    if (o->type == G_TRANSPOSE) json_object_set_new(q->attrs, "perm", json_pack("[ii]", 1, 0));
-    if (o->type == G_CONCAT0 || o->type == G_SPLIT0) json_object_set_new(q->attrs, "axis", json_integer(0));
-    if (o->type == G_CONCAT1 || o->type == G_SPLIT1) json_object_set_new(q->attrs, "axis", json_integer(1));
+    q->attrs = op_attrs(o);
   }
   p->n_out = r->n_out;
   for (int k = 0; k < r->n_out; k++) p->out[k] = RW_REF_OP((r->out[k] - G_VARS) / 2, (r->out[k] - G_VARS) % 2);
@@ -408,25 +377,35 @@ static int cmp_fp(const void *a, const void *b) {
   return memcmp(x->ops, y->ops, sizeof x->ops);
 }
 
+/* The test shapes of a rule over n_vars variables of domain dom: {"x0": dims, ...} per shape set. */
+static json_t *rule_shapes(const gdomain *dom, int n_vars) {
+  json_t *arr = json_array();
+  for (int s = 0; s < dom->shapes_listed; s++) {
+    json_t *sh = json_object();
+    for (int v = 0; v < n_vars; v++) {
+      char k[16];
+      snprintf(k, sizeof k, "x%d", v);
+      json_t *d = json_array();
+      for (int q = 0; q < dom->rank[v]; q++) json_array_append_new(d, json_integer(dom->dims[s][v][q]));
+      json_object_set_new(sh, k, d);
+    }
+    json_array_append_new(arr, sh);
+  }
+  return arr;
+}
+
 /* Adds candidate a -> b as a rule (verified or dropped) to rs. */
-static int add_rule(gopt_ruleset *rs, const grec *a, const grec *b, size_t idx, const gopt_rulegen_opts *o,
-                    gopt_rulegen_stats *st) {
+static int add_rule(gopt_ruleset *rs, const gdomain *dom, const grec *a, const grec *b, size_t idx,
+                    const gopt_rulegen_opts *o, gopt_rulegen_stats *st) {
   rw_rule r;
   memset(&r, 0, sizeof r);
   r.builtin = -1;
-  snprintf(r.name, sizeof r.name, a->n_ops == 4 ? "gen4_%04zu" : "gen_%04zu", idx);
+  snprintf(r.name, sizeof r.name, "%s%s_%04zu", dom->prefix, a->n_ops == 4 ? "4" : "", idx);
   r.n_vars = a->vars;
   rec_pattern(a, &r.src);
   rec_pattern(b, &r.dst);
-  r.shapes = json_array();
-  json_t *sh = json_object();
-  for (int v = 0; v < r.n_vars; v++) {
-    char k[16];
-    snprintf(k, sizeof k, "x%d", v);
-    json_object_set_new(sh, k, json_pack("[ii]", 4, 4));
-  }
-  json_array_append_new(r.shapes, sh);
-  for (int v = 0; v < RW_MAX_VARS; v++) r.var_rank[v] = v < r.n_vars ? 2 : -1;
+  r.shapes = rule_shapes(dom, r.n_vars);
+  for (int v = 0; v < RW_MAX_VARS; v++) r.var_rank[v] = v < r.n_vars && v < G_VARS ? dom->rank[v] : -1;
   r.enabled = 1;
   if (rw_ruleset_push(rs, &r)) {
     rw_rule_clear(&r);
@@ -458,34 +437,59 @@ static int add_rule(gopt_ruleset *rs, const grec *a, const grec *b, size_t idx, 
   return 0;
 }
 
-int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulegen_stats *st,
-                     gopt_error *err) {
-  memset(st, 0, sizeof *st);
-  *out = NULL;
-  double t0 = gopt_now();
-  int max_ops = o->max_ops >= 1 && o->max_ops <= G_MAXOPS ? o->max_ops : 3;
-  size_t limit4 = o->max_rules4 ? o->max_rules4 : 1000;
-  gen *g = calloc(1, sizeof *g);
-  gopt_ruleset *rs = gopt_ruleset_builtin();
-  uint64_t *keys = NULL;
-  int rc = 0;
-  if (!g || !rs) {
-    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-    goto done;
+/* A Conv, scalar Mul or Gemm in r (what the conv and Gemm domains are for). */
+static int has_key_op(const grec *r) {
+  for (int i = 0; i < r->n_ops; i++)
+    if (r->ops[i].type >= G_CONV) return 1;
+  return 0;
+}
+
+/* The domain's bound on candidate a -> b: conv domains keep rules with a Conv or scalar Mul; the
+ * Gemm domain only rules between one Gemm and a graph without Gemm (Gemm's definition by MatMul,
+ * Transpose and Add; its thousands of variants of MatMul rules are left out). */
+static int domain_keeps(const gdomain *dom, const grec *a, const grec *b) {
+  if (!dom->key_ops) return 1;
+  if (!(dom->ops & (1u << G_GEMM))) return has_key_op(a) || has_key_op(b);
+  return (a->n_ops == 1 && has_key_op(a) && !has_key_op(b)) || (b->n_ops == 1 && has_key_op(b) && !has_key_op(a));
+}
+
+typedef struct keyset {
+  uint64_t *k;
+  size_t n, cap;
+} keyset;
+
+/* Adds key; 1 when new, 0 when present, -1 out of memory. */
+static int keyset_add(keyset *ks, uint64_t key) {
+  for (size_t q = 0; q < ks->n; q++)
+    if (ks->k[q] == key) return 0;
+  if (ks->n == ks->cap) {
+    size_t nc = ks->cap ? ks->cap * 2 : 1024;
+    uint64_t *p = realloc(ks->k, nc * sizeof *p);
+    if (!p) return -1;
+    ks->k = p;
+    ks->cap = nc;
   }
-  st->builtin = gopt_ruleset_count(rs);
+  ks->k[ks->n++] = key;
+  return 1;
+}
+
+/* Enumerates domain dom, pairs equal fingerprints, prunes and adds the rules to rs. */
+static int run_domain(gen *g, const gdomain *dom, int max_ops, keyset *ks, gopt_ruleset *rs,
+                      const gopt_rulegen_opts *o, gopt_rulegen_stats *st, double t0, gopt_error *err) {
+  size_t limit4 = o->max_rules4 ? o->max_rules4 : 1000;
+  g->dom = dom;
   g->max_ops = max_ops;
-  fill_random(g->vals, 4, o->seed * 7 + 1);
+  g->n_recs = 0;
+  g->seen_n = 0;
+  if (g->seen) memset(g->seen, 0, g->seen_cap * sizeof *g->seen);
+  memset(g->have, 0, sizeof g->have);
+  fill_random(g->vals, dom, 0, o->seed * 7 + 1);
   for (int v = 0; v < G_VARS; v++) g->have[v] = 1;
   dfs(g);
-  if (g->oom) {
-    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory enumerating graphs (%zu recorded)", g->n_recs);
-    goto done;
-  }
-  st->graphs = g->n_recs;
+  if (g->oom) return gopt_error_set(err, GOPT_ENOMEM, "out of memory enumerating graphs (%zu recorded)", g->n_recs);
+  st->graphs += g->n_recs;
   qsort(g->recs, g->n_recs, sizeof *g->recs, cmp_fp);
-  /* pair equal fingerprints */
-  size_t nkeys = 0, kcap = 0, idx = 0;
+  size_t idx = 0;
   for (size_t i = 0; i < g->n_recs;) {
     size_t j = i;
     while (j < g->n_recs && g->recs[j].fp == g->recs[i].fp) j++;
@@ -499,38 +503,53 @@ int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulege
         if (a == b || (a != rep && b != rep)) continue;
         const grec *ra = &g->recs[a], *rb = &g->recs[b];
         if (ra->n_out != rb->n_out || ra->vars != rb->vars) continue;
+        if (!domain_keeps(dom, ra, rb)) continue;
         int four = ra->n_ops == 4 || rb->n_ops == 4;
         /* the documented 4-op bound: sources of 4 ops with targets of at most 2, capped */
         if (four ? (ra->n_ops != 4 || rb->n_ops > 2 || st->rules4 >= limit4) : o->only4) continue;
         st->candidates++;
-        uint64_t key = rule_key(ra, rb);
-        int dup = 0;
-        for (size_t q = 0; q < nkeys && !dup; q++) dup = keys[q] == key;
-        if (dup || common_subgraph(ra, rb) || !agree(ra, rb, 4, o->seed + 11) || !agree(ra, rb, 6, o->seed + 13)) {
+        int fresh = 0;
+        if (!common_subgraph(ra, rb) && agree(dom, ra, rb, 0, o->seed + 11) && agree(dom, ra, rb, 1, o->seed + 13) &&
+            (fresh = keyset_add(ks, rule_key(dom, ra, rb))) < 0)
+          return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+        if (fresh != 1) {
           st->pruned++;
           continue;
         }
-        if (nkeys == kcap) {
-          kcap = kcap ? kcap * 2 : 1024;
-          uint64_t *p = realloc(keys, kcap * sizeof *p);
-          if (!p) {
-            rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-            goto done;
-          }
-          keys = p;
-        }
-        keys[nkeys++] = key;
         if (getenv("GOPT_RULEGEN_PROGRESS") && idx % 100 == 0)
-          fprintf(stderr, "rulegen: %zu graphs, %zu candidates, %zu rules, %zu proved, %.1f s\n",
-                  st->graphs, st->candidates, idx, st->proved, gopt_now() - t0);
+          fprintf(stderr, "rulegen %s: %zu graphs, %zu candidates, %zu rules, %zu proved, %.1f s\n",
+                  dom->prefix, st->graphs, st->candidates, idx, st->proved, gopt_now() - t0);
         st->rules4 += four;
-        if ((rc = add_rule(rs, ra, rb, idx++, o, st))) {
-          gopt_error_set(err, rc, "out of memory");
-          goto done;
-        }
+        int rc = add_rule(rs, dom, ra, rb, idx++, o, st);
+        if (rc) return gopt_error_set(err, rc, "out of memory");
       }
     i = j;
   }
+  return 0;
+}
+
+int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulegen_stats *st,
+                     gopt_error *err) {
+  memset(st, 0, sizeof *st);
+  *out = NULL;
+  double t0 = gopt_now();
+  int max_ops = o->max_ops >= 1 && o->max_ops <= G_MAXOPS ? o->max_ops : 3;
+  gen *g = calloc(1, sizeof *g);
+  gopt_ruleset *rs = gopt_ruleset_builtin();
+  keyset ks = {0};
+  int rc = 0, nd;
+  const gdomain *doms = rw_gen_domains(&nd);
+  if (!g || !rs) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  st->builtin = gopt_ruleset_count(rs);
+  /* the conv and Gemm domains stop at 3 ops (their 4-op graphs are millions each); --only4 is
+   * about the 2-D domain alone */
+  for (int d = 0; d < nd && !rc; d++)
+    if (d == 0 || !o->only4)
+      rc = run_domain(g, &doms[d], d == 0 || max_ops < 3 ? max_ops : 3, &ks, rs, o, st, t0, err);
+  if (rc) goto done;
   *out = rs;
   rs = NULL;
 done:
@@ -540,7 +559,7 @@ done:
     free(g->seen);
   }
   free(g);
-  free(keys);
+  free(ks.k);
   gopt_ruleset_free(rs);
   return rc;
 }

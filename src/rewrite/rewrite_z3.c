@@ -1,7 +1,11 @@
 /* rewrite_z3.c: formal verification of generated rules with Z3, as TASO does: tensors are one
  * uninterpreted sort, each operator an uninterpreted function, and the operators' algebra is given
  * as universally quantified axioms (commutativity, associativity, distributivity and linearity of
- * matmul, transpose identities, concat/split relations, elementwise ops over concat and split).
+ * matmul, transpose identities, concat/split relations, elementwise ops over concat and split;
+ * for rules with convolutions or scalar Muls, TASO's convolution axioms: linearity in the input
+ * and in the weight, scalar Mul through conv, concat and split, conv over a concat of weights or
+ * of input channels, a split of a conv's output channels, a grouped conv as the concat of its
+ * groups' convs). Gemm is MatMul of its (transposed) operands plus its bias.
  * A rule is proved when "some source output differs from its target output" is unsatisfiable
  * together with the axioms within the time limit. The axioms ignore shapes (TASO's carry them), so
  * a proof is only accepted after the rule passed numerical verification. */
@@ -16,10 +20,15 @@
 
 #include "rewrite/rewrite_internal.h"
 
+/* Conv variants with axioms: stride 1, dilation 1, "same" pads; kernels 1x1, 3x3, 1x3, each with
+ * 1 or 2 groups (variant + ZK_G2). */
+enum { ZK_1x1, ZK_3x3, ZK_1x3, ZK_G2, ZK_N = 2 * ZK_G2 };
+
 typedef struct zc {
   Z3_context c;
   Z3_sort T;
   Z3_func_decl M, A, X, R, Tr, C0, C1, S[2][2]; /* S[axis][half] */
+  Z3_func_decl SM, K[ZK_N];                     /* scalar Mul, conv variants */
 } zc;
 
 static Z3_ast ap1(zc *z, Z3_func_decl f, Z3_ast a) { return Z3_mk_app(z->c, f, 1, &a); }
@@ -35,29 +44,39 @@ static void axiom(zc *z, Z3_solver s, Z3_ast *v, unsigned nv, Z3_ast lhs, Z3_ast
   Z3_solver_assert(z->c, s, Z3_mk_forall_const(z->c, 0, nv, bound, 0, NULL, body));
 }
 
-static void axioms(zc *z, Z3_solver s) {
-  Z3_ast v[4];
+/* Four tensor constants named <prefix>0..3 for an axiom's bound variables. */
+static void bound_vars(zc *z, char prefix, Z3_ast *v) {
   for (int i = 0; i < 4; i++) {
     char n[16];
-    snprintf(n, sizeof n, "v%d", i);
+    snprintf(n, sizeof n, "%c%d", prefix, i);
     v[i] = Z3_mk_const(z->c, Z3_mk_string_symbol(z->c, n), z->T);
   }
+}
+
+/* The base axioms; mat = 0 leaves out those of MatMul and Transpose (conv rules have neither). */
+static void axioms(zc *z, Z3_solver s, int mat) {
+  Z3_ast v[4];
+  bound_vars(z, 'v', v);
   Z3_ast a = v[0], b = v[1], c = v[2], d = v[3];
   Z3_func_decl ew[2] = {z->A, z->X};
   for (int i = 0; i < 2; i++) {
     axiom(z, s, v, 2, ap2(z, ew[i], a, b), ap2(z, ew[i], b, a));
     axiom(z, s, v, 3, ap2(z, ew[i], ap2(z, ew[i], a, b), c), ap2(z, ew[i], a, ap2(z, ew[i], b, c)));
   }
-  axiom(z, s, v, 3, ap2(z, z->M, ap2(z, z->M, a, b), c), ap2(z, z->M, a, ap2(z, z->M, b, c)));
-  axiom(z, s, v, 3, ap2(z, z->M, a, ap2(z, z->A, b, c)), ap2(z, z->A, ap2(z, z->M, a, b), ap2(z, z->M, a, c)));
-  axiom(z, s, v, 3, ap2(z, z->M, ap2(z, z->A, a, b), c), ap2(z, z->A, ap2(z, z->M, a, c), ap2(z, z->M, b, c)));
+  if (mat) {
+    axiom(z, s, v, 3, ap2(z, z->M, ap2(z, z->M, a, b), c), ap2(z, z->M, a, ap2(z, z->M, b, c)));
+    axiom(z, s, v, 3, ap2(z, z->M, a, ap2(z, z->A, b, c)), ap2(z, z->A, ap2(z, z->M, a, b), ap2(z, z->M, a, c)));
+    axiom(z, s, v, 3, ap2(z, z->M, ap2(z, z->A, a, b), c), ap2(z, z->A, ap2(z, z->M, a, c), ap2(z, z->M, b, c)));
+  }
   axiom(z, s, v, 3, ap2(z, z->X, a, ap2(z, z->A, b, c)), ap2(z, z->A, ap2(z, z->X, a, b), ap2(z, z->X, a, c)));
   /* transpose */
-  axiom(z, s, v, 1, ap1(z, z->Tr, ap1(z, z->Tr, a)), a);
-  axiom(z, s, v, 2, ap1(z, z->Tr, ap2(z, z->M, a, b)), ap2(z, z->M, ap1(z, z->Tr, b), ap1(z, z->Tr, a)));
-  for (int i = 0; i < 2; i++)
-    axiom(z, s, v, 2, ap1(z, z->Tr, ap2(z, ew[i], a, b)), ap2(z, ew[i], ap1(z, z->Tr, a), ap1(z, z->Tr, b)));
-  axiom(z, s, v, 1, ap1(z, z->Tr, ap1(z, z->R, a)), ap1(z, z->R, ap1(z, z->Tr, a)));
+  if (mat) {
+    axiom(z, s, v, 1, ap1(z, z->Tr, ap1(z, z->Tr, a)), a);
+    axiom(z, s, v, 2, ap1(z, z->Tr, ap2(z, z->M, a, b)), ap2(z, z->M, ap1(z, z->Tr, b), ap1(z, z->Tr, a)));
+    for (int i = 0; i < 2; i++)
+      axiom(z, s, v, 2, ap1(z, z->Tr, ap2(z, ew[i], a, b)), ap2(z, ew[i], ap1(z, z->Tr, a), ap1(z, z->Tr, b)));
+    axiom(z, s, v, 1, ap1(z, z->Tr, ap1(z, z->R, a)), ap1(z, z->R, ap1(z, z->Tr, a)));
+  }
   axiom(z, s, v, 1, ap1(z, z->R, ap1(z, z->R, a)), ap1(z, z->R, a));
   /* concat and split */
   Z3_func_decl C[2] = {z->C0, z->C1};
@@ -70,36 +89,134 @@ static void axioms(zc *z, Z3_solver s) {
       axiom(z, s, v, 4, ap2(z, ew[i], ap2(z, C[ax], a, b), ap2(z, C[ax], c, d)),
             ap2(z, C[ax], ap2(z, ew[i], a, c), ap2(z, ew[i], b, d)));
     axiom(z, s, v, 2, ap1(z, z->R, ap2(z, C[ax], a, b)), ap2(z, C[ax], ap1(z, z->R, a), ap1(z, z->R, b)));
-    axiom(z, s, v, 2, ap1(z, z->Tr, ap2(z, C[ax], a, b)), ap2(z, C[1 - ax], ap1(z, z->Tr, a), ap1(z, z->Tr, b)));
+    if (mat)
+      axiom(z, s, v, 2, ap1(z, z->Tr, ap2(z, C[ax], a, b)), ap2(z, C[1 - ax], ap1(z, z->Tr, a), ap1(z, z->Tr, b)));
     for (int h = 0; h < 2; h++) {
       for (int i = 0; i < 2; i++)
         axiom(z, s, v, 2, ap1(z, z->S[ax][h], ap2(z, ew[i], a, b)),
               ap2(z, ew[i], ap1(z, z->S[ax][h], a), ap1(z, z->S[ax][h], b)));
       axiom(z, s, v, 1, ap1(z, z->S[ax][h], ap1(z, z->R, a)), ap1(z, z->R, ap1(z, z->S[ax][h], a)));
-      axiom(z, s, v, 1, ap1(z, z->S[ax][h], ap1(z, z->Tr, a)), ap1(z, z->Tr, ap1(z, z->S[1 - ax][h], a)));
+      if (mat)
+        axiom(z, s, v, 1, ap1(z, z->S[ax][h], ap1(z, z->Tr, a)), ap1(z, z->Tr, ap1(z, z->S[1 - ax][h], a)));
     }
   }
-  axiom(z, s, v, 3, ap2(z, z->M, ap2(z, z->C0, a, b), c), ap2(z, z->C0, ap2(z, z->M, a, c), ap2(z, z->M, b, c)));
-  axiom(z, s, v, 3, ap2(z, z->M, a, ap2(z, z->C1, b, c)), ap2(z, z->C1, ap2(z, z->M, a, b), ap2(z, z->M, a, c)));
-  axiom(z, s, v, 4, ap2(z, z->M, ap2(z, z->C1, a, b), ap2(z, z->C0, c, d)),
-        ap2(z, z->A, ap2(z, z->M, a, c), ap2(z, z->M, b, d)));
+  if (mat) { /* (in the order the shipped 2-D rules were proved with) */
+    axiom(z, s, v, 3, ap2(z, z->M, ap2(z, z->C0, a, b), c), ap2(z, z->C0, ap2(z, z->M, a, c), ap2(z, z->M, b, c)));
+    axiom(z, s, v, 3, ap2(z, z->M, a, ap2(z, z->C1, b, c)), ap2(z, z->C1, ap2(z, z->M, a, b), ap2(z, z->M, a, c)));
+    axiom(z, s, v, 4, ap2(z, z->M, ap2(z, z->C1, a, b), ap2(z, z->C0, c, d)),
+          ap2(z, z->A, ap2(z, z->M, a, c), ap2(z, z->M, b, d)));
+  }
   axiom(z, s, v, 4, ap2(z, z->C1, ap2(z, z->C0, a, b), ap2(z, z->C0, c, d)),
         ap2(z, z->C0, ap2(z, z->C1, a, c), ap2(z, z->C1, b, d)));
+  if (!mat) return;
   for (int h = 0; h < 2; h++) {
     axiom(z, s, v, 2, ap1(z, z->S[0][h], ap2(z, z->M, a, b)), ap2(z, z->M, ap1(z, z->S[0][h], a), b));
     axiom(z, s, v, 2, ap1(z, z->S[1][h], ap2(z, z->M, a, b)), ap2(z, z->M, a, ap1(z, z->S[1][h], b)));
   }
 }
 
+
+/* TASO's convolution axioms for the conv variants in mask `kmask` (and scalar Mul). */
+static void conv_axioms(zc *z, Z3_solver s, int kmask) {
+  Z3_ast v[4];
+  bound_vars(z, 'k', v);
+  Z3_ast a = v[0], b = v[1], w = v[2], u = v[3]; /* every axiom binds all four */
+  Z3_func_decl SM = z->SM, A = z->A, C[2] = {z->C0, z->C1};
+  /* scalar Mul: distributes over Add, commutes with concat, split and another scalar Mul */
+  axiom(z, s, v, 4, ap2(z, SM, ap2(z, A, a, b), w), ap2(z, A, ap2(z, SM, a, w), ap2(z, SM, b, w)));
+  axiom(z, s, v, 4, ap2(z, SM, a, ap2(z, A, w, u)), ap2(z, A, ap2(z, SM, a, w), ap2(z, SM, a, u)));
+  axiom(z, s, v, 4, ap2(z, SM, ap2(z, SM, a, w), u), ap2(z, SM, ap2(z, SM, a, u), w));
+  for (int ax = 0; ax < 2; ax++) {
+    axiom(z, s, v, 4, ap2(z, SM, ap2(z, C[ax], a, b), w), ap2(z, C[ax], ap2(z, SM, a, w), ap2(z, SM, b, w)));
+    for (int h = 0; h < 2; h++)
+      axiom(z, s, v, 4, ap1(z, z->S[ax][h], ap2(z, SM, a, w)), ap2(z, SM, ap1(z, z->S[ax][h], a), w));
+  }
+  for (int k = 0; k < ZK_N; k++) {
+    if (!(kmask & (1 << k))) continue;
+    Z3_func_decl K = z->K[k];
+    /* linear in the input and in the weight; scalars move through */
+    axiom(z, s, v, 4, ap2(z, K, ap2(z, A, a, b), w), ap2(z, A, ap2(z, K, a, w), ap2(z, K, b, w)));
+    axiom(z, s, v, 4, ap2(z, K, a, ap2(z, A, w, u)), ap2(z, A, ap2(z, K, a, w), ap2(z, K, a, u)));
+    axiom(z, s, v, 4, ap2(z, K, ap2(z, SM, a, u), w), ap2(z, SM, ap2(z, K, a, w), u));
+    axiom(z, s, v, 4, ap2(z, K, a, ap2(z, SM, w, u)), ap2(z, SM, ap2(z, K, a, w), u));
+    /* over a batch concat / split */
+    axiom(z, s, v, 4, ap2(z, K, ap2(z, z->C0, a, b), w), ap2(z, z->C0, ap2(z, K, a, w), ap2(z, K, b, w)));
+    for (int h = 0; h < 2; h++)
+      axiom(z, s, v, 4, ap1(z, z->S[0][h], ap2(z, K, a, w)), ap2(z, K, ap1(z, z->S[0][h], a), w));
+    if (k >= ZK_G2) {
+      /* a 2-group conv is the concat of its groups' convs */
+      Z3_func_decl K1 = z->K[k - ZK_G2];
+      axiom(z, s, v, 4, ap2(z, K, ap2(z, z->C1, a, b), ap2(z, z->C0, w, u)),
+            ap2(z, z->C1, ap2(z, K1, a, w), ap2(z, K1, b, u)));
+      continue;
+    }
+    /* group 1: output channels come from weight rows; input channels pair with weight columns */
+    axiom(z, s, v, 4, ap2(z, K, a, ap2(z, z->C0, w, u)), ap2(z, z->C1, ap2(z, K, a, w), ap2(z, K, a, u)));
+    axiom(z, s, v, 4, ap2(z, K, ap2(z, z->C1, a, b), ap2(z, z->C1, w, u)), ap2(z, A, ap2(z, K, a, w), ap2(z, K, b, u)));
+    for (int h = 0; h < 2; h++)
+      axiom(z, s, v, 4, ap1(z, z->S[1][h], ap2(z, K, a, w)), ap2(z, K, a, ap1(z, z->S[0][h], w)));
+  }
+}
+
+/* The conv variant of pattern op o (-1: no axioms for it). */
+static int conv_variant(const rw_pop *o) {
+  if (!o->attrs) return -1;
+  json_t *ks = json_object_get(o->attrs, "kernel_shape"), *g = json_object_get(o->attrs, "group");
+  json_t *st = json_object_get(o->attrs, "strides"), *dl = json_object_get(o->attrs, "dilations");
+  json_t *pd = json_object_get(o->attrs, "pads");
+  if (json_array_size(ks) != 2 || json_array_size(pd) != 4) return -1;
+  int kh = (int)json_integer_value(json_array_get(ks, 0)), kw = (int)json_integer_value(json_array_get(ks, 1));
+  for (size_t i = 0; i < 2; i++) {
+    if ((st && json_integer_value(json_array_get(st, i)) != 1) || (dl && json_integer_value(json_array_get(dl, i)) != 1))
+      return -1;
+    int k = i ? kw : kh;
+    if (json_integer_value(json_array_get(pd, i)) != k / 2 || json_integer_value(json_array_get(pd, i + 2)) != k / 2)
+      return -1;
+  }
+  int grp = g ? (int)json_integer_value(g) : 1;
+  int k = kh == 1 && kw == 1 ? ZK_1x1 : kh == 3 && kw == 3 ? ZK_3x3 : kh == 1 && kw == 3 ? ZK_1x3 : -1;
+  if (k < 0 || grp < 1 || grp > 2) return -1;
+  return grp == 2 ? k + ZK_G2 : k;
+}
+
+/* Pattern reference ref is a scalar: a rank-0 variable, or an Add / Mul of scalars. */
+static int is_scalar(const rw_rule *r, const rw_pattern *p, int ref) {
+  if (!RW_REF_IS_OP(ref)) return r->var_rank[ref] == 0;
+  const rw_pop *o = &p->ops[RW_REF_OPI(ref)];
+  if ((strcmp(o->type, "Add") && strcmp(o->type, "Mul")) || o->n_in != 2) return 0;
+  return is_scalar(r, p, o->in[0]) && is_scalar(r, p, o->in[1]);
+}
+
+/* A Mul of a non-scalar by a scalar (its second input). */
+static int scalar_mul(const rw_rule *r, const rw_pattern *p, const rw_pop *o) {
+  return !strcmp(o->type, "Mul") && o->n_in == 2 && is_scalar(r, p, o->in[1]) && !is_scalar(r, p, o->in[0]);
+}
+
 /* Term of output k of pattern op i. */
-static Z3_ast term(zc *z, const rw_pattern *p, const Z3_ast *vars, int ref) {
+static Z3_ast term(zc *z, const rw_rule *r, const rw_pattern *p, const Z3_ast *vars, int ref) {
   if (!RW_REF_IS_OP(ref)) return vars[ref];
   const rw_pop *o = &p->ops[RW_REF_OPI(ref)];
-  Z3_ast a = term(z, p, vars, o->in[0]);
-  Z3_ast b = o->n_in > 1 ? term(z, p, vars, o->in[1]) : NULL;
+  Z3_ast a = term(z, r, p, vars, o->in[0]);
+  Z3_ast b = o->n_in > 1 ? term(z, r, p, vars, o->in[1]) : NULL;
+  if ((o->n_in > 0 && !a) || (o->n_in > 1 && !b)) return NULL;
   json_t *ax = o->attrs ? json_object_get(o->attrs, "axis") : NULL;
   int axis = ax ? (int)json_integer_value(ax) : 0;
   if (!strcmp(o->type, "MatMul")) return ap2(z, z->M, a, b);
+  if (!strcmp(o->type, "Gemm")) {
+    /* MatMul of the (transposed) operands, plus the bias; alpha / beta have no axioms */
+    if (json_object_get(o->attrs, "alpha") || json_object_get(o->attrs, "beta")) return NULL;
+    json_t *ta = json_object_get(o->attrs, "transA"), *tb = json_object_get(o->attrs, "transB");
+    Z3_ast m = ap2(z, z->M, ta && json_integer_value(ta) ? ap1(z, z->Tr, a) : a,
+                   tb && json_integer_value(tb) ? ap1(z, z->Tr, b) : b);
+    if (o->n_in < 3) return m;
+    Z3_ast c = term(z, r, p, vars, o->in[2]);
+    return c ? ap2(z, z->A, m, c) : NULL;
+  }
+  if (!strcmp(o->type, "Conv")) {
+    int k = conv_variant(o);
+    return k < 0 || o->n_in != 2 ? NULL : ap2(z, z->K[k], a, b);
+  }
+  if (scalar_mul(r, p, o)) return ap2(z, z->SM, a, b);
   if (!strcmp(o->type, "Add")) return ap2(z, z->A, a, b);
   if (!strcmp(o->type, "Mul")) return ap2(z, z->X, a, b);
   if (!strcmp(o->type, "Relu")) return ap1(z, z->R, a);
@@ -122,6 +239,12 @@ static int prove_here(const rw_rule *r, int timeout_ms, char *why, size_t n) {
   for (int i = 0; i < 5; i++) *f2[i] = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, n2[i]), 2, t2, z.T);
   z.R = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "relu"), 1, t2, z.T);
   z.Tr = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "transpose"), 1, t2, z.T);
+  z.SM = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "smul"), 2, t2, z.T);
+  for (int k = 0; k < ZK_N; k++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "conv%d", k);
+    z.K[k] = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, nm), 2, t2, z.T);
+  }
   for (int ax = 0; ax < 2; ax++)
     for (int h = 0; h < 2; h++) {
       char nm[16];
@@ -137,7 +260,19 @@ static int prove_here(const rw_rule *r, int timeout_ms, char *why, size_t n) {
   Z3_params_set_uint(z.c, p, Z3_mk_string_symbol(z.c, "rlimit"), 3000000u);
   Z3_params_set_uint(z.c, p, Z3_mk_string_symbol(z.c, "timeout"), (unsigned)timeout_ms);
   Z3_solver_set_params(z.c, s, p);
-  axioms(&z, s);
+  /* the conv axioms only where the rule has a Conv or a scalar Mul (more quantifiers slow every
+   * other proof down) */
+  int kmask = 0, conv_rule = 0;
+  for (int side = 0; side < 2; side++) {
+    const rw_pattern *pt = side ? &r->dst : &r->src;
+    for (int i = 0; i < pt->n_ops; i++) {
+      int k = strcmp(pt->ops[i].type, "Conv") ? -1 : conv_variant(&pt->ops[i]);
+      if (k >= 0) kmask |= 1 << k | (k >= ZK_G2 ? 1 << (k - ZK_G2) : 0);
+      conv_rule |= k >= 0 || scalar_mul(r, pt, &pt->ops[i]);
+    }
+  }
+  axioms(&z, s, !conv_rule);
+  if (conv_rule) conv_axioms(&z, s, kmask);
   Z3_ast vars[RW_MAX_VARS];
   for (int v = 0; v < r->n_vars; v++) {
     char nm[16];
@@ -147,7 +282,7 @@ static int prove_here(const rw_rule *r, int timeout_ms, char *why, size_t n) {
   Z3_ast diff[RW_MAX_OUT];
   int ok = 1;
   for (int k = 0; k < r->src.n_out && ok; k++) {
-    Z3_ast ls = term(&z, &r->src, vars, r->src.out[k]), rs = term(&z, &r->dst, vars, r->dst.out[k]);
+    Z3_ast ls = term(&z, r, &r->src, vars, r->src.out[k]), rs = term(&z, r, &r->dst, vars, r->dst.out[k]);
     if (!ls || !rs) ok = 0;
     else diff[k] = Z3_mk_not(z.c, Z3_mk_eq(z.c, ls, rs));
   }

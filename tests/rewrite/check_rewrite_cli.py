@@ -73,6 +73,39 @@ def wrong_rule(d, method="greedy"):
     return failures
 
 
+def group_conv(d):
+    """merge_group_conv (TASO's merge of group convs; never cheaper under the simulator, so forced by
+    the GOPT_REWRITE_APPLY_RULE test hook) on a model with weights: both convs go from 4 groups to
+    2 with block-diagonal weights; the output passes gopt's executor and ONNX Runtime verification
+    and the full onnx.checker check."""
+    rng = np.random.default_rng(1)
+    inits = [numpy_helper.from_array(rng.standard_normal((16, 2, 3, 3)).astype(np.float32) * 0.3, "w1"),
+             numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b1"),
+             numpy_helper.from_array(rng.standard_normal((16, 4, 3, 3)).astype(np.float32) * 0.3, "w2")]
+    conv = dict(dilations=[1, 1], group=4, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], strides=[1, 1], **conv),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["y"], strides=[2, 2], **conv)]
+    g = helper.make_graph(nodes, "gconv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 12])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 6, 6])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    src, rules, out = (os.path.join(d, f) for f in ("gconv.onnx", "gconv.json", "gconv_out.onnx"))
+    onnx.save(m, src)
+    json.dump({"rules": [{"name": "merge_group_conv", "builtin": True}]}, open(rules, "w"))
+    r = subprocess.run([GOPT, "rewrite", src, "-o", out, "--rules", rules, "--json"], capture_output=True,
+                       text=True, env={**os.environ, "GOPT_REWRITE_APPLY_RULE": "merge_group_conv"})
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    groups = [a.i for n in onnx.load(out).graph.node for a in n.attribute if a.name == "group"] if j else []
+    if (j.get("rules_applied") != {"merge_group_conv": 2} or j.get("verified") is not True
+            or j.get("verified_with") != "both" or j.get("ort_measured_after_s") is None or groups != [2, 2]):
+        print(f"check_rewrite_cli: merge_group_conv: rc {r.returncode} {j} groups {groups} {r.stderr!r}", file=sys.stderr)
+        return 1
+    onnx_check.full_check(out)
+    print(f"merge_group_conv: groups 4 -> {groups}, max |diff| {j['max_abs_diff']:.3g}, verified with {j['verified_with']}")
+    return 0
+
+
 def run(model, out, extra=()):
     r = subprocess.run([GOPT, "rewrite", model, "-o", out, "--json", "--budget", "10", *extra],
                        capture_output=True, text=True, cwd=ROOT)
@@ -119,6 +152,7 @@ def main():
             print(f"check_rewrite_cli: folded model has ops {[n.op_type for n in m.graph.node]}", file=sys.stderr)
             failures += 1
         failures += wrong_rule(d)
+        failures += group_conv(d)
         # eqsat (Tensat): same verification and checker path, same JSON fields
         failures += wrong_rule(d, "eqsat")
         for model in ("corpus/squeezenet1_1.onnx", "resnet50", "inception_v3:image=75"):
