@@ -15,7 +15,7 @@
 /* A Split whose input has only size-1 dims before the axis cuts it into contiguous blocks: its
  * outputs are views (offsets into the input), no kernel runs. TASO and Tensat cost it as free
  * likewise (their Split only sets pointer offsets). */
-static int split_is_view(const gopt_graph *g, int32_t n) {
+int rw_split_is_view(const gopt_graph *g, int32_t n) {
   if (g->nodes.a[n].op != GOPT_OP_SPLIT) return 0;
   int32_t x = gopt_node_input(g, n, 0);
   int r = g->tensors.a[x].rank;
@@ -33,7 +33,7 @@ static double view_split_time(const gopt_graph *g, const gopt_cluster *c) {
   double t = 0;
   for (size_t i = 0; i < g->nodes.n; i++) {
     int32_t n = (int32_t)i;
-    if (!gopt_node_alive(g, n) || !split_is_view(g, n)) continue;
+    if (!gopt_node_alive(g, n) || !rw_split_is_view(g, n)) continue;
     gopt_cost co = {0};
     gopt_node_cost(g, n, &co);
     int32_t y = gopt_node_output(g, n, 0);

@@ -245,9 +245,15 @@ void rw_eg_clear(rw_egraph *e) {
   memset(e, 0, sizeof *e);
 }
 
-/* A copy of h's tensor t in S (shape, dtype, constant bytes). */
+/* A copy of h's tensor t in S (shape, dtype, constant bytes). A graph input of h that the caller
+ * did not map to an S tensor is refused: in S it would be a tensor nothing produces. */
 static int32_t import_tensor(rw_egraph *e, const gopt_graph *h, int32_t t, int32_t app, gopt_error *err) {
   const gopt_tensor *x = &h->tensors.a[t];
+  if (x->producer < 0 && !(x->flags & GOPT_T_CONST)) {
+    gopt_error_set(err, GOPT_EGRAPH, "rewritten fragment's input '%s' stands for no e-graph tensor",
+                   gopt_graph_str(h, x->name));
+    return -1;
+  }
   int32_t s = gopt_graph_add_tensor(e->s, NULL, x->dtype, x->flags & GOPT_T_NOSHAPE ? -1 : x->rank,
                                     gopt_tensor_dims(h, t), err);
   if (s < 0) return -1;
@@ -264,8 +270,7 @@ static int32_t import_tensor(rw_egraph *e, const gopt_graph *h, int32_t t, int32
   return s;
 }
 
-int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names,
-                 const int32_t *map_t, int n_map, const char *const *out_names,
+int rw_eg_import(rw_egraph *e, const gopt_graph *h, const int32_t *map_h, const int32_t *map_t, int n_map,
                  const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, gopt_error *err) {
   int32_t *tm = malloc((h->tensors.n + 1) * sizeof *tm), *order = malloc((h->nodes.n + 1) * sizeof *order);
   int rc = 0, made = 0;
@@ -274,10 +279,14 @@ int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names
     goto done;
   }
   for (size_t t = 0; t < h->tensors.n; t++) tm[t] = -1;
-  for (int i = 0; i < n_map; i++) {
-    int32_t t = gopt_graph_find_tensor(h, map_names[i]);
-    if (t >= 0) tm[t] = map_t[i];
-  }
+  for (int i = 0; i < n_map; i++)
+    if (map_h[i] >= 0 && (size_t)map_h[i] < h->tensors.n) tm[map_h[i]] = map_t[i];
+  for (size_t i = 0; i < h->inputs.n; i++) /* checked before anything is imported */
+    if (!(h->tensors.a[h->inputs.a[i]].flags & GOPT_T_CONST) && tm[h->inputs.a[i]] < 0) {
+      rc = gopt_error_set(err, GOPT_EGRAPH, "rewritten fragment's input '%s' stands for no e-graph tensor",
+                          gopt_graph_str(h, h->tensors.a[h->inputs.a[i]].name));
+      goto done;
+    }
   int64_t n = gopt_graph_topo(h, order, err);
   if (n < 0) {
     rc = (int)n;
@@ -312,14 +321,15 @@ int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names
   }
   if (!rc && eg_leaves(e)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   for (int i = 0; i < n_out && !rc; i++) {
-    int32_t t = gopt_graph_find_tensor(h, out_names[i]);
+    /* by position: rw_replace swapped names when an output became one of h's inputs */
+    int32_t t = (size_t)i < h->outputs.n ? h->outputs.a[i] : -1;
     /* an output folded into a constant is read by no imported node: a new leaf */
     if (t >= 0 && tm[t] < 0 && (tm[t] = import_tensor(e, h, t, app, err)) >= 0 && eg_leaves(e)) {
       rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
       break;
     }
     if (t < 0 || tm[t] < 0) {
-      rc = gopt_error_set(err, GOPT_EINVAL, "rewritten fragment lost output '%s'", out_names[i]);
+      rc = gopt_error_set(err, GOPT_EINVAL, "rewritten fragment lost output %d", i);
       break;
     }
     if (rw_eg_union(e, rw_eg_tclass(e, tm[t]), out_cls[i]) < 0) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");

@@ -224,8 +224,7 @@ typedef struct eq_frag {
   int n_in;
   int full_data;                       /* copy every constant's bytes (else only small ones) */
   int dropped;                         /* a constant's bytes were left out */
-  char out_names[RW_MAX_OUT * 4][64];  /* l's outputs ... */
-  int32_t out_cls[RW_MAX_OUT * 4];     /* ... belong to these classes */
+  int32_t out_cls[RW_MAX_OUT * 4];     /* l's outputs, in order, belong to these classes */
   int32_t out_s0;                      /* the S tensor of output 0 */
   int n_out;
 } eq_frag;
@@ -257,7 +256,6 @@ static int32_t frag_input(eq_frag *f, const gopt_graph *s, int32_t t, const char
 static int frag_output(eq_frag *f, int32_t lt, int32_t cls, int32_t st) {
   if (!f->n_out) f->out_s0 = st;
   if (f->n_out >= (int)(sizeof f->out_cls / sizeof f->out_cls[0]) || gopt_graph_add_output(f->l, lt)) return -1;
-  snprintf(f->out_names[f->n_out], sizeof f->out_names[0], "%s", gopt_graph_str(f->l, f->l->tensors.a[lt].name));
   f->out_cls[f->n_out++] = cls;
   return 0;
 }
@@ -352,15 +350,31 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
   return 0;
 }
 
+/* The tensors of the rewritten fragment h standing for the fragment's inputs: a non-constant
+ * input by its position among h's graph inputs (a rewrite that maps a source output to an input,
+ * such as concat_of_split or Transpose(Transpose(x)) = x, swaps that input's name with the
+ * output's, see rw_replace), a constant by name (-1 when renamed so: it is then imported as a new
+ * constant, a copy). */
+static void frag_resolve(const eq_frag *f, const gopt_graph *s, const gopt_graph *h, int32_t *map_h) {
+  size_t k = 0;
+  for (int i = 0; i < f->n_in; i++) {
+    if (s->tensors.a[f->in_s[i]].flags & GOPT_T_CONST) {
+      int32_t t = gopt_graph_find_tensor(h, f->in_names[i]);
+      map_h[i] = t >= 0 && (h->tensors.a[t].flags & GOPT_T_CONST) && h->tensors.a[t].producer < 0 ? t : -1;
+    } else {
+      map_h[i] = k < h->inputs.n ? h->inputs.a[k++] : -1;
+    }
+  }
+}
+
 /* 1 when the rewritten fragment h holds a constant without bytes that is not one of the
- * fragment's inputs: a weight the rewrite derived (reshaped, concatenated, folded) from bytes
- * left out of the fragment, whether or not the rewrite flagged it GOPT_RW_NODATA. */
-static int frag_lost_data(const eq_frag *f, const gopt_graph *h) {
+ * fragment's inputs (map_h): a weight the rewrite derived (reshaped, concatenated, folded) from
+ * bytes left out of the fragment, whether or not the rewrite flagged it GOPT_RW_NODATA. */
+static int frag_lost_data(const eq_frag *f, const gopt_graph *h, const int32_t *map_h) {
   for (size_t t = 0; t < h->tensors.n; t++) {
     if (!(h->tensors.a[t].flags & GOPT_T_CONST) || gopt_tensor_data(h, (int32_t)t)) continue;
-    const char *nm = gopt_graph_str(h, h->tensors.a[t].name);
     int input = 0;
-    for (int i = 0; i < f->n_in && !input; i++) input = !strcmp(nm, f->in_names[i]);
+    for (int i = 0; i < f->n_in && !input; i++) input = map_h[i] == (int32_t)t;
     if (!input) return 1;
   }
   return 0;
@@ -391,14 +405,18 @@ static int eq_apply_once(rw_egraph *e, const gopt_ruleset *rs, const eq_match *m
     }
     goto done;
   }
-  *dropped = f->dropped && ((*flags & GOPT_RW_NODATA) || frag_lost_data(f, h)); /* computed with weights left out */
+  int32_t map_h[RW_MAX_VARS * 4];
+  frag_resolve(f, e->s, h, map_h);
+  *dropped = f->dropped && ((*flags & GOPT_RW_NODATA) || frag_lost_data(f, h, map_h)); /* computed with weights left out */
   if (*dropped) goto done;
-  const char *in_names[RW_MAX_VARS * 4], *out_names[RW_MAX_OUT * 4];
-  for (int i = 0; i < f->n_in; i++) in_names[i] = f->in_names[i];
-  for (int i = 0; i < f->n_out; i++) out_names[i] = f->out_names[i];
   io_t[0] = f->out_s0;
-  rc = rw_eg_import(e, h, in_names, f->in_s, f->n_in, out_names, f->out_cls, f->n_out, app, &io_t[1], err);
-  if (rc < 0) rc = -2;
+  rc = rw_eg_import(e, h, map_h, f->in_s, f->n_in, f->out_cls, f->n_out, app, &io_t[1], &e2);
+  if (rc < 0 && e2.code != GOPT_EGRAPH) { /* GOPT_EGRAPH: h cannot be imported, rejected (-1) */
+    *err = e2;
+    rc = -2;
+  } else if (rc < 0) {
+    rc = -1;
+  }
 done:
   gopt_graph_free(h);
   if (f) gopt_graph_free(f->l);
@@ -685,8 +703,9 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   const char *kept = "";
   /* the input's own choice is no worse by the extraction's measure: no conversion */
   int same = !(xt.objective < xt.input_objective * (1 - 1e-9));
-  /* a converted graph that does not validate (a tensor read but never produced: seen after
-   * concat_of_split on Tensat's VGG-19) is never handed on: the input is kept, the note says why */
+  /* a converted graph that does not validate is never handed on (a backstop: the input is kept,
+   * the note says why; it caught a tensor read but never produced after concat_of_split, since
+   * fixed in frag_resolve) */
   int failed = !same && (rw_eg_to_graph(&e, &xt, &best, &e2) || gopt_graph_validate(best, &e2) ||
                          gopt_rewrite_cost(best, o->cluster, &after, &e2));
   if (failed) {

@@ -19,7 +19,11 @@ void rw_extraction_clear(rw_extraction *x) {
   memset(x, 0, sizeof *x);
 }
 
-/* Per S node: the simulator's kernel time on c (every S node, so shapes of all alternatives). */
+/* Per S node: the simulator's kernel time on c (every S node, so shapes of all alternatives),
+ * except what gopt_rewrite_cost (greedy's cost) leaves out: on one device a Split into contiguous
+ * blocks is a view and costs nothing. Every cost is > 0 (1e-9 s added) so the greedy extraction's
+ * choice is acyclic. What still differs from the simulated step: the step also overlaps kernels
+ * (and, on several devices, transfers), which a sum of per-node times cannot express. */
 static int ex_costs(const rw_egraph *e, const gopt_cluster *c, double *cost, gopt_error *err) {
   gopt_cluster *own = NULL;
   gopt_sim *s = NULL;
@@ -30,7 +34,10 @@ static int ex_costs(const rw_egraph *e, const gopt_cluster *c, double *cost, gop
   }
   if (!(rc = gopt_sim_new(e->s, c, NULL, &s, err)))
     for (size_t n = 0; n < e->s->nodes.n; n++)
-      cost[n] = 1e-9 + (gopt_node_alive(e->s, (int32_t)n) ? gopt_sim_node_time(s, (int32_t)n, 0) : 0);
+      cost[n] = 1e-9 + (gopt_node_alive(e->s, (int32_t)n) &&
+                                !(c->n_devices == 1 && rw_split_is_view(e->s, (int32_t)n))
+                            ? gopt_sim_node_time(s, (int32_t)n, 0)
+                            : 0);
   gopt_sim_free(s);
   gopt_cluster_free(own);
   return rc;
