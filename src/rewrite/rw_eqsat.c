@@ -453,7 +453,18 @@ typedef struct eq_run {
   size_t seen_cap, seen_n;
   size_t iters, matches, rejected, filtered;
   const char *stop;
+  int limited;          /* a limit or a stop request ended the application loop */
+  const gopt_rewrite_opts *o; /* progress (NULL: none) */
+  double t0, cost_before;
 } eq_run;
+
+static void eq_progress(const eq_run *q, const rw_egraph *e, const char *phase) {
+  if (!q->o || !q->o->progress) return;
+  double secs = q->o->seconds > 0 ? q->o->seconds : EQ_SECONDS;
+  gopt_rewrite_progress p = {"eqsat", phase, q->iters + 1, EQ_ITERS, e->live, q->n_apps,
+                             q->cost_before, 0, gopt_now() - q->t0, secs};
+  q->o->progress(&p, q->o->progress_user);
+}
 
 static uint64_t match_key(const eq_match *m) {
   uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)m->rule;
@@ -497,7 +508,7 @@ static int eq_collect(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, double de
   for (size_t i = 0; i < rs->n && !rc; i++) {
     const rw_rule *r = &rs->r[i];
     if (!r->enabled) continue;
-    if ((i & 63) == 0 && gopt_now() > deadline) break; /* the apply loop then reports it */
+    if ((i & 63) == 0 && (gopt_now() > deadline || rw_stop_requested())) break; /* the apply loop reports it */
     if (r->builtin < 0) {
       if (eq_find_pattern(x, (int32_t)i)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
       continue;
@@ -537,14 +548,12 @@ static int eq_collect(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, double de
 static int eq_apply_all(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, eq_run *q, size_t node_limit,
                         double deadline, size_t *added, gopt_error *err) {
   for (size_t i = 0; i < x->n; i++) {
-    if (e->live >= node_limit) {
-      q->stop = "node limit";
+    if (e->live >= node_limit || gopt_now() > deadline || rw_stop_requested()) {
+      q->stop = rw_stop_requested() ? "interrupted" : e->live >= node_limit ? "node limit" : "time limit";
+      q->limited = 1;
       break;
     }
-    if (gopt_now() > deadline) {
-      q->stop = "time limit";
-      break;
-    }
+    if ((i & 63) == 63) eq_progress(q, e, "saturation");
     const eq_match *m = &x->ms[i];
     int isnew = seen_add(q, match_key(m));
     if (isnew < 0) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
@@ -591,9 +600,14 @@ static int eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, 
   for (q->iters = 0; q->iters < EQ_ITERS; q->iters++) {
     size_t added = 0;
     x.multi_ok = q->iters < EQ_MULTI_ITERS;
+    eq_progress(q, e, "saturation");
     if ((rc = eq_collect(e, rs, &x, deadline, err))) break;
+    if (rw_stop_requested() || gopt_now() > deadline) { /* collection cut short: not saturated */
+      q->stop = rw_stop_requested() ? "interrupted" : "time limit";
+      q->limited = 1;
+    }
     size_t before = e->unions;
-    if ((rc = eq_apply_all(e, rs, &x, q, node_limit, deadline, &added, err))) break;
+    if (!q->limited && (rc = eq_apply_all(e, rs, &x, q, node_limit, deadline, &added, err))) break;
     int merges = rw_eg_rebuild(e, err);
     if (merges < 0) {
       rc = merges;
@@ -601,7 +615,7 @@ static int eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, 
     }
     q->filtered += rw_eg_filter_cycles(e);
     rw_eg_wire_constants(e);
-    if (q->stop[0] != 'i') { /* a limit stopped the application loop */
+    if (q->limited) { /* a limit stopped the application loop */
       q->iters++;
       break;
     }
@@ -694,10 +708,17 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   memset(&q, 0, sizeof q);
   int rc = gopt_rewrite_cost(g, o->cluster, &r->cost_before, err);
   if (rc || (rc = rw_eg_init(&e, g, err))) return rc;
+  q.o = o;
+  q.t0 = t0;
+  q.cost_before = r->cost_before;
   if ((rc = eq_saturate(&e, rs, node_limit, t0 + 0.4 * secs, &q, err))) goto done;
   double left = secs - (gopt_now() - t0);
-  if ((rc = rw_extract(&e, o->cluster, RW_X_ILP | RW_X_TOPO, left > 0.5 ? left : 0.5, &xt, err)))
-    goto done;
+  eq_progress(&q, &e, "extraction");
+  /* after a stop request only the greedy extraction runs (fast); a request during the ILP stops
+   * it with its best solution so far (rw_extract) */
+  int mode = rw_stop_requested() ? 0 : RW_X_ILP | RW_X_TOPO;
+  if ((rc = rw_extract(&e, o->cluster, mode, left > 0.5 ? left : 0.5, &xt, err))) goto done;
+  if ((r->interrupted = rw_stop_requested()) && !mode) snprintf(xt.how, sizeof xt.how, "greedy (stop requested: no ILP)");
   gopt_error e2 = {0};
   double after = 0;
   const char *kept = "";

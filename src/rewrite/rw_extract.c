@@ -130,6 +130,12 @@ static int ilp_cover(glp_prob *lp, const rw_egraph *e, const int *colx, int32_t 
   return 0;
 }
 
+/* GLPK's branch-and-cut callback: a stop request (Ctrl-C) ends the ILP with its best so far. */
+static void ilp_stop_cb(glp_tree *tree, void *info) {
+  (void)info;
+  if (rw_stop_requested()) glp_ios_terminate(tree);
+}
+
 /* Tensat's ILP: binary x_n, continuous t_c in [0,1]; min sum cost_n x_n subject to: every root
  * class covered; every chosen e-node's non-leaf child classes covered; t_out - t_child >= eps
  * when the e-node is chosen (topological order: no cycles). Fills x when a solution is found. */
@@ -178,13 +184,14 @@ static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int to
   glp_set_obj_dir(lp, GLP_MIN);
   glp_iocp parm;
   glp_init_iocp(&parm);
+  parm.cb_func = ilp_stop_cb;
   parm.msg_lev = GLP_MSG_OFF;
   parm.presolve = GLP_ON;
   parm.tm_lim = seconds * 1000 > INT_MAX ? INT_MAX : (int)(seconds * 1000) + 1;
   int r = glp_intopt(lp, &parm), st = glp_mip_status(lp);
   if (st != GLP_OPT && st != GLP_FEAS) {
     snprintf(x->how, sizeof x->how, "the ILP found no solution%s",
-             r == GLP_ETMLIM ? " within its time limit" : "");
+             r == GLP_ETMLIM ? " within its time limit" : r == GLP_ESTOP ? " before the stop request" : "");
     goto done;
   }
   for (size_t c = 0; c < e->nc; c++) x->choice[c] = -1;
@@ -196,7 +203,8 @@ static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int to
       }
   x->used_ilp = 1;
   snprintf(x->how, sizeof x->how, "ilp (%s, %d columns, %d rows%s)",
-           st == GLP_OPT ? "optimal" : "time limit, best found", ncol, glp_get_num_rows(lp),
+           st == GLP_OPT ? "optimal" : r == GLP_ESTOP ? "interrupted, best found" : "time limit, best found",
+           ncol, glp_get_num_rows(lp),
            topo ? "" : ", no order constraints");
   ret = 0;
 done:
