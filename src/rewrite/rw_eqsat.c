@@ -716,7 +716,7 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   eq_progress(&q, &e, "extraction");
   /* after a stop request only the greedy extraction runs (fast); a request during the ILP stops
    * it with its best solution so far (rw_extract) */
-  int mode = rw_stop_requested() ? 0 : RW_X_ILP | RW_X_TOPO;
+  int mode = rw_stop_requested() ? 0 : RW_X_ILP; /* filtering left it acyclic: no order rows */
   if ((rc = rw_extract(&e, o->cluster, mode, left > 0.5 ? left : 0.5, &xt, err))) goto done;
   if ((r->interrupted = rw_stop_requested()) && !mode) snprintf(xt.how, sizeof xt.how, "greedy (stop requested: no ILP)");
   gopt_error e2 = {0};

@@ -264,6 +264,7 @@ static void test_cycle_merge(void) {
   CHECK(rw_eg_init(&e, g, &err) == 0);
   CHECK_MSG(rw_eq_saturate(&e, rs, 10000, 60, NULL, 0, &err) == 0, "%s", err.msg);
   CHECK(e.filtered >= 1);
+  for (size_t n = 0; n < e.n_orig; n++) CHECK(e.state[n] != EG_FILTERED); /* the cycle runs through the merge */
   rw_eg_clear(&e);
   gopt_rewrite_opts o = {"eqsat", NULL, 0, 0, 30, 0, 1};
   gopt_rewrite_result r;
