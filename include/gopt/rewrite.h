@@ -162,6 +162,8 @@ typedef struct gopt_rewrite_result {
   int interrupted;             /* stopped early by gopt_rewrite_request_stop: graph is the best so
                                   far (greedy: the best dequeued or generated; eqsat: extracted
                                   from the e-graph saturated so far, without the ILP) */
+  int input_kept;              /* eqsat: nothing cheaper was extracted, graph is a copy of the
+                                  input (the other methods: n_steps == 0 says it) */
 } gopt_rewrite_result;
 void gopt_rewrite_result_clear(gopt_rewrite_result *r); /* accepts NULL */
 

@@ -422,7 +422,7 @@ int cli_rewrite(int argc, char **argv) {
     fprintf(stderr, "gopt rewrite: interrupted: verifying and writing the best graph found so far\n");
   /* the best history replayed on the graph with weights (eqsat's result has them), then verified;
    * with no rewrite the output is the input (no second copy of the weights, nothing to compare) */
-  int unchanged = res.n_steps == 0 && !eqsat;
+  int unchanged = eqsat ? res.input_kept : res.n_steps == 0;
   if (unchanged) {
     outg = full;
     full = NULL;

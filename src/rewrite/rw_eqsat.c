@@ -735,6 +735,7 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
     kept = "; nothing cheaper extracted, input kept";
   }
   if (kept[0]) {
+    r->input_kept = 1;
     gopt_graph_free(best);
     if (!(best = gopt_graph_clone(g))) {
       rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
