@@ -111,6 +111,19 @@ int gopt_rewrite_compare(const gopt_graph *a, const gopt_graph *b, uint64_t seed
                          double atol, double *max_diff, gopt_error *err);
 
 /* ---- search ---------------------------------------------------------------------------------- */
+/* Where a running search is, for gopt_rewrite_opts.progress. */
+typedef struct gopt_rewrite_progress {
+  const char *method;          /* "greedy" or "eqsat" */
+  const char *phase;           /* greedy: "search"; eqsat: "saturation" or "extraction" */
+  size_t step, steps;          /* greedy: graphs dequeued and the budget; eqsat: the iteration
+                                  (1-based) and the iteration limit */
+  size_t size;                 /* greedy: candidates generated; eqsat: live e-nodes */
+  size_t applied;              /* eqsat: rewrites applied so far (greedy: 0) */
+  double cost_before;          /* the input's simulated step (seconds) */
+  double best_cost;            /* greedy: the best graph's so far; eqsat: 0 (known after extraction) */
+  double elapsed, seconds;     /* wall seconds so far, and the limit (0: none) */
+} gopt_rewrite_progress;
+
 typedef struct gopt_rewrite_opts {
   const char *method;          /* "greedy", "eqsat" or "rl" (NULL: greedy) */
   const gopt_cluster *cluster; /* cost device: the simulator's step time (NULL: a V100) */
@@ -123,6 +136,10 @@ typedef struct gopt_rewrite_opts {
   uint64_t seed;
   const char *policy;          /* rl: the policy file (NULL: the shipped policies/rewrite.gpol);
                                 * budget = the episode's steps (<= 0: 100) */
+  /* greedy and eqsat: called often (after each dequeued graph; per eqsat iteration and every few
+   * applications) from the searching thread; the callee rate-limits its output. NULL: none. */
+  void (*progress)(const gopt_rewrite_progress *p, void *user);
+  void *progress_user;
 } gopt_rewrite_opts;
 
 /* One applied rewrite of the best graph's history. */
@@ -142,6 +159,11 @@ typedef struct gopt_rewrite_result {
   int flags;                   /* OR of the steps' flags */
   char note[320];              /* the method's own summary (eqsat: iterations, e-graph size,
                                   why it stopped, which extraction was used); "" when none */
+  int interrupted;             /* stopped early by gopt_rewrite_request_stop: graph is the best so
+                                  far (greedy: the best dequeued or generated; eqsat: extracted
+                                  from the e-graph saturated so far, without the ILP) */
+  int input_kept;              /* eqsat: nothing cheaper was extracted, graph is a copy of the
+                                  input (the other methods: n_steps == 0 says it) */
 } gopt_rewrite_result;
 void gopt_rewrite_result_clear(gopt_rewrite_result *r); /* accepts NULL */
 
@@ -150,6 +172,10 @@ const char *gopt_rewrite_method_name(size_t i);
 /* The simulated step time of g on c (NULL: a V100). On one device, Splits into contiguous blocks
  * (only size-1 dims before the axis) are views and cost nothing, as in TASO and Tensat. */
 int gopt_rewrite_cost(const gopt_graph *g, const gopt_cluster *c, double *seconds, gopt_error *err);
+/* Asks a running greedy or eqsat search to stop and return its best graph so far (async-signal-
+ * safe: the CLI calls it on Ctrl-C); the flag stays set until gopt_rewrite_clear_stop. */
+void gopt_rewrite_request_stop(void);
+void gopt_rewrite_clear_stop(void);
 /* Searches for a cheaper graph equivalent to g under the enabled rules of rs. g must have
  * inferred shapes. Returns 0 (r filled; the best may be g itself) or an error. */
 int gopt_rewrite_search(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,

@@ -194,6 +194,23 @@ int cli_rewrite_find_rules(char *buf, size_t n);
 void cli_rewrite_strip_weights(gopt_graph *g, const uint8_t *keep);
 /* `gopt train --method rewrite MODELS... -o P.gpol`. */
 int cli_train_rewrite(int argc, char **argv);
+/* gopt rewrite's progress line (cli_rewrite_progress.c): mode 1 redraws one line (stderr is a
+ * terminal), 2 prints a plain line every 2 s (GOPT_PROGRESS=1 when not a terminal), 0 nothing
+ * (not a terminal, or GOPT_PROGRESS=0). */
+typedef struct cli_rewrite_progress_state {
+  int mode;
+  size_t lines;
+  double last;
+} cli_rewrite_progress_state;
+int cli_rewrite_progress_mode(void);
+struct gopt_rewrite_progress;
+/* A gopt_rewrite_opts.progress callback; user is a cli_rewrite_progress_state. */
+void cli_rewrite_progress(const struct gopt_rewrite_progress *p, void *user);
+/* Ends a redrawn line (mode 1). */
+void cli_rewrite_progress_end(cli_rewrite_progress_state *s);
+/* Installs (1) or removes (0) the Ctrl-C handler: the first Ctrl-C asks the search to stop with
+ * its best graph so far (gopt_rewrite_request_stop), a second ends the process. */
+void cli_rewrite_sigint(int install);
 
 /* ---- MPI (cli_mpi.c, docs/SCALING.md): rank 0 of 1 unless started by mpirun with GOPT_MPI ---- */
 #include "gopt/learn.h"

@@ -31,6 +31,8 @@ static const char rewrite_help[] =
     "  --cluster C    cost device preset (default V100): the simulator's step time\n"
     "  --budget N     greedy: graphs dequeued (default 100); eqsat: e-node limit (20000); rl: steps (100)\n"
     "  --seconds S    wall-clock limit (eqsat: default 10: 40% saturation, the rest extraction)\n"
+    "                 (greedy, eqsat: a progress line on stderr when it is a terminal; Ctrl-C stops\n"
+    "                 the search with its best graph so far, verified and written as usual)\n"
     "  --alpha A      accept candidates costing < A x best (default 1.05)\n"
     "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"
     "  --verify V     exec: gopt's executor; ort: also ONNX Runtime (default both)\n"
@@ -405,7 +407,9 @@ int cli_rewrite(int argc, char **argv) {
     goto done;
   }
   cli_rewrite_strip_weights(sg, NULL);
-  gopt_rewrite_opts ro = {a.method, c, a.alpha, a.budget, a.seconds, 0, seed, a.policy};
+  cli_rewrite_progress_state ps = {cli_rewrite_progress_mode(), 0, 0};
+  gopt_rewrite_opts ro = {a.method, c, a.alpha, a.budget, a.seconds, 0, seed, a.policy,
+                          ps.mode ? cli_rewrite_progress : NULL, &ps};
   int eqsat = a.method && !strcmp(a.method, "eqsat");
   /* Every pattern rule the best result uses is verified again (numerically, with the executor)
    * before it is applied to the model; one that fails is disabled and the search runs again, so
@@ -415,10 +419,14 @@ int cli_rewrite(int argc, char **argv) {
     fail("out of memory");
     goto done;
   }
+  cli_rewrite_sigint(1); /* Ctrl-C: the best graph so far, verified and written as usual */
   for (;;) {
     gopt_rewrite_result_clear(&res);
     /* eqsat keeps one copy of the graph (its e-graph store), so it works on the weights */
-    if (gopt_rewrite_search(eqsat ? full : sg, rs, &ro, &res, &err)) {
+    int src = gopt_rewrite_search(eqsat ? full : sg, rs, &ro, &res, &err);
+    cli_rewrite_progress_end(&ps);
+    if (src) {
+      cli_rewrite_sigint(0);
       free(checked);
       fail(err.msg);
       goto done;
@@ -438,14 +446,17 @@ int cli_rewrite(int argc, char **argv) {
     }
     if (!again) break;
   }
+  cli_rewrite_sigint(0);
   free(checked);
+  if (res.interrupted)
+    fprintf(stderr, "gopt rewrite: interrupted: verifying and writing the best graph found so far\n");
   if (apply_rule_hook(sg, rs, &res)) {
     fail("out of memory");
     goto done;
   }
   /* the best history replayed on the graph with weights (eqsat's result has them), then verified;
    * with no rewrite the output is the input (no second copy of the weights, nothing to compare) */
-  int unchanged = res.n_steps == 0 && !eqsat;
+  int unchanged = eqsat ? res.input_kept : res.n_steps == 0;
   if (unchanged) {
     outg = full;
     full = NULL;
@@ -533,6 +544,7 @@ int cli_rewrite(int argc, char **argv) {
     if (structure_only && mb >= 0) json_object_set_new(o, "measured_weights", json_string("made-up"));
     json_object_set_new(o, "weights_flagged", json_boolean(structure_only && (res.flags & GOPT_RW_WEIGHTS)));
     json_object_set_new(o, "search_seconds", json_real(res.search_seconds));
+    json_object_set_new(o, "interrupted", json_boolean(res.interrupted));
     json_object_set_new(o, "dequeued", json_integer((json_int_t)res.dequeued));
     json_object_set_new(o, "generated", json_integer((json_int_t)res.generated));
     json_object_set_new(o, "rejected", json_integer((json_int_t)res.rejected));
@@ -543,10 +555,11 @@ int cli_rewrite(int argc, char **argv) {
     json_decref(o);
   } else {
     printf("%s: %zu rewrites, predicted %.4g ms -> %.4g ms on %s (%.1f%% less), %zu -> %zu nodes, "
-           "search %.2f s, verified\n",
+           "search %.2f s%s, verified\n",
            a.out, res.n_steps, res.cost_before * 1e3, res.cost_after * 1e3, c->name,
            res.cost_before > 0 ? 100 * (1 - res.cost_after / res.cost_before) : 0.0,
-           gopt_graph_node_count(g), gopt_graph_node_count(outg), res.search_seconds);
+           gopt_graph_node_count(g), gopt_graph_node_count(outg), res.search_seconds,
+           res.interrupted ? " (interrupted: best so far)" : "");
     if (res.note[0]) printf("  %s\n", res.note);
     if (structure_only && (res.flags & GOPT_RW_WEIGHTS))
       printf("  note: the model has no weight data; weight-changing rewrites were applied to the structure only\n");

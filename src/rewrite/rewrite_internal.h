@@ -92,6 +92,14 @@ int32_t rw_const(gopt_graph *g, int dtype, int rank, const int64_t *dims, const 
 /* Finishes an application: cycle check, DCE, shape inference (compact after). */
 int rw_finish(gopt_graph *h, gopt_error *err);
 
+/* 1 after gopt_rewrite_request_stop (until gopt_rewrite_clear_stop). */
+int rw_stop_requested(void);
+
+/* 1 when node n is a Split whose input has only size-1 dims before the axis: it cuts the input
+ * into contiguous blocks, its outputs are views and, on one device, it costs nothing in
+ * gopt_rewrite_cost (rewrite_search.c) and in eqsat's extraction. */
+int rw_split_is_view(const gopt_graph *g, int32_t n);
+
 /* Constant folding of live nodes with id >= first (rewrite_exec.c); returns the count folded. */
 int rw_fold(gopt_graph *g, size_t first, size_t *nodata, gopt_error *err);
 

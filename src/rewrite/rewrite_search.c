@@ -2,6 +2,7 @@
  * beside greedy), the simulated cost, TASO's cost-ordered backtracking search ("greedy": priority
  * queue by cost, alpha, a budget of dequeued graphs, the op-count limit, dedupe by structural
  * hash), and the replay check that names the first rewrite whose outputs differ. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@
 /* A Split whose input has only size-1 dims before the axis cuts it into contiguous blocks: its
  * outputs are views (offsets into the input), no kernel runs. TASO and Tensat cost it as free
  * likewise (their Split only sets pointer offsets). */
-static int split_is_view(const gopt_graph *g, int32_t n) {
+int rw_split_is_view(const gopt_graph *g, int32_t n) {
   if (g->nodes.a[n].op != GOPT_OP_SPLIT) return 0;
   int32_t x = gopt_node_input(g, n, 0);
   int r = g->tensors.a[x].rank;
@@ -33,7 +34,7 @@ static double view_split_time(const gopt_graph *g, const gopt_cluster *c) {
   double t = 0;
   for (size_t i = 0; i < g->nodes.n; i++) {
     int32_t n = (int32_t)i;
-    if (!gopt_node_alive(g, n) || !split_is_view(g, n)) continue;
+    if (!gopt_node_alive(g, n) || !rw_split_is_view(g, n)) continue;
     gopt_cost co = {0};
     gopt_node_cost(g, n, &co);
     int32_t y = gopt_node_output(g, n, 0);
@@ -74,6 +75,13 @@ void gopt_rewrite_result_clear(gopt_rewrite_result *r) {
   free(r->steps);
   memset(r, 0, sizeof *r);
 }
+
+/* ---- stop request ---------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t g_stop = 0;
+void gopt_rewrite_request_stop(void) { g_stop = 1; }
+void gopt_rewrite_clear_stop(void) { g_stop = 0; }
+int rw_stop_requested(void) { return g_stop != 0; }
 
 /* ---- greedy (TASO) --------------------------------------------------------------------------- */
 
@@ -140,6 +148,20 @@ static int queue_push(qentry *q, size_t *n, size_t cap, qentry e) {
   return 1;
 }
 
+/* 1 when greedy must stop: --seconds spent, or a stop request (r->interrupted set). */
+static int greedy_stop(const gopt_rewrite_opts *o, double t0, gopt_rewrite_result *r) {
+  if (rw_stop_requested()) r->interrupted = 1;
+  return r->interrupted || (o->seconds > 0 && gopt_now() - t0 > o->seconds);
+}
+
+static void greedy_progress(const gopt_rewrite_opts *o, const gopt_rewrite_result *r, long budget,
+                            double best, double t0) {
+  if (!o->progress) return;
+  gopt_rewrite_progress p = {"greedy", "search", r->dequeued, (size_t)budget, r->generated, 0,
+                             r->cost_before, best, gopt_now() - t0, o->seconds > 0 ? o->seconds : 0};
+  o->progress(&p, o->progress_user);
+}
+
 static int search_greedy(const gopt_graph *g0, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
                          gopt_rewrite_result *r, gopt_error *err) {
   double alpha = o->alpha > 0 ? o->alpha : 1.05;
@@ -171,7 +193,8 @@ static int search_greedy(const gopt_graph *g0, const gopt_ruleset *rs, const gop
   size_t nq = 0;
   queue_push(q, &nq, qcap, first);
   while (nq > 0 && (long)r->dequeued < budget) {
-    if (o->seconds > 0 && gopt_now() - t0 > o->seconds) break;
+    greedy_progress(o, r, budget, best.cost, t0);
+    if (greedy_stop(o, t0, r)) break;
     qentry cur = q[0];
     memmove(q, q + 1, (nq - 1) * sizeof *q);
     nq--;
@@ -186,7 +209,7 @@ static int search_greedy(const gopt_graph *g0, const gopt_ruleset *rs, const gop
       goto done;
     }
     for (size_t i = 0; i < nm; i++) {
-      if (o->seconds > 0 && gopt_now() - t0 > o->seconds) break;
+      if (greedy_stop(o, t0, r)) break;
       gopt_graph *h = NULL;
       int fl = 0;
       gopt_error e2 = {0};

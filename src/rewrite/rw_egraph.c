@@ -245,9 +245,15 @@ void rw_eg_clear(rw_egraph *e) {
   memset(e, 0, sizeof *e);
 }
 
-/* A copy of h's tensor t in S (shape, dtype, constant bytes). */
+/* A copy of h's tensor t in S (shape, dtype, constant bytes). A graph input of h that the caller
+ * did not map to an S tensor is refused: in S it would be a tensor nothing produces. */
 static int32_t import_tensor(rw_egraph *e, const gopt_graph *h, int32_t t, int32_t app, gopt_error *err) {
   const gopt_tensor *x = &h->tensors.a[t];
+  if (x->producer < 0 && !(x->flags & GOPT_T_CONST)) {
+    gopt_error_set(err, GOPT_EGRAPH, "rewritten fragment's input '%s' stands for no e-graph tensor",
+                   gopt_graph_str(h, x->name));
+    return -1;
+  }
   int32_t s = gopt_graph_add_tensor(e->s, NULL, x->dtype, x->flags & GOPT_T_NOSHAPE ? -1 : x->rank,
                                     gopt_tensor_dims(h, t), err);
   if (s < 0) return -1;
@@ -264,8 +270,7 @@ static int32_t import_tensor(rw_egraph *e, const gopt_graph *h, int32_t t, int32
   return s;
 }
 
-int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names,
-                 const int32_t *map_t, int n_map, const char *const *out_names,
+int rw_eg_import(rw_egraph *e, const gopt_graph *h, const int32_t *map_h, const int32_t *map_t, int n_map,
                  const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, gopt_error *err) {
   int32_t *tm = malloc((h->tensors.n + 1) * sizeof *tm), *order = malloc((h->nodes.n + 1) * sizeof *order);
   int rc = 0, made = 0;
@@ -274,10 +279,14 @@ int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names
     goto done;
   }
   for (size_t t = 0; t < h->tensors.n; t++) tm[t] = -1;
-  for (int i = 0; i < n_map; i++) {
-    int32_t t = gopt_graph_find_tensor(h, map_names[i]);
-    if (t >= 0) tm[t] = map_t[i];
-  }
+  for (int i = 0; i < n_map; i++)
+    if (map_h[i] >= 0 && (size_t)map_h[i] < h->tensors.n) tm[map_h[i]] = map_t[i];
+  for (size_t i = 0; i < h->inputs.n; i++) /* checked before anything is imported */
+    if (!(h->tensors.a[h->inputs.a[i]].flags & GOPT_T_CONST) && tm[h->inputs.a[i]] < 0) {
+      rc = gopt_error_set(err, GOPT_EGRAPH, "rewritten fragment's input '%s' stands for no e-graph tensor",
+                          gopt_graph_str(h, h->tensors.a[h->inputs.a[i]].name));
+      goto done;
+    }
   int64_t n = gopt_graph_topo(h, order, err);
   if (n < 0) {
     rc = (int)n;
@@ -312,14 +321,15 @@ int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names
   }
   if (!rc && eg_leaves(e)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   for (int i = 0; i < n_out && !rc; i++) {
-    int32_t t = gopt_graph_find_tensor(h, out_names[i]);
+    /* by position: rw_replace swapped names when an output became one of h's inputs */
+    int32_t t = (size_t)i < h->outputs.n ? h->outputs.a[i] : -1;
     /* an output folded into a constant is read by no imported node: a new leaf */
     if (t >= 0 && tm[t] < 0 && (tm[t] = import_tensor(e, h, t, app, err)) >= 0 && eg_leaves(e)) {
       rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
       break;
     }
     if (t < 0 || tm[t] < 0) {
-      rc = gopt_error_set(err, GOPT_EINVAL, "rewritten fragment lost output '%s'", out_names[i]);
+      rc = gopt_error_set(err, GOPT_EINVAL, "rewritten fragment lost output %d", i);
       break;
     }
     if (rw_eg_union(e, rw_eg_tclass(e, tm[t]), out_cls[i]) < 0) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
@@ -406,36 +416,77 @@ void rw_eg_wire_constants(rw_egraph *e) {
   }
 }
 
-static size_t filter_visit(rw_egraph *e, int32_t c, uint8_t *color) {
-  size_t nf = 0;
-  color[c] = 1;
+/* DFS state of the cycle filter: the classes on the stack and, for each, the e-node through which
+ * the DFS entered it. */
+typedef struct filt {
+  rw_egraph *e;
+  uint8_t *color;       /* per class: 0 unvisited, 1 on the stack, 2 done */
+  int32_t *pos;         /* per class on the stack: its depth */
+  int32_t *via;         /* per depth: the e-node whose child class is the class at that depth */
+  int prefer_new;       /* filter an e-node a rewrite made rather than one of the input graph */
+} filt;
+
+static int is_new(const rw_egraph *e, int32_t n) { return (size_t)n >= e->n_orig; }
+
+static void filter_node(rw_egraph *e, int32_t n, size_t *nf) {
+  if (e->state[n] != EG_LIVE) return;
+  e->state[n] = EG_FILTERED;
+  e->filtered++;
+  ++*nf;
+}
+
+/* Visits class c at depth d. A child class on the stack closes a cycle: the e-node reading it is
+ * filtered, unless prefer_new and it is one of the input graph's while an e-node a rewrite made
+ * lies on the stack between that class and c: then the lowest such one is (the cycle then runs
+ * through the new e-node, as when a merge reads a result of one of the merged ops; the input
+ * graph's own e-nodes stay, so its extraction stays possible). */
+static void filter_visit(filt *f, int32_t c, int32_t d, size_t *nf) {
+  rw_egraph *e = f->e;
+  f->color[c] = 1;
+  f->pos[c] = d;
   for (int32_t i = e->mstart[c]; i < e->mstart[c + 1]; i++) {
     int32_t n = e->mnode[i];
-    if (e->state[n] != EG_LIVE) continue;
-    for (int k = 0; k < e->s->nodes.a[n].n_in; k++) {
+    for (int k = 0; e->state[n] == EG_LIVE && k < e->s->nodes.a[n].n_in; k++) {
       int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, n, k));
       if (cc < 0) continue;
-      if (color[cc] == 1) {
-        e->state[n] = EG_FILTERED;
-        e->filtered++;
-        nf++;
-        break;
+      if (f->color[cc] == 1) {
+        int32_t victim = n;
+        for (int32_t j = f->pos[cc] + 1; f->prefer_new && !is_new(e, n) && j <= d; j++)
+          if (is_new(e, f->via[j]) && e->state[f->via[j]] == EG_LIVE) {
+            victim = f->via[j];
+            break;
+          }
+        filter_node(e, victim, nf);
+      } else if (!f->color[cc]) {
+        f->via[d + 1] = n;
+        filter_visit(f, cc, d + 1, nf);
       }
-      if (!color[cc]) nf += filter_visit(e, cc, color);
     }
   }
-  color[c] = 2;
-  return nf;
+  f->color[c] = 2;
 }
 
 size_t rw_eg_filter_cycles(rw_egraph *e) {
-  uint8_t *color = calloc(e->nc + 1, 1);
+  filt f = {e, calloc(e->nc + 1, 1), malloc((e->nc + 1) * sizeof(int32_t)),
+            malloc((e->nc + 2) * sizeof(int32_t)), 1};
   size_t nf = 0;
-  if (!color) return 0;
-  for (size_t i = 0; i < e->n_roots; i++) {
-    int32_t r = rw_eg_find(e, e->roots[i]);
-    if (!color[r]) nf += filter_visit(e, r, color);
+  /* Passes preferring new e-nodes run until one filters nothing: that DFS found no cycle, so
+   * what is left is acyclic. A filtered e-node on the stack need not lie on the cycle it was
+   * chosen for, and filtering changes later DFS paths, so one pass is not enough. A last plain
+   * pass (filter the e-node that closes a cycle: back edges removed, acyclic in one pass) is the
+   * backstop when they do not settle. */
+  for (int pass = 0; pass < 65 && f.color && f.pos && f.via; pass++) {
+    size_t before = nf;
+    f.prefer_new = pass < 64;
+    memset(f.color, 0, e->nc + 1);
+    for (size_t i = 0; i < e->n_roots; i++) {
+      int32_t r = rw_eg_find(e, e->roots[i]);
+      if (!f.color[r]) filter_visit(&f, r, 0, &nf);
+    }
+    if (nf == before) break;
   }
-  free(color);
+  free(f.color);
+  free(f.pos);
+  free(f.via);
   return nf;
 }

@@ -48,13 +48,13 @@ int32_t rw_eg_find(const rw_egraph *e, int32_t c);
 int32_t rw_eg_tclass(const rw_egraph *e, int32_t t);
 /* Merges two classes; returns 1 when they were different, 0 when equal, <0 out of memory. */
 int rw_eg_union(rw_egraph *e, int32_t a, int32_t b);
-/* Copies graph h's live nodes into S (h's tensors named in map_names[i] (nullable list of n_map
- * names) stand for S tensors map_t[i]; other inputs and constants become new leaves), hash-conses
- * them and merges, for each i < n_out, the class of h's tensor named out_names[i] with class
- * out_cls[i]; out_t (may be NULL) receives that S tensor of h's output 0. app tags the new
- * e-nodes and leaves. Returns the number of new e-nodes or < 0. */
-int rw_eg_import(rw_egraph *e, const gopt_graph *h, const char *const *map_names,
-                 const int32_t *map_t, int n_map, const char *const *out_names,
+/* Copies graph h's live nodes into S (h's tensors map_h[i] (-1: none) stand for S tensors
+ * map_t[i]; other constants become new leaves; every non-constant graph input of h must be mapped,
+ * else GOPT_EGRAPH before anything is imported), hash-conses them and merges, for each i < n_out,
+ * the class of h's output i (by position: names may have been swapped by rw_replace) with class
+ * out_cls[i]; out_t (may be NULL) receives the S tensor of h's output 0. app tags the new e-nodes
+ * and leaves. Returns the number of new e-nodes or < 0 (GOPT_EGRAPH: h cannot be imported). */
+int rw_eg_import(rw_egraph *e, const gopt_graph *h, const int32_t *map_h, const int32_t *map_t, int n_map,
                  const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, gopt_error *err);
 /* Restores congruence (merging classes of e-nodes that became equal) and rebuilds the member
  * lists; returns the number of merges or < 0. */

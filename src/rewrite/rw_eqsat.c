@@ -224,8 +224,7 @@ typedef struct eq_frag {
   int n_in;
   int full_data;                       /* copy every constant's bytes (else only small ones) */
   int dropped;                         /* a constant's bytes were left out */
-  char out_names[RW_MAX_OUT * 4][64];  /* l's outputs ... */
-  int32_t out_cls[RW_MAX_OUT * 4];     /* ... belong to these classes */
+  int32_t out_cls[RW_MAX_OUT * 4];     /* l's outputs, in order, belong to these classes */
   int32_t out_s0;                      /* the S tensor of output 0 */
   int n_out;
 } eq_frag;
@@ -257,7 +256,6 @@ static int32_t frag_input(eq_frag *f, const gopt_graph *s, int32_t t, const char
 static int frag_output(eq_frag *f, int32_t lt, int32_t cls, int32_t st) {
   if (!f->n_out) f->out_s0 = st;
   if (f->n_out >= (int)(sizeof f->out_cls / sizeof f->out_cls[0]) || gopt_graph_add_output(f->l, lt)) return -1;
-  snprintf(f->out_names[f->n_out], sizeof f->out_names[0], "%s", gopt_graph_str(f->l, f->l->tensors.a[lt].name));
   f->out_cls[f->n_out++] = cls;
   return 0;
 }
@@ -352,15 +350,31 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
   return 0;
 }
 
+/* The tensors of the rewritten fragment h standing for the fragment's inputs: a non-constant
+ * input by its position among h's graph inputs (a rewrite that maps a source output to an input,
+ * such as concat_of_split or Transpose(Transpose(x)) = x, swaps that input's name with the
+ * output's, see rw_replace), a constant by name (-1 when renamed so: it is then imported as a new
+ * constant, a copy). */
+static void frag_resolve(const eq_frag *f, const gopt_graph *s, const gopt_graph *h, int32_t *map_h) {
+  size_t k = 0;
+  for (int i = 0; i < f->n_in; i++) {
+    if (s->tensors.a[f->in_s[i]].flags & GOPT_T_CONST) {
+      int32_t t = gopt_graph_find_tensor(h, f->in_names[i]);
+      map_h[i] = t >= 0 && (h->tensors.a[t].flags & GOPT_T_CONST) && h->tensors.a[t].producer < 0 ? t : -1;
+    } else {
+      map_h[i] = k < h->inputs.n ? h->inputs.a[k++] : -1;
+    }
+  }
+}
+
 /* 1 when the rewritten fragment h holds a constant without bytes that is not one of the
- * fragment's inputs: a weight the rewrite derived (reshaped, concatenated, folded) from bytes
- * left out of the fragment, whether or not the rewrite flagged it GOPT_RW_NODATA. */
-static int frag_lost_data(const eq_frag *f, const gopt_graph *h) {
+ * fragment's inputs (map_h): a weight the rewrite derived (reshaped, concatenated, folded) from
+ * bytes left out of the fragment, whether or not the rewrite flagged it GOPT_RW_NODATA. */
+static int frag_lost_data(const eq_frag *f, const gopt_graph *h, const int32_t *map_h) {
   for (size_t t = 0; t < h->tensors.n; t++) {
     if (!(h->tensors.a[t].flags & GOPT_T_CONST) || gopt_tensor_data(h, (int32_t)t)) continue;
-    const char *nm = gopt_graph_str(h, h->tensors.a[t].name);
     int input = 0;
-    for (int i = 0; i < f->n_in && !input; i++) input = !strcmp(nm, f->in_names[i]);
+    for (int i = 0; i < f->n_in && !input; i++) input = map_h[i] == (int32_t)t;
     if (!input) return 1;
   }
   return 0;
@@ -391,14 +405,18 @@ static int eq_apply_once(rw_egraph *e, const gopt_ruleset *rs, const eq_match *m
     }
     goto done;
   }
-  *dropped = f->dropped && ((*flags & GOPT_RW_NODATA) || frag_lost_data(f, h)); /* computed with weights left out */
+  int32_t map_h[RW_MAX_VARS * 4];
+  frag_resolve(f, e->s, h, map_h);
+  *dropped = f->dropped && ((*flags & GOPT_RW_NODATA) || frag_lost_data(f, h, map_h)); /* computed with weights left out */
   if (*dropped) goto done;
-  const char *in_names[RW_MAX_VARS * 4], *out_names[RW_MAX_OUT * 4];
-  for (int i = 0; i < f->n_in; i++) in_names[i] = f->in_names[i];
-  for (int i = 0; i < f->n_out; i++) out_names[i] = f->out_names[i];
   io_t[0] = f->out_s0;
-  rc = rw_eg_import(e, h, in_names, f->in_s, f->n_in, out_names, f->out_cls, f->n_out, app, &io_t[1], err);
-  if (rc < 0) rc = -2;
+  rc = rw_eg_import(e, h, map_h, f->in_s, f->n_in, f->out_cls, f->n_out, app, &io_t[1], &e2);
+  if (rc < 0 && e2.code != GOPT_EGRAPH) { /* GOPT_EGRAPH: h cannot be imported, rejected (-1) */
+    *err = e2;
+    rc = -2;
+  } else if (rc < 0) {
+    rc = -1;
+  }
 done:
   gopt_graph_free(h);
   if (f) gopt_graph_free(f->l);
@@ -435,7 +453,18 @@ typedef struct eq_run {
   size_t seen_cap, seen_n;
   size_t iters, matches, rejected, filtered;
   const char *stop;
+  int limited;          /* a limit or a stop request ended the application loop */
+  const gopt_rewrite_opts *o; /* progress (NULL: none) */
+  double t0, cost_before;
 } eq_run;
+
+static void eq_progress(const eq_run *q, const rw_egraph *e, const char *phase) {
+  if (!q->o || !q->o->progress) return;
+  double secs = q->o->seconds > 0 ? q->o->seconds : EQ_SECONDS;
+  gopt_rewrite_progress p = {"eqsat", phase, q->iters + 1, EQ_ITERS, e->live, q->n_apps,
+                             q->cost_before, 0, gopt_now() - q->t0, secs};
+  q->o->progress(&p, q->o->progress_user);
+}
 
 static uint64_t match_key(const eq_match *m) {
   uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)m->rule;
@@ -479,7 +508,7 @@ static int eq_collect(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, double de
   for (size_t i = 0; i < rs->n && !rc; i++) {
     const rw_rule *r = &rs->r[i];
     if (!r->enabled) continue;
-    if ((i & 63) == 0 && gopt_now() > deadline) break; /* the apply loop then reports it */
+    if ((i & 63) == 0 && (gopt_now() > deadline || rw_stop_requested())) break; /* the apply loop reports it */
     if (r->builtin < 0) {
       if (eq_find_pattern(x, (int32_t)i)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
       continue;
@@ -519,14 +548,12 @@ static int eq_collect(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, double de
 static int eq_apply_all(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, eq_run *q, size_t node_limit,
                         double deadline, size_t *added, gopt_error *err) {
   for (size_t i = 0; i < x->n; i++) {
-    if (e->live >= node_limit) {
-      q->stop = "node limit";
+    if (e->live >= node_limit || gopt_now() > deadline || rw_stop_requested()) {
+      q->stop = rw_stop_requested() ? "interrupted" : e->live >= node_limit ? "node limit" : "time limit";
+      q->limited = 1;
       break;
     }
-    if (gopt_now() > deadline) {
-      q->stop = "time limit";
-      break;
-    }
+    if ((i & 63) == 63) eq_progress(q, e, "saturation");
     const eq_match *m = &x->ms[i];
     int isnew = seen_add(q, match_key(m));
     if (isnew < 0) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
@@ -573,9 +600,14 @@ static int eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, 
   for (q->iters = 0; q->iters < EQ_ITERS; q->iters++) {
     size_t added = 0;
     x.multi_ok = q->iters < EQ_MULTI_ITERS;
+    eq_progress(q, e, "saturation");
     if ((rc = eq_collect(e, rs, &x, deadline, err))) break;
+    if (rw_stop_requested() || gopt_now() > deadline) { /* collection cut short: not saturated */
+      q->stop = rw_stop_requested() ? "interrupted" : "time limit";
+      q->limited = 1;
+    }
     size_t before = e->unions;
-    if ((rc = eq_apply_all(e, rs, &x, q, node_limit, deadline, &added, err))) break;
+    if (!q->limited && (rc = eq_apply_all(e, rs, &x, q, node_limit, deadline, &added, err))) break;
     int merges = rw_eg_rebuild(e, err);
     if (merges < 0) {
       rc = merges;
@@ -583,7 +615,7 @@ static int eq_saturate(rw_egraph *e, const gopt_ruleset *rs, size_t node_limit, 
     }
     q->filtered += rw_eg_filter_cycles(e);
     rw_eg_wire_constants(e);
-    if (q->stop[0] != 'i') { /* a limit stopped the application loop */
+    if (q->limited) { /* a limit stopped the application loop */
       q->iters++;
       break;
     }
@@ -676,17 +708,25 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   memset(&q, 0, sizeof q);
   int rc = gopt_rewrite_cost(g, o->cluster, &r->cost_before, err);
   if (rc || (rc = rw_eg_init(&e, g, err))) return rc;
+  q.o = o;
+  q.t0 = t0;
+  q.cost_before = r->cost_before;
   if ((rc = eq_saturate(&e, rs, node_limit, t0 + 0.4 * secs, &q, err))) goto done;
   double left = secs - (gopt_now() - t0);
-  if ((rc = rw_extract(&e, o->cluster, RW_X_ILP | RW_X_TOPO, left > 0.5 ? left : 0.5, &xt, err)))
-    goto done;
+  eq_progress(&q, &e, "extraction");
+  /* after a stop request only the greedy extraction runs (fast); a request during the ILP stops
+   * it with its best solution so far (rw_extract) */
+  int mode = rw_stop_requested() ? 0 : RW_X_ILP; /* filtering left it acyclic: no order rows */
+  if ((rc = rw_extract(&e, o->cluster, mode, left > 0.5 ? left : 0.5, &xt, err))) goto done;
+  if ((r->interrupted = rw_stop_requested()) && !mode) snprintf(xt.how, sizeof xt.how, "greedy (stop requested: no ILP)");
   gopt_error e2 = {0};
   double after = 0;
   const char *kept = "";
   /* the input's own choice is no worse by the extraction's measure: no conversion */
   int same = !(xt.objective < xt.input_objective * (1 - 1e-9));
-  /* a converted graph that does not validate (a tensor read but never produced: seen after
-   * concat_of_split on Tensat's VGG-19) is never handed on: the input is kept, the note says why */
+  /* a converted graph that does not validate is never handed on (a backstop: the input is kept,
+   * the note says why; it caught a tensor read but never produced after concat_of_split, since
+   * fixed in frag_resolve) */
   int failed = !same && (rw_eg_to_graph(&e, &xt, &best, &e2) || gopt_graph_validate(best, &e2) ||
                          gopt_rewrite_cost(best, o->cluster, &after, &e2));
   if (failed) {
@@ -695,6 +735,7 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
     kept = "; nothing cheaper extracted, input kept";
   }
   if (kept[0]) {
+    r->input_kept = 1;
     gopt_graph_free(best);
     if (!(best = gopt_graph_clone(g))) {
       rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");

@@ -19,7 +19,11 @@ void rw_extraction_clear(rw_extraction *x) {
   memset(x, 0, sizeof *x);
 }
 
-/* Per S node: the simulator's kernel time on c (every S node, so shapes of all alternatives). */
+/* Per S node: the simulator's kernel time on c (every S node, so shapes of all alternatives),
+ * except what gopt_rewrite_cost (greedy's cost) leaves out: on one device a Split into contiguous
+ * blocks is a view and costs nothing. Every cost is > 0 (1e-9 s added) so the greedy extraction's
+ * choice is acyclic. What still differs from the simulated step: the step also overlaps kernels
+ * (and, on several devices, transfers), which a sum of per-node times cannot express. */
 static int ex_costs(const rw_egraph *e, const gopt_cluster *c, double *cost, gopt_error *err) {
   gopt_cluster *own = NULL;
   gopt_sim *s = NULL;
@@ -30,7 +34,10 @@ static int ex_costs(const rw_egraph *e, const gopt_cluster *c, double *cost, gop
   }
   if (!(rc = gopt_sim_new(e->s, c, NULL, &s, err)))
     for (size_t n = 0; n < e->s->nodes.n; n++)
-      cost[n] = 1e-9 + (gopt_node_alive(e->s, (int32_t)n) ? gopt_sim_node_time(s, (int32_t)n, 0) : 0);
+      cost[n] = 1e-9 + (gopt_node_alive(e->s, (int32_t)n) &&
+                                !(c->n_devices == 1 && rw_split_is_view(e->s, (int32_t)n))
+                            ? gopt_sim_node_time(s, (int32_t)n, 0)
+                            : 0);
   gopt_sim_free(s);
   gopt_cluster_free(own);
   return rc;
@@ -114,41 +121,68 @@ static void rows_emit(glp_prob *lp, ilp_rows *r, int type, double rhs) {
   r->n = 0;
 }
 
-/* Adds "sum of class cc's usable members >= x_n" (x_n = 0: the class alone is needed). */
-static int ilp_cover(glp_prob *lp, const rw_egraph *e, const int *colx, int32_t cc, int xn, ilp_rows *rw) {
+/* Adds "sum of class cc's usable memberships >= x_n" (x_n = 0: the class alone is needed). */
+static int ilp_cover(glp_prob *lp, const rw_egraph *e, const int *coly, int32_t cc, int xn, ilp_rows *rw) {
   for (int32_t i = e->mstart[cc]; i < e->mstart[cc + 1]; i++)
-    if (colx[e->mnode[i]] > 0 && rows_push(rw, colx[e->mnode[i]], 1)) return -1;
+    if (coly[i] > 0 && rows_push(rw, coly[i], 1)) return -1;
   if (xn > 0 && rows_push(rw, xn, -1)) return -1;
   rows_emit(lp, rw, GLP_LO, xn > 0 ? 0 : 1);
   return 0;
 }
 
-/* Tensat's ILP: binary x_n, continuous t_c in [0,1]; min sum cost_n x_n subject to: every root
- * class covered; every chosen e-node's non-leaf child classes covered; t_out - t_child >= eps
- * when the e-node is chosen (topological order: no cycles). Fills x when a solution is found. */
-static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int topo, rw_extraction *x) {
-  size_t nn = e->s->nodes.n;
-  int *colx = calloc(nn + 1, sizeof *colx), *colt = calloc(e->nc + 1, sizeof *colt), ret = -1;
-  glp_prob *lp = glp_create_prob();
-  ilp_rows rw = {0};
-  if (!colx || !colt || !lp) goto done;
+/* GLPK's branch-and-cut callback: a stop request (Ctrl-C) ends the ILP with its best so far. */
+static void ilp_stop_cb(glp_tree *tree, void *info) {
+  (void)info;
+  if (rw_stop_requested()) glp_ios_terminate(tree);
+}
+
+/* The ILP's columns: x_n per usable e-node (binary, its cost), y_i per membership i of a
+ * multi-output e-node (binary, y_i <= x_n: the e-node is chosen for that class; a single-output
+ * e-node's membership is x_n itself), t_c per non-leaf class in [0, 1]. Returns the count. */
+static int ilp_columns(glp_prob *lp, const rw_egraph *e, const double *cost, int *colx, int *coly, int *colt,
+                       ilp_rows *rw) {
   int ncol = 0;
+  size_t nn = e->s->nodes.n, nm = (size_t)e->mstart[e->nc];
   for (size_t n = 0; n < nn; n++)
     if (n < e->ncap && usable(e, (int32_t)n)) colx[n] = ++ncol;
+  for (size_t i = 0; i < nm; i++) {
+    int32_t n = e->mnode[i];
+    coly[i] = !colx[n] ? 0 : e->s->nodes.a[n].n_out == 1 ? colx[n] : ++ncol;
+  }
+  int nx = ncol;
   for (size_t c = 0; c < e->nc; c++)
     if (rw_eg_find(e, (int32_t)c) == (int32_t)c && e->cleaf[c] < 0) colt[c] = ++ncol;
   glp_add_cols(lp, ncol);
-  double eps = 1.0 / ((double)e->nc + 1), A = 2.0;
+  for (int j = 1; j <= nx; j++) glp_set_col_kind(lp, j, GLP_BV);
   for (size_t n = 0; n < nn; n++)
-    if (colx[n]) {
-      glp_set_col_kind(lp, colx[n], GLP_BV);
-      glp_set_obj_coef(lp, colx[n], cost[n] * 1e3); /* ms: better scaled */
+    if (colx[n]) glp_set_obj_coef(lp, colx[n], cost[n] * 1e3); /* ms: better scaled */
+  for (size_t i = 0; i < nm; i++)
+    if (coly[i] && coly[i] != colx[e->mnode[i]]) {
+      if (rows_push(rw, coly[i], 1) || rows_push(rw, colx[e->mnode[i]], -1)) return -1;
+      rows_emit(lp, rw, GLP_UP, 0);
     }
   for (size_t c = 0; c < e->nc; c++)
     if (colt[c]) glp_set_col_bnds(lp, colt[c], GLP_DB, 0, 1);
+  return ncol;
+}
+
+/* Tensat's ILP: min sum cost_n x_n subject to: every root class covered; every chosen e-node's
+ * non-leaf child classes covered; with topo, t_c - t_child >= eps for each child of the e-node
+ * chosen for class c (topological order: no cycles). The order binds only the class an e-node is
+ * chosen for (y), not its other outputs: a Split chosen for one class may have another output in
+ * a class that one of its inputs needs (computed by another e-node). Fills x when solved. */
+static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int topo, rw_extraction *x) {
+  size_t nn = e->s->nodes.n, nm = (size_t)e->mstart[e->nc];
+  int *colx = calloc(nn + 1, sizeof *colx), *colt = calloc(e->nc + 1, sizeof *colt), ret = -1;
+  int *coly = calloc(nm + 1, sizeof *coly);
+  glp_prob *lp = glp_create_prob();
+  ilp_rows rw = {0};
+  int ncol;
+  if (!colx || !colt || !coly || !lp || (ncol = ilp_columns(lp, e, cost, colx, coly, colt, &rw)) < 0) goto done;
+  double eps = 1.0 / ((double)e->nc + 1), A = 2.0;
   for (size_t i = 0; i < e->n_roots; i++) {
     int32_t r = rw_eg_find(e, e->roots[i]);
-    if (e->cleaf[r] < 0 && ilp_cover(lp, e, colx, r, 0, &rw)) goto done;
+    if (e->cleaf[r] < 0 && ilp_cover(lp, e, coly, r, 0, &rw)) goto done;
   }
   for (size_t n = 0; n < nn; n++) {
     if (!colx[n]) continue;
@@ -158,11 +192,18 @@ static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int to
       int dup = 0;
       for (int j = 0; j < k; j++) dup |= rw_eg_tclass(e, gopt_node_input(e->s, (int32_t)n, j)) == cc;
       if (cc < 0 || e->cleaf[cc] >= 0 || dup) continue;
-      if (ilp_cover(lp, e, colx, cc, colx[n], &rw)) goto done;
-      for (int o = 0; topo && o < nd->n_out; o++) {
-        int32_t oc = rw_eg_tclass(e, gopt_node_output(e->s, (int32_t)n, o));
-        if (!colt[oc] || !colt[cc]) continue;
-        if (rows_push(&rw, colt[oc], 1) || rows_push(&rw, colt[cc], -1) || rows_push(&rw, colx[n], -A))
+      if (ilp_cover(lp, e, coly, cc, colx[n], &rw)) goto done;
+    }
+  }
+  for (size_t c = 0; topo && c < e->nc; c++) {
+    if (!colt[c]) continue;
+    for (int32_t i = e->mstart[c]; i < e->mstart[c + 1]; i++) {
+      int32_t n = e->mnode[i];
+      if (!coly[i]) continue;
+      for (int k = 0; k < e->s->nodes.a[n].n_in; k++) {
+        int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, n, k));
+        if (cc < 0 || !colt[cc]) continue;
+        if (rows_push(&rw, colt[c], 1) || rows_push(&rw, colt[cc], -1) || rows_push(&rw, coly[i], -A))
           goto done;
         rows_emit(lp, &rw, GLP_LO, eps - A);
       }
@@ -171,30 +212,32 @@ static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int to
   glp_set_obj_dir(lp, GLP_MIN);
   glp_iocp parm;
   glp_init_iocp(&parm);
+  parm.cb_func = ilp_stop_cb;
   parm.msg_lev = GLP_MSG_OFF;
   parm.presolve = GLP_ON;
   parm.tm_lim = seconds * 1000 > INT_MAX ? INT_MAX : (int)(seconds * 1000) + 1;
   int r = glp_intopt(lp, &parm), st = glp_mip_status(lp);
   if (st != GLP_OPT && st != GLP_FEAS) {
     snprintf(x->how, sizeof x->how, "the ILP found no solution%s",
-             r == GLP_ETMLIM ? " within its time limit" : "");
+             r == GLP_ETMLIM ? " within its time limit" : r == GLP_ESTOP ? " before the stop request" : "");
     goto done;
   }
   for (size_t c = 0; c < e->nc; c++) x->choice[c] = -1;
   for (size_t c = 0; c < e->nc; c++)
     for (int32_t i = e->mstart[c]; i < e->mstart[c + 1] && x->choice[c] < 0; i++)
-      if (colx[e->mnode[i]] && glp_mip_col_val(lp, colx[e->mnode[i]]) > 0.5) {
+      if (coly[i] && glp_mip_col_val(lp, coly[i]) > 0.5) {
         x->choice[c] = e->mnode[i];
         x->choice_k[c] = e->mk[i];
       }
   x->used_ilp = 1;
   snprintf(x->how, sizeof x->how, "ilp (%s, %d columns, %d rows%s)",
-           st == GLP_OPT ? "optimal" : "time limit, best found", ncol, glp_get_num_rows(lp),
-           topo ? "" : ", no order constraints");
+           st == GLP_OPT ? "optimal" : r == GLP_ESTOP ? "interrupted, best found" : "time limit, best found",
+           ncol, glp_get_num_rows(lp), topo ? "" : ", no order constraints");
   ret = 0;
 done:
   if (lp) glp_delete_prob(lp);
   free(colx);
+  free(coly);
   free(colt);
   free(rw.ind);
   free(rw.val);

@@ -4,7 +4,10 @@
  * (Relu(Relu(x)) = Relu(x)) creates, and the ILP's order constraints keep extraction acyclic
  * without it; merging two matmuls where one's input depends on the other is filtered; eqsat's result is never costlier than greedy's on small graphs where it saturates,
  * and computes the same outputs; a deliberately wrong rule forced into eqsat is caught by the
- * output comparison. */
+ * output comparison; a rewrite that maps an output to one of its fragment's inputs
+ * (concat_of_split) converts back to a valid, cheaper graph; extraction costs a contiguous Split
+ * as free like the simulator, so eqsat merges parallel convs as greedy does. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +264,7 @@ static void test_cycle_merge(void) {
   CHECK(rw_eg_init(&e, g, &err) == 0);
   CHECK_MSG(rw_eq_saturate(&e, rs, 10000, 60, NULL, 0, &err) == 0, "%s", err.msg);
   CHECK(e.filtered >= 1);
+  for (size_t n = 0; n < e.n_orig; n++) CHECK(e.state[n] != EG_FILTERED); /* the cycle runs through the merge */
   rw_eg_clear(&e);
   gopt_rewrite_opts o = {"eqsat", NULL, 0, 0, 30, 0, 1};
   gopt_rewrite_result r;
@@ -309,6 +313,107 @@ static void test_wrong_rule(gopt_ruleset *rs, size_t wi) {
   gopt_graph_free(g);
 }
 
+/* x -> Relu -> Split(axis 1, sizes 2 and 4) -> Concat(axis 1) -> Relu -> y. concat_of_split maps
+ * the Concat's output to the Split's input, an input of the rewritten fragment (whose name the
+ * rewrite swaps with the output's): the extracted graph must read the Relu's output, not a copy
+ * of it that nothing produces (the conversion bug seen on Tensat's VGG-19). */
+static void test_concat_of_split(void) {
+  gopt_ruleset *rs = gopt_ruleset_builtin();
+  gopt_graph *g = gopt_graph_new("cos");
+  gopt_graph_set_opset(g, "", 17);
+  int64_t xd[4] = {1, 6, 32, 32}, two = 2, sz[2] = {2, 4};
+  int32_t x = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 4, xd, NULL);
+  int32_t r = gopt_graph_add_tensor(g, "r", GOPT_DT_FLOAT, -1, NULL, NULL);
+  int32_t k = gopt_graph_add_tensor(g, "sizes", GOPT_DT_INT64, 1, &two, NULL);
+  int32_t sp[2] = {gopt_graph_add_tensor(g, "s0", GOPT_DT_FLOAT, -1, NULL, NULL),
+                   gopt_graph_add_tensor(g, "s1", GOPT_DT_FLOAT, -1, NULL, NULL)};
+  int32_t c = gopt_graph_add_tensor(g, "c", GOPT_DT_FLOAT, -1, NULL, NULL);
+  int32_t y = gopt_graph_add_tensor(g, "y", GOPT_DT_FLOAT, -1, NULL, NULL);
+  gopt_tensor_set_const(g, k, sz, sizeof sz, NULL);
+  gopt_graph_add_input(g, x);
+  node(g, "Relu", "r0", x, -1, r);
+  int32_t in[2] = {r, k};
+  gopt_node_set_int(g, gopt_graph_add_node(g, "Split", "split", 2, in, 2, sp, NULL), "axis", 1);
+  node(g, "Concat", "cat", sp[0], sp[1], c);
+  gopt_node_set_int(g, (int32_t)g->nodes.n - 1, "axis", 1);
+  node(g, "Relu", "r1", c, -1, y);
+  gopt_graph_add_output(g, y);
+  finish(g);
+  gopt_rewrite_opts o = {"eqsat", NULL, 0, 0, 30, 0, 1};
+  gopt_rewrite_result re;
+  gopt_error err = {0};
+  CHECK_MSG(gopt_rewrite_search(g, rs, &o, &re, &err) == 0, "%s", err.msg);
+  CHECK_MSG(re.cost_after < re.cost_before, "eqsat kept the input: %s", re.note);
+  CHECK(re.graph && gopt_graph_validate(re.graph, &err) == 0);
+  CHECK(re.graph && gopt_graph_node_count(re.graph) == 2); /* Relu, Relu */
+  int used = 0;
+  for (size_t i = 0; i < re.n_steps; i++) used |= !strcmp(gopt_ruleset_rule_name(rs, (size_t)re.steps[i].rule), "concat_of_split");
+  CHECK(used);
+  CHECK_MSG(re.graph && gopt_rewrite_compare(g, re.graph, 4, 1e-5, 1e-6, NULL, &err) == 0, "%s", err.msg);
+  gopt_rewrite_result_clear(&re);
+  gopt_graph_free(g);
+  gopt_ruleset_free(rs);
+}
+
+/* Two 3x3 convs (weights with data) reading one input at batch 1: merge_parallel_conv makes one
+ * conv and a Split into contiguous channel blocks, which the simulator's cost (greedy's) counts as
+ * free views. eqsat's extraction costs it the same way, so eqsat merges them too (its summed
+ * kernel time was higher with the Split's copy counted), reaching greedy's cost; and on this
+ * graph, where one device runs the kernels back to back, its objective is the simulated step. */
+static void test_parallel_conv(void) {
+  gopt_ruleset *rs = gopt_ruleset_builtin();
+  gopt_graph *g = gopt_graph_new("pconv");
+  gopt_graph_set_opset(g, "", 17);
+  int64_t xd[4] = {1, 32, 28, 28}, wd[4] = {32, 32, 3, 3}, pads[4] = {1, 1, 1, 1};
+  int32_t x = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 4, xd, NULL);
+  gopt_graph_add_input(g, x);
+  float *wv = malloc(32 * 32 * 9 * sizeof *wv);
+  for (int j = 0; j < 2 && wv; j++) {
+    char nm[8];
+    for (int i = 0; i < 32 * 32 * 9; i++) wv[i] = (float)(((i + 7 * j) * 37 % 17) - 8) / 50.0f;
+    snprintf(nm, sizeof nm, "w%d", j);
+    int32_t w = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, 4, wd, NULL);
+    gopt_tensor_set_const(g, w, wv, 32 * 32 * 9 * sizeof *wv, NULL);
+    snprintf(nm, sizeof nm, "y%d", j);
+    int32_t yj = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, -1, NULL, NULL);
+    snprintf(nm, sizeof nm, "c%d", j);
+    node(g, "Conv", nm, x, w, yj);
+    gopt_node_set_ints(g, (int32_t)g->nodes.n - 1, "pads", pads, 4);
+    gopt_graph_add_output(g, yj);
+  }
+  free(wv);
+  finish(g);
+  gopt_rewrite_opts og = {"greedy", NULL, 0, 100, 0, 0, 1}, oe = {"eqsat", NULL, 0, 0, 30, 0, 1};
+  gopt_rewrite_result rg, re;
+  gopt_error err = {0};
+  CHECK(gopt_rewrite_search(g, rs, &og, &rg, &err) == 0);
+  CHECK_MSG(gopt_rewrite_search(g, rs, &oe, &re, &err) == 0, "%s", err.msg);
+  CHECK_MSG(rg.cost_after < rg.cost_before, "greedy did not merge: %g", rg.cost_after);
+  CHECK_MSG(re.cost_after <= rg.cost_after * (1 + 1e-9), "eqsat %g greedy %g (%s)", re.cost_after,
+            rg.cost_after, re.note);
+  CHECK(rg.n_steps == 1 && re.n_steps == 1 &&
+        !strcmp(gopt_ruleset_rule_name(rs, (size_t)re.steps[0].rule), "merge_parallel_conv"));
+  CHECK_MSG(re.graph && gopt_rewrite_compare(g, re.graph, 4, 1e-4, 1e-5, NULL, &err) == 0, "%s", err.msg);
+  /* the extraction's objective against the simulated step of the graph it converts to */
+  rw_egraph e;
+  rw_extraction xt;
+  gopt_graph *h = NULL;
+  CHECK(rw_eg_init(&e, g, &err) == 0);
+  CHECK(rw_eq_saturate(&e, rs, 10000, 30, NULL, 0, &err) == 0);
+  CHECK(rw_extract(&e, NULL, RW_X_ILP | RW_X_TOPO, 20, &xt, &err) == 0);
+  CHECK(rw_eg_to_graph(&e, &xt, &h, &err) == 0);
+  double step = 0;
+  CHECK(h && gopt_rewrite_cost(h, NULL, &step, &err) == 0);
+  CHECK_MSG(fabs(xt.objective - step) <= 1e-6 * step + 1e-8, "objective %g, simulated step %g", xt.objective, step);
+  gopt_graph_free(h);
+  rw_extraction_clear(&xt);
+  rw_eg_clear(&e);
+  gopt_rewrite_result_clear(&rg);
+  gopt_rewrite_result_clear(&re);
+  gopt_graph_free(g);
+  gopt_ruleset_free(rs);
+}
+
 int main(void) {
   gopt_ruleset *rs = NULL;
   gopt_error err = {0};
@@ -322,6 +427,8 @@ int main(void) {
   test_cycle_merge();
   test_vs_greedy(rs);
   test_wrong_rule(rs, wi);
+  test_concat_of_split();
+  test_parallel_conv();
   gopt_ruleset_free(rs);
   return check_exit("test_eqsat");
 }
