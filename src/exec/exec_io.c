@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gopt/exec.h"
+#include "exec/exec_internal.h"
 #include "gopt/util.h"
 #include "onnx/onnx.pb-c.h"
+
+int gopt_exec_input_dtype(const gopt_exec *x, size_t i) { return ex_dtype(x, x->inputs[i]); }
 
 static int ends_with(const char *s, const char *suf) {
   size_t n = strlen(s), m = strlen(suf);

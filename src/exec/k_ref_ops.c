@@ -572,8 +572,8 @@ static int claim_int(const gopt_exec *x, int32_t n) {
   return dt != GOPT_DT_FLOAT && dt != GOPT_DT_DOUBLE;
 }
 static int claim_f16(const gopt_exec *x, int32_t n) {
-  return ex_dtype(x, gopt_node_input(x->g, n, 0)) == GOPT_DT_FLOAT16 ||
-         ex_dtype(x, gopt_node_output(x->g, n, 0)) == GOPT_DT_FLOAT16;
+  int a = ex_dtype(x, gopt_node_input(x->g, n, 0)), b = ex_dtype(x, gopt_node_output(x->g, n, 0));
+  return a == GOPT_DT_FLOAT16 || b == GOPT_DT_FLOAT16 || a == GOPT_DT_BFLOAT16 || b == GOPT_DT_BFLOAT16;
 }
 static int claim_reduce(const gopt_exec *x, int32_t n) {
   const gopt_graph *g = x->g;
