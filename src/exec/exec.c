@@ -246,6 +246,7 @@ static int prepare_kind(gopt_exec *x, ex_kernel *k, int32_t n, gopt_error *err) 
     if (ex_hlo_handles(x, n)) return ex_prepare_hlo(x, k, err); /* the opcodes of k_hlo.c */
     return ex_node_error(x, n, err, GOPT_EUNSUP, "op type not supported by the executor");
   }
+  if (ex_control_handles(x, n)) return ex_prepare_control(x, k, err); /* If, Loop, Scan */
   if (ex_ref_claims(x, n)) return ex_prepare_ref(x, k, err);
   if (ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
   else if (ex_elem_handles(x, n)) rc = ex_prepare_elem(x, k, err);

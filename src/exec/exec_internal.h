@@ -104,6 +104,11 @@ int ex_prepare_ref(gopt_exec *x, ex_kernel *k, gopt_error *err);
 int ex_hlo_handles(const gopt_exec *x, int32_t n);
 int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err);
 
+/* ONNX control flow (exec_control.c): whether node n is an If, Loop or Scan, and its preparation
+ * (the outer-scope tensors its sub-graphs read are added to k->in). */
+int ex_control_handles(const gopt_exec *x, int32_t n);
+int ex_prepare_control(gopt_exec *x, ex_kernel *k, gopt_error *err);
+
 /* Fused group: compiles the members (node ids, in a valid order) into one loop. */
 int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *members, int n_members,
                      gopt_error *err);
