@@ -451,6 +451,7 @@ static int make_order(gopt_exec *x, const gopt_exec_opts *o, int32_t **order_out
     }
     *n_out = (size_t)cnt;
     if (o && o->group) rc = group_order(g, o->group, order, (size_t)cnt, err);
+    if (!rc) rc = ex_control_order(x, order, (size_t)cnt, err); /* sub-graphs' outer-scope reads */
   }
 done:
   free(seen);

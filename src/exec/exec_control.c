@@ -428,3 +428,144 @@ int ex_prepare_control(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   }
   return GOPT_OK;
 }
+
+/* ---- order: a control node after the producers of the outer-scope tensors its sub-graphs read -------- */
+
+/* Appends to *deps (growing) the tensors of g that sub-graph s (at any depth) reads from outer
+ * scope. */
+static int cf_outer_producers(const gopt_graph *g, const gopt_graph *s, int32_t **deps, size_t *n, size_t *cap) {
+  for (size_t t = 0; t < s->tensors.n; t++) {
+    if (!cf_outer_ref(s, t)) continue;
+    int32_t o = gopt_graph_find_tensor(g, gopt_graph_str(s, s->tensors.a[t].name));
+    if (o < 0) continue;
+    if (*n == *cap) {
+      size_t c = *cap ? 2 * *cap : 16;
+      int32_t *d = realloc(*deps, c * sizeof *d);
+      if (!d) return GOPT_ENOMEM;
+      *deps = d;
+      *cap = c;
+    }
+    (*deps)[(*n)++] = o;
+  }
+  for (size_t i = 0; i < s->subgraphs.n; i++) {
+    int rc = cf_outer_producers(g, s->subgraphs.a[i], deps, n, cap);
+    if (rc) return rc;
+  }
+  return GOPT_OK;
+}
+
+/* Node n's implicit inputs (tensors of g) into *deps (malloc'd, may be NULL when none). */
+static int cf_node_deps(const gopt_graph *g, int32_t n, int32_t **deps, size_t *nd) {
+  size_t cap = 0;
+  *deps = NULL;
+  *nd = 0;
+  const gopt_node *node = &g->nodes.a[n];
+  if (strchr(gopt_node_type(g, n), ':') || !cf_is_control(gopt_node_type(g, n))) return GOPT_OK;
+  for (uint16_t a = 0; a < node->n_attr; a++) {
+    const gopt_attr *at = &g->attrs.a[node->attr + a];
+    if (at->kind != GOPT_ATTR_GRAPH) continue;
+    int rc = cf_outer_producers(g, g->subgraphs.a[at->v.graph], deps, nd, &cap);
+    if (rc) return rc;
+  }
+  return GOPT_OK;
+}
+
+static void heap_push(int32_t *h, size_t *n, int32_t v) {
+  size_t i = (*n)++;
+  for (; i && h[(i - 1) / 2] > v; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+  h[i] = v;
+}
+static int32_t heap_pop(int32_t *h, size_t *n) {
+  int32_t top = h[0], v = h[--*n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && h[c + 1] < h[c]) c++;
+    if (h[c] >= v) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n) h[i] = v;
+  return top;
+}
+
+/* Kahn's algorithm over the explicit edges plus the implicit ones, ready nodes taken by their
+ * position in the given order. */
+static int cf_reorder(const gopt_graph *g, int32_t *order, size_t n, int32_t **extra, size_t *n_extra,
+                      gopt_error *err) {
+  size_t nn = g->nodes.n;
+  int rc = GOPT_OK;
+  int32_t *pos = malloc((nn + 1) * sizeof *pos), *indeg = calloc(nn + 1, sizeof *indeg);
+  int32_t *heap = malloc((n + 1) * sizeof *heap), *out = malloc((n + 1) * sizeof *out);
+  if (!pos || !indeg || !heap || !out) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < n; i++) pos[order[i]] = (int32_t)i;
+  for (size_t i = 0; i < n; i++) {
+    int32_t v = order[i];
+    for (int j = 0; j < g->nodes.a[v].n_in; j++) {
+      int32_t t = gopt_node_input(g, v, j);
+      if (t >= 0 && g->tensors.a[t].producer >= 0) indeg[v]++;
+    }
+    for (size_t q = 0; q < n_extra[v]; q++) indeg[v] += g->tensors.a[extra[v][q]].producer >= 0;
+  }
+  size_t nh = 0, k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!indeg[order[i]]) heap_push(heap, &nh, (int32_t)i);
+  while (nh) {
+    int32_t v = order[heap_pop(heap, &nh)];
+    out[k++] = v;
+    for (int j = 0; j < g->nodes.a[v].n_out; j++) { /* explicit readers */
+      int32_t t = gopt_node_output(g, v, j);
+      for (int32_t s = t >= 0 ? g->tensors.a[t].first_use : -1; s >= 0; s = g->slots.a[s].next_use) {
+        int32_t r = g->slots.a[s].node;
+        if (gopt_node_alive(g, r) && --indeg[r] == 0) heap_push(heap, &nh, pos[r]);
+      }
+    }
+    for (size_t i = 0; i < n; i++) { /* implicit readers (few control nodes) */
+      int32_t r = order[i];
+      for (size_t q = 0; q < n_extra[r]; q++)
+        if (g->tensors.a[extra[r][q]].producer == v && --indeg[r] == 0) heap_push(heap, &nh, pos[r]);
+    }
+  }
+  if (k != n) rc = gopt_error_set(err, GOPT_EGRAPH, "the sub-graphs' outer-scope reads make a cycle");
+  else memcpy(order, out, n * sizeof *order);
+done:
+  free(pos);
+  free(indeg);
+  free(heap);
+  free(out);
+  return rc;
+}
+
+int ex_control_reads(const gopt_exec *x, int32_t t) { return x->cf_reads && x->cf_reads[t]; }
+
+int ex_control_order(gopt_exec *x, int32_t *order, size_t n, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  size_t nn = g->nodes.n, any = 0;
+  int rc = GOPT_OK;
+  int32_t **extra = calloc(nn + 1, sizeof *extra);
+  size_t *n_extra = calloc(nn + 1, sizeof *n_extra);
+  if (!extra || !n_extra) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n && !rc; i++) {
+    if ((rc = cf_node_deps(g, order[i], &extra[order[i]], &n_extra[order[i]])))
+      rc = gopt_error_set(err, rc, "out of memory");
+    any += n_extra[order[i]];
+  }
+  if (!rc && any && !x->cf_reads) { /* tensors sub-graphs read: kernels must store them */
+    x->cf_reads = calloc(g->tensors.n + 1, 1);
+    if (!x->cf_reads || ex_own(x, x->cf_reads)) {
+      x->cf_reads = NULL;
+      rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n && !rc; i++)
+      for (size_t q = 0; q < n_extra[order[i]]; q++) x->cf_reads[extra[order[i]][q]] = 1;
+  }
+  if (!rc && any) rc = cf_reorder(g, order, n, extra, n_extra, err);
+  for (size_t i = 0; extra && i < nn; i++) free(extra[i]);
+  free(extra);
+  free(n_extra);
+  return rc;
+}

@@ -61,6 +61,7 @@ struct gopt_exec {
   int ran;                   /* outputs of a run are live */
   void *dnnl;                /* ex_dnnl context (engine, stream) */
   int profiling;             /* keep every buffer alive (per-step profiling) */
+  uint8_t *cf_reads;         /* per tensor: read by a control node's sub-graph; NULL when none */
 };
 
 /* ---- helpers (exec.c) ---------------------------------------------------------------------------- */
@@ -108,6 +109,12 @@ int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err);
  * (the outer-scope tensors its sub-graphs read are added to k->in). */
 int ex_control_handles(const gopt_exec *x, int32_t n);
 int ex_prepare_control(gopt_exec *x, ex_kernel *k, gopt_error *err);
+/* Reorders order (n live nodes, valid for the explicit edges) so that every control node also runs
+ * after the producers of the outer-scope tensors its sub-graphs read; keeps the order otherwise. */
+int ex_control_order(gopt_exec *x, int32_t *order, size_t n, gopt_error *err);
+/* Whether a sub-graph of a control node reads tensor t (an output no node reads explicitly that
+ * must still be stored). */
+int ex_control_reads(const gopt_exec *x, int32_t t);
 
 /* Fused group: compiles the members (node ids, in a valid order) into one loop. */
 int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *members, int n_members,
