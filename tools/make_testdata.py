@@ -380,6 +380,7 @@ def op_cases():
     yield "chain", m, [("x", x)], [("y", y)]
 
     yield from control_cases()
+    yield from string_cases()
 
 
 def control_cases():
@@ -454,6 +455,28 @@ def control_cases():
                          [("acc_final", acc), ("y1", y1), ("y2", y2)], opset=11)
     yield "Scan_axes", m, [("acc0", acc0), ("x1", x1), ("x2", x2)], [("acc_final", acc), ("y1", y1), ("y2", y2)]
 
+
+def string_cases():
+    """STRING tensors: an input passed through Identity, a STRING initializer cast to FLOAT, floats
+    cast to STRING (numpy's str() of each float32); references from numpy."""
+    st, f = TensorProto.STRING, TensorProto.FLOAT
+    s = np.array(["monday", "", "Tuesday x"], dtype=object)
+    c = np.array(["1.5", "-2", "1e3"], dtype=object)
+    x = np.array([3.0, 1e-5, -0.1, 123456.0], dtype=np.float32)
+    y_id, y_num = s.copy(), c.astype(np.float32)
+    y_str = np.array([str(v) for v in x], dtype=object)
+    nodes = [helper.make_node("Identity", ["s"], ["y_id"], name="id"),
+             helper.make_node("Cast", ["c"], ["y_num"], to=f, name="cast_num"),
+             helper.make_node("Cast", ["x"], ["y_str"], to=st, name="cast_str")]
+    graph = helper.make_graph(nodes, "strings", [helper.make_tensor_value_info("s", st, [3]), vinfo("x", x)],
+                              [helper.make_tensor_value_info("y_id", st, [3]), vinfo("y_num", y_num),
+                               helper.make_tensor_value_info("y_str", st, [4])],
+                              initializer=[numpy_helper.from_array(c, "c")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    yield "Cast_strings", m, [("s", s), ("x", x)], [("y_id", y_id), ("y_num", y_num), ("y_str", y_str)]
+
 DECISIONS = {
     "branches/order_a.json": {"order": ["a1", "a2", "b1", "b2", "y"]},
     "branches/order_b.json": {"order": ["b1", "a1", "a2", "b2", "y"]},
@@ -467,7 +490,7 @@ def error_models(out):
     """Models the executor must refuse with a clear message."""
     os.makedirs(out, exist_ok=True)
     x = np.zeros((2, 3), np.float32)
-    m = op_model("StringNormalizer", [("x", x)], [("y", x)])
+    m = op_model("Multinomial", [("x", x)], [("y", np.zeros((2, 1), np.int32))])  # random: no kernel
     onnx.save_model(m, os.path.join(out, "unsupported.onnx"))
 
 

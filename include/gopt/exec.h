@@ -17,7 +17,8 @@ extern "C" {
 #endif
 
 /* A tensor held in host memory (inputs, outputs, tensor files). data is malloc'd and owned by
- * whoever holds the struct; gopt_host_tensor_clear frees it. name may be NULL. */
+ * whoever holds the struct; gopt_host_tensor_clear frees it. name may be NULL. A STRING tensor's
+ * data is one (uint32 little-endian length, bytes) record per element and nbytes their total. */
 typedef struct gopt_host_tensor {
   int dtype; /* gopt_dtype */
   int rank;

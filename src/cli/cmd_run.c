@@ -246,14 +246,14 @@ static int set_inputs(gopt_exec *x, const run_opts *o, const tensor_list *in) {
 
 /* ---- check -------------------------------------------------------------------------------------------- */
 
-/* Whether --check can compare elements of dtype dt (every numeric type the executor can hold;
- * not STRING, the complex types or UNDEFINED). */
+/* Whether --check can compare elements of dtype dt (every numeric type the executor can hold and
+ * STRING; not the complex types or UNDEFINED). */
 static int check_comparable(int dt) {
   switch (dt) {
     case GOPT_DT_FLOAT: case GOPT_DT_DOUBLE: case GOPT_DT_FLOAT16: case GOPT_DT_BFLOAT16:
     case GOPT_DT_INT8: case GOPT_DT_INT16: case GOPT_DT_INT32: case GOPT_DT_INT64:
     case GOPT_DT_UINT8: case GOPT_DT_UINT16: case GOPT_DT_UINT32: case GOPT_DT_UINT64:
-    case GOPT_DT_BOOL:
+    case GOPT_DT_BOOL: case GOPT_DT_STRING:
       return 1;
     default:
       return 0;
@@ -342,7 +342,9 @@ static int compare(const gopt_host_tensor *got, const gopt_host_tensor *want, co
   /* integers and bools must match exactly; tolerances are for the floating-point types */
   int exact = got->dtype != GOPT_DT_FLOAT && got->dtype != GOPT_DT_DOUBLE &&
               got->dtype != GOPT_DT_FLOAT16 && got->dtype != GOPT_DT_BFLOAT16;
-  for (int64_t i = 0; i < n; i++) {
+  if (got->dtype == GOPT_DT_STRING) /* packed records, equal byte for byte */
+    bad = got->nbytes != want->nbytes || (got->nbytes && memcmp(got->data, want->data, got->nbytes)) ? n : 0;
+  for (int64_t i = 0; i < n && got->dtype != GOPT_DT_STRING; i++) {
     double a, b, d;
     check_elems(got->dtype, got->data, want->data, i, &a, &b, &d);
     if (isnan(a) || isnan(b)) {

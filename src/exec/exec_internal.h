@@ -62,6 +62,7 @@ struct gopt_exec {
   void *dnnl;                /* ex_dnnl context (engine, stream) */
   int profiling;             /* keep every buffer alive (per-step profiling) */
   uint8_t *cf_reads;         /* per tensor: read by a control node's sub-graph; NULL when none */
+  void *strs;                /* STRING tensors' values (k_string.c); NULL when none */
 };
 
 /* ---- helpers (exec.c) ---------------------------------------------------------------------------- */
@@ -115,6 +116,15 @@ int ex_control_order(gopt_exec *x, int32_t *order, size_t n, gopt_error *err);
 /* Whether a sub-graph of a control node reads tensor t (an output no node reads explicitly that
  * must still be stored). */
 int ex_control_reads(const gopt_exec *x, int32_t t);
+
+/* STRING tensors (k_string.c): their values live beside the value table (a STRING element has
+ * size 0 there). Ops on strings (Cast/CastLike to or from STRING, Identity, StringNormalizer),
+ * feeding an input and reading an output (packed records, see gopt_host_tensor), freeing. */
+int ex_string_handles(const gopt_exec *x, int32_t n);
+int ex_prepare_string(gopt_exec *x, ex_kernel *k, gopt_error *err);
+int ex_str_set_input(gopt_exec *x, int32_t t, const gopt_host_tensor *h, gopt_error *err);
+int ex_str_get_output(const gopt_exec *x, int32_t t, gopt_host_tensor *h, gopt_error *err);
+void ex_str_free(gopt_exec *x);
 
 /* Fused group: compiles the members (node ids, in a valid order) into one loop. */
 int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *members, int n_members,

@@ -31,7 +31,7 @@ function(exec_error name regex)
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(exec_err_${name} PROPERTIES LABELS exec TIMEOUT 60)
 endfunction()
-exec_error(unsupported_op "node 'stringnormalizer_0' \\(StringNormalizer\\): op type not supported by the executor"
+exec_error(unsupported_op "node 'multinomial_0' \\(Multinomial\\): op type not supported by the executor"
            ${EXEC_OPS}/_errors/unsupported.onnx)
 exec_error(missing_input "--inputs: '.*nope.pb' is not a file or folder" ${EXEC_OPS}/Relu/model.onnx
            --inputs ${EXEC_OPS}/nope.pb)
