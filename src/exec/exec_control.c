@@ -31,17 +31,6 @@ static size_t cf_bytes(const gopt_exec *x, int32_t t) {
   return (size_t)ex_numel(x, t) * gopt_dtype_size(ex_dtype(x, t));
 }
 
-/* A host tensor viewing executor tensor t (borrowed data). */
-static gopt_host_tensor cf_view(const gopt_exec *x, int32_t t) {
-  gopt_host_tensor h = {0};
-  h.dtype = ex_dtype(x, t);
-  h.rank = ex_rank(x, t);
-  if (h.rank) memcpy(h.dims, ex_dims(x, t), (size_t)h.rank * sizeof *h.dims);
-  h.data = ex_data(x, t);
-  h.nbytes = cf_bytes(x, t);
-  return h;
-}
-
 /* Whether tensor t of s is an outer-scope reference (no producer, not an input or constant). */
 static int cf_outer_ref(const gopt_graph *s, size_t t) {
   const gopt_tensor *tt = &s->tensors.a[t];
@@ -225,7 +214,7 @@ static int run_loop(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   gopt_host_tensor state[CF_MAX_IO] = {{0}}, bin[CF_MAX_IO] = {{0}}, bout[CF_MAX_IO] = {{0}};
   cf_stack st[CF_MAX_IO];
   memset(st, 0, sizeof st);
-  for (int i = 0; i < nv; i++) bin[2 + i] = cf_view(x, k->in[2 + i]);
+  for (int i = 0; i < nv; i++) bin[2 + i] = ex_host_view(x, k->in[2 + i]);
   for (; (M < 0 || iter < M) && cond && !rc; iter++) {
     if (M < 0 && iter >= CF_MAX_TRIPS) {
       rc = ex_node_error(x, NODE, err, GOPT_ERANGE, "loop ran %lld rounds", (long long)iter);
@@ -367,7 +356,7 @@ static int run_scan(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs a body graph, num_scan_inputs >= 1 and at most %d values", CF_MAX_IO);
   gopt_host_tensor in[CF_MAX_IO] = {{0}}, res[CF_MAX_IO] = {{0}};
   int rin[CF_MAX_IO], rout[CF_MAX_IO];
-  for (int i = 0; i < nin; i++) in[i] = cf_view(x, k->in[first + i]);
+  for (int i = 0; i < nin; i++) in[i] = ex_host_view(x, k->in[first + i]);
   for (int j = 0; j < sc.m; j++) rin[j] = in[sc.n + j].rank - v8;
   for (int j = 0; j < sc.k; j++) rout[j] = ex_rank(x, k->out[sc.n + j]) - v8;
   cf_ints(G, NODE, "scan_input_axes", sc.m, sc.in_axis, rin);

@@ -71,6 +71,16 @@ static inline int ex_rank(const gopt_exec *x, int32_t t) { return x->g->tensors.
 static inline int ex_dtype(const gopt_exec *x, int32_t t) { return x->g->tensors.a[t].dtype; }
 static inline void *ex_data(const gopt_exec *x, int32_t t) { return t < 0 ? NULL : x->vals[t].data; }
 int64_t ex_numel(const gopt_exec *x, int32_t t);
+/* A host tensor viewing tensor t's current value (data borrowed, not to be cleared). */
+static inline gopt_host_tensor ex_host_view(const gopt_exec *x, int32_t t) {
+  gopt_host_tensor h = {0};
+  h.dtype = ex_dtype(x, t);
+  h.rank = ex_rank(x, t);
+  for (int i = 0; i < h.rank; i++) h.dims[i] = ex_dims(x, t)[i];
+  h.data = ex_data(x, t);
+  h.nbytes = (size_t)ex_numel(x, t) * gopt_dtype_size(h.dtype);
+  return h;
+}
 /* Keeps p (malloc'd) until the executor is freed. Returns 0 or GOPT_ENOMEM (p freed). */
 int ex_own(gopt_exec *x, void *p);
 /* Error naming node n: "node 'NAME' (TYPE): MESSAGE". */
