@@ -492,6 +492,16 @@ def error_models(out):
     x = np.zeros((2, 3), np.float32)
     m = op_model("Multinomial", [("x", x)], [("y", np.zeros((2, 1), np.int32))])  # random: no kernel
     onnx.save_model(m, os.path.join(out, "unsupported.onnx"))
+    # an If whose taken branch gives [3] where the model declares [2]
+    f = TensorProto.FLOAT
+    one = helper.make_tensor("v", f, [3], [1, 2, 3])
+    br = helper.make_graph([helper.make_node("Constant", [], ["b"], value=one, name="c3")], "branch", [],
+                           [helper.make_tensor_value_info("b", f, [3])])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=br, else_branch=br, name="if_bad")],
+                          "if_bad", [helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info("y", f, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save_model(m, os.path.join(out, "if_bad_shape.onnx"))
 
 
 def io_cases(out):

@@ -6,6 +6,7 @@
  * Correct rather than fast: every iteration re-plans its body. The outer-scope tensors a node's
  * sub-graphs read are added to the step's inputs so the planner keeps them alive until then.
  * Semantics as the ONNX operator specification states them (If-1/11/13, Loop-1/11/13, Scan-8/9+). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,10 +124,16 @@ static int cf_same_shape(const gopt_host_tensor *h, const gopt_exec *x, int32_t 
 static int cf_store(gopt_exec *x, ex_kernel *k, int i, const gopt_host_tensor *h, gopt_error *err) {
   int32_t t = k->out[i];
   if (t < 0) return GOPT_OK;
-  if (!cf_same_shape(h, x, t))
-    return ex_node_error(x, NODE, err, GOPT_ESHAPE, "output '%s': the sub-graph gives %s of rank %d, the graph declares %s of rank %d",
-                         gopt_graph_str(G, G->tensors.a[t].name), gopt_dtype_name(h->dtype), h->rank,
-                         gopt_dtype_name(ex_dtype(x, t)), ex_rank(x, t));
+  if (!cf_same_shape(h, x, t)) {
+    char a[160], b[160];
+    size_t p = 0, q = 0;
+    for (int j = 0; j < h->rank && p < sizeof a; j++) p += (size_t)snprintf(a + p, sizeof a - p, "%s%lld", j ? "," : "", (long long)h->dims[j]);
+    for (int j = 0; j < ex_rank(x, t) && q < sizeof b; j++) q += (size_t)snprintf(b + q, sizeof b - q, "%s%lld", j ? "," : "", (long long)ex_dims(x, t)[j]);
+    a[p < sizeof a ? p : sizeof a - 1] = 0, b[q < sizeof b ? q : sizeof b - 1] = 0;
+    return ex_node_error(x, NODE, err, GOPT_ESHAPE, "output '%s': the sub-graph gives %s[%s], the graph declares %s[%s]",
+                         gopt_graph_str(G, G->tensors.a[t].name), gopt_dtype_name(h->dtype), a,
+                         gopt_dtype_name(ex_dtype(x, t)), b);
+  }
   memcpy(ex_data(x, t), h->data, h->nbytes);
   return GOPT_OK;
 }
@@ -209,6 +216,9 @@ static int run_loop(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs a body graph and at most %d values", CF_MAX_IO - 2);
   int64_t M = -1, iter = 0;
   uint8_t cond = 1;
+  if ((k->in[0] >= 0 && (ex_dtype(x, k->in[0]) != GOPT_DT_INT64 || ex_numel(x, k->in[0]) != 1)) ||
+      (k->in[1] >= 0 && (ex_dtype(x, k->in[1]) != GOPT_DT_BOOL || ex_numel(x, k->in[1]) != 1)))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "M must be one INT64 and cond one BOOL");
   if (k->in[0] >= 0) M = *(const int64_t *)ex_data(x, k->in[0]);
   if (k->in[1] >= 0) cond = *(const uint8_t *)ex_data(x, k->in[1]) != 0;
   gopt_host_tensor state[CF_MAX_IO] = {{0}}, bin[CF_MAX_IO] = {{0}}, bout[CF_MAX_IO] = {{0}};
@@ -240,7 +250,7 @@ static int run_loop(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   for (int j = 0; j < nk && !rc; j++) {
     gopt_host_tensor o = {0};
     if (!st[j].n) { /* no iteration: an empty scan output */
-      if (ex_numel(x, k->out[nv + j]) != 0)
+      if (k->out[nv + j] >= 0 && ex_numel(x, k->out[nv + j]) != 0)
         rc = ex_node_error(x, NODE, err, GOPT_ESHAPE, "no iteration ran but scan output %d is not empty", j);
       continue;
     }
@@ -356,9 +366,13 @@ static int run_scan(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs a body graph, num_scan_inputs >= 1 and at most %d values", CF_MAX_IO);
   gopt_host_tensor in[CF_MAX_IO] = {{0}}, res[CF_MAX_IO] = {{0}};
   int rin[CF_MAX_IO], rout[CF_MAX_IO];
-  for (int i = 0; i < nin; i++) in[i] = ex_host_view(x, k->in[first + i]);
+  for (int i = 0; i < nin; i++) {
+    if (k->in[first + i] < 0 || (v8 && ex_rank(x, k->in[first + i]) < 1))
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "input %d is missing%s", first + i, v8 ? " or has no batch axis" : "");
+    in[i] = ex_host_view(x, k->in[first + i]);
+  }
   for (int j = 0; j < sc.m; j++) rin[j] = in[sc.n + j].rank - v8;
-  for (int j = 0; j < sc.k; j++) rout[j] = ex_rank(x, k->out[sc.n + j]) - v8;
+  for (int j = 0; j < sc.k; j++) rout[j] = k->out[sc.n + j] >= 0 ? ex_rank(x, k->out[sc.n + j]) - v8 : 1;
   cf_ints(G, NODE, "scan_input_axes", sc.m, sc.in_axis, rin);
   cf_ints(G, NODE, v8 ? "directions" : "scan_input_directions", sc.m, sc.in_rev, NULL);
   cf_ints(G, NODE, "scan_output_axes", sc.k, sc.out_axis, rout);
@@ -379,6 +393,7 @@ static int run_scan(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     for (int i = 0; i < k->n_out && !rc; i++) {
       int32_t t = k->out[i];
       size_t nb = res[i].nbytes;
+      if (t < 0) continue;
       if ((size_t)B * nb != cf_bytes(x, t) || res[i].dtype != ex_dtype(x, t))
         rc = ex_node_error(x, NODE, err, GOPT_ESHAPE, "output %d: the body gives the wrong size", i);
       else memcpy((char *)ex_data(x, t) + (size_t)b * nb, res[i].data, nb);

@@ -33,6 +33,8 @@ function(exec_error name regex)
 endfunction()
 exec_error(unsupported_op "node 'multinomial_0' \\(Multinomial\\): op type not supported by the executor"
            ${EXEC_OPS}/_errors/unsupported.onnx)
+exec_error(if_bad_shape "node 'if_bad' \\(If\\): output 'y': the sub-graph gives FLOAT\\[3\\], the graph declares FLOAT\\[2\\]"
+           ${EXEC_OPS}/_errors/if_bad_shape.onnx)
 exec_error(missing_input "--inputs: '.*nope.pb' is not a file or folder" ${EXEC_OPS}/Relu/model.onnx
            --inputs ${EXEC_OPS}/nope.pb)
 exec_error(wrong_shape "input 'x': expected FLOAT\\[2,3,4,5\\], got FLOAT\\[4,5\\]" ${EXEC_OPS}/Relu/model.onnx
