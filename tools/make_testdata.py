@@ -483,6 +483,8 @@ DECISIONS = {
     "branches/order_bad.json": {"order": ["a2", "a1", "b1", "b2", "y"]},
     "chain/fusion.json": {"fusion": [["add", "sig", "mul", "tanh"]]},
     "chain/fusion_bad.json": {"fusion": [["mm", "add", "sig"]]},
+    "If_outer/order_ok.json": {"order": ["square", "if"]},
+    "If_outer/order_bad.json": {"order": ["if", "square"]},  # the If's branches read square's output
 }
 
 

@@ -444,6 +444,7 @@ static int make_order(gopt_exec *x, const gopt_exec_opts *o, int32_t **order_out
       for (int j = 0; j < g->nodes.a[n].n_out; j++) ready[gopt_node_output(g, n, j)] = 1;
     }
     *n_out = o->n_order;
+    rc = ex_control_order(x, order, o->n_order, 0, err); /* sub-graphs' outer-scope reads */
   } else {
     int64_t cnt = gopt_graph_topo(g, order, err);
     if (cnt < 0) {
@@ -452,7 +453,7 @@ static int make_order(gopt_exec *x, const gopt_exec_opts *o, int32_t **order_out
     }
     *n_out = (size_t)cnt;
     if (o && o->group) rc = group_order(g, o->group, order, (size_t)cnt, err);
-    if (!rc) rc = ex_control_order(x, order, (size_t)cnt, err); /* sub-graphs' outer-scope reads */
+    if (!rc) rc = ex_control_order(x, order, (size_t)cnt, 1, err); /* sub-graphs' outer-scope reads */
   }
 done:
   free(seen);

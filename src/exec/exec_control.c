@@ -544,9 +544,28 @@ done:
   return rc;
 }
 
+/* A given order must already run each control node after the producers of what its sub-graphs
+ * read. */
+static int cf_check_order(const gopt_graph *g, const int32_t *order, size_t n, int32_t **extra,
+                          const size_t *n_extra, gopt_error *err) {
+  int32_t *pos = malloc((g->nodes.n + 1) * sizeof *pos);
+  if (!pos) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  int rc = GOPT_OK;
+  for (size_t i = 0; i < n; i++) pos[order[i]] = (int32_t)i;
+  for (size_t i = 0; i < n && !rc; i++)
+    for (size_t q = 0; q < n_extra[order[i]] && !rc; q++) {
+      int32_t t = extra[order[i]][q], p = g->tensors.a[t].producer;
+      if (p >= 0 && pos[p] > (int32_t)i)
+        rc = gopt_error_set(err, GOPT_EINVAL, "order: node '%s' runs before '%s', which produces '%s' that its sub-graphs read",
+                            gopt_node_name(g, order[i]), gopt_node_name(g, p), gopt_graph_str(g, g->tensors.a[t].name));
+    }
+  free(pos);
+  return rc;
+}
+
 int ex_control_reads(const gopt_exec *x, int32_t t) { return x->cf_reads && x->cf_reads[t]; }
 
-int ex_control_order(gopt_exec *x, int32_t *order, size_t n, gopt_error *err) {
+int ex_control_order(gopt_exec *x, int32_t *order, size_t n, int reorder, gopt_error *err) {
   const gopt_graph *g = x->g;
   size_t nn = g->nodes.n, any = 0;
   int rc = GOPT_OK;
@@ -567,7 +586,8 @@ int ex_control_order(gopt_exec *x, int32_t *order, size_t n, gopt_error *err) {
     for (size_t i = 0; i < n && !rc; i++)
       for (size_t q = 0; q < n_extra[order[i]]; q++) x->cf_reads[extra[order[i]][q]] = 1;
   }
-  if (!rc && any) rc = cf_reorder(g, order, n, extra, n_extra, err);
+  if (!rc && any && reorder) rc = cf_reorder(g, order, n, extra, n_extra, err);
+  if (!rc && any && !reorder) rc = cf_check_order(g, order, n, extra, n_extra, err);
   for (size_t i = 0; extra && i < nn; i++) free(extra[i]);
   free(extra);
   free(n_extra);

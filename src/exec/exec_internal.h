@@ -120,9 +120,10 @@ int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err);
  * (the outer-scope tensors its sub-graphs read are added to k->in). */
 int ex_control_handles(const gopt_exec *x, int32_t n);
 int ex_prepare_control(gopt_exec *x, ex_kernel *k, gopt_error *err);
-/* Reorders order (n live nodes, valid for the explicit edges) so that every control node also runs
- * after the producers of the outer-scope tensors its sub-graphs read; keeps the order otherwise. */
-int ex_control_order(gopt_exec *x, int32_t *order, size_t n, gopt_error *err);
+/* Notes the tensors control nodes' sub-graphs read (ex_control_reads) and, with reorder, reorders
+ * order (n live nodes, valid for the explicit edges) so that every control node also runs after
+ * the producers of those tensors, keeping the order otherwise; without, checks that it does. */
+int ex_control_order(gopt_exec *x, int32_t *order, size_t n, int reorder, gopt_error *err);
 /* Whether a sub-graph of a control node reads tensor t (an output no node reads explicitly that
  * must still be stored). */
 int ex_control_reads(const gopt_exec *x, int32_t t);
