@@ -379,6 +379,103 @@ def op_cases():
     m = model_from_nodes("chain", nodes, [("x", x)], [("y", y)], inits=[("w", w), ("c1", c1)])
     yield "chain", m, [("x", x)], [("y", y)]
 
+    yield from control_cases()
+    yield from string_cases()
+
+
+def control_cases():
+    """If / Loop / Scan with outer-scope reads (also two levels down), run-time shapes in a body,
+    Scan axes and directions; references from plain numpy loops."""
+    rng = np.random.default_rng(14)
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    x = rng.standard_normal(3).astype(np.float32)
+    n = np.array(4, np.int64)
+    # Loop: body reads main-graph `s` (an activation), an If inside reads it two levels down
+    then_g = helper.make_graph([helper.make_node("Mul", ["w", "s"], ["t"], name="then_mul")], "then_g", [],
+                               [helper.make_tensor_value_info("t", f, [3])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["w"], ["t2"], name="else_id")], "else_g", [],
+                               [helper.make_tensor_value_info("t2", f, [3])])
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v", "s"], ["w"], name="body_add"),
+         helper.make_node("Greater", ["i", "one"], ["big"], name="body_gt"),
+         helper.make_node("If", ["big"], ["t_out"], then_branch=then_g, else_branch=else_g, name="body_if"),
+         helper.make_node("Identity", ["c"], ["c_out"], name="body_cond"),
+         helper.make_node("Identity", ["t_out"], ["scan"], name="body_scan")],
+        "body", [helper.make_tensor_value_info("i", i64, []), helper.make_tensor_value_info("c", b, []),
+                 helper.make_tensor_value_info("v", f, [3])],
+        [helper.make_tensor_value_info("c_out", b, []), helper.make_tensor_value_info("t_out", f, [3]),
+         helper.make_tensor_value_info("scan", f, [3])])
+    nodes = [helper.make_node("Mul", ["x", "two"], ["s"], name="double"),
+             helper.make_node("Loop", ["n", "", "x"], ["v_final", "scans"], body=body, name="loop")]
+    v, s, scans = x.copy(), x * 2, []
+    for it in range(int(n)):
+        w = v + s
+        v = w * s if it > 1 else w
+        scans.append(v)
+    scans = np.stack(scans).astype(np.float32)
+    m = model_from_nodes("loop_nested", nodes, [("x", x), ("n", n)], [("v_final", v), ("scans", scans)],
+                         inits=[("two", np.array(2, np.float32)), ("one", np.array(1, np.int64))])
+    yield "Loop_nested", m, [("x", x), ("n", n)], [("v_final", v), ("scans", scans)]
+    # If whose branches read a main-graph activation; cond false takes else_branch
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    then_g = helper.make_graph([helper.make_node("Add", ["sq", "a"], ["y1"], name="then_add")], "then_g", [],
+                               [helper.make_tensor_value_info("y1", f, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Sub", ["sq", "a"], ["y2"], name="else_sub")], "else_g", [],
+                               [helper.make_tensor_value_info("y2", f, [2, 3])])
+    nodes = [helper.make_node("Mul", ["a", "a"], ["sq"], name="square"),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if")]
+    c = np.array(False)
+    y = (a * a - a).astype(np.float32)
+    m = model_from_nodes("if_outer", nodes, [("a", a), ("c", c)], [("y", y)])
+    yield "If_outer", m, [("a", a), ("c", c)], [("y", y)]
+    # Scan-11: x1 [2,4] scanned along axis 1, x2 [4,3] along axis 0 backwards; outputs stacked
+    # along axis 1 (forward) and axis 0 (reverse)
+    acc0 = rng.standard_normal(2).astype(np.float32)
+    x1 = rng.standard_normal((2, 4)).astype(np.float32)
+    x2 = rng.standard_normal((4, 3)).astype(np.float32)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc", "e1"], ["acc_out"], name="acc_add"),
+         helper.make_node("Identity", ["acc_out"], ["o1"], name="o1_id"),
+         helper.make_node("Add", ["e2", "e2"], ["o2"], name="o2_add")],
+        "scan_body", [helper.make_tensor_value_info("acc", f, [2]), helper.make_tensor_value_info("e1", f, [2]),
+                      helper.make_tensor_value_info("e2", f, [3])],
+        [helper.make_tensor_value_info("acc_out", f, [2]), helper.make_tensor_value_info("o1", f, [2]),
+         helper.make_tensor_value_info("o2", f, [3])])
+    node = helper.make_node("Scan", ["acc0", "x1", "x2"], ["acc_final", "y1", "y2"], body=body,
+                            num_scan_inputs=2, scan_input_axes=[1, 0], scan_input_directions=[0, 1],
+                            scan_output_axes=[1, 0], scan_output_directions=[0, 1], name="scan")
+    acc, o1, o2 = acc0.copy(), [], []
+    for t_ in range(4):
+        acc = acc + x1[:, t_]
+        o1.append(acc)
+        o2.append(x2[3 - t_] * 2)
+    y1 = np.stack(o1, axis=1).astype(np.float32)
+    y2 = np.stack(o2[::-1], axis=0).astype(np.float32)
+    m = model_from_nodes("scan_axes", [node], [("acc0", acc0), ("x1", x1), ("x2", x2)],
+                         [("acc_final", acc), ("y1", y1), ("y2", y2)], opset=11)
+    yield "Scan_axes", m, [("acc0", acc0), ("x1", x1), ("x2", x2)], [("acc_final", acc), ("y1", y1), ("y2", y2)]
+
+
+def string_cases():
+    """STRING tensors: an input passed through Identity, a STRING initializer cast to FLOAT, floats
+    cast to STRING (numpy's str() of each float32); references from numpy."""
+    st, f = TensorProto.STRING, TensorProto.FLOAT
+    s = np.array(["monday", "", "Tuesday x"], dtype=object)
+    c = np.array(["1.5", "-2", "1e3"], dtype=object)
+    x = np.array([3.0, 1e-5, -0.1, 123456.0], dtype=np.float32)
+    y_id, y_num = s.copy(), c.astype(np.float32)
+    y_str = np.array([str(v) for v in x], dtype=object)
+    nodes = [helper.make_node("Identity", ["s"], ["y_id"], name="id"),
+             helper.make_node("Cast", ["c"], ["y_num"], to=f, name="cast_num"),
+             helper.make_node("Cast", ["x"], ["y_str"], to=st, name="cast_str")]
+    graph = helper.make_graph(nodes, "strings", [helper.make_tensor_value_info("s", st, [3]), vinfo("x", x)],
+                              [helper.make_tensor_value_info("y_id", st, [3]), vinfo("y_num", y_num),
+                               helper.make_tensor_value_info("y_str", st, [4])],
+                              initializer=[numpy_helper.from_array(c, "c")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    yield "Cast_strings", m, [("s", s), ("x", x)], [("y_id", y_id), ("y_num", y_num), ("y_str", y_str)]
 
 DECISIONS = {
     "branches/order_a.json": {"order": ["a1", "a2", "b1", "b2", "y"]},
@@ -386,6 +483,8 @@ DECISIONS = {
     "branches/order_bad.json": {"order": ["a2", "a1", "b1", "b2", "y"]},
     "chain/fusion.json": {"fusion": [["add", "sig", "mul", "tanh"]]},
     "chain/fusion_bad.json": {"fusion": [["mm", "add", "sig"]]},
+    "If_outer/order_ok.json": {"order": ["square", "if"]},
+    "If_outer/order_bad.json": {"order": ["if", "square"]},  # the If's branches read square's output
 }
 
 
@@ -393,8 +492,18 @@ def error_models(out):
     """Models the executor must refuse with a clear message."""
     os.makedirs(out, exist_ok=True)
     x = np.zeros((2, 3), np.float32)
-    m = op_model("StringNormalizer", [("x", x)], [("y", x)])
+    m = op_model("Multinomial", [("x", x)], [("y", np.zeros((2, 1), np.int32))])  # random: no kernel
     onnx.save_model(m, os.path.join(out, "unsupported.onnx"))
+    # an If whose taken branch gives [3] where the model declares [2]
+    f = TensorProto.FLOAT
+    one = helper.make_tensor("v", f, [3], [1, 2, 3])
+    br = helper.make_graph([helper.make_node("Constant", [], ["b"], value=one, name="c3")], "branch", [],
+                           [helper.make_tensor_value_info("b", f, [3])])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=br, else_branch=br, name="if_bad")],
+                          "if_bad", [helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info("y", f, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save_model(m, os.path.join(out, "if_bad_shape.onnx"))
 
 
 def io_cases(out):

@@ -17,7 +17,8 @@ extern "C" {
 #endif
 
 /* A tensor held in host memory (inputs, outputs, tensor files). data is malloc'd and owned by
- * whoever holds the struct; gopt_host_tensor_clear frees it. name may be NULL. */
+ * whoever holds the struct; gopt_host_tensor_clear frees it. name may be NULL. A STRING tensor's
+ * data is one (uint32 little-endian length, bytes) record per element and nbytes their total. */
 typedef struct gopt_host_tensor {
   int dtype; /* gopt_dtype */
   int rank;
@@ -105,6 +106,8 @@ int gopt_exec_same_outputs(const gopt_graph *a, const gopt_graph *b, uint64_t se
 /* Number of graph inputs to feed (graph inputs that are not constants), and input i's tensor. */
 size_t gopt_exec_n_inputs(const gopt_exec *x);
 int32_t gopt_exec_input_tensor(const gopt_exec *x, size_t i);
+/* dtype (gopt_dtype) input i must be fed as. */
+int gopt_exec_input_dtype(const gopt_exec *x, size_t i);
 size_t gopt_exec_n_outputs(const gopt_exec *x);
 int32_t gopt_exec_output_tensor(const gopt_exec *x, size_t i);
 

@@ -246,6 +246,8 @@ static int prepare_kind(gopt_exec *x, ex_kernel *k, int32_t n, gopt_error *err) 
     if (ex_hlo_handles(x, n)) return ex_prepare_hlo(x, k, err); /* the opcodes of k_hlo.c */
     return ex_node_error(x, n, err, GOPT_EUNSUP, "op type not supported by the executor");
   }
+  if (ex_control_handles(x, n)) return ex_prepare_control(x, k, err); /* If, Loop, Scan */
+  if (ex_string_handles(x, n)) return ex_prepare_string(x, k, err);   /* STRING tensors */
   if (ex_ref_claims(x, n)) return ex_prepare_ref(x, k, err);
   if (ex_layout_dnnl_claims(x, n) || ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
   else if (ex_elem_handles(x, n)) rc = ex_prepare_elem(x, k, err);
@@ -442,6 +444,7 @@ static int make_order(gopt_exec *x, const gopt_exec_opts *o, int32_t **order_out
       for (int j = 0; j < g->nodes.a[n].n_out; j++) ready[gopt_node_output(g, n, j)] = 1;
     }
     *n_out = o->n_order;
+    rc = ex_control_order(x, order, o->n_order, 0, err); /* sub-graphs' outer-scope reads */
   } else {
     int64_t cnt = gopt_graph_topo(g, order, err);
     if (cnt < 0) {
@@ -450,6 +453,7 @@ static int make_order(gopt_exec *x, const gopt_exec_opts *o, int32_t **order_out
     }
     *n_out = (size_t)cnt;
     if (o && o->group) rc = group_order(g, o->group, order, (size_t)cnt, err);
+    if (!rc) rc = ex_control_order(x, order, (size_t)cnt, 1, err); /* sub-graphs' outer-scope reads */
   }
 done:
   free(seen);
@@ -704,6 +708,7 @@ void gopt_exec_free(gopt_exec *x) {
   free(x->input_data);
   free(x->inputs);
   free(x->last_use);
+  ex_str_free(x);
   free(x->vals);
   free(x);
 }
@@ -745,6 +750,7 @@ int gopt_exec_set_input(gopt_exec *x, size_t i, const gopt_host_tensor *t, gopt_
   }
   memcpy(x->input_data[i], t->data, nb);
   x->vals[id].data = x->input_data[i];
+  if (ex_dtype(x, id) == GOPT_DT_STRING) return ex_str_set_input(x, id, t, err); /* k_string.c */
   return GOPT_OK;
 }
 
@@ -939,5 +945,9 @@ int gopt_exec_get_output(const gopt_exec *x, size_t i, gopt_host_tensor *t, gopt
     return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   }
   memcpy(t->data, d, t->nbytes);
+  if (t->dtype == GOPT_DT_STRING && ex_str_get_output(x, id, t, err)) { /* k_string.c */
+    gopt_host_tensor_clear(t);
+    return err ? err->code : GOPT_ENOMEM;
+  }
   return GOPT_OK;
 }

@@ -68,6 +68,8 @@ struct gopt_exec {
   int isa;                   /* EX_ISA_* of the vector kernels (exec_isa.c) */
   size_t n_inplace;          /* outputs planned to take a dying input's buffer (exec_inplace.c) */
   size_t live_plain, peak_plain; /* live/peak bytes as if nothing ran in place */
+  uint8_t *cf_reads;         /* per tensor: read by a control node's sub-graph; NULL when none */
+  void *strs;                /* STRING tensors' values (k_string.c); NULL when none */
 };
 
 /* ---- helpers (exec.c) ---------------------------------------------------------------------------- */
@@ -76,6 +78,16 @@ static inline int ex_rank(const gopt_exec *x, int32_t t) { return x->g->tensors.
 static inline int ex_dtype(const gopt_exec *x, int32_t t) { return x->g->tensors.a[t].dtype; }
 static inline void *ex_data(const gopt_exec *x, int32_t t) { return t < 0 ? NULL : x->vals[t].data; }
 int64_t ex_numel(const gopt_exec *x, int32_t t);
+/* A host tensor viewing tensor t's current value (data borrowed, not to be cleared). */
+static inline gopt_host_tensor ex_host_view(const gopt_exec *x, int32_t t) {
+  gopt_host_tensor h = {0};
+  h.dtype = ex_dtype(x, t);
+  h.rank = ex_rank(x, t);
+  for (int i = 0; i < h.rank; i++) h.dims[i] = ex_dims(x, t)[i];
+  h.data = ex_data(x, t);
+  h.nbytes = (size_t)ex_numel(x, t) * gopt_dtype_size(h.dtype);
+  return h;
+}
 /* Keeps p (malloc'd) until the executor is freed. Returns 0 or GOPT_ENOMEM (p freed). */
 int ex_own(gopt_exec *x, void *p);
 /* Error naming node n: "node 'NAME' (TYPE): MESSAGE". */
@@ -110,6 +122,27 @@ int ex_prepare_ref(gopt_exec *x, ex_kernel *k, gopt_error *err);
  * in a nested executor, cuda_threefry2x32). */
 int ex_hlo_handles(const gopt_exec *x, int32_t n);
 int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err);
+
+/* ONNX control flow (exec_control.c): whether node n is an If, Loop or Scan, and its preparation
+ * (the outer-scope tensors its sub-graphs read are added to k->in). */
+int ex_control_handles(const gopt_exec *x, int32_t n);
+int ex_prepare_control(gopt_exec *x, ex_kernel *k, gopt_error *err);
+/* Notes the tensors control nodes' sub-graphs read (ex_control_reads) and, with reorder, reorders
+ * order (n live nodes, valid for the explicit edges) so that every control node also runs after
+ * the producers of those tensors, keeping the order otherwise; without, checks that it does. */
+int ex_control_order(gopt_exec *x, int32_t *order, size_t n, int reorder, gopt_error *err);
+/* Whether a sub-graph of a control node reads tensor t (an output no node reads explicitly that
+ * must still be stored). */
+int ex_control_reads(const gopt_exec *x, int32_t t);
+
+/* STRING tensors (k_string.c): their values live beside the value table (a STRING element has
+ * size 0 there). Ops on strings (Cast/CastLike to or from STRING, Identity, StringNormalizer),
+ * feeding an input and reading an output (packed records, see gopt_host_tensor), freeing. */
+int ex_string_handles(const gopt_exec *x, int32_t n);
+int ex_prepare_string(gopt_exec *x, ex_kernel *k, gopt_error *err);
+int ex_str_set_input(gopt_exec *x, int32_t t, const gopt_host_tensor *h, gopt_error *err);
+int ex_str_get_output(const gopt_exec *x, int32_t t, gopt_host_tensor *h, gopt_error *err);
+void ex_str_free(gopt_exec *x);
 
 /* Fused group: compiles the members (node ids, in a valid order) into one loop. */
 int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *members, int n_members,

@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gopt/exec.h"
+#include "exec/exec_internal.h"
 #include "gopt/util.h"
 #include "onnx/onnx.pb-c.h"
+
+int gopt_exec_input_dtype(const gopt_exec *x, size_t i) { return ex_dtype(x, x->inputs[i]); }
 
 static int ends_with(const char *s, const char *suf) {
   size_t n = strlen(s), m = strlen(suf);
@@ -28,6 +30,35 @@ static int tensor_bytes(const gopt_host_tensor *t, size_t *nbytes) {
 
 /* ---- TensorProto ------------------------------------------------------------------------------------ */
 
+/* STRING: string_data packed as (uint32 little-endian length, bytes) records, one per element (the
+ * format of STRING constants in the IR and of STRING host tensors). */
+static int pb_read_strings(const char *path, const Onnx__TensorProto *tp, gopt_host_tensor *t, gopt_error *err) {
+  uint64_t n = 1;
+  size_t total = 0;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->dims[i] < 0 || (t->dims[i] && n > (UINT64_C(1) << 40) / (uint64_t)t->dims[i]))
+      return gopt_error_set(err, GOPT_ERANGE, "%s: bad or too large dims", path);
+    n *= (uint64_t)t->dims[i];
+  }
+  if (tp->n_string_data != n)
+    return gopt_error_set(err, GOPT_EPARSE, "%s: %zu strings, dims say %llu", path, tp->n_string_data,
+                          (unsigned long long)n);
+  for (size_t i = 0; i < n; i++) total += 4 + tp->string_data[i].len;
+  unsigned char *p = malloc(total + 1);
+  if (!p) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+  t->data = p;
+  t->nbytes = total;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t len = (uint32_t)tp->string_data[i].len;
+    for (int b = 0; b < 4; b++) *p++ = (unsigned char)(len >> (8 * b));
+    if (len) memcpy(p, tp->string_data[i].data, len);
+    p += len;
+  }
+  if (tp->name && *tp->name && !(t->name = strdup(tp->name)))
+    return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+  return GOPT_OK;
+}
+
 static int pb_read(const char *path, const void *buf, size_t len, gopt_host_tensor *t, gopt_error *err) {
   int rc = GOPT_OK;
   Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
@@ -45,7 +76,11 @@ static int pb_read(const char *path, const void *buf, size_t len, gopt_host_tens
   for (size_t i = 0; i < tp->n_dims; i++) t->dims[i] = tp->dims[i];
   size_t nb = 0;
   int brc = tensor_bytes(t, &nb);
-  if (brc == GOPT_EUNSUP || t->dtype == GOPT_DT_STRING || t->dtype <= 0 || t->dtype >= GOPT_DT_COUNT) {
+  if (t->dtype == GOPT_DT_STRING) {
+    rc = pb_read_strings(path, tp, t, err);
+    goto done;
+  }
+  if (brc == GOPT_EUNSUP || t->dtype <= 0 || t->dtype >= GOPT_DT_COUNT) {
     rc = gopt_error_set(err, GOPT_EUNSUP, "%s: data type %s is not supported", path, gopt_dtype_name(t->dtype));
     goto done;
   }
@@ -105,14 +140,38 @@ static int pb_write(const char *path, const gopt_host_tensor *t, gopt_error *err
   tp.dims = dims;
   tp.has_data_type = 1;
   tp.data_type = t->dtype;
-  tp.has_raw_data = 1;
-  tp.raw_data.len = t->nbytes;
-  tp.raw_data.data = t->data;
   tp.name = t->name ? t->name : (char *)"";
+  ProtobufCBinaryData *sd = NULL;
+  if (t->dtype == GOPT_DT_STRING) { /* string_data from the packed records */
+    int64_t n = gopt_host_tensor_numel(t);
+    const unsigned char *p = t->data, *end = p + t->nbytes;
+    sd = calloc((size_t)n + 1, sizeof *sd);
+    if (!sd) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t l = end - p >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24 : 0;
+      if (end - p < 4 || (size_t)(end - p - 4) < l) {
+        free(sd);
+        return gopt_error_set(err, GOPT_EINVAL, "%s: malformed STRING tensor", path);
+      }
+      sd[i].len = l;
+      sd[i].data = (uint8_t *)p + 4;
+      p += 4 + l;
+    }
+    tp.n_string_data = (size_t)n;
+    tp.string_data = sd;
+  } else {
+    tp.has_raw_data = 1;
+    tp.raw_data.len = t->nbytes;
+    tp.raw_data.data = t->data;
+  }
   size_t len = onnx__tensor_proto__get_packed_size(&tp);
   uint8_t *buf = malloc(len + 1);
-  if (!buf) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+  if (!buf) {
+    free(sd);
+    return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+  }
   onnx__tensor_proto__pack(&tp, buf);
+  free(sd);
   int rc = gopt_file_write_atomic(path, buf, len, err);
   free(buf);
   return rc;
@@ -262,6 +321,9 @@ int gopt_exec_tensor_read(const char *path, gopt_host_tensor *t, gopt_error *err
 
 int gopt_exec_tensor_write(const char *path, const gopt_host_tensor *t, gopt_error *err) {
   size_t nb = 0;
+  if (t->dtype == GOPT_DT_STRING) /* pb_write checks the records */
+    return ends_with(path, ".npy") ? gopt_error_set(err, GOPT_EUNSUP, "%s: STRING tensors are written as .pb only", path)
+                                   : pb_write(path, t, err);
   if (tensor_bytes(t, &nb) || nb != t->nbytes)
     return gopt_error_set(err, GOPT_EINVAL, "%s: tensor has %zu bytes for its shape, expected %zu", path,
                           t->nbytes, nb);

@@ -255,8 +255,9 @@ static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
   const gopt_graph *g = x->g;
   for (size_t t = 0; t < g->tensors.n; t++) {
     int32_t tt = (int32_t)t;
+    /* a tensor a control node's sub-graph reads (exec_control.c) is read as a plain array */
     if (x->vals[t].kind != EX_V_ACT || !is_float(x, tt) || is_output(x, tt) ||
-        layout_producer(x, l, tt, group) < 0)
+        ex_control_reads(x, tt) || layout_producer(x, l, tt, group) < 0)
       continue;
     int ok = 1, any = 0;
     for (int32_t s = g->tensors.a[t].first_use; s >= 0 && ok; s = g->slots.a[s].next_use) {

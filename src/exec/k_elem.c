@@ -311,6 +311,7 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
         if (gopt_node_alive(g, c) && !in_group[c]) ext = 1;
       }
       for (size_t i = 0; i < g->outputs.n && !ext; i++) ext = g->outputs.a[i] == out;
+      if (!ext) ext = ex_control_reads(x, out); /* read by an If/Loop/Scan sub-graph */
       if (!ext) continue;
       if (ex_numel(x, out) != f->numel) {
         rc = ex_node_error(x, mem[m], err, GOPT_EUNSUP,

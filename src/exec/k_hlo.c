@@ -678,13 +678,7 @@ static int run_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   gopt_exec *s = k->st;
   int rc = GOPT_OK;
   for (size_t i = 0; i < gopt_exec_n_inputs(s) && !rc; i++) {
-    int32_t t = k->in[i];
-    gopt_host_tensor h = {0};
-    h.dtype = ex_dtype(x, t);
-    h.rank = ex_rank(x, t);
-    if (h.rank) memcpy(h.dims, ex_dims(x, t), (size_t)h.rank * sizeof *h.dims);
-    h.data = ex_data(x, t);
-    h.nbytes = tbytes(x, t);
+    gopt_host_tensor h = ex_host_view(x, k->in[i]);
     rc = gopt_exec_set_input(s, i, &h, err);
   }
   if (!rc) rc = gopt_exec_run(s, err);
@@ -750,13 +744,7 @@ static const gopt_graph *comp_of(const gopt_graph *g, int32_t n, const char *key
 static int while_feed(gopt_exec *x, ex_kernel *k, gopt_exec *e, gopt_error *err) {
   int rc = GOPT_OK;
   for (int i = 0; i < k->n_out && !rc; i++) {
-    int32_t t = k->out[i];
-    gopt_host_tensor h = {0};
-    h.dtype = ex_dtype(x, t);
-    h.rank = ex_rank(x, t);
-    if (h.rank) memcpy(h.dims, ex_dims(x, t), (size_t)h.rank * sizeof *h.dims);
-    h.data = ex_data(x, t);
-    h.nbytes = tbytes(x, t);
+    gopt_host_tensor h = ex_host_view(x, k->out[i]);
     rc = gopt_exec_set_input(e, (size_t)i, &h, err);
   }
   return rc;

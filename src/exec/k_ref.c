@@ -16,6 +16,7 @@ static int dt_ok(int dt) {
     case GOPT_DT_FLOAT: case GOPT_DT_DOUBLE: case GOPT_DT_INT8: case GOPT_DT_INT16:
     case GOPT_DT_INT32: case GOPT_DT_INT64: case GOPT_DT_UINT8: case GOPT_DT_UINT16:
     case GOPT_DT_UINT32: case GOPT_DT_UINT64: case GOPT_DT_BOOL: case GOPT_DT_FLOAT16:
+    case GOPT_DT_BFLOAT16:
       return 1;
     default: return 0;
   }
@@ -43,6 +44,23 @@ static uint16_t d_to_half(double d) {
   return sign | (uint16_t)(((uint32_t)(e + 14) << 10) | (q - 1024));
 }
 
+/* bfloat16 (the high 16 bits of a float) <-> double. Down: to float (round to nearest), then the
+ * low 16 bits are dropped (truncation, as onnx 1.12's Cast reference does: the Cast spec leaves
+ * the rounding open); a NaN stays a quiet NaN. */
+static double bf16_to_d(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static uint16_t d_to_bf16(double d) {
+  float f = (float)d;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if (isnan(f)) return (uint16_t)((u >> 16) | 0x7fc0);
+  return (uint16_t)(u >> 16);
+}
+
 static void load(double *v, const void *p, int dt, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     switch (dt) {
@@ -57,6 +75,7 @@ static void load(double *v, const void *p, int dt, int64_t n) {
       case GOPT_DT_UINT32: v[i] = ((const uint32_t *)p)[i]; break;
       case GOPT_DT_UINT64: v[i] = (double)((const uint64_t *)p)[i]; break;
       case GOPT_DT_FLOAT16: v[i] = half_to_d(((const uint16_t *)p)[i]); break;
+      case GOPT_DT_BFLOAT16: v[i] = bf16_to_d(((const uint16_t *)p)[i]); break;
       default: v[i] = 0;
     }
   }
@@ -83,6 +102,7 @@ static void store(void *p, const double *v, int dt, int64_t n) {
         ((uint64_t *)p)[i] = d >= 9.2e18 && d < 1.8e19 ? (uint64_t)d : (uint64_t)q;
         break;
       case GOPT_DT_FLOAT16: ((uint16_t *)p)[i] = d_to_half(d); break;
+      case GOPT_DT_BFLOAT16: ((uint16_t *)p)[i] = d_to_bf16(d); break;
       default: break;
     }
   }

@@ -1,6 +1,6 @@
 /* k_ref_more.c: reference kernels (k_ref.h) for signal, detection and training ops: the window
  * functions (Hann, Hamming, Blackman), DFT, STFT, MelWeightMatrix, BatchNormalization in training
- * mode, Unique, NonMaxSuppression, RoiAlign (avg), TfIdfVectorizer (integer input), and the
+ * mode, InstanceNormalization, Unique, NonMaxSuppression, RoiAlign (avg), TfIdfVectorizer (integer input), and the
  * ai.onnx.preview.training optimisers (Adagrad, Momentum, Adam). ONNX semantics as the operator
  * specification states them; double precision. */
 #include <math.h>
@@ -421,7 +421,31 @@ static int f_optim(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nou
   return GOPT_OK;
 }
 
+/* InstanceNormalization: X [N, C, spatial...]; each (n, c) plane normalised by its own mean and
+ * (biased) variance, then scaled by scale[c] and shifted by B[c]. */
+static int f_instnorm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  const rt *X = &in[0];
+  if (X->rank < 2 || in[1].n != X->d[1] || in[2].n != X->d[1])
+    return ex_node_error(x, NODE, err, GOPT_ESHAPE, "scale and B must have C = %lld elements",
+                         (long long)(X->rank > 1 ? X->d[1] : 0));
+  double eps = gopt_node_get_float(G, NODE, "epsilon", 1e-5);
+  int64_t C = X->d[1], planes = X->d[0] * C, plane = planes > 0 ? X->n / planes : 0;
+  for (int64_t p = 0; p < planes; p++) {
+    const double *a = X->v + p * plane;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < plane; i++) mean += a[i];
+    mean /= (double)(plane ? plane : 1);
+    for (int64_t i = 0; i < plane; i++) var += (a[i] - mean) * (a[i] - mean);
+    var /= (double)(plane ? plane : 1);
+    double sc = in[1].v[p % C] / sqrt(var + eps), b = in[2].v[p % C];
+    for (int64_t i = 0; i < plane; i++) out[0].v[p * plane + i] = (a[i] - mean) * sc + b;
+  }
+  return GOPT_OK;
+}
+
 const ref_entry ex_ref_more_table[] = {
+    {"InstanceNormalization", f_instnorm, NULL},
     {"HannWindow", f_window, NULL}, {"HammingWindow", f_window, NULL}, {"BlackmanWindow", f_window, NULL},
     {"DFT", f_dft, NULL}, {"STFT", f_stft, NULL}, {"RoiAlign", f_roialign, NULL},
     {"TfIdfVectorizer", f_tfidf, NULL}, {"MelWeightMatrix", f_melweight, NULL}, {"BatchNormalization", f_bn_train, claim_bn_train}, {"Unique", f_unique, NULL},

@@ -1,5 +1,5 @@
 /* k_ref_ops.c: reference kernels (k_ref.h) for elementwise math the fused engine lacks
- * (trigonometry, Shrink, Celu, BitShift, IsInf, variadic Max/Min/Sum/Mean, integer Mod/Pow/Clip),
+ * (trigonometry, Shrink, Celu, Selu, Softsign, BitShift, IsInf, variadic Max/Min/Sum/Mean, integer Mod/Pow/Clip),
  * the Reduce family with run-time axes, ArgMax/ArgMin, Hardmax, CumSum, Trilu, TopK, NonZero,
  * index ops (GatherElements, ScatterElements, GatherND, ScatterND, OneHot, Compress, EyeLike,
  * DepthToSpace, SpaceToDepth, ReverseSequence) and the losses (NegativeLogLikelihoodLoss,
@@ -30,6 +30,12 @@ static double unary(const char *op, double v, const gopt_exec *x, int32_t n) {
     double a = gopt_node_get_float(G, n, "alpha", 1.0);
     return (v > 0 ? v : 0) + fmin(0, a * (exp(v / a) - 1));
   }
+  if (!strcmp(op, "Selu")) {
+    double a = gopt_node_get_float(G, n, "alpha", 1.67326319217681884765625);
+    double gm = gopt_node_get_float(G, n, "gamma", 1.05070102214813232421875);
+    return gm * (v > 0 ? v : a * (exp(v) - 1));
+  }
+  if (!strcmp(op, "Softsign")) return v / (1 + fabs(v));
   if (!strcmp(op, "Shrink")) {
     double l = gopt_node_get_float(G, n, "lambd", 0.5), b = gopt_node_get_float(G, n, "bias", 0);
     return v < -l ? v + b : v > l ? v - b : 0;
@@ -566,8 +572,8 @@ static int claim_int(const gopt_exec *x, int32_t n) {
   return dt != GOPT_DT_FLOAT && dt != GOPT_DT_DOUBLE;
 }
 static int claim_f16(const gopt_exec *x, int32_t n) {
-  return ex_dtype(x, gopt_node_input(x->g, n, 0)) == GOPT_DT_FLOAT16 ||
-         ex_dtype(x, gopt_node_output(x->g, n, 0)) == GOPT_DT_FLOAT16;
+  int a = ex_dtype(x, gopt_node_input(x->g, n, 0)), b = ex_dtype(x, gopt_node_output(x->g, n, 0));
+  return a == GOPT_DT_FLOAT16 || b == GOPT_DT_FLOAT16 || a == GOPT_DT_BFLOAT16 || b == GOPT_DT_BFLOAT16;
 }
 static int claim_reduce(const gopt_exec *x, int32_t n) {
   const gopt_graph *g = x->g;
@@ -581,6 +587,7 @@ const ref_entry ex_ref_ops_table[] = {
     {"Asin", f_unary, NULL}, {"Acos", f_unary, NULL}, {"Atan", f_unary, NULL},
     {"Asinh", f_unary, NULL}, {"Acosh", f_unary, NULL}, {"Atanh", f_unary, NULL},
     {"ThresholdedRelu", f_unary, NULL}, {"Celu", f_unary, NULL}, {"Shrink", f_unary, NULL},
+    {"Selu", f_unary, NULL}, {"Softsign", f_unary, NULL},
     {"IsInf", f_unary, NULL}, {"CastLike", f_unary, NULL}, {"Cast", f_unary, claim_f16},
     {"Max", f_nary, claim_not2}, {"Min", f_nary, claim_not2}, {"Sum", f_nary, claim_not2},
     {"Mean", f_nary, NULL}, {"Pow", f_nary, claim_int}, {"Mod", f_nary, claim_int},

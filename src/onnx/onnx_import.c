@@ -14,7 +14,8 @@
 #include "onnx/onnx_internal.h"
 
 #define MAX_SUBGRAPH_DEPTH 48
-#define MIN_OPSET 7
+#define MIN_OPSET 1    /* opsets 1-6 only for the ops of onnx_legacy.c */
+#define FULL_OPSET 7   /* every op gopt knows from here on */
 
 typedef struct imp {
   onnx_ext_ctx ext;
@@ -595,7 +596,8 @@ done:
 
 static int import_model(const Onnx__ModelProto *m, const char *label, imp *im, gopt_graph **out,
                         gopt_error *err) {
-  int rc = GOPT_OK, have_default = 0;
+  int rc = GOPT_OK;
+  int64_t default_opset = -1;
   gopt_graph *g = NULL;
   if (!m->graph)
     return gopt_error_set(err, GOPT_EPARSE, "%s: not an ONNX model (no graph)", label);
@@ -616,7 +618,7 @@ static int import_model(const Onnx__ModelProto *m, const char *label, imp *im, g
                             label, (long long)v, MIN_OPSET);
         goto done;
       }
-      have_default = 1;
+      default_opset = v;
     }
     gopt_opset os = {gopt_graph_intern(g, S(o->domain)), v};
     if (os.domain == UINT32_MAX || GOPT_ARR_PUSH(g->opsets, os)) {
@@ -624,8 +626,9 @@ static int import_model(const Onnx__ModelProto *m, const char *label, imp *im, g
       goto done;
     }
   }
-  (void)have_default;
   rc = import_graph(im, m->graph, g, NULL, err);
+  if (!rc && default_opset >= 0 && default_opset < FULL_OPSET)
+    rc = onnx_legacy_check(g, default_opset, err);
   if (rc) {
     gopt_error_prefix(err, "%s: ", label);
     goto done;

@@ -92,4 +92,10 @@ typedef struct onnx_ext_out {
 int onnx_tensor_export(const gopt_graph *g, int32_t t, const char *name, onnx_arena *ar,
                        onnx_ext_out *eo, Onnx__TensorProto *tp, gopt_error *err);
 
+/* ---- opsets before 7 (onnx_legacy.c) ---------------------------------------------------------------- */
+/* For a model importing the default domain at opset 1-6: GOPT_OK when every default-domain node of
+ * g and its sub-graphs has an op whose version at that opset means the same as at opset 7 (legacy
+ * attributes such as consumed_inputs are ignored), else GOPT_EUNSUP naming the first other node. */
+int onnx_legacy_check(const gopt_graph *g, int64_t opset, gopt_error *err);
+
 #endif

@@ -23,6 +23,11 @@ add_test(NAME exec_op_chain_fused
          COMMAND ${GOPT_BIN} run ${EXEC_OPS}/chain/model.onnx --check ${EXEC_OPS}/chain --fusion ${EXEC_OPS}/chain/fusion.json
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_op_chain_fused PROPERTIES LABELS exec TIMEOUT 60)
+# a given order that runs the If after the producer of what its branches read
+add_test(NAME exec_op_If_outer_order
+         COMMAND ${GOPT_BIN} run ${EXEC_OPS}/If_outer/model.onnx --check ${EXEC_OPS}/If_outer --order ${EXEC_OPS}/If_outer/order_ok.json
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_op_If_outer_order PROPERTIES LABELS exec TIMEOUT 60)
 
 # bad input: one error line naming what is wrong, non-zero exit, no crash
 set(EXPECT_ERROR_SH ${CMAKE_SOURCE_DIR}/tests/cli/expect_error.sh)
@@ -31,8 +36,12 @@ function(exec_error name regex)
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(exec_err_${name} PROPERTIES LABELS exec TIMEOUT 60)
 endfunction()
-exec_error(unsupported_op "node 'stringnormalizer_0' \\(StringNormalizer\\): op type not supported by the executor"
+exec_error(unsupported_op "node 'multinomial_0' \\(Multinomial\\): op type not supported by the executor"
            ${EXEC_OPS}/_errors/unsupported.onnx)
+exec_error(if_bad_shape "node 'if_bad' \\(If\\): output 'y': the sub-graph gives FLOAT\\[3\\], the graph declares FLOAT\\[2\\]"
+           ${EXEC_OPS}/_errors/if_bad_shape.onnx)
+exec_error(order_outer_read "order: node 'if' runs before 'square', which produces 'sq' that its sub-graphs read"
+           ${EXEC_OPS}/If_outer/model.onnx --order ${EXEC_OPS}/If_outer/order_bad.json)
 exec_error(missing_input "--inputs: '.*nope.pb' is not a file or folder" ${EXEC_OPS}/Relu/model.onnx
            --inputs ${EXEC_OPS}/nope.pb)
 exec_error(wrong_shape "input 'x': expected FLOAT\\[2,3,4,5\\], got FLOAT\\[4,5\\]" ${EXEC_OPS}/Relu/model.onnx

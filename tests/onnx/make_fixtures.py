@@ -259,9 +259,15 @@ def bad_models():
                            helper.make_node("Neg", ["x"], ["y"], name="second")], "dup",
                           [vi("x", f, [2])], [vi("y", f, [2])])
     save(helper.make_model(g, opset_imports=OP13), "dup_output.onnx", check=False)
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "old",
+    # Opsets before 7: Add-6's `broadcast` attribute means something else than at opset 7
+    # (refused); Relu-1 with its legacy consumed_inputs means the same (accepted).
+    g = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"], name="r", broadcast=0)], "old",
                           [vi("x", f, [2])], [vi("y", f, [2])])
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 6)]), "opset6.onnx", check=False)
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r", consumed_inputs=[0])],
+                          "old", [vi("x", f, [2])], [vi("y", f, [2])])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 1)]), "opset1_relu.onnx",
+         check=False)
     # A value_info with a negative dim and an initializer whose raw_data is too short.
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "neg",
                           [vi("x", f, [2, -3])], [vi("y", f, [2])])

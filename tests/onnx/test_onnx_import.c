@@ -440,8 +440,22 @@ static void test_shapes_and_names(void) {
   gopt_graph_free(g);
 }
 
+/* Opset 1 with Relu-1's legacy consumed_inputs: accepted (Relu means the same as at opset 7), the
+ * opset kept as written and the attribute kept (export never drops one). */
+static void test_legacy_opset(void) {
+  warn_log w = {0};
+  gopt_graph *g = load(FIX "opset1_relu.onnx", NULL, &w);
+  if (!g) return;
+  CHECK_EQ_INT(gopt_graph_opset(g, "", -1), 1);
+  CHECK_EQ_INT(g->nodes.n, 1);
+  CHECK(g->nodes.n && strcmp(gopt_node_type(g, 0), "Relu") == 0);
+  CHECK(g->nodes.n && g->nodes.a[0].n_attr == 1);
+  gopt_graph_free(g);
+}
+
 int main(void) {
   test_initializers();
+  test_legacy_opset();
   test_external();
   test_external_symlink();
   test_constants();

@@ -1,0 +1,298 @@
+/* k_string.c: STRING tensors in the executor and the ops on them: Cast / CastLike between STRING
+ * and the numeric types, StringNormalizer, Identity. gopt_dtype_size(STRING) is 0, so a string
+ * tensor's buffer in the value table is empty; its strings live in a side table of the executor
+ * (x->strs: per tensor, packed (uint32 little-endian length, bytes) records, one per element: the
+ * format of STRING constants in the IR and of STRING host tensors). Inputs fill it
+ * (gopt_exec_set_input), kernels replace their outputs' entries, gopt_exec_get_output copies them.
+ * Semantics as the ONNX operator specification states them; numbers print as numpy's str() of the
+ * value does (the shortest text that reads back to the same float). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec_internal.h"
+
+#define NODE (k->node)
+#define G (x->g)
+
+typedef struct ex_strtab {
+  unsigned char **buf; /* per tensor: packed records (NULL: none yet) */
+  size_t *len;
+} ex_strtab;
+
+void ex_str_free(gopt_exec *x) {
+  ex_strtab *s = x->strs;
+  if (!s) return;
+  for (size_t t = 0; t < x->g->tensors.n; t++) free(s->buf[t]);
+  free(s->buf);
+  free(s->len);
+  free(s);
+  x->strs = NULL;
+}
+
+/* Takes ownership of p (n bytes of packed records) as tensor t's strings. */
+static int str_put_own(gopt_exec *x, int32_t t, unsigned char *p, size_t n) {
+  ex_strtab *s = x->strs;
+  if (!s) {
+    s = calloc(1, sizeof *s);
+    if (s) s->buf = calloc(x->g->tensors.n + 1, sizeof *s->buf);
+    if (s) s->len = calloc(x->g->tensors.n + 1, sizeof *s->len);
+    if (!s || !s->buf || !s->len) {
+      if (s) free(s->buf), free(s->len);
+      free(s);
+      free(p);
+      return GOPT_ENOMEM;
+    }
+    x->strs = s;
+  }
+  free(s->buf[t]);
+  s->buf[t] = p;
+  s->len[t] = n;
+  return GOPT_OK;
+}
+
+/* Packed strings of tensor t (a constant's bytes, or the side table); NULL with *n = 0 when none. */
+static const unsigned char *str_get(const gopt_exec *x, int32_t t, size_t *n) {
+  const gopt_tensor *tt = &x->g->tensors.a[t];
+  ex_strtab *s = x->strs;
+  *n = 0;
+  if ((tt->flags & GOPT_T_CONST) && tt->cdata >= 0) {
+    *n = x->g->consts.a[tt->cdata].nbytes;
+    return x->g->consts.a[tt->cdata].data;
+  }
+  if (!s || !s->buf[t]) return NULL;
+  *n = s->len[t];
+  return s->buf[t];
+}
+
+/* Checks that p (n bytes) holds exactly cnt well-formed records. */
+static int str_valid(const unsigned char *p, size_t n, int64_t cnt) {
+  size_t off = 0;
+  for (int64_t i = 0; i < cnt; i++) {
+    if (n - off < 4) return 0;
+    uint32_t len = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
+    off += 4;
+    if (n - off < len) return 0;
+    off += len;
+  }
+  return off == n;
+}
+
+int ex_str_set_input(gopt_exec *x, int32_t t, const gopt_host_tensor *h, gopt_error *err) {
+  if (!str_valid(h->data, h->nbytes, ex_numel(x, t)))
+    return gopt_error_set(err, GOPT_EINVAL, "input '%s': not %lld packed strings",
+                          gopt_graph_str(x->g, x->g->tensors.a[t].name), (long long)ex_numel(x, t));
+  unsigned char *p = malloc(h->nbytes + 1);
+  if (!p) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if (h->nbytes) memcpy(p, h->data, h->nbytes);
+  if (str_put_own(x, t, p, h->nbytes)) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  return GOPT_OK;
+}
+
+int ex_str_get_output(const gopt_exec *x, int32_t t, gopt_host_tensor *h, gopt_error *err) {
+  size_t n = 0;
+  const unsigned char *p = str_get(x, t, &n);
+  if (!p) return gopt_error_set(err, GOPT_EINVAL, "output '%s' has no strings (run first)",
+                                gopt_graph_str(x->g, x->g->tensors.a[t].name));
+  free(h->data);
+  h->data = malloc(n + 1);
+  if (!h->data) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if (n) memcpy(h->data, p, n);
+  h->nbytes = n;
+  return GOPT_OK;
+}
+
+/* ---- strings as C arrays for the kernels ---------------------------------------------------------------- */
+
+typedef struct strs {
+  int64_t n;
+  char **s; /* NUL-terminated copies */
+} strs;
+
+static void strs_free(strs *a) {
+  for (int64_t i = 0; a->s && i < a->n; i++) free(a->s[i]);
+  free(a->s);
+  a->s = NULL;
+}
+
+/* Tensor t's strings (empty strings when it has none yet). */
+static int strs_load(const gopt_exec *x, int32_t t, strs *a) {
+  size_t n = 0, off = 0;
+  const unsigned char *p = str_get(x, t, &n);
+  a->n = ex_numel(x, t);
+  a->s = calloc((size_t)a->n + 1, sizeof *a->s);
+  if (!a->s) return GOPT_ENOMEM;
+  if (p && !str_valid(p, n, a->n)) p = NULL;
+  for (int64_t i = 0; i < a->n; i++) {
+    uint32_t len = 0;
+    if (p) {
+      len = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
+      off += 4;
+    }
+    a->s[i] = malloc(len + 1);
+    if (!a->s[i]) return GOPT_ENOMEM;
+    if (len) memcpy(a->s[i], p + off, len);
+    a->s[i][len] = 0;
+    off += len;
+  }
+  return GOPT_OK;
+}
+
+/* Packs a->s[0..n) as tensor t's strings. */
+static int strs_store(gopt_exec *x, int32_t t, char *const *s, int64_t n) {
+  size_t total = 0;
+  for (int64_t i = 0; i < n; i++) total += 4 + strlen(s[i]);
+  unsigned char *p = malloc(total + 1), *q = p;
+  if (!p) return GOPT_ENOMEM;
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t len = (uint32_t)strlen(s[i]);
+    for (int b = 0; b < 4; b++) *q++ = (unsigned char)(len >> (8 * b));
+    memcpy(q, s[i], len);
+    q += len;
+  }
+  return str_put_own(x, t, p, total);
+}
+
+/* ---- Cast / CastLike ------------------------------------------------------------------------------------ */
+
+/* numpy's str() of a float32 (or float64) value: the shortest %.*g text that reads back to the
+ * same value, with ".0" added to integral values; nan, inf, -inf. */
+static void num_text(double v, int is_float, char *buf, size_t cap) {
+  if (isnan(v)) { snprintf(buf, cap, "nan"); return; }
+  if (isinf(v)) { snprintf(buf, cap, v < 0 ? "-inf" : "inf"); return; }
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, cap, "%.*g", prec, v);
+    double back = strtod(buf, NULL);
+    if (is_float ? (float)back == (float)v : back == v) break;
+  }
+  if (!strpbrk(buf, ".eE")) strncat(buf, ".0", cap - strlen(buf) - 1);
+}
+
+static int cast_from_string(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  strs a = {0};
+  int32_t o = k->out[0];
+  int dt = ex_dtype(x, o), rc = strs_load(x, k->in[0], &a);
+  for (int64_t i = 0; i < a.n && !rc; i++) {
+    char *end = NULL;
+    double v = strtod(a.s[i], &end);
+    if (end == a.s[i]) {
+      rc = ex_node_error(x, NODE, err, GOPT_EINVAL, "string '%.40s' is not a number", a.s[i]);
+      break;
+    }
+    switch (dt) {
+      case GOPT_DT_FLOAT: ((float *)ex_data(x, o))[i] = (float)v; break;
+      case GOPT_DT_DOUBLE: ((double *)ex_data(x, o))[i] = v; break;
+      case GOPT_DT_INT32: ((int32_t *)ex_data(x, o))[i] = (int32_t)strtoll(a.s[i], NULL, 10); break;
+      case GOPT_DT_INT64: ((int64_t *)ex_data(x, o))[i] = strtoll(a.s[i], NULL, 10); break;
+      default: rc = ex_node_error(x, NODE, err, GOPT_EUNSUP, "Cast from STRING to %s is not supported", gopt_dtype_name(dt));
+    }
+  }
+  strs_free(&a);
+  return rc == GOPT_ENOMEM ? gopt_error_set(err, rc, "out of memory") : rc;
+}
+
+static int cast_to_string(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  int32_t in = k->in[0];
+  int64_t n = ex_numel(x, in);
+  int dt = ex_dtype(x, in), rc = GOPT_OK;
+  char **s = calloc((size_t)n + 1, sizeof *s), buf[64];
+  if (!s) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  const void *d = ex_data(x, in);
+  for (int64_t i = 0; i < n && !rc; i++) {
+    switch (dt) {
+      case GOPT_DT_FLOAT: num_text(((const float *)d)[i], 1, buf, sizeof buf); break;
+      case GOPT_DT_DOUBLE: num_text(((const double *)d)[i], 0, buf, sizeof buf); break;
+      case GOPT_DT_INT32: snprintf(buf, sizeof buf, "%d", ((const int32_t *)d)[i]); break;
+      case GOPT_DT_INT64: snprintf(buf, sizeof buf, "%lld", (long long)((const int64_t *)d)[i]); break;
+      case GOPT_DT_BOOL: snprintf(buf, sizeof buf, "%s", ((const uint8_t *)d)[i] ? "True" : "False"); break;
+      default: rc = ex_node_error(x, NODE, err, GOPT_EUNSUP, "Cast from %s to STRING is not supported", gopt_dtype_name(dt));
+    }
+    if (!rc && !(s[i] = strdup(buf))) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  }
+  if (!rc && strs_store(x, k->out[0], s, n)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  strs a = {n, s};
+  strs_free(&a);
+  return rc;
+}
+
+static int copy_strings(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  strs a = {0};
+  int rc = strs_load(x, k->in[0], &a);
+  if (!rc) rc = strs_store(x, k->out[0], a.s, a.n);
+  strs_free(&a);
+  return rc ? gopt_error_set(err, rc, "out of memory") : GOPT_OK;
+}
+
+/* ---- StringNormalizer ------------------------------------------------------------------------------------ */
+
+static int str_eq(const char *a, const char *b, int case_sensitive) {
+  if (case_sensitive) return !strcmp(a, b);
+  for (; *a && *b; a++, b++)
+    if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
+  return *a == *b;
+}
+
+/* X [C] or [1, C]: drops the stopwords (compared with or without case), then changes the case of
+ * what is left (LOWER, UPPER or NONE); when nothing is left the output is one empty string. */
+static int run_normalizer(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  strs a = {0};
+  int rc = strs_load(x, k->in[0], &a);
+  if (rc) return gopt_error_set(err, rc, "out of memory");
+  int cs = (int)gopt_node_get_int(G, NODE, "is_case_sensitive", 0);
+  const char *act = gopt_node_get_string(G, NODE, "case_change_action", "NONE");
+  const gopt_attr *sw = gopt_node_attr(G, NODE, "stopwords");
+  int64_t kept = 0;
+  for (int64_t i = 0; i < a.n; i++) {
+    int stop = 0;
+    for (uint32_t j = 0; sw && sw->kind == GOPT_ATTR_STRINGS && j < sw->n && !stop; j++)
+      stop = str_eq(a.s[i], gopt_graph_str(G, G->strids.a[sw->v.off + j]), cs);
+    if (stop) {
+      free(a.s[i]);
+      continue;
+    }
+    for (char *c = a.s[i]; *c; c++)
+      *c = !strcmp(act, "LOWER") ? (char)tolower((unsigned char)*c) : !strcmp(act, "UPPER") ? (char)toupper((unsigned char)*c) : *c;
+    a.s[kept++] = a.s[i];
+  }
+  a.n = kept;
+  int64_t want = ex_numel(x, k->out[0]);
+  if (!kept && want == 1) {
+    a.s[0] = calloc(1, 1);
+    a.n = a.s[0] ? 1 : 0;
+  }
+  if (a.n != want)
+    rc = ex_node_error(x, NODE, err, GOPT_ESHAPE, "%lld strings are left, the output holds %lld", (long long)a.n, (long long)want);
+  else if (strs_store(x, k->out[0], a.s, a.n))
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  strs_free(&a);
+  return rc;
+}
+
+/* ---- dispatch (exec.c) ------------------------------------------------------------------------------------ */
+
+int ex_string_handles(const gopt_exec *x, int32_t n) {
+  const gopt_node *nd = &x->g->nodes.a[n];
+  const char *t = gopt_node_type(x->g, n);
+  if (!strcmp(t, "StringNormalizer")) return 1;
+  if (strcmp(t, "Cast") && strcmp(t, "CastLike") && strcmp(t, "Identity")) return 0;
+  int32_t in = nd->n_in ? gopt_node_input(x->g, n, 0) : -1, out = nd->n_out ? gopt_node_output(x->g, n, 0) : -1;
+  return (in >= 0 && ex_dtype(x, in) == GOPT_DT_STRING) || (out >= 0 && ex_dtype(x, out) == GOPT_DT_STRING);
+}
+
+int ex_prepare_string(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const char *t = gopt_node_type(G, NODE);
+  if (k->n_in < 1 || k->n_out < 1 || k->in[0] < 0)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs an input and an output");
+  int sin = ex_dtype(x, k->in[0]) == GOPT_DT_STRING, sout = ex_dtype(x, k->out[0]) == GOPT_DT_STRING;
+  if (!strcmp(t, "StringNormalizer")) {
+    if (!sin || !sout) return ex_node_error(x, NODE, err, GOPT_EINVAL, "input and output must be STRING");
+    k->run = run_normalizer;
+  } else if (sin && sout) {
+    k->run = copy_strings;
+  } else {
+    k->run = sin ? cast_from_string : cast_to_string;
+  }
+  return GOPT_OK;
+}
