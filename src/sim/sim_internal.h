@@ -145,10 +145,9 @@ typedef struct sim_lv {
   int32_t np, nr, nxr, ns;     /* log lengths (pending, act ref, transfer ref, starts) */
   int32_t next_ck;             /* iteration of the next checkpoint */
   uint64_t h;                  /* ready-queue fingerprint (recording runs; sim_delta.c): sum of
-                                  m(u) over the waiting units u, ... */
-  uint64_t h1;                 /* ... and over those of them that became ready at `now` (the
-                                  only fact about a waiting unit's ready time a later iteration
-                                  uses: ready_t < start iff ready_t < now or start > now) */
+                                  m(u) over waiting units u, ... */
+  uint64_t h1, h2;             /* ... of m(u) * ready time (grid units), of m(u) * ready
+                                  iteration (wrapping): linear in a time / iteration shift */
 } sim_lv;
 
 /* Checkpoint header (the device and link records, pending events and dirty lists follow it in
@@ -169,7 +168,15 @@ static inline int64_t sim_fx(double sec) { return (int64_t)(sec * SIM_FX + 0.5);
 static inline double sim_grid(double sec) {
   return (sec >= 0 && sec < 0x1p18) ? (double)sim_fx(sec) / SIM_FX : sec;
 }
-
+/* A time as a fingerprint term: its grid units below 2^9 s (linear in a shift), else its bits. */
+static inline uint64_t sim_tkey(double t) {
+  union {
+    double d;
+    uint64_t u;
+  } x;
+  x.d = t;
+  return (t >= 0 && t < 0x1p9) ? (uint64_t)sim_fx(t) : x.u;
+}
 
 /* Encoded ready-queue key of priority v: ascending in the order "higher priority first"; -0.0
  * and 0.0 encode alike (they compare equal as doubles). */
