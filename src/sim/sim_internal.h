@@ -168,15 +168,6 @@ static inline int64_t sim_fx(double sec) { return (int64_t)(sec * SIM_FX + 0.5);
 static inline double sim_grid(double sec) {
   return (sec >= 0 && sec < 0x1p18) ? (double)sim_fx(sec) / SIM_FX : sec;
 }
-/* A time as a fingerprint term: its grid units below 2^9 s (linear in a shift), else its bits. */
-static inline uint64_t sim_tkey(double t) {
-  union {
-    double d;
-    uint64_t u;
-  } x;
-  x.d = t;
-  return (t >= 0 && t < 0x1p9) ? (uint64_t)sim_fx(t) : x.u;
-}
 
 /* Encoded ready-queue key of priority v: ascending in the order "higher priority first"; -0.0
  * and 0.0 encode alike (they compare equal as doubles). */
@@ -335,6 +326,10 @@ static inline uint64_t sim_dbits(double v) {
   } x;
   x.d = v;
   return x.u;
+}
+/* A time as a fingerprint term: its grid units below 2^9 s (linear in a shift), else its bits. */
+static inline uint64_t sim_tkey(double t) {
+  return (t >= 0 && t < 0x1p9) ? (uint64_t)sim_fx(t) : sim_dbits(t);
 }
 /* Records a change of unit u for the next evaluation (dev: a device change). */
 void sim_delta_note(gopt_sim_state *st, int32_t u, int dev);

@@ -3,8 +3,9 @@
  * order, one device), each evaluated incrementally and compared field by field — step time,
  * feasibility, counts, per-device busy / peak / over / resident / end memory, per-link bytes and
  * busy, every transfer, the whole critical path, every device's memory curve — with a fresh state given the same decisions
- * and evaluated in full (the reference); and checks that replays really start late and that delta
- * evaluations converge and splice the recorded tail (the stats). */
+ * and evaluated in full (the reference); and checks that replays really start late, that delta
+ * evaluations converge and splice the recorded tail (the stats), and that more than 1 in 10
+ * single device moves splice a tail shifted in time or iterations. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
