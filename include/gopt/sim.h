@@ -151,6 +151,8 @@ typedef struct gopt_sim_inc_stats {
   uint64_t iters_spliced; /* event-loop iterations taken from the recorded run, not simulated */
   int32_t last_to;        /* iteration the last evaluation simulated to (its convergence point,
                              or last_iters when it ran to the end) */
+  uint64_t shifted;       /* converged evaluations whose spliced tail was the recorded one shifted
+                             in time or in iteration numbers */
 } gopt_sim_inc_stats;
 void gopt_sim_state_inc_stats(const gopt_sim_state *st, gopt_sim_inc_stats *out);
 

@@ -194,11 +194,11 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
       s->n_measured++;
     }
     for (int d = 0; d < D; d++)
-      s->ncost[(size_t)d * s->n + p] =
+      s->ncost[(size_t)d * s->n + p] = sim_grid(
           (meas >= 0 && c->devices[d].measured)
               ? meas
               : gopt_device_kernel_time(&c->devices[d], s->ncls[p], s->ndt[p], s->nflops[p],
-                                        s->nbytes[p]);
+                                        s->nbytes[p]));
   }
   /* default priority: bottom level on device 0, normalised */
   double mx = 0;

@@ -50,7 +50,17 @@ struct sim_old {
   int32_t *lp, *lr, *lx;     /* [capl] the recorded logs' tails from the checkpoint on ... */
   int32_t lp0, lr0, lx0;     /* ... which starts at these positions */
   int32_t ofin[SIM_CHG_MAX]; /* per changed unit: recorded iteration by which it settled */
+  unsigned char *ck;         /* [ck_max * ck_size] the recorded checkpoints from ck0 on (the
+                                replay overwrites st->ck with its own) */
+  int32_t ck0, kc;           /* first one copied; the one the replay is heading for */
+  double dt;                 /* the converged replay's time shift ... */
+  int64_t dfx;               /* ... in grid units */
 };
+
+/* Recorded checkpoint j (j >= ck0) of the run a replay may converge to. */
+static ck_view old_ck(const gopt_sim_state *st, int32_t j) {
+  return sim_ck_in(st, st->old->ck, j - st->old->ck0);
+}
 
 void sim_delta_free(gopt_sim_state *st) {
   if (!st || !st->old) return;
@@ -62,6 +72,7 @@ void sim_delta_free(gopt_sim_state *st) {
   free(st->old->lp);
   free(st->old->lr);
   free(st->old->lx);
+  free(st->old->ck);
   free(st->old);
   st->old = NULL;
 }
@@ -85,14 +96,19 @@ int sim_delta_begin(gopt_sim_state *st, int32_t c) {
     st->old = o;
     if (GOPT_ALLOC(o->x, st->capx + 1) || GOPT_ALLOC(o->dv, st->D) || GOPT_ALLOC(o->lk, st->L + 1) ||
         GOPT_ALLOC(o->qtail, st->L + 1) || GOPT_ALLOC(o->qnext, st->L + 1) ||
-        GOPT_ALLOC(o->lp, st->capl + 1) || GOPT_ALLOC(o->lr, st->capl + 1) || GOPT_ALLOC(o->lx, st->capl + 1)) {
+        GOPT_ALLOC(o->lp, st->capl + 1) || GOPT_ALLOC(o->lr, st->capl + 1) || GOPT_ALLOC(o->lx, st->capl + 1) ||
+        !(o->ck = malloc((size_t)st->ck_max * st->ck_size))) {
       sim_delta_free(st);
       return 0;
     }
   }
   struct sim_old *o = st->old;
+  if (c + 1 >= st->nck) return 0; /* no recorded checkpoint left to converge to */
   ck_view v = sim_ck_at(st, c);
   o->c = c;
+  o->ck0 = o->kc = c + 1;
+  memcpy(o->ck, st->ck + (size_t)(c + 1) * st->ck_size, (size_t)(st->nck - c - 1) * st->ck_size);
+  st->dl_done = old_ck(st, c + 1).h->v.done;
   o->nck = st->nck;
   o->iters = st->iters;
   o->np = st->np;
@@ -132,7 +148,10 @@ int sim_delta_begin(gopt_sim_state *st, int32_t c) {
   return 1;
 }
 
-void sim_delta_end(gopt_sim_state *st) { st->delta_on = 0; }
+void sim_delta_end(gopt_sim_state *st) {
+  st->delta_on = 0;
+  st->dl_done = INT32_MAX;
+}
 
 /* The recorded run's transfer oi (by its number then). */
 static inline const sim_xfer *old_x(const gopt_sim_state *st, int32_t oi) {
@@ -149,24 +168,33 @@ static inline int same_x(const sim_xfer *a, const sim_xfer *b) {
   return a->act == b->act && a->dst == b->dst && a->link == b->link;
 }
 
-/* Whether the replay's state at the top of this iteration equals the recorded checkpoint k. */
+/* Whether the replay's state at the top of this iteration equals the recorded checkpoint k
+ * shifted by one time dt (every time the recorded one + dt) and one iteration offset (same
+ * kernels done and units started): then the rest of the replay is the recorded tail shifted,
+ * since every duration is on the 2^-44 s grid and every time stays below 2^9 s, where sums of
+ * grid values are exact (sim_grid), so the loop's arithmetic and its time comparisons commute
+ * with the shift; iteration numbers are only stored, never compared. Sets o->dt and o->dfx. */
 static int converged(gopt_sim_state *st, const sim_lv *lv, ck_view k, const sim_ev *ev, int nev) {
-  const struct sim_old *o = st->old;
+  struct sim_old *o = st->old;
   const sim_lv *r = &k.h->v;
-  if (r->it != lv->it) return 0;
-  if (r->now != lv->now) return 0;
-  if (r->step != lv->step || r->done != lv->done || r->ns != lv->ns) return 0;
+  if (r->done != lv->done || r->ns != lv->ns) return 0;
   if (r->nd != lv->nd || r->nl != lv->nl || k.h->nev != nev) return 0;
-  if (r->h != lv->h) return 0;
+  if (!(lv->now >= 0 && lv->now < 0x1p9 && o->step < 0x1p9)) return 0;
+  const double dt = lv->now - r->now; /* exact: both on the grid below 2^9 s */
+  if (!(o->step + dt < 0x1p9) || lv->step != r->step + dt) return 0;
+  const int64_t dfx = sim_fx(lv->now) - sim_fx(r->now);
+  const uint64_t dk = (uint64_t)(int64_t)(lv->it - r->it);
+  if (r->h != lv->h || lv->h1 != r->h1 + (uint64_t)dfx * r->h || lv->h2 != r->h2 + dk * r->h)
+    return 0;
   for (int32_t i = 0; i < st->nchg; i++) {
     int32_t u = st->chg[i];
-    if (o->ofin[i] >= lv->it || st->ur[u].fin_it >= lv->it) return 0;
+    if (o->ofin[i] >= r->it || st->ur[u].fin_it >= lv->it) return 0;
     if (st->chg_dev[i])
       for (int32_t j = st->out_off[u]; j < st->out_off[u + 1]; j++)
         if (st->aref[st->out_act[j]] != 0) return 0;
   }
   for (int i = 0; i < nev; i++)
-    if (ev[i].t != k.ev[i].t || ev[i].kind != k.ev[i].kind || ev[i].id != k.ev[i].id) return 0;
+    if (ev[i].t != k.ev[i].t + dt || ev[i].kind != k.ev[i].kind || ev[i].id != k.ev[i].id) return 0;
   for (int i = 0; i < lv->nd; i++)
     if (k.dirty[i] != st->ddirty[i]) return 0;
   for (int i = 0; i < lv->nl; i++)
@@ -183,13 +211,15 @@ static int converged(gopt_sim_state *st, const sim_lv *lv, ck_view k, const sim_
     if (a->run >= 0 && !same_x(&st->x[a->run], old_x(st, b->run))) return 0;
     if (a->prev >= 0 && !same_x(&st->x[a->prev], old_x(st, b->prev))) return 0;
     int32_t i = a->qhead, j = b->qhead;
-    while (i >= 0 && j >= 0) {
-      if (!same_x(&st->x[i], old_x(st, j))) return 0;
+    while (i >= 0 && j >= 0) { /* queued: same transfers, requested at the shifted times */
+      if (!same_x(&st->x[i], old_x(st, j)) || st->x[i].req != old_x(st, j)->req + dt) return 0;
       i = st->x[i].next_q;
       j = old_next(st, l, j);
     }
     if (i >= 0 || j >= 0) return 0;
   }
+  o->dt = dt;
+  o->dfx = dfx;
   return 1;
 }
 
@@ -250,30 +280,111 @@ static void log_tail(int32_t *lg, const int32_t *saved, int32_t base, int32_t fr
   if (end > from) memcpy(lg + to, saved + (from - base), (size_t)(end - from) * sizeof *lg);
 }
 
-/* The splice: the state is the replay's at the top of recorded checkpoint kc (equal to the
- * recorded one); afterwards it is the complete run's, as a full evaluation leaves it. */
+/* Shifts the records of the units started in the tail (recorded start log from r->ns on) by dt
+ * and dk iterations; a unit the tail readied shifts its ready fields too, one waiting at the
+ * convergence point keeps the replay's. Units running there end in the tail. */
+static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t dk) {
+  const struct sim_old *o = st->old;
+  for (int32_t i = r->ns; i < o->ns; i++) {
+    sim_ur *W = &st->ur[st->slog[i]];
+    W->start += dt;
+    W->end += dt;
+    W->start_it += dk;
+    W->fin_it += dk;
+    if (st->srit[i] >= r->it) {
+      W->ready_t += dt;
+      W->ready_it += dk;
+      st->srit[i] += dk;
+    } else {
+      st->srit[i] = W->ready_it;
+    }
+  }
+  for (int d = 0; d < st->D; d++)
+    if (st->dv[d].running >= 0) st->ur[st->dv[d].running].fin_it += dk;
+}
+
+/* The replay's checkpoints, then the one at the convergence point, then the recorded ones past
+ * kc re-based (iteration, times, fingerprint sums, log lengths, transfer count and numbers, busy
+ * sums, cumulative peaks). When they would not fit, the replay's newest ones are dropped (their
+ * segment peaks folded into the current segment). */
+static void splice_cks(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev, int nev,
+                       uint64_t evseq, size_t nx_new, const int64_t *dbusy, const double *dlb,
+                       const int64_t *dlbusy) {
+  struct sim_old *o = st->old;
+  const int D = st->D, L = st->L;
+  ck_view k = old_ck(st, kc);
+  const sim_lv r = k.h->v;
+  const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, dk = lv->it - r.it;
+  const int32_t dp = lv->np - r.np, dr = lv->nr - r.nr, dxr = lv->nxr - r.nxr;
+  const uint64_t ufx = (uint64_t)o->dfx, uk = (uint64_t)(int64_t)dk;
+  int32_t tail = o->nck - kc - 1, keep = st->nck;
+  if (keep > st->ck_max - 1 - tail) keep = st->ck_max - 1 - tail;
+  for (int32_t j = keep; j < st->nck; j++) {
+    ck_view v = sim_ck_at(st, j);
+    for (int d = 0; d < D; d++)
+      if (v.dv[d].speak > st->dv[d].speak) st->dv[d].speak = v.dv[d].speak;
+  }
+  st->nck = keep;
+  sim_ck_save(st, lv, ev, nev, evseq, nx_new);
+  for (int32_t j = kc + 1; j < o->nck; j++) {
+    int32_t n = st->nck++;
+    memcpy(st->ck + (size_t)n * st->ck_size, o->ck + (size_t)(j - o->ck0) * st->ck_size, st->ck_size);
+    ck_view v = sim_ck_at(st, n), p = sim_ck_at(st, n - 1);
+    sim_lv *w = &v.h->v;
+    w->it += dk;
+    w->now += o->dt;
+    w->step += o->dt;
+    w->h1 += ufx * w->h;
+    w->h2 += uk * w->h;
+    w->np += dp;
+    w->nr += dr;
+    w->nxr += dxr;
+    v.h->nx += dx;
+    for (int i = 0; i < v.h->nev; i++) v.ev[i].t += o->dt;
+    for (int d = 0; d < D; d++) {
+      v.dv[d].busy += dbusy[d];
+      double c0 = p.dv[d].dpeak;
+      v.dv[d].dpeak = v.dv[d].speak > c0 ? v.dv[d].speak : c0;
+    }
+    for (int l = 0; l < L; l++) {
+      sim_link *q = &v.lk[l];
+      q->bytes += dlb[l];
+      q->busy += dlbusy[l];
+      q->qhead = map_x(st, q->qhead, nxk, dx);
+      q->qtail = map_x(st, q->qtail, nxk, dx);
+      q->run = map_x(st, q->run, nxk, dx);
+      q->prev = map_x(st, q->prev, nxk, dx);
+    }
+  }
+}
+
+/* The splice: the state is the replay's at the top of an iteration equal to recorded checkpoint
+ * kc shifted (converged); afterwards it is the complete run's, as a full evaluation leaves it. */
 static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev, int nev,
                    uint64_t evseq, size_t nx_new) {
   struct sim_old *o = st->old;
   const int D = st->D, L = st->L;
-  ck_view k = sim_ck_at(st, kc);
+  ck_view k = old_ck(st, kc);
   const sim_lv r = k.h->v;
-  const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, it_k = lv->it;
+  const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, it_k = lv->it, dk = lv->it - r.it;
   const int32_t dp = lv->np - r.np, dr = lv->nr - r.nr, dxr = lv->nxr - r.nxr;
+  const double dt = o->dt;
   if (++st->stamp == 0) {
     for (int32_t u = 0; u < st->U; u++) st->ur[u].spare0 = 0;
     st->stamp = 1;
   }
+  /* 0. the units of the tail */
+  if (dt != 0 || dk != 0) shift_units(st, &r, dt, dk);
   /* 1. transfers waiting or in flight at K: the tail wrote their times and cause in the
    * recorded copies; tail transfers follow the replay's */
   for (int l = 0; l < L; l++) {
     for (int32_t i = st->lk[l].qhead, j = k.lk[l].qhead; i >= 0;) {
       const sim_xfer *ox = old_x(st, j);
       int32_t ni = st->x[i].next_q, nj = old_next(st, l, j);
-      st->x[i].start = ox->start;
-      st->x[i].end = ox->end;
-      st->x[i].start_it = ox->start_it;
-      st->x[i].fin_it = ox->fin_it;
+      st->x[i].start = ox->start + dt;
+      st->x[i].end = ox->end + dt;
+      st->x[i].start_it = ox->start_it + dk;
+      st->x[i].fin_it = ox->fin_it + dk;
       st->x[i].cause = map_cause(st, ox->cause, nxk, dx);
       st->x[i].next_q = map_x(st, nj, nxk, dx); /* the last one's successor is in the tail */
       i = ni;
@@ -281,13 +392,18 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
     }
   }
   for (int l = 0; l < L; l++) /* in flight at K: the tail ended it */
-    if (st->lk[l].run >= 0) st->x[st->lk[l].run].fin_it = old_x(st, k.lk[l].run)->fin_it;
+    if (st->lk[l].run >= 0) st->x[st->lk[l].run].fin_it = old_x(st, k.lk[l].run)->fin_it + dk;
   for (int32_t j = nxk; j < o->nx; j++) {
     int32_t ni = j + dx;
     sim_xfer x = *old_x(st, j);
     x.next_q = map_x(st, x.next_q, nxk, dx);
     x.next_act = map_x(st, x.next_act, nxk, dx);
     x.cause = map_cause(st, x.cause, nxk, dx);
+    x.req += dt;
+    x.start += dt;
+    x.end += dt;
+    x.start_it += dk;
+    x.fin_it += dk;
     st->x[ni] = x;
     st->act[x.act].xhead = ni; /* the batch's last (its head) wins */
   }
@@ -303,50 +419,26 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
   log_tail(st->rlog, o->lr, o->lr0, r.nr, o->nr, lv->nr);
   log_tail(st->xlog, o->lx, o->lx0, r.nxr, o->nxr, lv->nxr);
   for (int32_t i = lv->nxr; i < o->nxr + dxr; i++) st->xlog[i] = map_x(st, st->xlog[i], nxk, dx);
-  /* 4. this checkpoint becomes the replay's; later ones shift */
+  /* 4. checkpoints */
   int64_t dbusy[64];
   double dlb[64];
   int64_t dlbusy[64];
-  const int Dm = D < 64 ? D : 64, Lm = L < 64 ? L : 64; /* sim_delta_try: D, L <= 64 */
-  for (int d = 0; d < Dm; d++) dbusy[d] = st->dv[d].busy - k.dv[d].busy;
-  for (int l = 0; l < Lm; l++) {
+  for (int d = 0; d < D; d++) dbusy[d] = st->dv[d].busy - k.dv[d].busy; /* sim_delta_try: D, L <= 64 */
+  for (int l = 0; l < L; l++) {
     dlb[l] = st->lk[l].bytes - k.lk[l].bytes;
     dlbusy[l] = st->lk[l].busy - k.lk[l].busy;
   }
-  st->nck = kc;
-  sim_ck_save(st, lv, ev, nev, evseq, nx_new);
-  for (int32_t j = kc + 1; j < o->nck; j++) {
-    ck_view v = sim_ck_at(st, j), p = sim_ck_at(st, j - 1);
-    v.h->v.np += dp;
-    v.h->v.nr += dr;
-    v.h->v.nxr += dxr;
-    v.h->nx += dx;
-    for (int d = 0; d < Dm; d++) {
-      v.dv[d].busy += dbusy[d];
-      double c0 = p.dv[d].dpeak;
-      v.dv[d].dpeak = v.dv[d].speak > c0 ? v.dv[d].speak : c0;
-    }
-    for (int l = 0; l < Lm; l++) {
-      sim_link *q = &v.lk[l];
-      q->bytes += dlb[l];
-      q->busy += dlbusy[l];
-      q->qhead = map_x(st, q->qhead, nxk, dx);
-      q->qtail = map_x(st, q->qtail, nxk, dx);
-      q->run = map_x(st, q->run, nxk, dx);
-      q->prev = map_x(st, q->prev, nxk, dx);
-    }
-  }
+  splice_cks(st, lv, kc, ev, nev, evseq, nx_new, dbusy, dlb, dlbusy);
   /* 5. the end state and results */
-  ck_view last = sim_ck_at(st, o->nck - 1);
-  for (int d = 0; d < Dm; d++) {
-    sim_dev e = o->dv[d];
+  ck_view last = sim_ck_at(st, st->nck - 1);
+  for (int d = 0; d < D; d++) {
+    sim_dev e = o->dv[d]; /* speak: the peak of the segment after the last checkpoint */
     e.busy += dbusy[d];
-    double c0 = last.dv[d].dpeak;
-    e.dpeak = e.speak > c0 ? e.speak : c0;
-    e.speak = e.dpeak;
+    e.dpeak = last.dv[d].dpeak; /* the peak up to it, as a full run leaves them (a later splice
+                                   takes speak as that segment's peak) */
     st->dv[d] = e;
   }
-  for (int l = 0; l < Lm; l++) {
+  for (int l = 0; l < L; l++) {
     sim_link e = o->lk[l];
     e.bytes += dlb[l];
     e.busy += dlbusy[l];
@@ -363,9 +455,8 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
   st->nxr = o->nxr + dxr;
   st->ns = o->ns;
   st->nev = 0;
-  st->nck = o->nck;
-  lv->it = o->iters;
-  lv->step = o->step;
+  lv->it = o->iters + dk;
+  lv->step = o->step + dt;
   lv->done = st->U;
   lv->nd = lv->nl = 0;
 }
@@ -373,15 +464,25 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
 int sim_delta_try(gopt_sim_state *st, sim_lv *lv, const sim_ev *ev, int nev, uint64_t evseq,
                   size_t nx) {
   struct sim_old *o = st->old;
-  int32_t kc = st->nck;
-  if (kc >= o->nck || st->D > 64 || st->L > 64) {
-    st->delta_on = 0;
+  int32_t kc = o->kc;
+  if (st->D > 64 || st->L > 64) kc = o->nck;
+  /* the next recorded checkpoint by progress: (kernels done, units started) */
+  while (kc < o->nck) {
+    const sim_lv *r = &old_ck(st, kc).h->v;
+    if (r->done < lv->done || (r->done == lv->done && r->ns < lv->ns)) kc++;
+    else break;
+  }
+  o->kc = kc;
+  if (kc >= o->nck) {
+    sim_delta_end(st);
     return 0;
   }
-  ck_view k = sim_ck_at(st, kc);
+  ck_view k = old_ck(st, kc);
+  st->dl_done = k.h->v.done;
+  if (k.h->v.done != lv->done || k.h->v.ns != lv->ns) return 0;
   if (!converged(st, lv, k, ev, nev)) return 0;
   st->stats.last_to = lv->it;
+  if (o->dt != 0 || lv->it != k.h->v.it) st->stats.shifted++;
   splice(st, lv, kc, ev, nev, evseq, nx);
   return 1;
 }
-

@@ -144,8 +144,10 @@ typedef struct sim_lv {
   int32_t it, done, nd, nl;    /* iteration, kernels finished, dirty devices / links */
   int32_t np, nr, nxr, ns;     /* log lengths (pending, act ref, transfer ref, starts) */
   int32_t next_ck;             /* iteration of the next checkpoint */
-  uint64_t h;                  /* fingerprint of the live per-unit/act/transfer state (recording
-                                  runs; sim_delta.c) */
+  uint64_t h;                  /* ready-queue fingerprint (recording runs; sim_delta.c): sum of
+                                  m(u) over waiting units u, ... */
+  uint64_t h1, h2;             /* ... of m(u) * ready time (grid units), of m(u) * ready
+                                  iteration (wrapping): linear in a time / iteration shift */
 } sim_lv;
 
 /* Checkpoint header (the device and link records, pending events and dirty lists follow it in
@@ -160,6 +162,12 @@ typedef struct sim_ck {
  * sums of a recorded tail exactly (floating-point sums depend on their order). */
 #define SIM_FX 0x1p44
 static inline int64_t sim_fx(double sec) { return (int64_t)(sec * SIM_FX + 0.5); }
+/* Every kernel and transfer duration is rounded to that grid (below 2^18 s), so that every time
+ * below 2^9 s is an exact integer of grid units in a double: sums do not depend on a common shift
+ * ((t + D) + d == (t + d) + D), which a shifted delta splice needs (sim_delta.c). */
+static inline double sim_grid(double sec) {
+  return (sec >= 0 && sec < 0x1p18) ? (double)sim_fx(sec) / SIM_FX : sec;
+}
 
 /* Encoded ready-queue key of priority v: ascending in the order "higher priority first"; -0.0
  * and 0.0 encode alike (they compare equal as doubles). */
@@ -261,6 +269,8 @@ struct gopt_sim_state {
   int delta;                   /* delta evaluation on (gopt_sim_state_set_delta) */
   int delta_on;                /* a replay may converge: check at its checkpoints */
   uint32_t stamp;              /* visit marks in ur[].spare0 (sim_delta.c) */
+  int32_t dl_done;             /* a delta replay checks convergence at every iteration top with
+                                  this many kernels done (-1: none; sim_delta.c) */
 };
 
 /* Device of unit u. */
@@ -294,6 +304,8 @@ typedef struct ck_view {
   int32_t *dirty; /* ddirty[D], ldirty[L] */
 } ck_view;
 ck_view sim_ck_at(gopt_sim_state *st, int32_t c);
+/* Checkpoint c of a blob laid out like st->ck (a delta replay's copy of the recorded ones). */
+ck_view sim_ck_in(const gopt_sim_state *st, unsigned char *blob, int32_t c);
 void sim_ck_save(gopt_sim_state *st, const sim_lv *lv, const sim_ev *ev, int nev, uint64_t evseq,
                  size_t nx);
 
@@ -314,6 +326,10 @@ static inline uint64_t sim_dbits(double v) {
   } x;
   x.d = v;
   return x.u;
+}
+/* A time as a fingerprint term: its grid units below 2^9 s (linear in a shift), else its bits. */
+static inline uint64_t sim_tkey(double t) {
+  return (t >= 0 && t < 0x1p9) ? (uint64_t)sim_fx(t) : sim_dbits(t);
 }
 /* Records a change of unit u for the next evaluation (dev: a device change). */
 void sim_delta_note(gopt_sim_state *st, int32_t u, int dev);

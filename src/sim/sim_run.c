@@ -142,8 +142,10 @@ size_t sim_ck_size(int D, int L) {
          (size_t)(D + L) * sizeof(sim_ev) + al8((size_t)(D + L) * sizeof(int32_t));
 }
 
-ck_view sim_ck_at(gopt_sim_state *st, int32_t c) {
-  unsigned char *b = st->ck + (size_t)c * st->ck_size;
+ck_view sim_ck_at(gopt_sim_state *st, int32_t c) { return sim_ck_in(st, st->ck, c); }
+
+ck_view sim_ck_in(const gopt_sim_state *st, unsigned char *blob, int32_t c) {
+  unsigned char *b = blob + (size_t)c * st->ck_size;
   ck_view v;
   v.h = (sim_ck *)(void *)b;
   v.dv = (sim_dev *)(void *)(b + al8(sizeof(sim_ck)));
@@ -286,17 +288,16 @@ static void resident_bytes(gopt_sim_state *st) {
   for (int d = 0; d < D; d++) st->dv[d].dmark = -1;
 }
 
-/* Fingerprint term of unit u waiting in a ready queue: what a later iteration reads of it (when
- * and in which iteration it became ready, and why: a unit, or a transfer by its act and
- * destination, so that transfer numbering may differ between runs). */
+/* Fingerprint weight m(u) of unit u waiting in a ready queue: the unit and why it became ready (a
+ * unit, or a transfer by its act and destination, so that transfer numbering may differ between
+ * runs); its ready time and iteration enter the sums h1 and h2 multiplied by m(u) (sim_lv). */
 static inline uint64_t hready(const gopt_sim_state *st, int32_t u, const sim_ur *W) {
   uint64_t dep = (uint64_t)(int64_t)W->dep;
   if (W->dep >= 0 && (W->dep & 1)) {
     const sim_xfer *x = &st->x[W->dep >> 1];
     dep = ((uint64_t)(uint32_t)x->act << 12 | (uint32_t)x->dst) << 1 | 1;
   }
-  return sim_mix((uint64_t)(uint32_t)u * 0x9E3779B97F4A7C15ULL ^ sim_dbits(W->ready_t) * 0xD1B54A32D192ED03ULL ^
-                 dep * 0xD6E8FEB86659FD93ULL ^ (uint64_t)(uint32_t)W->ready_it << 40);
+  return sim_mix((uint64_t)(uint32_t)u * 0x9E3779B97F4A7C15ULL ^ dep * 0xD6E8FEB86659FD93ULL) | 1;
 }
 
 /* Resets everything for a run from time 0 and pushes the initially ready units. */
@@ -334,7 +335,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   st->nev = 0;
   st->evseq = 0;
   resident_bytes(st);
-  uint64_t h = 0;
+  uint64_t h = 0, h2 = 0;
   for (int32_t u = 0; u < U; u++)
     if (st->pend[u] == 0) {
       int d = st->uq[u].dev;
@@ -343,10 +344,15 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
       ur[u].ready_it = -1;
       bm_push(bm_at(st, d), st->uq[u].rank);
       st->dv[d].hn++;
-      if (rec) h += hready(st, u, &ur[u]);
+      if (rec) {
+        uint64_t m = hready(st, u, &ur[u]);
+        h += m;
+        h2 -= m; /* ready_it -1 */
+      }
     }
   memset(lv, 0, sizeof *lv);
   lv->h = h;
+  lv->h2 = h2;
   lv->nd = D;
   st->np = st->nr = st->nxr = st->ns = 0;
   if (rec) {
@@ -385,7 +391,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   double now = lv->now, step = lv->step;
   int32_t it = lv->it, done = lv->done, nd = lv->nd, nl = lv->nl, next_ck = lv->next_ck;
   int32_t np = st->np, nr = st->nr, nxr = st->nxr, ns = st->ns;
-  uint64_t hh = lv->h;
+  uint64_t hh = lv->h, hh1 = lv->h1, hh2 = lv->h2;
 
 #define MARK_DEV(d_)            \
   do {                          \
@@ -406,14 +412,19 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
     (c_)->ready_t = now;                     \
     (c_)->dep = (why_);                      \
     (c_)->ready_it = it;                     \
-    if (rec) hh += hready(st, cu, (c_));     \
+    if (rec) {                               \
+      uint64_t m_ = hready(st, cu, (c_));    \
+      hh += m_;                              \
+      hh1 += m_ * sim_tkey(now);             \
+      hh2 += m_ * (uint64_t)(int64_t)it;     \
+    }                                        \
     bm_push(bm_at(st, dv_), uq[cu].rank);       \
     dv[dv_].hn++;                            \
     MARK_DEV(dv_);                           \
   } while (0)
 
   for (;;) {
-    if (rec && it == next_ck) {
+    if (rec && (it == next_ck || done >= st->dl_done)) {
       lv->now = now;
       lv->step = step;
       lv->it = it;
@@ -425,9 +436,13 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       lv->nxr = nxr;
       lv->ns = ns;
       lv->h = hh;
+      lv->h1 = hh1;
+      lv->h2 = hh2;
       if (st->delta_on && sim_delta_try(st, lv, ev, nev, evseq, nx)) return 1;
-      sim_ck_save(st, lv, ev, nev, evseq, nx);
-      next_ck = it + st->ck_every;
+      if (it == next_ck) {
+        sim_ck_save(st, lv, ev, nev, evseq, nx);
+        next_ck = it + st->ck_every;
+      }
     }
     /* dispatch idle devices and links */
     for (int i = 0; i < nd; i++) {
@@ -441,7 +456,12 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       sim_ur *W = &ur[u];
       v->hn--;
       if (strict) v->seqpos++;
-      if (rec) hh -= hready(st, u, W);
+      if (rec) {
+        uint64_t m = hready(st, u, W);
+        hh -= m;
+        hh1 -= m * sim_tkey(W->ready_t);
+        hh2 -= m * (uint64_t)(int64_t)W->ready_it;
+      }
       W->start = now;
       W->start_it = it;
       W->cause = (W->ready_t < now && v->prev_unit >= 0) ? SIM_CAUSE_UNIT(v->prev_unit) : W->dep;
@@ -474,7 +494,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         sim_xfer *x = &xs[xi];
         k->qhead = x->next_q;
         if (k->qhead < 0) k->qtail = -1;
-        double b = abytes[x->act], dur = b * s->inv_bw[l] + s->lat[l];
+        double b = abytes[x->act], dur = sim_grid(b * s->inv_bw[l] + s->lat[l]);
         x->start = now;
         x->end = now + dur;
         x->start_it = it;
@@ -603,6 +623,8 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   lv->nl = nl;
   lv->next_ck = next_ck;
   lv->h = hh;
+  lv->h1 = hh1;
+  lv->h2 = hh2;
   st->nev = nev;
   st->evseq = evseq;
   st->nx = nx;
@@ -648,9 +670,15 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   }
   sim_lv lv;
   int32_t c = -1;
-  if (rec && st->inc_valid && st->nck > 0) {
-    c = st->inc_from / st->ck_every;
-    if (c >= st->nck) c = st->nck - 1;
+  if (rec && st->inc_valid && st->nck > 0) { /* the last checkpoint at or before inc_from (a
+                                                 shifted splice leaves them off the grid) */
+    int32_t lo = 0, hi = st->nck - 1;
+    while (lo < hi) {
+      int32_t mid = (lo + hi + 1) / 2;
+      if (sim_ck_at(st, mid).h->v.it <= st->inc_from) lo = mid;
+      else hi = mid - 1;
+    }
+    c = lo;
   }
   if (c >= 1) {
     if (st->delta) sim_delta_begin(st, c);

@@ -107,6 +107,7 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
   st->ob_plain = 1;
   st->incremental = 1;
   st->delta = 1;
+  st->dl_done = INT32_MAX;
   st->inc_from = INT32_MAX;
   return st;
 }
@@ -339,7 +340,7 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
     int cls = best >= 0 ? s->ncls[best] : GOPT_OPC_SHAPE;
     int dt = best >= 0 ? s->ndt[best] : s->ndt[u_pos[u_off[u]]];
     for (int d = 0; d < D; d++)
-      cost[(size_t)d * U + u] = gopt_device_kernel_time(&s->cl->devices[d], cls, dt, f, b);
+      cost[(size_t)d * U + u] = sim_grid(gopt_device_kernel_time(&s->cl->devices[d], cls, dt, f, b));
     flops[u] = f;
     bytes[u] = b;
   }
@@ -765,7 +766,8 @@ void gopt_sim_state_inc_stats(const gopt_sim_state *st, gopt_sim_inc_stats *out)
   /* delta evaluation's copies of the recorded tail (allocated on the first delta replay) */
   if (st->old)
     out->record_bytes += st->capx * sizeof(sim_xfer) + st->capl * 3 * sizeof(int32_t) +
-                         (size_t)st->D * sizeof(sim_dev) + (size_t)st->L * (sizeof(sim_link) + 8);
+                         (size_t)st->D * sizeof(sim_dev) + (size_t)st->L * (sizeof(sim_link) + 8) +
+                         (size_t)st->ck_max * st->ck_size;
 }
 
 int gopt_sim_state_device(const gopt_sim_state *st, int32_t nid) {

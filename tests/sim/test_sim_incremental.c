@@ -3,8 +3,9 @@
  * order, one device), each evaluated incrementally and compared field by field — step time,
  * feasibility, counts, per-device busy / peak / over / resident / end memory, per-link bytes and
  * busy, every transfer, the whole critical path, every device's memory curve — with a fresh state given the same decisions
- * and evaluated in full (the reference); and checks that replays really start late and that delta
- * evaluations converge and splice the recorded tail (the stats). */
+ * and evaluated in full (the reference); and checks that replays really start late, that delta
+ * evaluations converge and splice the recorded tail (the stats), and that more than 1 in 10
+ * single device moves splice a tail shifted in time or iterations. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +139,10 @@ static int32_t live_node(const gopt_graph *g) {
   return n;
 }
 
+/* Single device moves, over all graphs, whose delta replay converged to the recorded run shifted
+ * in time or iterations (a time-shifted splice), and all single device moves. */
+static uint64_t g_dev_shifted, g_dev_moves;
+
 /* Random changes on one graph and cluster: single device moves, single priority changes, and
  * batches of 2-8 mixed changes before one evaluation. */
 static void test_random(const char *spec, const char *cluster, int rounds) {
@@ -181,7 +186,14 @@ static void test_random(const char *spec, const char *cluster, int rounds) {
     }
     snprintf(what, sizeof what, "%s on %s, round %d (%d change%s)", spec, cluster, it, k,
              k > 1 ? "s" : "");
+    gopt_sim_inc_stats i0, i1;
+    gopt_sim_state_inc_stats(st, &i0);
     bad += compare_fresh(s, st, &d, &a, &b, what);
+    gopt_sim_state_inc_stats(st, &i1);
+    if (kind != 1 && k == 1) {
+      g_dev_moves++;
+      g_dev_shifted += i1.shifted - i0.shifted;
+    }
     if (bad > 3) break;
   }
   /* the replays started late on average, and a no-change evaluation is the cached result */
@@ -195,6 +207,7 @@ static void test_random(const char *spec, const char *cluster, int rounds) {
             is.last_iters);
   CHECK(is.checkpoints > 0 && is.checkpoints <= 256 && is.record_bytes > 0);
   /* delta evaluation: some replays converged back to the recorded run and spliced its tail */
+  CHECK(is.shifted <= is.converged);
   CHECK_MSG(is.converged > 0 && is.converged <= is.incremental && is.iters_spliced > 0,
             "%s: %llu of %llu replays converged", spec, (unsigned long long)is.converged,
             (unsigned long long)is.incremental);
@@ -383,6 +396,11 @@ int main(void) {
   test_random("amoebanet:cells=1", "4xV100-nvlink", 150);
   test_random("rnnlm", "2xV100-pcie", 150);
   test_random("bert:layers=2", "8xH100", 150);
+  /* device moves splice time-shifted tails (each compared in full above) */
+  printf("single device moves: %llu, converged to a shifted tail: %llu\n",
+         (unsigned long long)g_dev_moves, (unsigned long long)g_dev_shifted);
+  CHECK_MSG(g_dev_shifted * 10 > g_dev_moves, "%llu of %llu device moves spliced a shifted tail",
+            (unsigned long long)g_dev_shifted, (unsigned long long)g_dev_moves);
   test_modes("inception_v3");
   test_modes("transformer:layers=2");
   return check_exit("test_sim_incremental");
