@@ -1,7 +1,6 @@
 /* placement.c: placement baselines: everything on one device, round robin, METIS k-way partition
  * (node weight = kernel time, edge weight = tensor bytes) and Baechi's memory-aware
  * earliest-task-first list scheduling (m-ETF). The human-expert placement is in expert.c. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <metis.h>
 #include <stdio.h>
