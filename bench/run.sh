@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh: runs gopt's benchmarks (Release build in build/) and prints markdown tables for
-# docs/BENCHMARKS.md. Usage: bench/run.sh [import|sim|nn|exec|fidelity|python|install|all] (default all).
+# docs/BENCHMARKS.md. Usage: bench/run.sh [import|sim|nn|exec|fidelity|python|learn|install|all] (default all).
+# bench/run.sh all > FILE && bench/splice_doc.py FILE puts one run into docs/BENCHMARKS.md.
 # `install` (first run on a fresh Debian 12 chroot) needs root and the Debian mirror.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +9,8 @@ tools/install-deps.sh build tools
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 what="${1:-all}"
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
+echo "Run of \`bench/run.sh $what\` at commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), started $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start."
 echo
 if [ "$what" = import ] || [ "$what" = all ]; then
   echo "### Import + shape inference (median of reps; peak RSS of the process)"
@@ -38,9 +40,26 @@ PY
   echo
 fi
 if [ "$what" = sim ] || [ "$what" = all ]; then bench/sim/run.sh build; echo; fi
-if [ "$what" = nn ] || [ "$what" = all ]; then bench/nn/run.sh build 10000 80000; echo; fi
-if [ "$what" = exec ] || [ "$what" = all ]; then GOPT=build/bin/gopt bench/exec/run.sh; echo; fi
-if [ "$what" = fidelity ] || [ "$what" = all ]; then bench/fidelity/run.sh build; echo; fi
+if [ "$what" = nn ] || [ "$what" = all ]; then
+  echo "### Neural-network engine vs PyTorch (GraphSAGE + segment attention, forward + backward)"
+  echo
+  bench/nn/run.sh build 10000 80000
+  echo
+fi
+if [ "$what" = exec ] || [ "$what" = all ]; then
+  echo "### Executor vs PyTorch and ONNX Runtime (every corpus model)"
+  echo
+  GOPT=build/bin/gopt bench/exec/run.sh
+  echo
+fi
+if [ "$what" = fidelity ] || [ "$what" = all ]; then
+  echo "### Cost-model fidelity on this host (analytical, calibrated, held-out folds)"
+  echo
+  echo '\`\`\`text'
+  bench/fidelity/run.sh build
+  echo '\`\`\`'
+  echo
+fi
 if [ "$what" = python ] || [ "$what" = all ]; then
   echo "### Python binding: gopt.Env evaluation paths (docs/PYTHON.md)"
   echo
