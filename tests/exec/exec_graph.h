@@ -9,14 +9,14 @@
 #include "gopt/graph.h"
 #include "gopt/ops.h"
 
-static int32_t tensor(gopt_graph *g, const char *name, int dtype, int rank, const int64_t *dims) {
+static inline int32_t tensor(gopt_graph *g, const char *name, int dtype, int rank, const int64_t *dims) {
   gopt_error err = {0};
   int32_t t = gopt_graph_add_tensor(g, name, dtype, rank, dims, &err);
   CHECK_MSG(t >= 0, "%s", err.msg);
   return t;
 }
 
-static int32_t node(gopt_graph *g, const char *type, const char *name, int n_in, const int32_t *in,
+static inline int32_t node(gopt_graph *g, const char *type, const char *name, int n_in, const int32_t *in,
                     int32_t out) {
   gopt_error err = {0};
   int32_t n = gopt_graph_add_node(g, type, name, n_in, in, 1, &out, &err);
@@ -24,14 +24,14 @@ static int32_t node(gopt_graph *g, const char *type, const char *name, int n_in,
   return n;
 }
 
-static void finish(gopt_graph *g) {
+static inline void finish(gopt_graph *g) {
   gopt_error err = {0};
   gopt_infer_opts io = {.fold_constants = 0, .keep_source_shapes = 1};
   CHECK_MSG(gopt_infer_shapes(g, &io, &err) == 0, "%s", err.msg);
 }
 
 static uint64_t rng = 88172645463325252ULL;
-static float frand(void) {
+static inline float frand(void) {
   rng ^= rng << 13;
   rng ^= rng >> 7;
   rng ^= rng << 17;
