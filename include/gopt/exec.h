@@ -57,7 +57,8 @@ typedef struct gopt_exec_opts {
   int layouts;          /* GOPT_EXEC_LAYOUT_PLAIN (0): every activation row-major, each oneDNN conv
                            reorders around itself; GOPT_EXEC_LAYOUT_AUTO: the layout-assignment pass
                            (convs absorb following Relu/Clip/Sigmoid/... and residual Adds as oneDNN
-                           post-ops; activations between oneDNN ops keep oneDNN's layout) */
+                           post-ops; activations between oneDNN ops keep oneDNN's layout; steps whose
+                           inputs are all constants run once at plan time) */
 } gopt_exec_opts;
 
 enum { GOPT_EXEC_LAYOUT_PLAIN = 0, GOPT_EXEC_LAYOUT_AUTO = 1 };
@@ -132,6 +133,9 @@ size_t gopt_exec_peak_bytes(const gopt_exec *x);
  * GOPT_INPLACE=0), and the number of step outputs planned in place. */
 size_t gopt_exec_peak_bytes_without_inplace(const gopt_exec *x);
 size_t gopt_exec_n_inplace(const gopt_exec *x);
+/* Nodes the executor ran once at plan time because every input is a constant (--layouts auto;
+ * docs/EXECUTOR.md "Constant steps"): they are not run again per run. */
+size_t gopt_exec_n_hoisted(const gopt_exec *x);
 /* The instruction set the fused elementwise loops and reductions run with: "baseline" (any
  * x86-64), "avx2" or "avx512"; the best this CPU supports unless the environment variable
  * GOPT_ISA names one (baseline|avx2|avx512|auto; gopt_exec_new refuses one the CPU lacks). */
