@@ -69,7 +69,8 @@ typedef struct gopt_exec_layout_stats {
   size_t reorders;       /* activation reorders per run (NCHW <-> oneDNN layout, around convs) */
   size_t reorders_plain; /* what GOPT_EXEC_LAYOUT_PLAIN does on this graph */
   size_t kept_tensors;   /* activations that stay in a oneDNN layout between oneDNN ops */
-  size_t post_op_nodes;  /* nodes run as post-ops of a convolution (no step of their own) */
+  size_t post_op_nodes;  /* nodes run as post-ops of a convolution or as a matmul's bias/post-ops (no step
+                            of their own) */
 } gopt_exec_layout_stats;
 void gopt_exec_layout_stats_get(const gopt_exec *x, gopt_exec_layout_stats *s);
 /* Layout of tensor t's buffer: "plain", or oneDNN's name of the layout the pass kept ("aBcd16b" =

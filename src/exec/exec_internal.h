@@ -182,13 +182,15 @@ typedef struct ex_post {
   int alg;
   float alpha, beta;
 } ex_post;
-/* A Conv and the nodes its step runs as post-ops (nodes[0] is the conv; the step runs at the
- * last node's position, writes out and reads residual (-1: none) besides the conv's inputs). */
+/* A Conv, or a MatMul with constant 2-D weights, and the nodes its step runs as post-ops (nodes[0]
+ * is the head; the step runs at the last node's position, writes out and reads residual (-1: none)
+ * besides the head's inputs). */
 typedef struct ex_chain {
   int n_post, n_nodes;
   ex_post post[EX_MAX_POST];
-  int32_t nodes[1 + 2 * EX_MAX_POST];
+  int32_t nodes[2 + 2 * EX_MAX_POST];
   int32_t residual, out;
+  int32_t bias;       /* a MatMul chain's constant bias (its first Add; the matmul's bias), or -1 */
 } ex_chain;
 /* Runs the pass on the execution order (before the steps are prepared; fusion groups are left
  * alone): post-op chains and the tensors that may stay in a oneDNN layout. */
