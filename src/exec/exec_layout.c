@@ -5,7 +5,7 @@
  * picks (blocked or NHWC) because every op that touches them is a oneDNN op that reads that layout
  * (Conv, pooling, BatchNorm, and under the pass GlobalAveragePool and per-channel Mul/Add too).
  * A MatMul with constant 2-D weights heads a chain too: its bias Add becomes oneDNN matmul's bias,
- * and the eltwise ops and residual Add after it post-ops; its output stays plain. 
+ * and the eltwise ops and residual Add after it post-ops; its output stays plain.
  * The concrete layout of a kept tensor is the one its producer's primitive chose; k_dnnl.c records
  * it here and its consumers read it. Everything else stays plain (row-major NCHW). */
 #include <dnnl.h>
