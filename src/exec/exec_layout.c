@@ -5,7 +5,8 @@
  * picks (blocked or NHWC) because every op that touches them is a oneDNN op that reads that layout
  * (Conv, pooling, BatchNorm, and under the pass GlobalAveragePool and per-channel Mul/Add too).
  * A MatMul with constant 2-D weights heads a chain too: its bias Add becomes oneDNN matmul's bias,
- * and the eltwise ops and residual Add after it post-ops; its output stays plain.
+ * and the eltwise ops and residual Add after it post-ops; its output stays plain. A zero Pad of a
+ * Conv's spatial dims right before it becomes the conv's padding (wavenet's causal pads).
  * The concrete layout of a kept tensor is the one its producer's primitive chose; k_dnnl.c records
  * it here and its consumers read it. Everything else stays plain (row-major NCHW). */
 #include <dnnl.h>
@@ -251,6 +252,42 @@ static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const int32_t
   return -1;
 }
 
+/* For Conv n: whether its input 0 comes from a Pad it can fold into its own padding (constant
+ * mode, value 0, constant non-negative pads on the spatial dims only, the padded tensor read by
+ * n alone, the conv's auto_pad NOTSET or VALID); records the Pad in ch. */
+static void pre_pad(const gopt_exec *x, ex_chain *ch, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  int32_t X = gopt_node_input(g, n, 0), p = g->tensors.a[X].producer;
+  int32_t un[2];
+  int us[2];
+  const char *ap = gopt_node_get_string(g, n, "auto_pad", "NOTSET");
+  if (p < 0 || !gopt_node_alive(g, p) || g->nodes.a[p].op != GOPT_OP_PAD || opaque(x, p) || !ungrouped(group, p) ||
+      is_output(x, X) || uses(x, X, un, us, 2) != 1 || (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")))
+    return;
+  const gopt_node *pd = &g->nodes.a[p];
+  if (strcmp(gopt_node_get_string(g, p, "mode", "constant"), "constant") || pd->n_in > 3 || pd->n_out != 1) return;
+  float v;
+  int32_t P = pd->n_in > 1 ? gopt_node_input(g, p, 1) : -1, V = pd->n_in > 2 ? gopt_node_input(g, p, 2) : -1;
+  if (V >= 0 && (!const_scalar(x, V, 0.0f, &v) || v != 0.0f)) return;
+  int64_t pads[2 * GOPT_MAX_RANK];
+  size_t np = 0;
+  int r = ex_rank(x, X);
+  if (P >= 0) {
+    if (!ex_is_const(x, P) || ex_read_ints(x, P, pads, 2 * GOPT_MAX_RANK, &np)) return;
+  } else {
+    const int64_t *a = gopt_node_get_ints(g, p, "pads", &np);
+    if (!a || np > 2 * GOPT_MAX_RANK) return;
+    memcpy(pads, a, np * sizeof *pads);
+  }
+  if (np != (size_t)(2 * r) || pads[0] || pads[1] || pads[r] || pads[r + 1]) return;
+  for (int i = 2; i < r; i++) {
+    if (pads[i] < 0 || pads[r + i] < 0) return;
+    ch->pad_l[i - 2] = pads[i];
+    ch->pad_r[i - 2] = pads[r + i];
+  }
+  ch->pad = p;
+}
+
 /* Whether the step that reads t through node c at input slot reads it through oneDNN with any
  * layout: input 0 of a Conv/pooling/BatchNorm step, or the residual of a conv's sum post-op. */
 static int layout_use(const gopt_exec *x, const ex_layout *l, int32_t c, int slot, int32_t t,
@@ -328,15 +365,17 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
     if (l->absorbed_by[n] >= 0 || !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
     ex_chain *ch = &l->chains[l->n_chains];
     memset(ch, 0, sizeof *ch);
-    ch->residual = ch->bias = -1;
+    ch->residual = ch->bias = ch->pad = -1;
     ch->nodes[ch->n_nodes++] = n;
+    if (conv_ok(x, n, group)) pre_pad(x, ch, n, group);
     int32_t cur = gopt_node_output(g, n, 0), nxt;
     while ((nxt = chain_step(x, ch, cur, group)) >= 0) cur = nxt;
-    if (ch->n_nodes < 2) continue;
+    if (ch->n_nodes < 2 && ch->pad < 0) continue;
     ch->out = cur;
     l->chain_of[n] = (int32_t)l->n_chains++;
     for (int j = 1; j < ch->n_nodes; j++) l->absorbed_by[ch->nodes[j]] = n;
-    l->st.post_op_nodes += (size_t)ch->n_nodes - 1;
+    if (ch->pad >= 0) l->absorbed_by[ch->pad] = n;
+    l->st.post_op_nodes += (size_t)ch->n_nodes - 1 + (ch->pad >= 0);
   }
   plan_keep(x, l, group);
   return GOPT_OK;
@@ -478,6 +517,7 @@ uint64_t ex_layout_step_sig(const gopt_exec *x, const ex_kernel *k) {
     const ex_chain *ch = &l->chains[l->chain_of[k->node]];
     sig = 0x706f7374ULL;
     for (int j = 0; j < ch->n_nodes; j++) sig = gopt_hash_mix(sig, gopt_op_signature(x->g, ch->nodes[j]));
+    if (ch->pad >= 0) sig = gopt_hash_mix(sig, gopt_op_signature(x->g, ch->pad));
   }
   int blocked = 0; /* reading or writing a oneDNN layout (no reorder inside the step) */
   for (int j = 0; j < k->n_in + k->n_out; j++) {

@@ -558,6 +558,11 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   window_attrs(g, k->node, sp, strides, dil, pl);
   conv_pads(g, k->node, sp, xd, yd, kd, strides, dil, pl, pr);
   const ex_chain *ch = ex_layout_chain(x, k->node);
+  if (ch && ch->pad >= 0) { /* the Pad before the conv is its padding: read the Pad's input */
+    X = k->in[0] = gopt_node_input(g, ch->pad, 0);
+    xd = ex_dims(x, X);
+    for (int i = 0; i < sp; i++) pl[i] += ch->pad_l[i], pr[i] += ch->pad_r[i];
+  }
   if (ch && (rc = conv_chain_io(x, k, ch, err))) return rc;
   Y = k->out[0];
   int32_t R = ch ? ch->residual : -1;
