@@ -17,14 +17,6 @@
 
 enum { R = 6, C = 7, N = R * C };
 
-static int32_t konst(gopt_graph *g, const char *name, int dtype, int rank, const int64_t *dims, const void *v,
-                     size_t nb) {
-  gopt_error err = {0};
-  int32_t t = tensor(g, name, dtype, rank, dims);
-  CHECK_MSG(gopt_tensor_set_const(g, t, v, nb, &err) == 0, "%s", err.msg);
-  return t;
-}
-
 /* y = Dropout(x + Where(Not(Equal(m, 0)), -100, 0) cast through float, ratio, training_mode), with
  * m = ConstantOfShape([R, C]) + k (k a constant [R, C] of 0s and 1s). */
 static gopt_graph *mask_graph(float ratio) {
@@ -37,14 +29,14 @@ static gopt_graph *mask_graph(float ratio) {
   static const int64_t shp[2] = {R, C};
   static float kv[N];
   for (int i = 0; i < N; i++) kv[i] = (float)(i % 3 == 0);
-  int32_t ks = konst(g, "shape", GOPT_DT_INT64, 1, d1, shp, sizeof shp);
-  int32_t kk = konst(g, "k", GOPT_DT_FLOAT, 2, d, kv, sizeof kv);
+  int32_t ks = const_tensor(g, "shape", GOPT_DT_INT64, 1, d1, shp, sizeof shp);
+  int32_t kk = const_tensor(g, "k", GOPT_DT_FLOAT, 2, d, kv, sizeof kv);
   float zero = 0.0f, m100 = -100.0f;
   uint8_t yes = 1;
-  int32_t k0 = konst(g, "zero", GOPT_DT_FLOAT, 0, NULL, &zero, sizeof zero);
-  int32_t km = konst(g, "m100", GOPT_DT_FLOAT, 0, NULL, &m100, sizeof m100);
-  int32_t kr = konst(g, "ratio", GOPT_DT_FLOAT, 0, NULL, &ratio, sizeof ratio);
-  int32_t kt = konst(g, "train", GOPT_DT_BOOL, 0, NULL, &yes, sizeof yes);
+  int32_t k0 = const_tensor(g, "zero", GOPT_DT_FLOAT, 0, NULL, &zero, sizeof zero);
+  int32_t km = const_tensor(g, "m100", GOPT_DT_FLOAT, 0, NULL, &m100, sizeof m100);
+  int32_t kr = const_tensor(g, "ratio", GOPT_DT_FLOAT, 0, NULL, &ratio, sizeof ratio);
+  int32_t kt = const_tensor(g, "train", GOPT_DT_BOOL, 0, NULL, &yes, sizeof yes);
   int32_t zs = tensor(g, "zs", GOPT_DT_FLOAT, 2, d), m = tensor(g, "m", GOPT_DT_FLOAT, 2, d);
   int32_t eq = tensor(g, "eq", GOPT_DT_BOOL, 2, d), ne = tensor(g, "ne", GOPT_DT_BOOL, 2, d);
   int32_t nf = tensor(g, "nf", GOPT_DT_FLOAT, 2, d), nb = tensor(g, "nb", GOPT_DT_BOOL, 2, d);

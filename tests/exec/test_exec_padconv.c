@@ -17,20 +17,12 @@ enum { B = 2, CI = 8, L = 30, CO = 6, KW = 3, DIL = 2, PADL = 4, LO = L + PADL -
 
 static float xv[B * CI * L], W[CO * CI * KW], bv[CO];
 
-static int32_t konst(gopt_graph *g, const char *name, int dtype, int rank, const int64_t *dims, const void *v,
-                     size_t nb) {
-  gopt_error err = {0};
-  int32_t t = tensor(g, name, dtype, rank, dims);
-  CHECK_MSG(gopt_tensor_set_const(g, t, v, nb, &err) == 0, "%s", err.msg);
-  return t;
-}
-
 /* Pad (value pv) -> Conv -> Relu on x; returns the Relu output tensor. */
 static int32_t branch(gopt_graph *g, int32_t x, int32_t w, int32_t b, int32_t pads, float pv, const char *tag) {
   int64_t pd[3] = {B, CI, L + PADL}, yd[3] = {B, CO, LO}, sd[1] = {0};
   char nm[32];
   snprintf(nm, sizeof nm, "pv_%s", tag);
-  int32_t v = konst(g, nm, GOPT_DT_FLOAT, 0, sd, &pv, sizeof pv);
+  int32_t v = const_tensor(g, nm, GOPT_DT_FLOAT, 0, sd, &pv, sizeof pv);
   snprintf(nm, sizeof nm, "padded_%s", tag);
   int32_t p = tensor(g, nm, GOPT_DT_FLOAT, 3, pd);
   snprintf(nm, sizeof nm, "conv_%s", tag);
@@ -55,8 +47,9 @@ int main(void) {
   static const int64_t padv[6] = {0, 0, PADL, 0, 0, 0};
   int32_t x = tensor(g, "x", GOPT_DT_FLOAT, 3, xd);
   gopt_graph_add_input(g, x);
-  int32_t w = konst(g, "W", GOPT_DT_FLOAT, 3, wd, W, sizeof W), b = konst(g, "b", GOPT_DT_FLOAT, 1, bd, bv, sizeof bv);
-  int32_t pads = konst(g, "pads", GOPT_DT_INT64, 1, pn, padv, sizeof padv);
+  int32_t w = const_tensor(g, "W", GOPT_DT_FLOAT, 3, wd, W, sizeof W);
+  int32_t b = const_tensor(g, "b", GOPT_DT_FLOAT, 1, bd, bv, sizeof bv);
+  int32_t pads = const_tensor(g, "pads", GOPT_DT_INT64, 1, pn, padv, sizeof padv);
   gopt_graph_add_output(g, branch(g, x, w, b, pads, 0.0f, "zero"));
   gopt_graph_add_output(g, branch(g, x, w, b, pads, 1.0f, "one"));
   finish(g);
