@@ -63,7 +63,11 @@ int ex_hoist_const_steps(gopt_exec *x, gopt_error *err) {
     ex_kernel *k = &x->steps[s];
     if (hoistable(x, k)) {
       int rc = run_once(x, k, err);
-      if (rc) return rc;
+      if (rc) { /* keep this step and the rest, so that gopt_exec_free frees each once */
+        memmove(&x->steps[kept], k, (x->n_steps - s) * sizeof *k);
+        x->n_steps = kept + (x->n_steps - s);
+        return rc;
+      }
       if (k->fini && k->st) k->fini(k->st);
       free(k->in);
       free(k->out);

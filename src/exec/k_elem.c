@@ -74,10 +74,11 @@ int ex_dropout_is_copy(const gopt_exec *x, int32_t n) {
       if (g->outputs.a[i] == mask) return 0;
   }
   int32_t ratio = nd->n_in > 1 ? gopt_node_input(g, n, 1) : -1, tm = nd->n_in > 2 ? gopt_node_input(g, n, 2) : -1;
+  /* gopt_exec_fusable asks without an executor (no value table): read constants from the graph */
   const float *r = ratio >= 0 && ex_is_const(x, ratio) && ex_dtype(x, ratio) == GOPT_DT_FLOAT && ex_numel(x, ratio) == 1
-                       ? ex_data(x, ratio) : NULL;
+                       ? (x->vals ? ex_data(x, ratio) : gopt_tensor_data(g, ratio)) : NULL;
   if (tm < 0 || (r && r[0] == 0.0f)) return 1; /* inference, or training with ratio 0: identity */
-  const uint8_t *v = ex_is_const(x, tm) ? ex_data(x, tm) : NULL;
+  const uint8_t *v = ex_is_const(x, tm) ? (x->vals ? ex_data(x, tm) : gopt_tensor_data(g, tm)) : NULL;
   return v && ex_dtype(x, tm) == GOPT_DT_BOOL && ex_numel(x, tm) == 1 && v[0] == 0;
 }
 

@@ -1,10 +1,11 @@
 /* test_exec_hoist.c: constant-step hoisting (exec_hoist.c, --layouts auto) and Dropout run as a
  * copy. A graph whose mask chain (ConstantOfShape, Equal, Not, Cast, Where, as swin_t builds its
- * attention masks) reads only constants and then meets the input x: under auto exactly the five
+ * attention masks) reads only constants and then meets the input x: under auto exactly the seven
  * constant nodes run at plan time (the Add and Dropout reading x do not), the outputs equal plain's
  * bitwise and a hand-computed reference, and two runs give the same result. A Dropout in training
  * mode with ratio 0 and an unread mask (swin_t's) is the identity; with ratio 0.5 in training mode
- * it is refused (random) rather than run as a copy. */
+ * it is refused (random) rather than run as a copy; gopt_exec_fusable (no executor) calls the
+ * ratio-0 one fusable. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,9 @@ int main(void) {
   int bad = 0;
   for (int i = 0; i < N; i++) bad += plain[i] != want[i] || aut[i] != want[i];
   CHECK_MSG(bad == 0, "%d of %d values differ from x + mask", bad, N);
+  /* asked without an executor (auto fusion): the ratio-0 Dropout is a fusable copy */
+  int32_t drop = (int32_t)g->nodes.n - 1;
+  CHECK(!strcmp(gopt_node_type(g, drop), "Dropout") && gopt_exec_fusable(g, drop));
   gopt_graph_free(g);
   /* a random Dropout is refused, not copied */
   g = mask_graph(0.5f);
