@@ -57,7 +57,8 @@ typedef struct gopt_exec_opts {
   int layouts;          /* GOPT_EXEC_LAYOUT_PLAIN (0): every activation row-major, each oneDNN conv
                            reorders around itself; GOPT_EXEC_LAYOUT_AUTO: the layout-assignment pass
                            (convs absorb following Relu/Clip/Sigmoid/... and residual Adds as oneDNN
-                           post-ops; activations between oneDNN ops keep oneDNN's layout) */
+                           post-ops; activations between oneDNN ops keep oneDNN's layout; steps whose
+                           inputs are all constants run once at plan time) */
 } gopt_exec_opts;
 
 enum { GOPT_EXEC_LAYOUT_PLAIN = 0, GOPT_EXEC_LAYOUT_AUTO = 1 };
@@ -68,7 +69,8 @@ typedef struct gopt_exec_layout_stats {
   size_t reorders;       /* activation reorders per run (NCHW <-> oneDNN layout, around convs) */
   size_t reorders_plain; /* what GOPT_EXEC_LAYOUT_PLAIN does on this graph */
   size_t kept_tensors;   /* activations that stay in a oneDNN layout between oneDNN ops */
-  size_t post_op_nodes;  /* nodes run as post-ops of a convolution (no step of their own) */
+  size_t post_op_nodes;  /* nodes run as post-ops of a convolution or as a matmul's bias/post-ops (no step
+                            of their own) */
 } gopt_exec_layout_stats;
 void gopt_exec_layout_stats_get(const gopt_exec *x, gopt_exec_layout_stats *s);
 /* Layout of tensor t's buffer: "plain", or oneDNN's name of the layout the pass kept ("aBcd16b" =
@@ -132,6 +134,9 @@ size_t gopt_exec_peak_bytes(const gopt_exec *x);
  * GOPT_INPLACE=0), and the number of step outputs planned in place. */
 size_t gopt_exec_peak_bytes_without_inplace(const gopt_exec *x);
 size_t gopt_exec_n_inplace(const gopt_exec *x);
+/* Nodes the executor ran once at plan time because every input is a constant (--layouts auto;
+ * docs/EXECUTOR.md "Constant steps"): they are not run again per run. */
+size_t gopt_exec_n_hoisted(const gopt_exec *x);
 /* The instruction set the fused elementwise loops and reductions run with: "baseline" (any
  * x86-64), "avx2" or "avx512"; the best this CPU supports unless the environment variable
  * GOPT_ISA names one (baseline|avx2|avx512|auto; gopt_exec_new refuses one the CPU lacks). */

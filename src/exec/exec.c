@@ -663,6 +663,7 @@ int gopt_exec_new(const gopt_graph *g, const gopt_exec_opts *o, gopt_exec **out,
   if (o && o->layouts == GOPT_EXEC_LAYOUT_AUTO && (rc = ex_layout_plan(x, order, n_order, o->group, err)))
     goto fail;
   if ((rc = make_steps(x, order, n_order, o ? o->group : NULL, err))) goto fail;
+  if (o && o->layouts == GOPT_EXEC_LAYOUT_AUTO && (rc = ex_hoist_const_steps(x, err))) goto fail;
   if ((rc = make_lifetimes(x, err))) goto fail;
   if ((rc = ex_plan_inplace(x, err))) goto fail;
   free(order);

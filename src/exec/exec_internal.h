@@ -67,6 +67,7 @@ struct gopt_exec {
   size_t reorders;           /* activation reorders per run without the pass */
   int isa;                   /* EX_ISA_* of the vector kernels (exec_isa.c) */
   size_t n_inplace;          /* outputs planned to take a dying input's buffer (exec_inplace.c) */
+  size_t n_hoisted;          /* nodes run once at plan time on constants (exec_hoist.c) */
   size_t live_plain, peak_plain; /* live/peak bytes as if nothing ran in place */
   uint8_t *cf_reads;         /* per tensor: read by a control node's sub-graph; NULL when none */
   void *strs;                /* STRING tensors' values (k_string.c); NULL when none */
@@ -149,11 +150,19 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *members, int n_m
                      gopt_error *err);
 /* Whether node n can be a member of a fused group (float elementwise/broadcast op). */
 int ex_fusable(const gopt_exec *x, int32_t n);
+/* Whether Dropout node n is a plain copy: inference (training_mode absent or a constant false) or
+ * a constant ratio of 0, and its mask output absent or unread (then the fused-loop engine runs it as a copy instead of the
+ * reference kernel, in double precision, that computes the mask). */
+int ex_dropout_is_copy(const gopt_exec *x, int32_t n);
 
 /* Vector kernels: picks x->isa from the CPU and GOPT_ISA (exec_isa.c). */
 int ex_isa_select(gopt_exec *x, gopt_error *err);
 /* In-place planning (exec_inplace.c): fills the steps' reuse after the lifetimes are known. */
 int ex_plan_inplace(gopt_exec *x, gopt_error *err);
+/* Constant-step hoisting (exec_hoist.c, under --layouts auto): runs every step whose inputs are
+ * all constants once, makes its outputs constants and drops it from the steps; before the
+ * lifetimes are computed. */
+int ex_hoist_const_steps(gopt_exec *x, gopt_error *err);
 /* Whether step k (a fused elementwise program) may write output out_j into input in_j's buffer. */
 int ex_elem_can_alias(const gopt_exec *x, const ex_kernel *k, int in_j, int out_j);
 
@@ -173,13 +182,17 @@ typedef struct ex_post {
   int alg;
   float alpha, beta;
 } ex_post;
-/* A Conv and the nodes its step runs as post-ops (nodes[0] is the conv; the step runs at the
- * last node's position, writes out and reads residual (-1: none) besides the conv's inputs). */
+/* A Conv, or a MatMul with constant 2-D weights, and the nodes its step runs as post-ops (nodes[0]
+ * is the head; the step runs at the last node's position, writes out and reads residual (-1: none)
+ * besides the head's inputs). */
 typedef struct ex_chain {
   int n_post, n_nodes;
   ex_post post[EX_MAX_POST];
-  int32_t nodes[1 + 2 * EX_MAX_POST];
+  int32_t nodes[2 + 2 * EX_MAX_POST];
   int32_t residual, out;
+  int32_t bias;       /* a MatMul chain's constant bias (its first Add; the matmul's bias), or -1 */
+  int32_t pad;        /* a Conv's zero Pad node before it, folded into its padding, or -1 */
+  int64_t pad_l[3], pad_r[3]; /* that Pad's spatial amounts (begin, end) */
 } ex_chain;
 /* Runs the pass on the execution order (before the steps are prepared; fusion groups are left
  * alone): post-op chains and the tensors that may stay in a oneDNN layout. */

@@ -4,6 +4,9 @@
  * as swish, and a residual Add as a sum post-op), and which activations stay in the layout oneDNN
  * picks (blocked or NHWC) because every op that touches them is a oneDNN op that reads that layout
  * (Conv, pooling, BatchNorm, and under the pass GlobalAveragePool and per-channel Mul/Add too).
+ * A MatMul with constant 2-D weights heads a chain too: its bias Add becomes oneDNN matmul's bias,
+ * and the eltwise ops and residual Add after it post-ops; its output stays plain. A zero Pad of a
+ * Conv's spatial dims right before it becomes the conv's padding (wavenet's causal pads).
  * The concrete layout of a kept tensor is the one its producer's primitive chose; k_dnnl.c records
  * it here and its consumers read it. Everything else stays plain (row-major NCHW). */
 #include <dnnl.h>
@@ -69,6 +72,23 @@ static int conv_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
   int r = X >= 0 ? ex_rank(x, X) : 0;
   return is_float(x, X) && is_float(x, W) && ex_is_const(x, W) && ex_data(x, W) && r >= 3 && r <= 5 &&
          (B < 0 || (ex_is_const(x, B) && ex_data(x, B) && is_float(x, B))) && is_float(x, gopt_node_output(g, n, 0));
+}
+
+/* A float MatMul of an activation (rank >= 2) and constant 2-D weights: oneDNN's matmul with the
+ * weights packed once (k_dnnl.c), which takes a bias and post-ops. */
+static int mm_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (nd->op != GOPT_OP_MATMUL || opaque(x, n) || !ungrouped(group, n) || nd->n_in != 2 || nd->n_out != 1) return 0;
+  int32_t A = gopt_node_input(g, n, 0), W = gopt_node_input(g, n, 1);
+  return is_float(x, A) && ex_rank(x, A) >= 2 && is_float(x, W) && ex_is_const(x, W) && ex_data(x, W) &&
+         ex_rank(x, W) == 2 && is_float(x, gopt_node_output(g, n, 0));
+}
+
+/* Whether t is a constant float bias for a matmul output of last dim ncols: [ncols] or [1, .., ncols]. */
+static int bias_ok(const gopt_exec *x, int32_t t, int64_t ncols) {
+  return t >= 0 && is_float(x, t) && ex_is_const(x, t) && ex_data(x, t) && ex_rank(x, t) >= 1 &&
+         ex_numel(x, t) == ncols && ex_dims(x, t)[ex_rank(x, t) - 1] == ncols;
 }
 
 /* A float MaxPool/AveragePool without a used Indices output, or an inference BatchNormalization. */
@@ -186,6 +206,13 @@ static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const int32_t
     const gopt_node *nd = &g->nodes.a[c];
     if (opaque(x, c) || !ungrouped(group, c) || x->lay->absorbed_by[c] >= 0 || !is_float(x, gopt_node_output(g, c, 0)))
       return -1;
+    int32_t b = nd->op == GOPT_OP_ADD && nd->n_in == 2 ? gopt_node_input(g, c, 1 - us[0]) : -1;
+    if (g->nodes.a[ch->nodes[0]].op == GOPT_OP_MATMUL && ch->n_nodes == 1 &&
+        bias_ok(x, b, ex_dims(x, cur)[ex_rank(x, cur) - 1]) && same_shape(x, cur, gopt_node_output(g, c, 0))) {
+      ch->bias = b; /* the matmul's own bias, applied before the post-ops */
+      ch->nodes[ch->n_nodes++] = c;
+      return gopt_node_output(g, c, 0);
+    }
     if (us[0] == 0 && eltwise_of(x, c, &p->alg, &p->alpha, &p->beta)) {
       p->sum = 0;
     } else if (nd->op == GOPT_OP_ADD && nd->n_in == 2 && ch->residual < 0) {
@@ -225,6 +252,42 @@ static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const int32_t
   return -1;
 }
 
+/* For Conv n: whether its input 0 comes from a Pad it can fold into its own padding (constant
+ * mode, value 0, constant non-negative pads on the spatial dims only, the padded tensor read by
+ * n alone, the conv's auto_pad NOTSET or VALID); records the Pad in ch. */
+static void pre_pad(const gopt_exec *x, ex_chain *ch, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  int32_t X = gopt_node_input(g, n, 0), p = g->tensors.a[X].producer;
+  int32_t un[2];
+  int us[2];
+  const char *ap = gopt_node_get_string(g, n, "auto_pad", "NOTSET");
+  if (p < 0 || !gopt_node_alive(g, p) || g->nodes.a[p].op != GOPT_OP_PAD || opaque(x, p) || !ungrouped(group, p) ||
+      is_output(x, X) || uses(x, X, un, us, 2) != 1 || (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")))
+    return;
+  const gopt_node *pd = &g->nodes.a[p];
+  if (strcmp(gopt_node_get_string(g, p, "mode", "constant"), "constant") || pd->n_in > 3 || pd->n_out != 1) return;
+  float v;
+  int32_t P = pd->n_in > 1 ? gopt_node_input(g, p, 1) : -1, V = pd->n_in > 2 ? gopt_node_input(g, p, 2) : -1;
+  if (V >= 0 && (!const_scalar(x, V, 0.0f, &v) || v != 0.0f)) return;
+  int64_t pads[2 * GOPT_MAX_RANK];
+  size_t np = 0;
+  int r = ex_rank(x, X);
+  if (P >= 0) {
+    if (!ex_is_const(x, P) || ex_read_ints(x, P, pads, 2 * GOPT_MAX_RANK, &np)) return;
+  } else {
+    const int64_t *a = gopt_node_get_ints(g, p, "pads", &np);
+    if (!a || np > 2 * GOPT_MAX_RANK) return;
+    memcpy(pads, a, np * sizeof *pads);
+  }
+  if (np != (size_t)(2 * r) || pads[0] || pads[1] || pads[r] || pads[r + 1]) return;
+  for (int i = 2; i < r; i++) {
+    if (pads[i] < 0 || pads[r + i] < 0) return;
+    ch->pad_l[i - 2] = pads[i];
+    ch->pad_r[i - 2] = pads[r + i];
+  }
+  ch->pad = p;
+}
+
 /* Whether the step that reads t through node c at input slot reads it through oneDNN with any
  * layout: input 0 of a Conv/pooling/BatchNorm step, or the residual of a conv's sum post-op. */
 static int layout_use(const gopt_exec *x, const ex_layout *l, int32_t c, int slot, int32_t t,
@@ -244,7 +307,7 @@ static int32_t layout_producer(const gopt_exec *x, const ex_layout *l, int32_t t
   if (p < 0 || !gopt_node_alive(x->g, p)) return -1;
   int32_t h = l->absorbed_by[p] >= 0 ? l->absorbed_by[p] : p;
   if (l->absorbed_by[p] >= 0 || l->chain_of[p] >= 0) /* only a chain's final tensor leaves its step */
-    return l->chains[l->chain_of[h]].out == t ? h : -1;
+    return l->chains[l->chain_of[h]].out == t && conv_ok(x, h, group) ? h : -1; /* matmuls write plain */
   return conv_ok(x, p, group) || window_ok(x, p, group) || gap_ok(x, p, group) ||
                  ex_layout_binary_slot(x, p, group) >= 0
              ? p
@@ -299,18 +362,20 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
   /* post-op chains, heads in execution order (a later conv never absorbs an earlier node) */
   for (size_t i = 0; i < n_order; i++) {
     int32_t n = order[i];
-    if (l->absorbed_by[n] >= 0 || !conv_ok(x, n, group)) continue;
+    if (l->absorbed_by[n] >= 0 || !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
     ex_chain *ch = &l->chains[l->n_chains];
     memset(ch, 0, sizeof *ch);
-    ch->residual = -1;
+    ch->residual = ch->bias = ch->pad = -1;
     ch->nodes[ch->n_nodes++] = n;
+    if (conv_ok(x, n, group)) pre_pad(x, ch, n, group);
     int32_t cur = gopt_node_output(g, n, 0), nxt;
     while ((nxt = chain_step(x, ch, cur, group)) >= 0) cur = nxt;
-    if (!ch->n_post) continue;
+    if (ch->n_nodes < 2 && ch->pad < 0) continue;
     ch->out = cur;
     l->chain_of[n] = (int32_t)l->n_chains++;
     for (int j = 1; j < ch->n_nodes; j++) l->absorbed_by[ch->nodes[j]] = n;
-    l->st.post_op_nodes += (size_t)ch->n_nodes - 1;
+    if (ch->pad >= 0) l->absorbed_by[ch->pad] = n;
+    l->st.post_op_nodes += (size_t)ch->n_nodes - 1 + (ch->pad >= 0);
   }
   plan_keep(x, l, group);
   return GOPT_OK;
@@ -452,6 +517,7 @@ uint64_t ex_layout_step_sig(const gopt_exec *x, const ex_kernel *k) {
     const ex_chain *ch = &l->chains[l->chain_of[k->node]];
     sig = 0x706f7374ULL;
     for (int j = 0; j < ch->n_nodes; j++) sig = gopt_hash_mix(sig, gopt_op_signature(x->g, ch->nodes[j]));
+    if (ch->pad >= 0) sig = gopt_hash_mix(sig, gopt_op_signature(x->g, ch->pad));
   }
   int blocked = 0; /* reading or writing a oneDNN layout (no reorder inside the step) */
   for (int j = 0; j < k->n_in + k->n_out; j++) {

@@ -490,6 +490,53 @@ done:
   return rc;
 }
 
+/* A matmul whose weights wt_md (tensor W) are constant: oneDNN picks the weights' layout
+ * (format any: packed for its brgemm kernels) and W is reordered into it once, here, instead of
+ * being repacked by every run (it keeps the plain weights when it wants them). src A, bias C and
+ * dst Y stay plain. With a post-op chain (the layout pass; MatMul heads only here) the chain's
+ * bias becomes the matmul's bias, its eltwise/sum post-ops the attributes, and the step writes
+ * the chain's output (the residual of a sum is copied into it first, as for convs). */
+static int prep_matmul_wconst(gopt_exec *x, ex_kernel *k, dn_st *s, const dnnl_memory_desc_t *am,
+                              const dnnl_memory_desc_t *wt_md, const dnnl_memory_desc_t *cm,
+                              const dnnl_memory_desc_t *ym, int32_t A, int32_t W, int32_t C, gopt_error *err) {
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  const ex_chain *ch = ex_layout_chain(x, k->node);
+  dnnl_memory_desc_t w_any, bmd;
+  if (ch && C >= 0) return ex_node_error(x, k->node, err, GOPT_EINVAL, "layout pass: Gemm chains are not planned");
+  if (ch && ch->bias >= 0) {
+    int64_t bd[2] = {1, ym->dims[1]};
+    md_plain(&bmd, 2, bd);
+    cm = &bmd;
+    C = ch->bias;
+  }
+  if (ch && (rc = conv_chain_io(x, k, ch, err))) return rc;
+  dnnl_memory_desc_init_by_tag(&w_any, wt_md->ndims, wt_md->dims, dnnl_f32, dnnl_format_tag_any);
+  dnnl_matmul_desc_t md;
+  DN(dnnl_matmul_desc_init(&md, am, &w_any, cm, ym), "matmul descriptor");
+  DN(post_ops_attr(ch && ch->n_post ? ch : NULL, &attr), "post-ops");
+  DN(dnnl_primitive_desc_create(&pd, &md, attr, d->eng, NULL), "matmul");
+  dnnl_memory_desc_t w_want = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  DN(dn_make(s, pd), "matmul primitive");
+  pd = NULL;
+  DN(dn_add(s, d, DNNL_ARG_SRC, am, A, NULL), "memory");
+  if ((rc = conv_weights(x, k, s, W, 1, wt_md, &w_want, err))) goto done;
+  if (cm) DN(dn_add(s, d, DNNL_ARG_BIAS, cm, C, NULL), "memory");
+  s->dst_arg = s->n;
+  DN(dn_add(s, d, DNNL_ARG_DST, ym, k->out[0], NULL), "memory");
+  if (ch) {
+    s->res = ch->residual;
+    s->res_bytes = dnnl_memory_desc_get_size(ym);
+    ex_layout_note(x, k->node, 0, 0); /* the chain is applied */
+  }
+done:
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  return rc;
+}
+
 /* Conv: oneDNN chooses the activation layouts when the weights are constant (blocked layouts run
  * its direct JIT kernels, plain NCHW only im2col+GEMM). Plain mode: the input and output are
  * reordered around the conv. Under the layout pass the conv reads its input in the layout its
@@ -511,6 +558,11 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   window_attrs(g, k->node, sp, strides, dil, pl);
   conv_pads(g, k->node, sp, xd, yd, kd, strides, dil, pl, pr);
   const ex_chain *ch = ex_layout_chain(x, k->node);
+  if (ch && ch->pad >= 0) { /* the Pad before the conv is its padding: read the Pad's input */
+    X = k->in[0] = gopt_node_input(g, ch->pad, 0);
+    xd = ex_dims(x, X);
+    for (int i = 0; i < sp; i++) pl[i] += ch->pad_l[i], pr[i] += ch->pad_r[i];
+  }
   if (ch && (rc = conv_chain_io(x, k, ch, err))) return rc;
   Y = k->out[0];
   int32_t R = ch ? ch->residual : -1;
@@ -636,6 +688,8 @@ static int prep_matmul(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   md_plain(&am, nd, A_);
   md_plain(&bm, nd, B_);
   md_plain(&ym, nd, y2);
+  if (nd == 2 && ex_is_const(x, Bt) && ex_data(x, Bt))
+    return prep_matmul_wconst(x, k, s, &am, &bm, NULL, &ym, A, Bt, -1, err);
   dnnl_matmul_desc_t md;
   dnnl_status_t st = dnnl_matmul_desc_init(&md, &am, &bm, NULL, &ym);
   const dn_arg args[] = {{DNNL_ARG_SRC, &am, A}, {DNNL_ARG_WEIGHTS, &bm, Bt}, {DNNL_ARG_DST, &ym, Y}};
@@ -701,6 +755,8 @@ static int prep_gemm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
     }
     md_plain(&cm, 2, cd);
   }
+  if (ex_is_const(x, Bt) && ex_data(x, Bt))
+    return prep_matmul_wconst(x, k, s, &am, &bm, C >= 0 ? &cm : NULL, &ym, A, Bt, C, err);
   dnnl_matmul_desc_t md;
   dnnl_status_t st = dnnl_matmul_desc_init(&md, &am, &bm, C >= 0 ? &cm : NULL, &ym);
   const dn_arg args[] = {{DNNL_ARG_SRC, &am, A},

@@ -63,10 +63,33 @@ static int fx_opcode(int op) {
   }
 }
 
+int ex_dropout_is_copy(const gopt_exec *x, int32_t n) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (nd->op != GOPT_OP_DROPOUT || nd->n_out < 1) return 0;
+  int32_t mask = nd->n_out > 1 ? gopt_node_output(g, n, 1) : -1;
+  if (mask >= 0) {
+    if (gopt_tensor_use_count(g, mask) > 0) return 0;
+    for (size_t i = 0; i < g->outputs.n; i++)
+      if (g->outputs.a[i] == mask) return 0;
+  }
+  int32_t ratio = nd->n_in > 1 ? gopt_node_input(g, n, 1) : -1, tm = nd->n_in > 2 ? gopt_node_input(g, n, 2) : -1;
+  /* gopt_exec_fusable asks without an executor (no value table): read constants from the graph */
+  const float *r = ratio >= 0 && ex_is_const(x, ratio) && ex_dtype(x, ratio) == GOPT_DT_FLOAT && ex_numel(x, ratio) == 1
+                       ? (x->vals ? ex_data(x, ratio) : gopt_tensor_data(g, ratio)) : NULL;
+  if (tm < 0 || (r && r[0] == 0.0f)) return 1; /* inference, or training with ratio 0: identity */
+  const uint8_t *v = ex_is_const(x, tm) ? (x->vals ? ex_data(x, tm) : gopt_tensor_data(g, tm)) : NULL;
+  return v && ex_dtype(x, tm) == GOPT_DT_BOOL && ex_numel(x, tm) == 1 && v[0] == 0;
+}
+
 int ex_fusable(const gopt_exec *x, int32_t n) {
   const gopt_graph *g = x->g;
   const gopt_node *nd = &g->nodes.a[n];
-  if (fx_opcode(nd->op) < 0 || nd->n_out != 1) return 0;
+  if (nd->op == GOPT_OP_DROPOUT) {
+    if (!ex_dropout_is_copy(x, n)) return 0;
+  } else if (fx_opcode(nd->op) < 0 || nd->n_out != 1) {
+    return 0;
+  }
   if (ex_dtype(x, gopt_node_output(g, n, 0)) != GOPT_DT_FLOAT) return 0;
   for (int i = 0; i < nd->n_in; i++) {
     int32_t t = gopt_node_input(g, n, i);
@@ -75,7 +98,7 @@ int ex_fusable(const gopt_exec *x, int32_t n) {
       if (ex_dtype(x, t) != GOPT_DT_BOOL) return 0;
       continue;
     }
-    if (nd->op == GOPT_OP_EXPAND && i == 1) continue;
+    if ((nd->op == GOPT_OP_EXPAND || nd->op == GOPT_OP_DROPOUT) && i >= 1) continue;
     if (nd->op == GOPT_OP_CLIP && i > 0) {
       if (!ex_is_const(x, t) || ex_numel(x, t) != 1) return 0;
       continue;
@@ -173,6 +196,28 @@ static int pow_special(const gopt_exec *x, int32_t t) {
   return v == 2.0f ? FX_SQUARE : v == 3.0f ? FX_CUBE : -1;
 }
 
+/* Merges adjacent loop dims that every broadcast (general) load walks the same way (stride of the
+ * outer dim = stride of the inner one times its size, 0 and 0 included): x[4,64,112,112] + c[64,1,1]
+ * becomes a loop over [4,64,12544] whose load of c is one constant per 12544-element run, so a
+ * block is filled by one splat instead of a walk through 112-element runs. The flat element order,
+ * and so every result, is unchanged. */
+static void fx_collapse_dims(fx_prog *f) {
+  for (int d = f->rank - 1; d > 0; d--) {
+    int ok = 1;
+    for (int l = 0; l < f->n_loads && ok; l++)
+      if (f->loads[l].kind == 0) ok = f->loads[l].strides[d - 1] == f->loads[l].strides[d] * f->dims[d];
+    if (!ok) continue;
+    f->dims[d - 1] *= f->dims[d];
+    for (int l = 0; l < f->n_loads; l++) {
+      int64_t *st = f->loads[l].strides;
+      st[d - 1] = st[d];
+      memmove(st + d, st + d + 1, (size_t)(f->rank - 1 - d) * sizeof *st);
+    }
+    memmove(f->dims + d, f->dims + d + 1, (size_t)(f->rank - 1 - d) * sizeof *f->dims);
+    f->rank--;
+  }
+}
+
 int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, gopt_error *err) {
   const gopt_graph *g = x->g;
   int rc = GOPT_OK;
@@ -236,7 +281,7 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
     for (int i = 0; i < nd->n_in && nsrc < 8; i++) {
       int32_t t = gopt_node_input(g, n, i);
       if (t < 0) continue;
-      if (nd->op == GOPT_OP_EXPAND && i == 1) continue;
+      if ((nd->op == GOPT_OP_EXPAND && i == 1) || (nd->op == GOPT_OP_DROPOUT && i >= 1)) continue;
       if (nd->op == GOPT_OP_CLIP && i > 0) continue;
       if (nd->op == GOPT_OP_POW && i == 1 && pow_special(x, t) >= 0) continue;
       if (reg_of[t]) {
@@ -327,6 +372,7 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
   }
   free(in_group);
   if (rc) goto done;
+  fx_collapse_dims(f);
   f->n_regs = next_reg;
   f->n_members = n_mem;
   f->n_threads = x->threads > 0 ? x->threads : 1;

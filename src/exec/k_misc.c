@@ -1,7 +1,8 @@
 /* k_misc.c: reductions (ReduceMean/Sum/Max/Min/Prod/L2/SumSquare), global pooling, and the ONNX
  * LSTM (all gates at once with OpenBLAS sgemm: the input projection for every step in one call,
  * the recurrent one per step; gate order i, o, f, c as ONNX defines it). A reduction over contiguous
- * axes runs the vector loop of k_vec.inc for the executor's instruction set. */
+ * axes and the LSTM cell's gate math run the vector loops of k_vec.inc for the executor's
+ * instruction set. */
 #include <cblas.h>
 #undef I /* complex.h (through cblas.h) defines I */
 #include <math.h>
@@ -120,25 +121,42 @@ static int prep_reduce(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 typedef struct lstm_st {
   int64_t T, B, I, H;
   int dirs, reverse, layout;
-  float *xw;      /* [T*B, 4H] scratch */
-  float *gates;   /* [B, 4H] */
-  float *h, *c;   /* [B, H] */
+  ex_lstm_cell_fn cell; /* the ISA's gate math (k_vec.inc) */
+  float *xw;            /* [T*B, 4H] scratch: input projection plus biases, then the gates */
+  float *h, *c;         /* [B, H] */
 } lstm_st;
 
 static void lstm_free(void *p) {
   lstm_st *s = p;
   if (!s) return;
   free(s->xw);
-  free(s->gates);
   free(s->h);
   free(s->c);
   free(s);
 }
 
-static inline float sigmf(float v) { return 1.0f / (1.0f + expf(-v)); }
+/* xw[r] = X[r] W^T + Bw + Br for the T*B rows of one direction (time-major rows t*B+b). */
+static void lstm_project(const lstm_st *s, const float *X, const float *W, const float *Bw, const float *Br) {
+  int64_t T = s->T, B = s->B, I = s->I, G = 4 * s->H;
+  if (Bw) {
+    for (int64_t j = 0; j < G; j++) s->xw[j] = Bw[j] + Br[j];
+    for (int64_t r = 1; r < T * B; r++) memcpy(s->xw + r * G, s->xw, (size_t)G * sizeof(float));
+  }
+  float beta = Bw ? 1.0f : 0.0f;
+  if (s->layout == 0) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(T * B), (int)G, (int)I, 1.0f, X, (int)I, W,
+                (int)I, beta, s->xw, (int)G);
+  } else {
+    for (int64_t b = 0; b < B; b++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)G, (int)I, 1.0f, X + (size_t)b * T * I,
+                  (int)I, W, (int)I, beta, s->xw + (size_t)b * G, (int)(B * G));
+  }
+}
 
 /* lstm_forward for one direction d: X [T,B,I] (or [B,T,I] with layout 1), W [4H,I], R [4H,H],
- * Bias [8H] or NULL, P [3H] or NULL, h0/c0 [B,H] or NULL; writes Y (may be NULL), Yh, Yc. */
+ * Bias [8H] or NULL, P [3H] or NULL, h0/c0 [B,H] or NULL; writes Y (may be NULL), Yh, Yc.
+ * The input part of every step's gates is one sgemm over the whole sequence (biases folded in);
+ * each step adds h R^T in place (one sgemm) and runs the vectorised cell. */
 static int lstm_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   lstm_st *s = k->st;
   (void)err;
@@ -157,54 +175,23 @@ static int lstm_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     const float *Bw = Ba ? Ba + (size_t)d * 2 * G : NULL, *Br = Ba ? Bw + G : NULL;
     const float *P = Pa ? Pa + (size_t)d * 3 * H : NULL;
     int rev = s->reverse || (s->dirs == 2 && d == 1);
-    /* input projection for all steps: xw[t*B+b] = X[t,b] W^T */
-    if (s->layout == 0) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(T * B), (int)G, (int)I, 1.0f, X,
-                  (int)I, W, (int)I, 0.0f, s->xw, (int)G);
-    } else {
-      for (int64_t b = 0; b < B; b++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)G, (int)I, 1.0f,
-                    X + (size_t)b * T * I, (int)I, W, (int)I, 0.0f, s->xw + (size_t)b * G,
-                    (int)(B * G));
-    }
+    lstm_project(s, X, W, Bw, Br);
     for (int64_t i = 0; i < B * H; i++) {
       s->h[i] = h0 ? h0[(size_t)d * B * H + i] : 0.0f;
       s->c[i] = c0 ? c0[(size_t)d * B * H + i] : 0.0f;
     }
     for (int64_t step = 0; step < T; step++) {
       int64_t t = rev ? T - 1 - step : step;
-      memcpy(s->gates, s->xw + (size_t)t * B * G, (size_t)(B * G) * sizeof(float));
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)G, (int)H, 1.0f, s->h,
-                  (int)H, R, (int)H, 1.0f, s->gates, (int)G);
-      for (int64_t b = 0; b < B; b++) {
-        float *gt = s->gates + b * G;
-        float *hb = s->h + b * H, *cb = s->c + b * H;
-        for (int64_t j = 0; j < H; j++) {
-          float gi = gt[j], go = gt[H + j], gf = gt[2 * H + j], gc = gt[3 * H + j];
-          if (Bw) {
-            gi += Bw[j] + Br[j];
-            go += Bw[H + j] + Br[H + j];
-            gf += Bw[2 * H + j] + Br[2 * H + j];
-            gc += Bw[3 * H + j] + Br[3 * H + j];
-          }
-          float cp = cb[j];
-          if (P) {
-            gi += P[j] * cp;
-            gf += P[2 * H + j] * cp;
-          }
-          float it = sigmf(gi), ft = sigmf(gf), ct = tanhf(gc);
-          float cn = ft * cp + it * ct;
-          if (P) go += P[H + j] * cn;
-          float ot = sigmf(go);
-          cb[j] = cn;
-          hb[j] = ot * tanhf(cn);
-        }
-        if (Y) {
+      float *gates = s->xw + (size_t)t * B * G;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)G, (int)H, 1.0f, s->h, (int)H, R, (int)H,
+                  1.0f, gates, (int)G);
+      s->cell(gates, s->c, s->h, P, B, H);
+      if (Y)
+        for (int64_t b = 0; b < B; b++) {
           float *y = s->layout == 0 ? Y + (((size_t)t * s->dirs + d) * B + b) * H
                                     : Y + (((size_t)b * T + t) * s->dirs + d) * H;
-          memcpy(y, hb, (size_t)H * sizeof(float));
+          memcpy(y, s->h + b * H, (size_t)H * sizeof(float));
         }
-      }
     }
     for (int64_t b = 0; b < B; b++) {
       size_t o = s->layout == 0 ? ((size_t)d * B + b) * H : ((size_t)b * s->dirs + d) * H;
@@ -238,6 +225,7 @@ static int prep_lstm(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   k->st = s;
   k->fini = lstm_free;
   k->run = lstm_run;
+  s->cell = ex_vec_ops_for(x->isa)->lstm_cell;
   s->layout = (int)gopt_node_get_int(g, n, "layout", 0);
   const int64_t *xd = ex_dims(x, k->in[0]);
   if (ex_rank(x, k->in[0]) != 3) return ex_node_error(x, n, err, GOPT_ESHAPE, "X must be 3-D");
@@ -261,10 +249,9 @@ static int prep_lstm(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   }
   size_t G = (size_t)(4 * s->H);
   s->xw = malloc((size_t)(s->T * s->B) * G * sizeof(float) + 64);
-  s->gates = malloc((size_t)s->B * G * sizeof(float) + 64);
   s->h = malloc((size_t)(s->B * s->H) * sizeof(float) + 64);
   s->c = malloc((size_t)(s->B * s->H) * sizeof(float) + 64);
-  if (!s->xw || !s->gates || !s->h || !s->c) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if (!s->xw || !s->h || !s->c) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   return GOPT_OK;
 }
 

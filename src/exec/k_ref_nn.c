@@ -848,7 +848,9 @@ static int f_gridsample(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, in
   return GOPT_OK;
 }
 
-static int claim_multi(const gopt_exec *x, int32_t n) { return x->g->nodes.a[n].n_out > 1; }
+static int claim_dropout(const gopt_exec *x, int32_t n) {
+  return x->g->nodes.a[n].n_out > 1 && !ex_dropout_is_copy(x, n);
+}
 
 const ref_entry ex_ref_nn_table[] = {
     {"ConvTranspose", f_convtranspose, NULL}, {"ConvInteger", f_convq, NULL},
@@ -857,7 +859,7 @@ const ref_entry ex_ref_nn_table[] = {
     {"DequantizeLinear", f_quant, NULL}, {"DynamicQuantizeLinear", f_dynquant, NULL},
     {"RNN", f_rnn, NULL}, {"GRU", f_rnn, NULL}, {"LSTM", f_rnn, claim_lstm},
     {"Einsum", f_einsum, NULL}, {"LRN", f_lrn, NULL}, {"MeanVarianceNormalization", f_mvn, NULL},
-    {"Det", f_det, NULL}, {"Dropout", f_dropout, claim_multi}, {"Resize", f_resize, claim_resize},
+    {"Det", f_det, NULL}, {"Dropout", f_dropout, claim_dropout}, {"Resize", f_resize, claim_resize},
     {"Upsample", f_resize, NULL}, {"MaxPool", f_maxpool, claim_maxpool}, {"MaxUnpool", f_maxunpool, NULL},
     {"GridSample", f_gridsample, NULL},
     {NULL, NULL, NULL},

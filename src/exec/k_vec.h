@@ -93,9 +93,15 @@ typedef void (*ex_reduce_fn)(float *out, const float *in, int op, int64_t outer,
 /* Instruction sets the vector kernels are compiled for. */
 enum { EX_ISA_BASELINE = 0, EX_ISA_AVX2 = 1, EX_ISA_AVX512 = 2, EX_ISA_COUNT = 3 };
 
+/* lstm_cell: one LSTM step's gate math (ONNX gate order i, o, f, c) for B batch rows. g [B, 4H]
+ * holds X W^T + h R^T + both biases and is overwritten (scratch); c and h [B, H] are read as the
+ * previous state and updated in place; P [3H] holds the peepholes (i, o, f) or is NULL. */
+typedef void (*ex_lstm_cell_fn)(float *g, float *c, float *h, const float *P, int64_t B, int64_t H);
+
 typedef struct ex_vec_ops {
   fx_block_fn fx_block;
   ex_reduce_fn reduce;
+  ex_lstm_cell_fn lstm_cell;
 } ex_vec_ops;
 
 /* The kernels of isa (EX_ISA_*). */
@@ -107,5 +113,8 @@ void ex_fx_block_avx512(const fx_prog *f, float *regs, const float **rp, int64_t
 void ex_reduce_base(float *out, const float *in, int op, int64_t outer, int64_t red, int64_t inner);
 void ex_reduce_avx2(float *out, const float *in, int op, int64_t outer, int64_t red, int64_t inner);
 void ex_reduce_avx512(float *out, const float *in, int op, int64_t outer, int64_t red, int64_t inner);
+void ex_lstm_cell_base(float *g, float *c, float *h, const float *P, int64_t B, int64_t H);
+void ex_lstm_cell_avx2(float *g, float *c, float *h, const float *P, int64_t B, int64_t H);
+void ex_lstm_cell_avx512(float *g, float *c, float *h, const float *P, int64_t B, int64_t H);
 
 #endif
