@@ -5,7 +5,7 @@ real weights (a small Conv+BN model built here) gets its BN folded into the weig
 times (gopt's executor and ONNX Runtime); a model nothing rewrites is reported 'unchanged';
 Tensat's SqueezeNet loses its fire modules' Split/Relu/Concat; --list-methods lists greedy; bad
 flags give one error line; eqsat converts Tensat's VGG-19 (once refused) and makes Tensat's
-SqueezeNet cheaper; Ctrl-C stops greedy and eqsat with their best graph so far, verified and
+SqueezeNet cheaper; Ctrl-C stops greedy, eqsat and rl with their best graph so far, verified and
 written."""
 import json
 import os
@@ -224,6 +224,11 @@ def main():
         if not f and "stop: interrupted" not in j.get("search_note", ""):
             print(f"check_rewrite_cli: interrupted eqsat: {j.get('search_note')}", file=sys.stderr)
             f = 1
+        failures += f
+        # rl: SIGINT at its second progress line (2 s in; a 10-step NasRNN's episode of up to 1000
+        # rewrites runs far longer): the policy is offered STOP only, the best graph seen is kept
+        f, j = interrupted(d, "nasrnn:steps=10", "rl", ("--budget", "1000", "--seconds", "3000"),
+                           lambda line: "rewrite steps" in line and not line.split(":")[2].strip().startswith("0/"))
         failures += f
         j = run(src, os.path.join(d, "convbn_out.onnx"), ("--method", "eqsat"))
         m = onnx.load(os.path.join(d, "convbn_out.onnx"))
