@@ -565,6 +565,161 @@ static int apply_fold(gopt_graph *h, const gopt_rewrite_match *m, int *flags, go
   return rc;
 }
 
+/* ---- unary ops through Concat and MaxPool; parallel MatMuls as one batched MatMul -------------- */
+
+/* Concat whose every input is the sole use of one plain unary op of one type (Relu, Sigmoid,
+ * Tanh): the op moves after the Concat (one kernel instead of n; the other direction of
+ * hoist_unary_over_split). nodes = {concat, unary ops...}. */
+static int find_sink_concat(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out,
+                            size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t c = (int32_t)i;
+    const gopt_node *nd = &g->nodes.a[c];
+    if (!gopt_node_alive(g, c) || nd->op != GOPT_OP_CONCAT || nd->n_in < 2 || nd->n_in >= GOPT_REWRITE_MAX_OPS)
+      continue;
+    gopt_rewrite_match m = {rule, 1 + nd->n_in, 1, {c}, {0}};
+    int op = -1, ok = 1;
+    for (int k = 0; k < nd->n_in && ok; k++) {
+      int32_t t = gopt_node_input(g, c, k), u = t >= 0 ? g->tensors.a[t].producer : -1;
+      ok = u >= 0 && gopt_node_alive(g, u) && sole_user(g, t) == c && plain_unary(g->nodes.a[u].op) &&
+           g->nodes.a[u].n_in == 1 && (op < 0 || g->nodes.a[u].op == op);
+      if (ok) op = g->nodes.a[u].op, m.nodes[1 + k] = u;
+    }
+    if (ok) m.vars[0] = gopt_node_input(g, m.nodes[1], 0);
+    if (ok && rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+/* Reuses the nodes: the Concat reads the unary ops' inputs, the first unary op reads the Concat's
+ * output and takes over its uses, the other unary ops go. */
+static int apply_sink_concat(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  (void)flags;
+  int32_t c = m->nodes[0], u = m->nodes[1], y = gopt_node_output(h, c, 0);
+  int rc = rw_replace(h, y, gopt_node_output(h, u, 0), err);
+  for (int k = 1; !rc && k < m->n_nodes; k++)
+    if (gopt_node_set_input(h, c, k - 1, gopt_node_input(h, m->nodes[k], 0)))
+      rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if (!rc && gopt_node_set_input(h, u, 0, y)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int k = 2; !rc && k < m->n_nodes; k++) gopt_graph_remove_node(h, m->nodes[k]);
+  return rc;
+}
+
+/* MaxPool (one output) of the sole use of a Relu, Sigmoid or Tanh: a non-decreasing function
+ * commutes with a max over a window (pads are ignored by the max), so the pool runs first and the
+ * unary op on the pooled, smaller tensor. nodes = {maxpool, unary}. */
+static int find_swap_maxpool(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out,
+                             size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t p = (int32_t)i;
+    if (!gopt_node_alive(g, p) || g->nodes.a[p].op != GOPT_OP_MAX_POOL || g->nodes.a[p].n_out != 1) continue;
+    int32_t t = gopt_node_input(g, p, 0), u = g->tensors.a[t].producer;
+    if (u < 0 || !gopt_node_alive(g, u) || !plain_unary(g->nodes.a[u].op) || g->nodes.a[u].n_in != 1 ||
+        sole_user(g, t) != p)
+      continue;
+    gopt_rewrite_match m = {rule, 2, 1, {p, u}, {gopt_node_input(g, u, 0)}};
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+static int apply_swap_maxpool(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  (void)flags;
+  int32_t p = m->nodes[0], u = m->nodes[1], y = gopt_node_output(h, p, 0);
+  int rc = rw_replace(h, y, gopt_node_output(h, u, 0), err);
+  if (!rc && (gopt_node_set_input(h, p, 0, m->vars[0]) || gopt_node_set_input(h, u, 0, y)))
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  return rc;
+}
+
+/* Two MatMuls reading one 2-D input x [M, K] with constant float right operands of rank 2 or 3 and
+ * equal trailing dims [K, N] (b1 and b2 matrices; rank 2 is one): one MatMul with the operands
+ * stacked into [b1 + b2, K, N] (x broadcast; one kernel), a Split on axis 0 (contiguous: views)
+ * and, for a rank-2 operand, a Reshape [1, M, N] -> [M, N] (no kernel). Unlike
+ * merge_parallel_matmul, whose Split on the last axis is a copy unless M = 1. nodes = {a, b}. */
+static int bmm_operand_ok(const gopt_graph *g, int32_t n, int32_t x) {
+  if (!gopt_node_alive(g, n) || g->nodes.a[n].op != GOPT_OP_MATMUL || gopt_node_input(g, n, 0) != x) return 0;
+  int32_t w = gopt_node_input(g, n, 1);
+  int r = g->tensors.a[w].rank;
+  return is_const(g, w) && g->tensors.a[w].dtype == GOPT_DT_FLOAT && (r == 2 || r == 3);
+}
+
+static int find_bmm(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t a = (int32_t)i, x = gopt_node_alive(g, a) ? gopt_node_input(g, a, 0) : -1;
+    if (x < 0 || g->tensors.a[x].rank != 2 || g->tensors.a[x].dtype != GOPT_DT_FLOAT || !bmm_operand_ok(g, a, x))
+      continue;
+    int32_t wa = gopt_node_input(g, a, 1);
+    const int64_t *da = gopt_tensor_dims(g, wa) + g->tensors.a[wa].rank - 2;
+    for (int32_t s = g->tensors.a[x].first_use; s >= 0; s = g->slots.a[s].next_use) {
+      int32_t b = g->slots.a[s].node;
+      if (b <= a || !bmm_operand_ok(g, b, x)) continue;
+      int32_t wb = gopt_node_input(g, b, 1);
+      const int64_t *db = gopt_tensor_dims(g, wb) + g->tensors.a[wb].rank - 2;
+      if (wa == wb || da[0] != db[0] || da[1] != db[1]) continue;
+      gopt_rewrite_match m = {rule, 2, 1, {a, b}, {x}};
+      if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+      break;
+    }
+  }
+  return 0;
+}
+
+/* t viewed as dims (a Reshape with a non-parameter int64 shape constant); -1 on failure. */
+static int32_t add_reshape(gopt_graph *h, int32_t t, int rank, const int64_t *dims, gopt_error *err) {
+  int64_t r = rank;
+  int32_t sh = rw_const(h, GOPT_DT_INT64, 1, &r, dims, err), y = rw_new_tensor(h, err);
+  if (sh < 0 || y < 0) return -1;
+  h->tensors.a[sh].flags &= (uint16_t)~GOPT_T_PARAM;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[2] = {t, sh};
+  return gopt_graph_add_node(h, "Reshape", name, 2, in, 1, &y, err) < 0 ? -1 : y;
+}
+
+static int apply_bmm(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  int32_t a = m->nodes[0], b = m->nodes[1], x = m->vars[0];
+  int32_t wa = gopt_node_input(h, a, 1), wb = gopt_node_input(h, b, 1);
+  int ra = h->tensors.a[wa].rank, rb = h->tensors.a[wb].rank;
+  int64_t ba = ra == 3 ? gopt_tensor_dims(h, wa)[0] : 1, bb = rb == 3 ? gopt_tensor_dims(h, wb)[0] : 1;
+  int64_t K = gopt_tensor_dims(h, wa)[ra - 2], N = gopt_tensor_dims(h, wa)[ra - 1];
+  int64_t M = gopt_tensor_dims(h, x)[0], wd[3] = {ba + bb, K, N};
+  const float *pa = cdata(h, wa), *pb = cdata(h, wb);
+  float *nw = NULL;
+  int rc = GOPT_ENOMEM;
+  if (pa && pb) {
+    if (GOPT_ALLOC(nw, (ba + bb) * K * N)) goto done;
+    memcpy(nw, pa, sizeof *nw * (size_t)(ba * K * N));
+    memcpy(nw + ba * K * N, pb, sizeof *nw * (size_t)(bb * K * N));
+  } else {
+    *flags |= GOPT_RW_NODATA;
+  }
+  *flags |= GOPT_RW_WEIGHTS;
+  int32_t tw = rw_const(h, GOPT_DT_FLOAT, 3, wd, nw, err), mm = rw_new_tensor(h, err);
+  if (tw < 0 || mm < 0) goto done;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[2] = {x, tw}, outs[2];
+  if (gopt_graph_add_node(h, "MatMul", name, 2, in, 1, &mm, err) < 0) {
+    rc = GOPT_EINVAL;
+    goto done;
+  }
+  if ((rc = add_split(h, mm, 0, ba, bb, outs, err))) goto done;
+  int64_t flat[2] = {M, N};
+  for (int side = 0; side < 2 && !rc; side++) {
+    int32_t y = outs[side];
+    if ((side ? rb : ra) == 2 && (y = add_reshape(h, y, 2, flat, err)) < 0) rc = GOPT_ENOMEM;
+    if (!rc) rc = rw_replace(h, gopt_node_output(h, side ? b : a, 0), y, err);
+  }
+  if (rc) goto done;
+  gopt_graph_remove_node(h, a);
+  gopt_graph_remove_node(h, b);
+done:
+  if (rc == GOPT_ENOMEM && (!err || !err->code)) gopt_error_set(err, rc, "out of memory");
+  free(nw);
+  return rc;
+}
+
 static const rw_builtin k_builtins[] = {
     {"fuse_conv_batchnorm", 2, find_bn, apply_affine},
     {"fuse_conv_mul", 2, find_mul, apply_affine},
@@ -576,6 +731,9 @@ static const rw_builtin k_builtins[] = {
     {"hoist_unary_over_split", 3, find_hoist, apply_hoist},
     {"concat_of_split", 2, find_concat_split, apply_concat_split},
     {"merge_group_conv", 1, find_gconv, apply_gconv},
+    {"sink_unary_below_concat", 3, find_sink_concat, apply_sink_concat},
+    {"swap_unary_maxpool", 2, find_swap_maxpool, apply_swap_maxpool},
+    {"merge_parallel_matmul_batched", 2, find_bmm, apply_bmm},
 };
 
 const rw_builtin *rw_builtins(size_t *n) {

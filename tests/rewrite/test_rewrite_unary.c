@@ -1,0 +1,219 @@
+/* test_rewrite_unary.c: the built-ins that move unary ops and batch MatMuls, on hand-built graphs:
+ * sink_unary_below_concat (Concat of one unary op's outputs -> the op after the Concat),
+ * swap_unary_maxpool (Relu/Sigmoid/Tanh before a MaxPool -> after it) and
+ * merge_parallel_matmul_batched (two MatMuls sharing a 2-D input -> one MatMul over stacked
+ * constant operands and a Split on axis 0). Each application computes the same outputs as the
+ * input (gopt's executor on random inputs, weights with data); the cases they must not match are
+ * not matched; the batched merge is cheaper under the simulator where merge_parallel_matmul's
+ * Split on the last axis (a copy) makes it dearer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gopt/ops.h"
+#include "gopt/rewrite.h"
+
+static int32_t rule_of(const gopt_ruleset *rs, const char *name) {
+  for (size_t i = 0; i < gopt_ruleset_count(rs); i++)
+    if (!strcmp(gopt_ruleset_rule_name(rs, i), name)) return (int32_t)i;
+  CHECK_MSG(0, "no built-in %s", name);
+  return -1;
+}
+
+static size_t n_matches(const gopt_graph *g, const gopt_ruleset *rs, const char *name) {
+  gopt_rewrite_match *ms = NULL;
+  size_t n = 0;
+  CHECK(gopt_rewrite_find(g, rs, rule_of(rs, name), &ms, &n, NULL) == 0);
+  free(ms);
+  return n;
+}
+
+/* Applies the first match of `name`; the result must compute g's outputs. */
+static gopt_graph *apply_first(const gopt_graph *g, const gopt_ruleset *rs, const char *name) {
+  gopt_rewrite_match *ms = NULL;
+  size_t n = 0;
+  gopt_graph *h = NULL;
+  gopt_error err = {0};
+  CHECK(gopt_rewrite_find(g, rs, rule_of(rs, name), &ms, &n, NULL) == 0);
+  CHECK_MSG(n >= 1, "%s: no match", name);
+  if (n >= 1 && gopt_rewrite_apply(g, rs, &ms[0], &h, NULL, &err) == 0) {
+    CHECK_MSG(gopt_rewrite_compare(g, h, 11, 1e-5, 1e-6, NULL, &err) == 0, "%s: %s", name, err.msg);
+  } else if (n >= 1) {
+    CHECK_MSG(0, "%s: %s", name, err.msg);
+  }
+  free(ms);
+  return h;
+}
+
+static int32_t t4(gopt_graph *g, const char *name, int64_t c, int64_t hw) {
+  int64_t d[4] = {1, c, hw, hw};
+  return gopt_graph_add_tensor(g, name, GOPT_DT_FLOAT, 4, d, NULL);
+}
+
+static int32_t op1(gopt_graph *g, const char *type, const char *name, int32_t x, int32_t y) {
+  return gopt_graph_add_node(g, type, name, 1, &x, 1, &y, NULL);
+}
+
+/* Concat(u(a), u2(b)) on the channel axis -> out; with extra, u(a) is a graph output too. */
+static gopt_graph *concat_graph(const char *u, const char *u2, int extra) {
+  gopt_graph *g = gopt_graph_new("concat");
+  gopt_graph_set_opset(g, "", 17);
+  int32_t a = t4(g, "a", 3, 5), b = t4(g, "b", 2, 5), ua = t4(g, "ua", 3, 5), ub = t4(g, "ub", 2, 5);
+  int32_t y = t4(g, "y", 5, 5);
+  gopt_graph_add_input(g, a);
+  gopt_graph_add_input(g, b);
+  op1(g, u, "u0", a, ua);
+  op1(g, u2, "u1", b, ub);
+  int32_t in[2] = {ua, ub};
+  int32_t c = gopt_graph_add_node(g, "Concat", "cat", 2, in, 1, &y, NULL);
+  gopt_node_set_int(g, c, "axis", 1);
+  gopt_graph_add_output(g, y);
+  if (extra) gopt_graph_add_output(g, ua);
+  gopt_infer_opts io = {0, 0};
+  CHECK(gopt_infer_shapes(g, &io, NULL) == 0);
+  return g;
+}
+
+static void test_sink_concat(const gopt_ruleset *rs) {
+  gopt_graph *g = concat_graph("Tanh", "Tanh", 0);
+  gopt_graph *h = apply_first(g, rs, "sink_unary_below_concat");
+  if (h) {
+    CHECK_EQ_INT(gopt_graph_node_count(h), 2); /* Concat, then one Tanh */
+    int32_t y = gopt_graph_find_tensor(h, "y");  /* the output keeps its name and shape */
+    CHECK(y >= 0 && h->tensors.a[y].producer >= 0 && h->nodes.a[h->tensors.a[y].producer].op == GOPT_OP_TANH);
+    CHECK(y >= 0 && gopt_tensor_dims(h, y)[1] == 5);
+  }
+  gopt_graph_free(h);
+  gopt_graph_free(g);
+  g = concat_graph("Tanh", "Relu", 0); /* different ops: no match */
+  CHECK_EQ_INT(n_matches(g, rs, "sink_unary_below_concat"), 0);
+  gopt_graph_free(g);
+  g = concat_graph("Relu", "Relu", 1); /* a Relu output used outside the Concat: no match */
+  CHECK_EQ_INT(n_matches(g, rs, "sink_unary_below_concat"), 0);
+  gopt_graph_free(g);
+}
+
+/* u(x) -> MaxPool 3x3 stride 2 with pads (or AveragePool) -> y; with extra, u(x) is an output. */
+static gopt_graph *pool_graph(const char *u, const char *pool, int extra) {
+  gopt_graph *g = gopt_graph_new("pool");
+  gopt_graph_set_opset(g, "", 17);
+  int32_t x = t4(g, "x", 3, 9), r = t4(g, "r", 3, 9), y = t4(g, "y", 3, 5);
+  gopt_graph_add_input(g, x);
+  op1(g, u, "u", x, r);
+  int32_t p = op1(g, pool, "pool", r, y);
+  int64_t k[2] = {3, 3}, s[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
+  gopt_node_set_ints(g, p, "kernel_shape", k, 2);
+  gopt_node_set_ints(g, p, "strides", s, 2);
+  gopt_node_set_ints(g, p, "pads", pads, 4);
+  gopt_graph_add_output(g, y);
+  if (extra) gopt_graph_add_output(g, r);
+  gopt_infer_opts io = {0, 0};
+  CHECK(gopt_infer_shapes(g, &io, NULL) == 0);
+  return g;
+}
+
+static void test_swap_maxpool(const gopt_ruleset *rs) {
+  const char *ops[3] = {"Relu", "Sigmoid", "Tanh"};
+  for (int i = 0; i < 3; i++) {
+    gopt_graph *g = pool_graph(ops[i], "MaxPool", 0);
+    gopt_graph *h = apply_first(g, rs, "swap_unary_maxpool");
+    if (h) { /* the pool now reads the graph input, the unary op writes the output */
+      int32_t x = gopt_graph_find_tensor(h, "x"), y = gopt_graph_find_tensor(h, "y");
+      int32_t p = h->tensors.a[y].producer, q = p >= 0 ? gopt_node_input(h, p, 0) : -1;
+      CHECK_MSG(p >= 0 && !strcmp(gopt_node_type(h, p), ops[i]) && q >= 0 &&
+                    h->nodes.a[h->tensors.a[q].producer].op == GOPT_OP_MAX_POOL &&
+                    gopt_node_input(h, h->tensors.a[q].producer, 0) == x,
+                "%s not after the pool", ops[i]);
+    }
+    gopt_graph_free(h);
+    gopt_graph_free(g);
+  }
+  gopt_graph *g = pool_graph("Relu", "AveragePool", 0); /* an average does not commute with Relu */
+  CHECK_EQ_INT(n_matches(g, rs, "swap_unary_maxpool"), 0);
+  gopt_graph_free(g);
+  g = pool_graph("Relu", "MaxPool", 1); /* the Relu output is used outside */
+  CHECK_EQ_INT(n_matches(g, rs, "swap_unary_maxpool"), 0);
+  gopt_graph_free(g);
+}
+
+static int32_t weight(gopt_graph *g, const char *name, int rank, const int64_t *d, float scale) {
+  int32_t w = gopt_graph_add_tensor(g, name, GOPT_DT_FLOAT, rank, d, NULL);
+  size_t n = 1;
+  for (int i = 0; i < rank; i++) n *= (size_t)d[i];
+  float *v = malloc(n * sizeof *v);
+  for (size_t i = 0; i < n; i++) v[i] = scale * (float)((int)(i * 7 % 11) - 5);
+  gopt_tensor_set_const(g, w, v, n * sizeof *v, NULL);
+  free(v);
+  return w;
+}
+
+/* x [M, K] times a rank-2 weight [K, N] and a second operand: a weight [K, N] (batched 0), a
+ * weight [2, K, N] (1) or a graph input [K, N] (2); two outputs. */
+static gopt_graph *mm_graph(int64_t M, int64_t K, int64_t N, int batched) {
+  gopt_graph *g = gopt_graph_new("mm");
+  gopt_graph_set_opset(g, "", 17);
+  int64_t xd[2] = {M, K}, w1d[2] = {K, N}, w2d[3] = {2, K, N};
+  int32_t x = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 2, xd, NULL);
+  int32_t w1 = weight(g, "w1", 2, w1d, 0.1f);
+  int32_t w2 = batched == 1 ? weight(g, "w2", 3, w2d, 0.05f)
+               : batched == 2 ? gopt_graph_add_tensor(g, "w2", GOPT_DT_FLOAT, 2, w1d, NULL)
+                              : weight(g, "w2", 2, w1d, 0.05f);
+  if (batched == 2) gopt_graph_add_input(g, w2);
+  int32_t y1 = gopt_graph_add_tensor(g, "y1", GOPT_DT_FLOAT, -1, NULL, NULL);
+  int32_t y2 = gopt_graph_add_tensor(g, "y2", GOPT_DT_FLOAT, -1, NULL, NULL);
+  gopt_graph_add_input(g, x);
+  int32_t in1[2] = {x, w1}, in2[2] = {x, w2};
+  gopt_graph_add_node(g, "MatMul", "mm1", 2, in1, 1, &y1, NULL);
+  gopt_graph_add_node(g, "MatMul", "mm2", 2, in2, 1, &y2, NULL);
+  gopt_graph_add_output(g, y1);
+  gopt_graph_add_output(g, y2);
+  gopt_infer_opts io = {0, 0};
+  CHECK(gopt_infer_shapes(g, &io, NULL) == 0);
+  return g;
+}
+
+static void test_batched_matmul(const gopt_ruleset *rs) {
+  for (int batched = 0; batched < 2; batched++) {
+    gopt_graph *g = mm_graph(5, 4, 3, batched);
+    gopt_graph *h = apply_first(g, rs, "merge_parallel_matmul_batched");
+    if (h) {
+      size_t mms = 0;
+      for (size_t i = 0; i < h->nodes.n; i++)
+        mms += gopt_node_alive(h, (int32_t)i) && h->nodes.a[i].op == GOPT_OP_MATMUL;
+      CHECK_EQ_INT(mms, 1);
+      int32_t y2 = gopt_graph_find_tensor(h, "y2");
+      CHECK_EQ_INT(h->tensors.a[y2].rank, batched ? 3 : 2);
+    }
+    gopt_graph_free(h);
+    gopt_graph_free(g);
+  }
+  /* BERT's shape: 64 rows. One batched kernel and a free Split on axis 0 beat two kernels, which
+   * beat one MatMul plus a Split on the last axis that copies (merge_parallel_matmul). */
+  gopt_graph *g = mm_graph(64, 256, 256, 0);
+  gopt_graph *b = apply_first(g, rs, "merge_parallel_matmul_batched");
+  gopt_graph *p = apply_first(g, rs, "merge_parallel_matmul");
+  double c0 = 0, cb = 0, cp = 0;
+  CHECK(gopt_rewrite_cost(g, NULL, &c0, NULL) == 0);
+  CHECK(b && gopt_rewrite_cost(b, NULL, &cb, NULL) == 0);
+  CHECK(p && gopt_rewrite_cost(p, NULL, &cp, NULL) == 0);
+  CHECK_MSG(cb < c0 && c0 < cp, "batched %g, two MatMuls %g, last-axis Split %g", cb, c0, cp);
+  gopt_graph_free(b);
+  gopt_graph_free(p);
+  gopt_graph_free(g);
+  g = mm_graph(5, 4, 3, 2); /* a right operand that is not a constant: no match */
+  CHECK_EQ_INT(n_matches(g, rs, "merge_parallel_matmul_batched"), 0);
+  gopt_graph_free(g);
+}
+
+int main(void) {
+  gopt_ruleset *rs = gopt_ruleset_builtin();
+  CHECK(rs != NULL);
+  if (rs) {
+    test_sink_concat(rs);
+    test_swap_maxpool(rs);
+    test_batched_matmul(rs);
+  }
+  gopt_ruleset_free(rs);
+  return check_exit("test_rewrite_unary");
+}
