@@ -720,6 +720,127 @@ done:
   return rc;
 }
 
+/* Add(MatMul(p, W1), MatMul(q, W2)) with 2-D p [M, K1], q [M, K2] (p != q) and constant float
+ * W1 [K1, N], W2 [K2, N], each MatMul used only by the Add: one MatMul of Concat(p, q) on axis 1
+ * with the stacked constant [W1; W2] (TASO's concat-of-matmuls identity, which needs four
+ * variables: the generator's domains have three). An existing Concat(p, q) on axis 1 is reused,
+ * so the cells of an RNN that all combine the same x and h share it and their MatMuls can then be
+ * merged. */
+static int mma_side(const gopt_graph *g, int32_t t, int32_t add) {
+  int32_t m = t >= 0 ? g->tensors.a[t].producer : -1;
+  if (m < 0 || !gopt_node_alive(g, m) || g->nodes.a[m].op != GOPT_OP_MATMUL || sole_user(g, t) != add) return -1;
+  int32_t p = gopt_node_input(g, m, 0), w = gopt_node_input(g, m, 1);
+  if (g->tensors.a[p].rank != 2 || g->tensors.a[w].rank != 2 || !is_const(g, w) ||
+      g->tensors.a[w].dtype != GOPT_DT_FLOAT || g->tensors.a[p].dtype != GOPT_DT_FLOAT)
+    return -1;
+  return m;
+}
+
+/* A plain Gemm (no transposes, alpha = beta = 1) computes A B + C like an Add of a MatMul. */
+static int plain_gemm(const gopt_graph *g, int32_t n) {
+  return g->nodes.a[n].op == GOPT_OP_GEMM && g->nodes.a[n].n_in == 3 && !gopt_node_get_int(g, n, "transA", 0) &&
+         !gopt_node_get_int(g, n, "transB", 0) && gopt_node_get_float(g, n, "alpha", 1.0) == 1.0 &&
+         gopt_node_get_float(g, n, "beta", 1.0) == 1.0;
+}
+
+/* The (add, a, b) of an Add node s of MatMuls over 2-D p != q with equal rows and equal N (a
+ * plain Gemm s(p, W1, MatMul(q, W2)) gives a = s); 0 when s is not one. */
+static int mma_cell(const gopt_graph *g, int32_t s, int32_t *a, int32_t *b) {
+  if (!gopt_node_alive(g, s)) return 0;
+  int gemm = plain_gemm(g, s);
+  if (!gemm && (g->nodes.a[s].op != GOPT_OP_ADD || g->nodes.a[s].n_in != 2)) return 0;
+  *a = -1;
+  *b = mma_side(g, gopt_node_input(g, s, gemm ? 2 : 1), s);
+  if (!gemm) *a = mma_side(g, gopt_node_input(g, s, 0), s);
+  else if (gopt_node_input(g, s, 0) >= 0 && g->tensors.a[gopt_node_input(g, s, 0)].rank == 2 &&
+           is_const(g, gopt_node_input(g, s, 1)) && g->tensors.a[gopt_node_input(g, s, 1)].dtype == GOPT_DT_FLOAT)
+    *a = s;
+  if (*a < 0 || *b < 0 || *a == *b) return 0;
+  int32_t p = gopt_node_input(g, *a, 0), q = gopt_node_input(g, *b, 0);
+  const int64_t *wa = gopt_tensor_dims(g, gopt_node_input(g, *a, 1)), *wb = gopt_tensor_dims(g, gopt_node_input(g, *b, 1));
+  return p != q && gopt_tensor_dims(g, p)[0] == gopt_tensor_dims(g, q)[0] && wa[1] == wb[1];
+}
+
+/* Also matches Gemm(p, W1, MatMul(q, W2)), the form geng_0007 (Add of a MatMul -> Gemm) leaves.
+ * A match holds one such node and, when there is one, a second over the same (p, q) (nodes =
+ * {s, a, b} per node, a = s for a Gemm): both are rewritten at once, so the first application in
+ * an RNN step already pays for the shared Concat (one cell alone saves no more than merging two
+ * MatMuls, and the greedy search then merges those first, which blocks this rule). */
+static int find_mma(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t s = (int32_t)i, a, b, a2, b2;
+    if (!mma_cell(g, s, &a, &b)) continue;
+    int32_t p = gopt_node_input(g, a, 0), q = gopt_node_input(g, b, 0);
+    gopt_rewrite_match m = {rule, 3, 2, {s, a, b}, {p, q}};
+    for (size_t j = i + 1; j < g->nodes.n; j++)
+      if (mma_cell(g, (int32_t)j, &a2, &b2) && gopt_node_input(g, a2, 0) == p && gopt_node_input(g, b2, 0) == q) {
+        m.nodes[3] = (int32_t)j, m.nodes[4] = a2, m.nodes[5] = b2, m.n_nodes = 6;
+        break;
+      }
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+/* The output of a live Concat(p, q) on axis 1 (or -1) of 2-D tensors, or -1. */
+static int32_t find_concat2(const gopt_graph *g, int32_t p, int32_t q) {
+  for (int32_t s = g->tensors.a[p].first_use; s >= 0; s = g->slots.a[s].next_use) {
+    int32_t c = g->slots.a[s].node;
+    if (gopt_node_alive(g, c) && g->nodes.a[c].op == GOPT_OP_CONCAT && g->nodes.a[c].n_in == 2 &&
+        gopt_node_input(g, c, 0) == p && gopt_node_input(g, c, 1) == q && norm_axis(g, c, 2) == 1)
+      return gopt_node_output(g, c, 0);
+  }
+  return -1;
+}
+
+/* Rewrites one cell (s, a, b) of a merge_matmul_add match onto cat = Concat(p, q). */
+static int mma_apply_cell(gopt_graph *h, int32_t s, int32_t a, int32_t b, int32_t cat, int *flags, gopt_error *err) {
+  int32_t w1 = gopt_node_input(h, a, 1), w2 = gopt_node_input(h, b, 1);
+  int64_t k1 = gopt_tensor_dims(h, w1)[0], k2 = gopt_tensor_dims(h, w2)[0], N = gopt_tensor_dims(h, w1)[1];
+  int64_t wd[2] = {k1 + k2, N};
+  const float *d1 = cdata(h, w1), *d2 = cdata(h, w2);
+  float *nw = NULL;
+  int rc = GOPT_ENOMEM;
+  if (d1 && d2) {
+    if (GOPT_ALLOC(nw, (k1 + k2) * N)) goto done;
+    memcpy(nw, d1, sizeof *nw * (size_t)(k1 * N));
+    memcpy(nw + k1 * N, d2, sizeof *nw * (size_t)(k2 * N));
+  } else {
+    *flags |= GOPT_RW_NODATA;
+  }
+  *flags |= GOPT_RW_WEIGHTS;
+  int32_t tw = rw_const(h, GOPT_DT_FLOAT, 2, wd, nw, err), mm = rw_new_tensor(h, err);
+  if (tw < 0 || mm < 0) goto done;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in2[2] = {cat, tw};
+  rc = GOPT_EINVAL;
+  if (gopt_graph_add_node(h, "MatMul", name, 2, in2, 1, &mm, err) < 0) goto done;
+  if ((rc = rw_replace(h, gopt_node_output(h, s, 0), mm, err))) goto done;
+  gopt_graph_remove_node(h, s);
+  if (a != s) gopt_graph_remove_node(h, a);
+  gopt_graph_remove_node(h, b);
+done:
+  if (rc == GOPT_ENOMEM && (!err || !err->code)) gopt_error_set(err, rc, "out of memory");
+  free(nw);
+  return rc;
+}
+
+static int apply_mma(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  int32_t p = m->vars[0], q = m->vars[1], cat = find_concat2(h, p, q);
+  if (cat < 0) {
+    int32_t in[2] = {p, q};
+    char name[48];
+    snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+    int32_t c = (cat = rw_new_tensor(h, err)) < 0 ? -1 : gopt_graph_add_node(h, "Concat", name, 2, in, 1, &cat, err);
+    if (c < 0 || gopt_node_set_int(h, c, "axis", 1)) return err && err->code ? err->code : GOPT_EINVAL;
+  }
+  int rc = 0;
+  for (int k = 0; k + 2 < m->n_nodes && !rc; k += 3)
+    rc = mma_apply_cell(h, m->nodes[k], m->nodes[k + 1], m->nodes[k + 2], cat, flags, err);
+  return rc;
+}
+
 static const rw_builtin k_builtins[] = {
     {"fuse_conv_batchnorm", 2, find_bn, apply_affine},
     {"fuse_conv_mul", 2, find_mul, apply_affine},
@@ -734,6 +855,7 @@ static const rw_builtin k_builtins[] = {
     {"sink_unary_below_concat", 3, find_sink_concat, apply_sink_concat},
     {"swap_unary_maxpool", 2, find_swap_maxpool, apply_swap_maxpool},
     {"merge_parallel_matmul_batched", 2, find_bmm, apply_bmm},
+    {"merge_matmul_add", 3, find_mma, apply_mma},
 };
 
 const rw_builtin *rw_builtins(size_t *n) {

@@ -1,8 +1,9 @@
-/* test_rewrite_unary.c: the built-ins that move unary ops and batch MatMuls, on hand-built graphs:
+/* test_rewrite_tensat.c: the built-ins added for Tensat's models, on hand-built graphs:
  * sink_unary_below_concat (Concat of one unary op's outputs -> the op after the Concat),
- * swap_unary_maxpool (Relu/Sigmoid/Tanh before a MaxPool -> after it) and
+ * swap_unary_maxpool (Relu/Sigmoid/Tanh before a MaxPool -> after it),
  * merge_parallel_matmul_batched (two MatMuls sharing a 2-D input -> one MatMul over stacked
- * constant operands and a Split on axis 0). Each application computes the same outputs as the
+ * constant operands and a Split on axis 0) and merge_matmul_add (x W1 + h W2 -> [x h] [W1; W2],
+ * two such cells at once, sharing one Concat). Each application computes the same outputs as the
  * input (gopt's executor on random inputs, weights with data); the cases they must not match are
  * not matched; the batched merge is cheaper under the simulator where merge_parallel_matmul's
  * Split on the last axis (a copy) makes it dearer. */
@@ -206,6 +207,73 @@ static void test_batched_matmul(const gopt_ruleset *rs) {
   gopt_graph_free(g);
 }
 
+/* An RNN step's cells: c_i = x W_i + h U_i (i < cells; the first as Gemm(h, U_0, x W_0) when
+ * gemm), each an output. */
+static gopt_graph *cells_graph(int cells, int gemm) {
+  gopt_graph *g = gopt_graph_new("cells");
+  gopt_graph_set_opset(g, "", 17);
+  int64_t xd[2] = {2, 6}, hd[2] = {2, 4}, wd[2] = {6, 5}, ud[2] = {4, 5};
+  int32_t x = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 2, xd, NULL);
+  int32_t h = gopt_graph_add_tensor(g, "h", GOPT_DT_FLOAT, 2, hd, NULL);
+  gopt_graph_add_input(g, x);
+  gopt_graph_add_input(g, h);
+  for (int i = 0; i < cells; i++) {
+    char n[4][16];
+    snprintf(n[0], 16, "w%d", i), snprintf(n[1], 16, "u%d", i), snprintf(n[2], 16, "xw%d", i);
+    snprintf(n[3], 16, "c%d", i);
+    int32_t w = weight(g, n[0], 2, wd, 0.1f + 0.01f * (float)i), u = weight(g, n[1], 2, ud, 0.07f);
+    int32_t xw = gopt_graph_add_tensor(g, n[2], GOPT_DT_FLOAT, -1, NULL, NULL);
+    int32_t c = gopt_graph_add_tensor(g, n[3], GOPT_DT_FLOAT, -1, NULL, NULL);
+    int32_t in[3] = {x, w, -1};
+    gopt_graph_add_node(g, "MatMul", n[2], 2, in, 1, &xw, NULL);
+    if (gemm && i == 0) {
+      int32_t gin[3] = {h, u, xw};
+      gopt_graph_add_node(g, "Gemm", n[3], 3, gin, 1, &c, NULL);
+    } else {
+      int32_t hu = gopt_graph_add_tensor(g, NULL, GOPT_DT_FLOAT, -1, NULL, NULL);
+      int32_t hin[2] = {h, u}, ain[2] = {xw, hu};
+      gopt_graph_add_node(g, "MatMul", NULL, 2, hin, 1, &hu, NULL);
+      gopt_graph_add_node(g, "Add", n[3], 2, ain, 1, &c, NULL);
+    }
+    gopt_graph_add_output(g, c);
+  }
+  gopt_infer_opts io = {0, 0};
+  CHECK(gopt_infer_shapes(g, &io, NULL) == 0);
+  return g;
+}
+
+static size_t count_op(const gopt_graph *g, int op) {
+  size_t k = 0;
+  for (size_t i = 0; i < g->nodes.n; i++) k += gopt_node_alive(g, (int32_t)i) && g->nodes.a[i].op == op;
+  return k;
+}
+
+static void test_matmul_add(const gopt_ruleset *rs) {
+  /* three cells: the first match takes two of them (one Concat, two MatMuls), the next one the
+   * third, reusing that Concat */
+  gopt_graph *g = cells_graph(3, 0);
+  gopt_graph *h = apply_first(g, rs, "merge_matmul_add");
+  if (h) {
+    CHECK_EQ_INT(count_op(h, GOPT_OP_CONCAT), 1);
+    CHECK_EQ_INT(count_op(h, GOPT_OP_ADD), 1);
+    gopt_graph *k = apply_first(h, rs, "merge_matmul_add");
+    if (k) {
+      CHECK_EQ_INT(count_op(k, GOPT_OP_CONCAT), 1);
+      CHECK_EQ_INT(count_op(k, GOPT_OP_ADD), 0);
+      CHECK_EQ_INT(count_op(k, GOPT_OP_MATMUL), 3);
+      CHECK(gopt_rewrite_compare(g, k, 13, 1e-5, 1e-6, NULL, NULL) == 0);
+    }
+    gopt_graph_free(k);
+  }
+  gopt_graph_free(h);
+  gopt_graph_free(g);
+  g = cells_graph(1, 1); /* the Gemm form */
+  h = apply_first(g, rs, "merge_matmul_add");
+  if (h) CHECK(count_op(h, GOPT_OP_GEMM) == 0 && count_op(h, GOPT_OP_MATMUL) == 1);
+  gopt_graph_free(h);
+  gopt_graph_free(g);
+}
+
 int main(void) {
   gopt_ruleset *rs = gopt_ruleset_builtin();
   CHECK(rs != NULL);
@@ -213,7 +281,8 @@ int main(void) {
     test_sink_concat(rs);
     test_swap_maxpool(rs);
     test_batched_matmul(rs);
+    test_matmul_add(rs);
   }
   gopt_ruleset_free(rs);
-  return check_exit("test_rewrite_unary");
+  return check_exit("test_rewrite_tensat");
 }
