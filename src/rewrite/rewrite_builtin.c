@@ -632,6 +632,30 @@ static int apply_swap_maxpool(gopt_graph *h, const gopt_rewrite_match *m, int *f
   return rc;
 }
 
+/* A new float constant of dims whose data is a's elements followed by b's (both float constants;
+ * their element counts add up to dims'); data-less and flagged when either has none. -1 on
+ * failure. */
+static int32_t stack_consts(gopt_graph *h, int32_t a, int32_t b, int rank, const int64_t *dims, int *flags,
+                            gopt_error *err) {
+  int64_t na = gopt_tensor_numel(h, a), nb = gopt_tensor_numel(h, b);
+  const float *pa = cdata(h, a), *pb = cdata(h, b);
+  float *w = NULL;
+  if (pa && pb) {
+    if (GOPT_ALLOC(w, na + nb)) {
+      gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+      return -1;
+    }
+    memcpy(w, pa, sizeof *w * (size_t)na);
+    memcpy(w + na, pb, sizeof *w * (size_t)nb);
+  } else {
+    *flags |= GOPT_RW_NODATA;
+  }
+  *flags |= GOPT_RW_WEIGHTS;
+  int32_t t = rw_const(h, GOPT_DT_FLOAT, rank, dims, w, err);
+  free(w);
+  return t;
+}
+
 /* Two MatMuls reading one 2-D input x [M, K] with constant float right operands of rank 2 or 3 and
  * equal trailing dims [K, N] (b1 and b2 matrices; rank 2 is one): one MatMul with the operands
  * stacked into [b1 + b2, K, N] (x broadcast; one kernel), a Split on axis 0 (contiguous: views)
@@ -684,40 +708,23 @@ static int apply_bmm(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gop
   int64_t ba = ra == 3 ? gopt_tensor_dims(h, wa)[0] : 1, bb = rb == 3 ? gopt_tensor_dims(h, wb)[0] : 1;
   int64_t K = gopt_tensor_dims(h, wa)[ra - 2], N = gopt_tensor_dims(h, wa)[ra - 1];
   int64_t M = gopt_tensor_dims(h, x)[0], wd[3] = {ba + bb, K, N};
-  const float *pa = cdata(h, wa), *pb = cdata(h, wb);
-  float *nw = NULL;
-  int rc = GOPT_ENOMEM;
-  if (pa && pb) {
-    if (GOPT_ALLOC(nw, (ba + bb) * K * N)) goto done;
-    memcpy(nw, pa, sizeof *nw * (size_t)(ba * K * N));
-    memcpy(nw + ba * K * N, pb, sizeof *nw * (size_t)(bb * K * N));
-  } else {
-    *flags |= GOPT_RW_NODATA;
-  }
-  *flags |= GOPT_RW_WEIGHTS;
-  int32_t tw = rw_const(h, GOPT_DT_FLOAT, 3, wd, nw, err), mm = rw_new_tensor(h, err);
-  if (tw < 0 || mm < 0) goto done;
+  int32_t tw = stack_consts(h, wa, wb, 3, wd, flags, err), mm = rw_new_tensor(h, err);
+  if (tw < 0 || mm < 0) return err && err->code ? err->code : GOPT_ENOMEM;
   char name[48];
   snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
   int32_t in[2] = {x, tw}, outs[2];
-  if (gopt_graph_add_node(h, "MatMul", name, 2, in, 1, &mm, err) < 0) {
-    rc = GOPT_EINVAL;
-    goto done;
-  }
-  if ((rc = add_split(h, mm, 0, ba, bb, outs, err))) goto done;
+  if (gopt_graph_add_node(h, "MatMul", name, 2, in, 1, &mm, err) < 0) return GOPT_EINVAL;
+  int rc = add_split(h, mm, 0, ba, bb, outs, err);
   int64_t flat[2] = {M, N};
   for (int side = 0; side < 2 && !rc; side++) {
     int32_t y = outs[side];
     if ((side ? rb : ra) == 2 && (y = add_reshape(h, y, 2, flat, err)) < 0) rc = GOPT_ENOMEM;
     if (!rc) rc = rw_replace(h, gopt_node_output(h, side ? b : a, 0), y, err);
   }
-  if (rc) goto done;
+  if (rc) return rc;
   gopt_graph_remove_node(h, a);
   gopt_graph_remove_node(h, b);
-done:
-  if (rc == GOPT_ENOMEM && (!err || !err->code)) gopt_error_set(err, rc, "out of memory");
-  free(nw);
-  return rc;
+  return 0;
 }
 
 /* Add(MatMul(p, W1), MatMul(q, W2)) with 2-D p [M, K1], q [M, K2] (p != q) and constant float
@@ -796,34 +803,19 @@ static int32_t find_concat2(const gopt_graph *g, int32_t p, int32_t q) {
 /* Rewrites one cell (s, a, b) of a merge_matmul_add match onto cat = Concat(p, q). */
 static int mma_apply_cell(gopt_graph *h, int32_t s, int32_t a, int32_t b, int32_t cat, int *flags, gopt_error *err) {
   int32_t w1 = gopt_node_input(h, a, 1), w2 = gopt_node_input(h, b, 1);
-  int64_t k1 = gopt_tensor_dims(h, w1)[0], k2 = gopt_tensor_dims(h, w2)[0], N = gopt_tensor_dims(h, w1)[1];
-  int64_t wd[2] = {k1 + k2, N};
-  const float *d1 = cdata(h, w1), *d2 = cdata(h, w2);
-  float *nw = NULL;
-  int rc = GOPT_ENOMEM;
-  if (d1 && d2) {
-    if (GOPT_ALLOC(nw, (k1 + k2) * N)) goto done;
-    memcpy(nw, d1, sizeof *nw * (size_t)(k1 * N));
-    memcpy(nw + k1 * N, d2, sizeof *nw * (size_t)(k2 * N));
-  } else {
-    *flags |= GOPT_RW_NODATA;
-  }
-  *flags |= GOPT_RW_WEIGHTS;
-  int32_t tw = rw_const(h, GOPT_DT_FLOAT, 2, wd, nw, err), mm = rw_new_tensor(h, err);
-  if (tw < 0 || mm < 0) goto done;
+  int64_t wd[2] = {gopt_tensor_dims(h, w1)[0] + gopt_tensor_dims(h, w2)[0], gopt_tensor_dims(h, w1)[1]};
+  int32_t tw = stack_consts(h, w1, w2, 2, wd, flags, err), mm = rw_new_tensor(h, err);
+  if (tw < 0 || mm < 0) return err && err->code ? err->code : GOPT_ENOMEM;
   char name[48];
   snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
   int32_t in2[2] = {cat, tw};
-  rc = GOPT_EINVAL;
-  if (gopt_graph_add_node(h, "MatMul", name, 2, in2, 1, &mm, err) < 0) goto done;
-  if ((rc = rw_replace(h, gopt_node_output(h, s, 0), mm, err))) goto done;
+  if (gopt_graph_add_node(h, "MatMul", name, 2, in2, 1, &mm, err) < 0) return GOPT_EINVAL;
+  int rc = rw_replace(h, gopt_node_output(h, s, 0), mm, err);
+  if (rc) return rc;
   gopt_graph_remove_node(h, s);
   if (a != s) gopt_graph_remove_node(h, a);
   gopt_graph_remove_node(h, b);
-done:
-  if (rc == GOPT_ENOMEM && (!err || !err->code)) gopt_error_set(err, rc, "out of memory");
-  free(nw);
-  return rc;
+  return 0;
 }
 
 static int apply_mma(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
