@@ -833,6 +833,137 @@ static int apply_mma(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gop
   return rc;
 }
 
+/* ---- separable convs summed: NasNet-A's sep(x) + sep'(x) ---------------------------------------- */
+
+/* A 1x1 conv, stride 1, no pads, group 1 (the pointwise half of a separable conv). */
+static int pointwise(const gopt_graph *g, int32_t n) {
+  if (!conv_ok(g, n) || gopt_node_get_int(g, n, "group", 1) != 1) return 0;
+  const int64_t *w = gopt_tensor_dims(g, gopt_node_input(g, n, 1));
+  size_t np, ns, nd;
+  const int64_t *p = gopt_node_get_ints(g, n, "pads", &np), *st = gopt_node_get_ints(g, n, "strides", &ns);
+  const int64_t *d = gopt_node_get_ints(g, n, "dilations", &nd);
+  for (size_t i = 0; i < np; i++) if (p[i]) return 0;
+  for (size_t i = 0; i < ns; i++) if (st[i] != 1) return 0;
+  for (size_t i = 0; i < nd; i++) if (d[i] != 1) return 0;
+  return w[2] == 1 && w[3] == 1;
+}
+
+/* The conv producing input 0 of pointwise conv p, used only by p; -1 if none. */
+static int32_t sep_first(const gopt_graph *g, int32_t p) {
+  int32_t t = gopt_node_input(g, p, 0), c = g->tensors.a[t].producer;
+  return c >= 0 && conv_ok(g, c) && sole_user(g, t) == p ? c : -1;
+}
+
+/* Add(P_a(G_a(x)), P_b(G_b(x))): two separable convs (a conv G with g groups, then a pointwise conv
+ * P), both G reading x with equal groups, kernels, pads, strides and dilations, each output used
+ * only by the next op. One conv with g groups computes both G (group j outputs G_a's channels of
+ * group j, then G_b's: interleaved), and one pointwise conv over those channels, its weight
+ * columns permuted to match, computes the sum: 2 kernels instead of 5. nodes = {add, pa, pb, ga,
+ * gb}. */
+static int find_sepsum(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t s = (int32_t)i;
+    if (!gopt_node_alive(g, s) || g->nodes.a[s].op != GOPT_OP_ADD || g->nodes.a[s].n_in != 2) continue;
+    int32_t ya = gopt_node_input(g, s, 0), yb = gopt_node_input(g, s, 1);
+    int32_t pa = g->tensors.a[ya].producer, pb = g->tensors.a[yb].producer;
+    if (ya == yb || pa < 0 || pb < 0 || !pointwise(g, pa) || !pointwise(g, pb) || sole_user(g, ya) != s ||
+        sole_user(g, yb) != s || g->tensors.a[ya].rank != 4 || g->tensors.a[yb].rank != 4 ||
+        memcmp(gopt_tensor_dims(g, ya), gopt_tensor_dims(g, yb), 4 * sizeof(int64_t)))
+      continue;
+    int32_t ga = sep_first(g, pa), gb = sep_first(g, pb);
+    if (ga < 0 || gb < 0 || ga == gb || gopt_node_input(g, ga, 0) != gopt_node_input(g, gb, 0)) continue;
+    int64_t grp = gopt_node_get_int(g, ga, "group", 1);
+    const int64_t *wa = gopt_tensor_dims(g, gopt_node_input(g, ga, 1)), *wb = gopt_tensor_dims(g, gopt_node_input(g, gb, 1));
+    if (grp != gopt_node_get_int(g, gb, "group", 1) || grp < 1 || wa[0] % grp || wb[0] % grp || wa[1] != wb[1] ||
+        wa[2] != wb[2] || wa[3] != wb[3] || !ints_eq(g, ga, gb, "pads") || !ints_eq(g, ga, gb, "strides") ||
+        !ints_eq(g, ga, gb, "dilations"))
+      continue;
+    gopt_rewrite_match m = {rule, 5, 1, {s, pa, pb, ga, gb}, {gopt_node_input(g, ga, 0)}};
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+/* The merged weights and biases of a merge_separable_sum match (see find_sepsum); d* are the
+ * (copied) weight dims, NULL data when absent. Interleaved channel of G_a's channel c (group j =
+ * c / ra, r = c % ra): j (ra + rb) + r; of G_b's: j (ra + rb) + ra + r. */
+typedef struct sepsum_w {
+  const float *wga, *wgb, *bga, *bgb, *wpa, *wpb, *bpa, *bpb;
+  int64_t grp, oa, ob, per, npw;
+} sepsum_w;
+
+static void sepsum_fill(const sepsum_w *w, float *gw, float *gb, float *pw, float *pb) {
+  int64_t ra = w->oa / w->grp, rb = w->ob / w->grp, o = w->oa + w->ob;
+  for (int side = 0; side < 2; side++) {
+    int64_t cnt = side ? w->ob : w->oa, rs = side ? rb : ra;
+    const float *src = side ? w->wgb : w->wga, *bias = side ? w->bgb : w->bga, *p = side ? w->wpb : w->wpa;
+    for (int64_t c = 0; c < cnt; c++) {
+      int64_t k = (c / rs) * (ra + rb) + (side ? ra : 0) + c % rs;
+      memcpy(gw + k * w->per, src + c * w->per, sizeof *gw * (size_t)w->per);
+      gb[k] = bias ? bias[c] : 0.0f;
+      for (int64_t q = 0; q < w->npw; q++) pw[q * o + k] = p[q * cnt + c];
+    }
+  }
+  for (int64_t q = 0; q < w->npw; q++) pb[q] = (w->bpa ? w->bpa[q] : 0.0f) + (w->bpb ? w->bpb[q] : 0.0f);
+}
+
+/* Bias input of conv n (-1 when none). */
+static int32_t conv_bias(const gopt_graph *g, int32_t n) {
+  return g->nodes.a[n].n_in > 2 ? gopt_node_input(g, n, 2) : -1;
+}
+
+/* Adds conv(x, w, b) with conv c's attributes; returns its output or -1. */
+static int32_t add_conv_like(gopt_graph *h, int32_t c, int32_t x, int32_t w, int32_t b, gopt_error *err) {
+  int32_t y = rw_new_tensor(h, err);
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[3] = {x, w, b};
+  int32_t n = y < 0 ? -1 : gopt_graph_add_node(h, "Conv", name, 3, in, 1, &y, err);
+  return n < 0 || copy_conv_attrs(h, c, n, 0) ? -1 : y;
+}
+
+static int apply_sepsum(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  int32_t s = m->nodes[0], pa = m->nodes[1], pb = m->nodes[2], ga = m->nodes[3], gb = m->nodes[4];
+  int32_t wga = gopt_node_input(h, ga, 1), wgb = gopt_node_input(h, gb, 1);
+  int32_t wpa = gopt_node_input(h, pa, 1), wpb = gopt_node_input(h, pb, 1);
+  int64_t dg[4], dpa[4]; /* copied: adding tensors below may move the dims array */
+  memcpy(dg, gopt_tensor_dims(h, wga), sizeof dg);
+  memcpy(dpa, gopt_tensor_dims(h, wpa), sizeof dpa);
+  sepsum_w w = {cdata(h, wga), cdata(h, wgb), cdata(h, conv_bias(h, ga)), cdata(h, conv_bias(h, gb)),
+                cdata(h, wpa), cdata(h, wpb), cdata(h, conv_bias(h, pa)), cdata(h, conv_bias(h, pb)),
+                gopt_node_get_int(h, ga, "group", 1), dg[0], gopt_tensor_dims(h, wgb)[0],
+                dg[1] * dg[2] * dg[3], dpa[0]};
+  int64_t o = w.oa + w.ob, gd[4] = {o, dg[1], dg[2], dg[3]}, pd[4] = {w.npw, o, 1, 1}, bd1[1] = {o}, bd2[1] = {w.npw};
+  int have = w.wga && w.wgb && w.wpa && w.wpb;
+  for (int k = 1; k < 5; k++) /* a bias that exists must have data */
+    if (conv_bias(h, m->nodes[k]) >= 0 && !cdata(h, conv_bias(h, m->nodes[k]))) have = 0;
+  float *gw = NULL, *gbias = NULL, *pw = NULL, *pbias = NULL;
+  int rc = GOPT_ENOMEM;
+  if (have) {
+    if (GOPT_ALLOC(gw, o * w.per) || GOPT_ALLOC(gbias, o) || GOPT_ALLOC(pw, w.npw * o) || GOPT_ALLOC(pbias, w.npw))
+      goto done;
+    sepsum_fill(&w, gw, gbias, pw, pbias);
+  } else {
+    *flags |= GOPT_RW_NODATA;
+  }
+  *flags |= GOPT_RW_WEIGHTS;
+  int32_t tgw = rw_const(h, GOPT_DT_FLOAT, 4, gd, gw, err), tgb = rw_const(h, GOPT_DT_FLOAT, 1, bd1, gbias, err);
+  int32_t tpw = rw_const(h, GOPT_DT_FLOAT, 4, pd, pw, err), tpb = rw_const(h, GOPT_DT_FLOAT, 1, bd2, pbias, err);
+  if (tgw < 0 || tgb < 0 || tpw < 0 || tpb < 0) goto done;
+  int32_t y1 = add_conv_like(h, ga, m->vars[0], tgw, tgb, err);
+  int32_t y2 = y1 < 0 ? -1 : add_conv_like(h, pa, y1, tpw, tpb, err);
+  if (y2 < 0) goto done;
+  if ((rc = rw_replace(h, gopt_node_output(h, s, 0), y2, err))) goto done;
+  for (int k = 0; k < 5; k++) gopt_graph_remove_node(h, m->nodes[k]);
+done:
+  if (rc == GOPT_ENOMEM && (!err || !err->code)) gopt_error_set(err, rc, "out of memory");
+  free(gw);
+  free(gbias);
+  free(pw);
+  free(pbias);
+  return rc;
+}
+
 static const rw_builtin k_builtins[] = {
     {"fuse_conv_batchnorm", 2, find_bn, apply_affine},
     {"fuse_conv_mul", 2, find_mul, apply_affine},
@@ -848,6 +979,7 @@ static const rw_builtin k_builtins[] = {
     {"swap_unary_maxpool", 2, find_swap_maxpool, apply_swap_maxpool},
     {"merge_parallel_matmul_batched", 2, find_bmm, apply_bmm},
     {"merge_matmul_add", 3, find_mma, apply_mma},
+    {"merge_separable_sum", 5, find_sepsum, apply_sepsum},
 };
 
 const rw_builtin *rw_builtins(size_t *n) {

@@ -110,19 +110,22 @@ def group_conv(d):
     return 0
 
 
-NEW_BUILTINS = ("sink_unary_below_concat", "swap_unary_maxpool", "merge_parallel_matmul_batched", "merge_matmul_add")
+NEW_BUILTINS = ("sink_unary_below_concat", "swap_unary_maxpool", "merge_parallel_matmul_batched", "merge_matmul_add",
+                "merge_separable_sum")
 
 
 def tensat_builtins(d):
     """The built-ins added for Tensat's models on one model with weights (only they are enabled):
     Concat(Relu, Relu) -> Relu(Concat) then MaxPool(Relu) -> Relu(MaxPool); two MatMuls sharing an
     [8, 16] input -> one batched MatMul; x W_i + h U_i for two cells -> [x h] [W_i; U_i] over one
-    Concat. Greedy applies each; the output passes gopt's executor and ONNX Runtime verification
+    Concat; two separable convs (grouped 3x3, then 1x1) on one input summed -> one grouped conv with
+    interleaved channels and one 1x1 conv. Greedy applies each; the output passes gopt's executor and ONNX Runtime verification
     and the full onnx.checker check."""
     rng = np.random.default_rng(2)
     w = {n: rng.standard_normal(s).astype(np.float32) * 0.3 for n, s in
          (("wc1", (4, 3, 3, 3)), ("wc2", (4, 3, 1, 1)), ("a1", (16, 12)), ("a2", (16, 12)),
-          ("w0", (6, 5)), ("u0", (4, 5)), ("w1", (6, 5)), ("u1", (4, 5)))}
+          ("w0", (6, 5)), ("u0", (4, 5)), ("w1", (6, 5)), ("u1", (4, 5)), ("sga", (4, 2, 3, 3)),
+          ("sgb", (6, 2, 3, 3)), ("sbb", (6,)), ("spa", (5, 4, 1, 1)), ("spb", (5, 6, 1, 1)), ("sbp", (5,)))}
     conv = dict(dilations=[1, 1], group=1, strides=[1, 1])
     nodes = [helper.make_node("Conv", ["x", "wc1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], **conv),
              helper.make_node("Conv", ["x", "wc2"], ["c2"], kernel_shape=[1, 1], pads=[0, 0, 0, 0], **conv),
@@ -134,13 +137,21 @@ def tensat_builtins(d):
         nodes += [helper.make_node("MatMul", ["xa", f"w{i}"], [f"xw{i}"]),
                   helper.make_node("MatMul", ["ha", f"u{i}"], [f"hu{i}"]),
                   helper.make_node("Add", [f"xw{i}", f"hu{i}"], [f"cell{i}"])]
+    sep = dict(dilations=[1, 1], group=2, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
+    pw = dict(dilations=[1, 1], group=1, kernel_shape=[1, 1], pads=[0, 0, 0, 0], strides=[1, 1])
+    nodes += [helper.make_node("Conv", ["sx", "sga"], ["sa"], **sep),
+              helper.make_node("Conv", ["sx", "sgb", "sbb"], ["sb"], **sep),
+              helper.make_node("Conv", ["sa", "spa", "sbp"], ["pa"], **pw),
+              helper.make_node("Conv", ["sb", "spb"], ["pb"], **pw),
+              helper.make_node("Add", ["pa", "pb"], ["ysep"])]
     vi = helper.make_tensor_value_info
     g = helper.make_graph(nodes, "tensat_builtins",
                           [vi("x", TensorProto.FLOAT, [1, 3, 10, 10]), vi("z", TensorProto.FLOAT, [8, 16]),
-                           vi("xa", TensorProto.FLOAT, [2, 6]), vi("ha", TensorProto.FLOAT, [2, 4])],
+                           vi("xa", TensorProto.FLOAT, [2, 6]), vi("ha", TensorProto.FLOAT, [2, 4]),
+                           vi("sx", TensorProto.FLOAT, [1, 4, 6, 6])],
                           [vi("y0", TensorProto.FLOAT, [1, 8, 5, 5]), vi("y1", TensorProto.FLOAT, [8, 12]),
                            vi("y2", TensorProto.FLOAT, [8, 12]), vi("cell0", TensorProto.FLOAT, [2, 5]),
-                           vi("cell1", TensorProto.FLOAT, [2, 5])],
+                           vi("cell1", TensorProto.FLOAT, [2, 5]), vi("ysep", TensorProto.FLOAT, [1, 5, 6, 6])],
                           [numpy_helper.from_array(v, n) for n, v in w.items()])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8

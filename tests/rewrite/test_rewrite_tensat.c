@@ -2,8 +2,10 @@
  * sink_unary_below_concat (Concat of one unary op's outputs -> the op after the Concat),
  * swap_unary_maxpool (Relu/Sigmoid/Tanh before a MaxPool -> after it),
  * merge_parallel_matmul_batched (two MatMuls sharing a 2-D input -> one MatMul over stacked
- * constant operands and a Split on axis 0) and merge_matmul_add (x W1 + h W2 -> [x h] [W1; W2],
- * two such cells at once, sharing one Concat). Each application computes the same outputs as the
+ * constant operands and a Split on axis 0), merge_matmul_add (x W1 + h W2 -> [x h] [W1; W2],
+ * two such cells at once, sharing one Concat) and merge_separable_sum (the sum of two separable
+ * convs on one input -> one grouped conv with interleaved channels and one pointwise conv). Each
+ * application computes the same outputs as the
  * input (gopt's executor on random inputs, weights with data); the cases they must not match are
  * not matched; the batched merge is cheaper under the simulator where merge_parallel_matmul's
  * Split on the last axis (a copy) makes it dearer. */
@@ -274,6 +276,54 @@ static void test_matmul_add(const gopt_ruleset *rs) {
   gopt_graph_free(g);
 }
 
+static int32_t conv(gopt_graph *g, const char *name, int32_t x, int32_t w, int32_t b, int64_t group, int64_t k) {
+  int32_t y = gopt_graph_add_tensor(g, NULL, GOPT_DT_FLOAT, -1, NULL, NULL);
+  int32_t in[3] = {x, w, b};
+  int32_t n = gopt_graph_add_node(g, "Conv", name, b >= 0 ? 3 : 2, in, 1, &y, NULL);
+  int64_t ks[2] = {k, k}, pads[4] = {k / 2, k / 2, k / 2, k / 2}, one[2] = {1, 1};
+  gopt_node_set_int(g, n, "group", group);
+  gopt_node_set_ints(g, n, "kernel_shape", ks, 2);
+  gopt_node_set_ints(g, n, "pads", pads, 4);
+  gopt_node_set_ints(g, n, "strides", one, 2);
+  gopt_node_set_ints(g, n, "dilations", one, 2);
+  return y;
+}
+
+/* P_a(G_a(x)) + P_b(G_b(x)): x [1, 4, 6, 6]; G_a 4 outputs and G_b 6 (2 and 3 per group) with
+ * group ga_group / 2, 3x3; pointwise convs to 5 channels; biases on G_b, G_a and P_a. */
+static gopt_graph *sep_graph(int64_t ga_group) {
+  gopt_graph *g = gopt_graph_new("sep");
+  gopt_graph_set_opset(g, "", 17);
+  int64_t xd[4] = {1, 4, 6, 6}, wa[4] = {4, 4 / ga_group, 3, 3}, wb[4] = {6, 2, 3, 3};
+  int64_t pa[4] = {5, 4, 1, 1}, pb[4] = {5, 6, 1, 1}, b4[1] = {4}, b6[1] = {6}, b5[1] = {5};
+  int32_t x = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 4, xd, NULL);
+  gopt_graph_add_input(g, x);
+  int32_t ya = conv(g, "ga", x, weight(g, "wga", 4, wa, 0.1f), weight(g, "bga", 1, b4, 0.2f), ga_group, 3);
+  int32_t yb = conv(g, "gb", x, weight(g, "wgb", 4, wb, 0.07f), weight(g, "bgb", 1, b6, 0.1f), 2, 3);
+  ya = conv(g, "pa", ya, weight(g, "wpa", 4, pa, 0.1f), weight(g, "bpa", 1, b5, 0.3f), 1, 1);
+  yb = conv(g, "pb", yb, weight(g, "wpb", 4, pb, 0.05f), -1, 1, 1);
+  int32_t y = gopt_graph_add_tensor(g, "y", GOPT_DT_FLOAT, -1, NULL, NULL), in[2] = {ya, yb};
+  gopt_graph_add_node(g, "Add", "sum", 2, in, 1, &y, NULL);
+  gopt_graph_add_output(g, y);
+  gopt_infer_opts io = {0, 0};
+  CHECK(gopt_infer_shapes(g, &io, NULL) == 0);
+  return g;
+}
+
+static void test_separable_sum(const gopt_ruleset *rs) {
+  gopt_graph *g = sep_graph(2);
+  gopt_graph *h = apply_first(g, rs, "merge_separable_sum");
+  if (h) {
+    CHECK_EQ_INT(gopt_graph_node_count(h), 2);
+    CHECK_EQ_INT(count_op(h, GOPT_OP_CONV), 2);
+  }
+  gopt_graph_free(h);
+  gopt_graph_free(g);
+  g = sep_graph(1); /* different group counts: no match */
+  CHECK_EQ_INT(n_matches(g, rs, "merge_separable_sum"), 0);
+  gopt_graph_free(g);
+}
+
 int main(void) {
   gopt_ruleset *rs = gopt_ruleset_builtin();
   CHECK(rs != NULL);
@@ -282,6 +332,7 @@ int main(void) {
     test_swap_maxpool(rs);
     test_batched_matmul(rs);
     test_matmul_add(rs);
+    test_separable_sum(rs);
   }
   gopt_ruleset_free(rs);
   return check_exit("test_rewrite_tensat");
