@@ -113,14 +113,15 @@ int gopt_rewrite_compare(const gopt_graph *a, const gopt_graph *b, uint64_t seed
 /* ---- search ---------------------------------------------------------------------------------- */
 /* Where a running search is, for gopt_rewrite_opts.progress. */
 typedef struct gopt_rewrite_progress {
-  const char *method;          /* "greedy" or "eqsat" */
-  const char *phase;           /* greedy: "search"; eqsat: "saturation" or "extraction" */
+  const char *method;          /* "greedy", "eqsat" or "rl" */
+  const char *phase;           /* greedy: "search"; eqsat: "saturation" or "extraction"; rl: "episode" */
   size_t step, steps;          /* greedy: graphs dequeued and the budget; eqsat: the iteration
-                                  (1-based) and the iteration limit */
-  size_t size;                 /* greedy: candidates generated; eqsat: live e-nodes */
-  size_t applied;              /* eqsat: rewrites applied so far (greedy: 0) */
+                                  (1-based) and the iteration limit; rl: rewrites applied and the
+                                  episode's step limit */
+  size_t size;                 /* greedy, rl: candidates generated; eqsat: live e-nodes */
+  size_t applied;              /* eqsat, rl: rewrites applied so far (greedy: 0) */
   double cost_before;          /* the input's simulated step (seconds) */
-  double best_cost;            /* greedy: the best graph's so far; eqsat: 0 (known after extraction) */
+  double best_cost;            /* greedy, rl: the best graph's so far; eqsat: 0 (known after extraction) */
   double elapsed, seconds;     /* wall seconds so far, and the limit (0: none) */
 } gopt_rewrite_progress;
 
@@ -136,8 +137,8 @@ typedef struct gopt_rewrite_opts {
   uint64_t seed;
   const char *policy;          /* rl: the policy file (NULL: the shipped policies/rewrite.gpol);
                                 * budget = the episode's steps (<= 0: 100) */
-  /* greedy and eqsat: called often (after each dequeued graph; per eqsat iteration and every few
-   * applications) from the searching thread; the callee rate-limits its output. NULL: none. */
+  /* greedy, eqsat and rl: called often (after each dequeued graph; per eqsat iteration and every few
+   * applications; per rl candidate tried) from the searching thread; the callee rate-limits its output. NULL: none. */
   void (*progress)(const gopt_rewrite_progress *p, void *user);
   void *progress_user;
 } gopt_rewrite_opts;

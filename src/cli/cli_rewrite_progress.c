@@ -1,4 +1,4 @@
-/* cli_rewrite_progress.c: `gopt rewrite`'s progress line on stderr (greedy and eqsat searches)
+/* cli_rewrite_progress.c: `gopt rewrite`'s progress line on stderr (greedy, eqsat and rl searches)
  * and its Ctrl-C handling: the first Ctrl-C asks the search to stop and return its best graph so
  * far (which is then verified and written as usual), a second one ends the process. */
 #include <signal.h>
@@ -28,6 +28,10 @@ void cli_rewrite_progress(const gopt_rewrite_progress *p, void *user) {
   if (!strcmp(p->method, "greedy"))
     snprintf(what, sizeof what, "%zu/%zu graphs dequeued, %zu generated, best %.4g ms (%.1f%% less)", p->step,
              p->steps, p->size, p->best_cost * 1e3,
+             p->cost_before > 0 ? 100 * (1 - p->best_cost / p->cost_before) : 0.0);
+  else if (!strcmp(p->method, "rl"))
+    snprintf(what, sizeof what, "%zu/%zu rewrite steps, %zu candidates generated, best %.4g ms (%.1f%% less)",
+             p->step, p->steps, p->size, p->best_cost * 1e3,
              p->cost_before > 0 ? 100 * (1 - p->best_cost / p->cost_before) : 0.0);
   else
     snprintf(what, sizeof what, "%s, iteration %zu/%zu, %zu e-nodes, %zu rewrites applied", p->phase, p->step,

@@ -31,7 +31,7 @@ static const char rewrite_help[] =
     "  --cluster C    cost device preset (default V100): the simulator's step time\n"
     "  --budget N     greedy: graphs dequeued (default 100); eqsat: e-node limit (20000); rl: steps (100)\n"
     "  --seconds S    wall-clock limit (eqsat: default 10: 40% saturation, the rest extraction)\n"
-    "                 (greedy, eqsat: a progress line on stderr when it is a terminal; Ctrl-C stops\n"
+    "                 (every method: a progress line on stderr when it is a terminal; Ctrl-C stops\n"
     "                 the search with its best graph so far, verified and written as usual)\n"
     "  --alpha A      accept candidates costing < A x best (default 1.05)\n"
     "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"

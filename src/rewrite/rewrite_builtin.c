@@ -565,6 +565,405 @@ static int apply_fold(gopt_graph *h, const gopt_rewrite_match *m, int *flags, go
   return rc;
 }
 
+/* ---- unary ops through Concat and MaxPool; parallel MatMuls as one batched MatMul -------------- */
+
+/* Concat whose every input is the sole use of one plain unary op of one type (Relu, Sigmoid,
+ * Tanh): the op moves after the Concat (one kernel instead of n; the other direction of
+ * hoist_unary_over_split). nodes = {concat, unary ops...}. */
+static int find_sink_concat(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out,
+                            size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t c = (int32_t)i;
+    const gopt_node *nd = &g->nodes.a[c];
+    if (!gopt_node_alive(g, c) || nd->op != GOPT_OP_CONCAT || nd->n_in < 2 || nd->n_in >= GOPT_REWRITE_MAX_OPS)
+      continue;
+    gopt_rewrite_match m = {rule, 1 + nd->n_in, 1, {c}, {0}};
+    int op = -1, ok = 1;
+    for (int k = 0; k < nd->n_in && ok; k++) {
+      int32_t t = gopt_node_input(g, c, k), u = t >= 0 ? g->tensors.a[t].producer : -1;
+      ok = u >= 0 && gopt_node_alive(g, u) && sole_user(g, t) == c && plain_unary(g->nodes.a[u].op) &&
+           g->nodes.a[u].n_in == 1 && (op < 0 || g->nodes.a[u].op == op);
+      if (ok) op = g->nodes.a[u].op, m.nodes[1 + k] = u;
+    }
+    if (ok) m.vars[0] = gopt_node_input(g, m.nodes[1], 0);
+    if (ok && rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+/* Reuses the nodes: the Concat reads the unary ops' inputs, the first unary op reads the Concat's
+ * output and takes over its uses, the other unary ops go. */
+static int apply_sink_concat(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  (void)flags;
+  int32_t c = m->nodes[0], u = m->nodes[1], y = gopt_node_output(h, c, 0);
+  int rc = rw_replace(h, y, gopt_node_output(h, u, 0), err);
+  for (int k = 1; !rc && k < m->n_nodes; k++)
+    if (gopt_node_set_input(h, c, k - 1, gopt_node_input(h, m->nodes[k], 0)))
+      rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if (!rc && gopt_node_set_input(h, u, 0, y)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int k = 2; !rc && k < m->n_nodes; k++) gopt_graph_remove_node(h, m->nodes[k]);
+  return rc;
+}
+
+/* MaxPool (one output) of the sole use of a Relu, Sigmoid or Tanh: a non-decreasing function
+ * commutes with a max over a window (pads are ignored by the max), so the pool runs first and the
+ * unary op on the pooled, smaller tensor. nodes = {maxpool, unary}. */
+static int find_swap_maxpool(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out,
+                             size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t p = (int32_t)i;
+    if (!gopt_node_alive(g, p) || g->nodes.a[p].op != GOPT_OP_MAX_POOL || g->nodes.a[p].n_out != 1) continue;
+    int32_t t = gopt_node_input(g, p, 0), u = g->tensors.a[t].producer;
+    if (u < 0 || !gopt_node_alive(g, u) || !plain_unary(g->nodes.a[u].op) || g->nodes.a[u].n_in != 1 ||
+        sole_user(g, t) != p)
+      continue;
+    gopt_rewrite_match m = {rule, 2, 1, {p, u}, {gopt_node_input(g, u, 0)}};
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+static int apply_swap_maxpool(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  (void)flags;
+  int32_t p = m->nodes[0], u = m->nodes[1], y = gopt_node_output(h, p, 0);
+  int rc = rw_replace(h, y, gopt_node_output(h, u, 0), err);
+  if (!rc && (gopt_node_set_input(h, p, 0, m->vars[0]) || gopt_node_set_input(h, u, 0, y)))
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  return rc;
+}
+
+/* A new float constant of dims whose data is a's elements followed by b's (both float constants;
+ * their element counts add up to dims'); data-less and flagged when either has none. -1 on
+ * failure. */
+static int32_t stack_consts(gopt_graph *h, int32_t a, int32_t b, int rank, const int64_t *dims, int *flags,
+                            gopt_error *err) {
+  int64_t na = gopt_tensor_numel(h, a), nb = gopt_tensor_numel(h, b);
+  const float *pa = cdata(h, a), *pb = cdata(h, b);
+  float *w = NULL;
+  if (pa && pb) {
+    if (GOPT_ALLOC(w, na + nb)) {
+      gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+      return -1;
+    }
+    memcpy(w, pa, sizeof *w * (size_t)na);
+    memcpy(w + na, pb, sizeof *w * (size_t)nb);
+  } else {
+    *flags |= GOPT_RW_NODATA;
+  }
+  *flags |= GOPT_RW_WEIGHTS;
+  int32_t t = rw_const(h, GOPT_DT_FLOAT, rank, dims, w, err);
+  free(w);
+  return t;
+}
+
+/* Two MatMuls reading one 2-D input x [M, K] with constant float right operands of rank 2 or 3 and
+ * equal trailing dims [K, N] (b1 and b2 matrices; rank 2 is one): one MatMul with the operands
+ * stacked into [b1 + b2, K, N] (x broadcast; one kernel), a Split on axis 0 (contiguous: views)
+ * and, for a rank-2 operand, a Reshape [1, M, N] -> [M, N] (no kernel). Unlike
+ * merge_parallel_matmul, whose Split on the last axis is a copy unless M = 1. nodes = {a, b}. */
+static int bmm_operand_ok(const gopt_graph *g, int32_t n, int32_t x) {
+  if (!gopt_node_alive(g, n) || g->nodes.a[n].op != GOPT_OP_MATMUL || gopt_node_input(g, n, 0) != x) return 0;
+  int32_t w = gopt_node_input(g, n, 1);
+  int r = g->tensors.a[w].rank;
+  return is_const(g, w) && g->tensors.a[w].dtype == GOPT_DT_FLOAT && (r == 2 || r == 3);
+}
+
+static int find_bmm(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t a = (int32_t)i, x = gopt_node_alive(g, a) ? gopt_node_input(g, a, 0) : -1;
+    if (x < 0 || g->tensors.a[x].rank != 2 || g->tensors.a[x].dtype != GOPT_DT_FLOAT || !bmm_operand_ok(g, a, x))
+      continue;
+    int32_t wa = gopt_node_input(g, a, 1);
+    const int64_t *da = gopt_tensor_dims(g, wa) + g->tensors.a[wa].rank - 2;
+    for (int32_t s = g->tensors.a[x].first_use; s >= 0; s = g->slots.a[s].next_use) {
+      int32_t b = g->slots.a[s].node;
+      if (b <= a || !bmm_operand_ok(g, b, x)) continue;
+      int32_t wb = gopt_node_input(g, b, 1);
+      const int64_t *db = gopt_tensor_dims(g, wb) + g->tensors.a[wb].rank - 2;
+      if (wa == wb || da[0] != db[0] || da[1] != db[1]) continue;
+      gopt_rewrite_match m = {rule, 2, 1, {a, b}, {x}};
+      if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+      break;
+    }
+  }
+  return 0;
+}
+
+/* t viewed as dims (a Reshape with a non-parameter int64 shape constant); -1 on failure. */
+static int32_t add_reshape(gopt_graph *h, int32_t t, int rank, const int64_t *dims, gopt_error *err) {
+  int64_t r = rank;
+  int32_t sh = rw_const(h, GOPT_DT_INT64, 1, &r, dims, err), y = rw_new_tensor(h, err);
+  if (sh < 0 || y < 0) return -1;
+  h->tensors.a[sh].flags &= (uint16_t)~GOPT_T_PARAM;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[2] = {t, sh};
+  return gopt_graph_add_node(h, "Reshape", name, 2, in, 1, &y, err) < 0 ? -1 : y;
+}
+
+static int apply_bmm(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  int32_t a = m->nodes[0], b = m->nodes[1], x = m->vars[0];
+  int32_t wa = gopt_node_input(h, a, 1), wb = gopt_node_input(h, b, 1);
+  int ra = h->tensors.a[wa].rank, rb = h->tensors.a[wb].rank;
+  int64_t ba = ra == 3 ? gopt_tensor_dims(h, wa)[0] : 1, bb = rb == 3 ? gopt_tensor_dims(h, wb)[0] : 1;
+  int64_t K = gopt_tensor_dims(h, wa)[ra - 2], N = gopt_tensor_dims(h, wa)[ra - 1];
+  int64_t M = gopt_tensor_dims(h, x)[0], wd[3] = {ba + bb, K, N};
+  int32_t tw = stack_consts(h, wa, wb, 3, wd, flags, err), mm = rw_new_tensor(h, err);
+  if (tw < 0 || mm < 0) return err && err->code ? err->code : GOPT_ENOMEM;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[2] = {x, tw}, outs[2];
+  if (gopt_graph_add_node(h, "MatMul", name, 2, in, 1, &mm, err) < 0) return GOPT_EINVAL;
+  int rc = add_split(h, mm, 0, ba, bb, outs, err);
+  int64_t flat[2] = {M, N};
+  for (int side = 0; side < 2 && !rc; side++) {
+    int32_t y = outs[side];
+    if ((side ? rb : ra) == 2 && (y = add_reshape(h, y, 2, flat, err)) < 0) rc = GOPT_ENOMEM;
+    if (!rc) rc = rw_replace(h, gopt_node_output(h, side ? b : a, 0), y, err);
+  }
+  if (rc) return rc;
+  gopt_graph_remove_node(h, a);
+  gopt_graph_remove_node(h, b);
+  return 0;
+}
+
+/* Add(MatMul(p, W1), MatMul(q, W2)) with 2-D p [M, K1], q [M, K2] (p != q) and constant float
+ * W1 [K1, N], W2 [K2, N], each MatMul used only by the Add: one MatMul of Concat(p, q) on axis 1
+ * with the stacked constant [W1; W2] (TASO's concat-of-matmuls identity, which needs four
+ * variables: the generator's domains have three). An existing Concat(p, q) on axis 1 is reused,
+ * so the cells of an RNN that all combine the same x and h share it and their MatMuls can then be
+ * merged. */
+static int mma_side(const gopt_graph *g, int32_t t, int32_t add) {
+  int32_t m = t >= 0 ? g->tensors.a[t].producer : -1;
+  if (m < 0 || !gopt_node_alive(g, m) || g->nodes.a[m].op != GOPT_OP_MATMUL || sole_user(g, t) != add) return -1;
+  int32_t p = gopt_node_input(g, m, 0), w = gopt_node_input(g, m, 1);
+  if (g->tensors.a[p].rank != 2 || g->tensors.a[w].rank != 2 || !is_const(g, w) ||
+      g->tensors.a[w].dtype != GOPT_DT_FLOAT || g->tensors.a[p].dtype != GOPT_DT_FLOAT)
+    return -1;
+  return m;
+}
+
+/* A plain Gemm (no transposes, alpha = beta = 1) computes A B + C like an Add of a MatMul. */
+static int plain_gemm(const gopt_graph *g, int32_t n) {
+  return g->nodes.a[n].op == GOPT_OP_GEMM && g->nodes.a[n].n_in == 3 && !gopt_node_get_int(g, n, "transA", 0) &&
+         !gopt_node_get_int(g, n, "transB", 0) && gopt_node_get_float(g, n, "alpha", 1.0) == 1.0 &&
+         gopt_node_get_float(g, n, "beta", 1.0) == 1.0;
+}
+
+/* The (add, a, b) of an Add node s of MatMuls over 2-D p != q with equal rows and equal N (a
+ * plain Gemm s(p, W1, MatMul(q, W2)) gives a = s); 0 when s is not one. */
+static int mma_cell(const gopt_graph *g, int32_t s, int32_t *a, int32_t *b) {
+  if (!gopt_node_alive(g, s)) return 0;
+  int gemm = plain_gemm(g, s);
+  if (!gemm && (g->nodes.a[s].op != GOPT_OP_ADD || g->nodes.a[s].n_in != 2)) return 0;
+  *a = -1;
+  *b = mma_side(g, gopt_node_input(g, s, gemm ? 2 : 1), s);
+  if (!gemm) *a = mma_side(g, gopt_node_input(g, s, 0), s);
+  else if (gopt_node_input(g, s, 0) >= 0 && g->tensors.a[gopt_node_input(g, s, 0)].rank == 2 &&
+           is_const(g, gopt_node_input(g, s, 1)) && g->tensors.a[gopt_node_input(g, s, 1)].dtype == GOPT_DT_FLOAT)
+    *a = s;
+  if (*a < 0 || *b < 0 || *a == *b) return 0;
+  int32_t p = gopt_node_input(g, *a, 0), q = gopt_node_input(g, *b, 0);
+  const int64_t *wa = gopt_tensor_dims(g, gopt_node_input(g, *a, 1)), *wb = gopt_tensor_dims(g, gopt_node_input(g, *b, 1));
+  return p != q && gopt_tensor_dims(g, p)[0] == gopt_tensor_dims(g, q)[0] && wa[1] == wb[1];
+}
+
+/* Also matches Gemm(p, W1, MatMul(q, W2)), the form geng_0007 (Add of a MatMul -> Gemm) leaves.
+ * A match holds one such node and, when there is one, a second over the same (p, q) (nodes =
+ * {s, a, b} per node, a = s for a Gemm): both are rewritten at once, so the first application in
+ * an RNN step already pays for the shared Concat (one cell alone saves no more than merging two
+ * MatMuls, and the greedy search then merges those first, which blocks this rule). */
+static int find_mma(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t s = (int32_t)i, a, b, a2, b2;
+    if (!mma_cell(g, s, &a, &b)) continue;
+    int32_t p = gopt_node_input(g, a, 0), q = gopt_node_input(g, b, 0);
+    gopt_rewrite_match m = {rule, 3, 2, {s, a, b}, {p, q}};
+    for (size_t j = i + 1; j < g->nodes.n; j++)
+      if (mma_cell(g, (int32_t)j, &a2, &b2) && gopt_node_input(g, a2, 0) == p && gopt_node_input(g, b2, 0) == q) {
+        m.nodes[3] = (int32_t)j, m.nodes[4] = a2, m.nodes[5] = b2, m.n_nodes = 6;
+        break;
+      }
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+/* The output of a live Concat(p, q) on axis 1 (or -1) of 2-D tensors, or -1. */
+static int32_t find_concat2(const gopt_graph *g, int32_t p, int32_t q) {
+  for (int32_t s = g->tensors.a[p].first_use; s >= 0; s = g->slots.a[s].next_use) {
+    int32_t c = g->slots.a[s].node;
+    if (gopt_node_alive(g, c) && g->nodes.a[c].op == GOPT_OP_CONCAT && g->nodes.a[c].n_in == 2 &&
+        gopt_node_input(g, c, 0) == p && gopt_node_input(g, c, 1) == q && norm_axis(g, c, 2) == 1)
+      return gopt_node_output(g, c, 0);
+  }
+  return -1;
+}
+
+/* Rewrites one cell (s, a, b) of a merge_matmul_add match onto cat = Concat(p, q). */
+static int mma_apply_cell(gopt_graph *h, int32_t s, int32_t a, int32_t b, int32_t cat, int *flags, gopt_error *err) {
+  int32_t w1 = gopt_node_input(h, a, 1), w2 = gopt_node_input(h, b, 1);
+  int64_t wd[2] = {gopt_tensor_dims(h, w1)[0] + gopt_tensor_dims(h, w2)[0], gopt_tensor_dims(h, w1)[1]};
+  int32_t tw = stack_consts(h, w1, w2, 2, wd, flags, err), mm = rw_new_tensor(h, err);
+  if (tw < 0 || mm < 0) return err && err->code ? err->code : GOPT_ENOMEM;
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in2[2] = {cat, tw};
+  if (gopt_graph_add_node(h, "MatMul", name, 2, in2, 1, &mm, err) < 0) return GOPT_EINVAL;
+  int rc = rw_replace(h, gopt_node_output(h, s, 0), mm, err);
+  if (rc) return rc;
+  gopt_graph_remove_node(h, s);
+  if (a != s) gopt_graph_remove_node(h, a);
+  gopt_graph_remove_node(h, b);
+  return 0;
+}
+
+static int apply_mma(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  int32_t p = m->vars[0], q = m->vars[1], cat = find_concat2(h, p, q);
+  if (cat < 0) {
+    int32_t in[2] = {p, q};
+    char name[48];
+    snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+    int32_t c = (cat = rw_new_tensor(h, err)) < 0 ? -1 : gopt_graph_add_node(h, "Concat", name, 2, in, 1, &cat, err);
+    if (c < 0 || gopt_node_set_int(h, c, "axis", 1)) return err && err->code ? err->code : GOPT_EINVAL;
+  }
+  int rc = 0;
+  for (int k = 0; k + 2 < m->n_nodes && !rc; k += 3)
+    rc = mma_apply_cell(h, m->nodes[k], m->nodes[k + 1], m->nodes[k + 2], cat, flags, err);
+  return rc;
+}
+
+/* ---- separable convs summed: NasNet-A's sep(x) + sep'(x) ---------------------------------------- */
+
+/* A 1x1 conv, stride 1, no pads, group 1 (the pointwise half of a separable conv). */
+static int pointwise(const gopt_graph *g, int32_t n) {
+  if (!conv_ok(g, n) || gopt_node_get_int(g, n, "group", 1) != 1) return 0;
+  const int64_t *w = gopt_tensor_dims(g, gopt_node_input(g, n, 1));
+  size_t np, ns, nd;
+  const int64_t *p = gopt_node_get_ints(g, n, "pads", &np), *st = gopt_node_get_ints(g, n, "strides", &ns);
+  const int64_t *d = gopt_node_get_ints(g, n, "dilations", &nd);
+  for (size_t i = 0; i < np; i++) if (p[i]) return 0;
+  for (size_t i = 0; i < ns; i++) if (st[i] != 1) return 0;
+  for (size_t i = 0; i < nd; i++) if (d[i] != 1) return 0;
+  return w[2] == 1 && w[3] == 1;
+}
+
+/* The conv producing input 0 of pointwise conv p, used only by p; -1 if none. */
+static int32_t sep_first(const gopt_graph *g, int32_t p) {
+  int32_t t = gopt_node_input(g, p, 0), c = g->tensors.a[t].producer;
+  return c >= 0 && conv_ok(g, c) && sole_user(g, t) == p ? c : -1;
+}
+
+/* Add(P_a(G_a(x)), P_b(G_b(x))): two separable convs (a conv G with g groups, then a pointwise conv
+ * P), both G reading x with equal groups, kernels, pads, strides and dilations, each output used
+ * only by the next op. One conv with g groups computes both G (group j outputs G_a's channels of
+ * group j, then G_b's: interleaved), and one pointwise conv over those channels, its weight
+ * columns permuted to match, computes the sum: 2 kernels instead of 5. nodes = {add, pa, pb, ga,
+ * gb}. */
+static int find_sepsum(const gopt_graph *g, int32_t rule, gopt_rewrite_match **out, size_t *n, size_t *cap) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    int32_t s = (int32_t)i;
+    if (!gopt_node_alive(g, s) || g->nodes.a[s].op != GOPT_OP_ADD || g->nodes.a[s].n_in != 2) continue;
+    int32_t ya = gopt_node_input(g, s, 0), yb = gopt_node_input(g, s, 1);
+    int32_t pa = g->tensors.a[ya].producer, pb = g->tensors.a[yb].producer;
+    if (ya == yb || pa < 0 || pb < 0 || !pointwise(g, pa) || !pointwise(g, pb) || sole_user(g, ya) != s ||
+        sole_user(g, yb) != s || g->tensors.a[ya].rank != 4 || g->tensors.a[yb].rank != 4 ||
+        memcmp(gopt_tensor_dims(g, ya), gopt_tensor_dims(g, yb), 4 * sizeof(int64_t)))
+      continue;
+    int32_t ga = sep_first(g, pa), gb = sep_first(g, pb);
+    if (ga < 0 || gb < 0 || ga == gb || gopt_node_input(g, ga, 0) != gopt_node_input(g, gb, 0)) continue;
+    int64_t grp = gopt_node_get_int(g, ga, "group", 1);
+    const int64_t *wa = gopt_tensor_dims(g, gopt_node_input(g, ga, 1)), *wb = gopt_tensor_dims(g, gopt_node_input(g, gb, 1));
+    if (grp != gopt_node_get_int(g, gb, "group", 1) || grp < 1 || wa[0] % grp || wb[0] % grp || wa[1] != wb[1] ||
+        wa[2] != wb[2] || wa[3] != wb[3] || !ints_eq(g, ga, gb, "pads") || !ints_eq(g, ga, gb, "strides") ||
+        !ints_eq(g, ga, gb, "dilations"))
+      continue;
+    gopt_rewrite_match m = {rule, 5, 1, {s, pa, pb, ga, gb}, {gopt_node_input(g, ga, 0)}};
+    if (rw_match_push(out, n, cap, &m)) return GOPT_ENOMEM;
+  }
+  return 0;
+}
+
+/* The merged weights and biases of a merge_separable_sum match (see find_sepsum); d* are the
+ * (copied) weight dims, NULL data when absent. Interleaved channel of G_a's channel c (group j =
+ * c / ra, r = c % ra): j (ra + rb) + r; of G_b's: j (ra + rb) + ra + r. */
+typedef struct sepsum_w {
+  const float *wga, *wgb, *bga, *bgb, *wpa, *wpb, *bpa, *bpb;
+  int64_t grp, oa, ob, per, npw;
+} sepsum_w;
+
+static void sepsum_fill(const sepsum_w *w, float *gw, float *gb, float *pw, float *pb) {
+  int64_t ra = w->oa / w->grp, rb = w->ob / w->grp, o = w->oa + w->ob;
+  for (int side = 0; side < 2; side++) {
+    int64_t cnt = side ? w->ob : w->oa, rs = side ? rb : ra;
+    const float *src = side ? w->wgb : w->wga, *bias = side ? w->bgb : w->bga, *p = side ? w->wpb : w->wpa;
+    for (int64_t c = 0; c < cnt; c++) {
+      int64_t k = (c / rs) * (ra + rb) + (side ? ra : 0) + c % rs;
+      memcpy(gw + k * w->per, src + c * w->per, sizeof *gw * (size_t)w->per);
+      gb[k] = bias ? bias[c] : 0.0f;
+      for (int64_t q = 0; q < w->npw; q++) pw[q * o + k] = p[q * cnt + c];
+    }
+  }
+  for (int64_t q = 0; q < w->npw; q++) pb[q] = (w->bpa ? w->bpa[q] : 0.0f) + (w->bpb ? w->bpb[q] : 0.0f);
+}
+
+/* Bias input of conv n (-1 when none). */
+static int32_t conv_bias(const gopt_graph *g, int32_t n) {
+  return g->nodes.a[n].n_in > 2 ? gopt_node_input(g, n, 2) : -1;
+}
+
+/* Adds conv(x, w, b) with conv c's attributes; returns its output or -1. */
+static int32_t add_conv_like(gopt_graph *h, int32_t c, int32_t x, int32_t w, int32_t b, gopt_error *err) {
+  int32_t y = rw_new_tensor(h, err);
+  char name[48];
+  snprintf(name, sizeof name, "rw__%u", h->n_unnamed++);
+  int32_t in[3] = {x, w, b};
+  int32_t n = y < 0 ? -1 : gopt_graph_add_node(h, "Conv", name, 3, in, 1, &y, err);
+  return n < 0 || copy_conv_attrs(h, c, n, 0) ? -1 : y;
+}
+
+static int apply_sepsum(gopt_graph *h, const gopt_rewrite_match *m, int *flags, gopt_error *err) {
+  int32_t s = m->nodes[0], pa = m->nodes[1], pb = m->nodes[2], ga = m->nodes[3], gb = m->nodes[4];
+  int32_t wga = gopt_node_input(h, ga, 1), wgb = gopt_node_input(h, gb, 1);
+  int32_t wpa = gopt_node_input(h, pa, 1), wpb = gopt_node_input(h, pb, 1);
+  int64_t dg[4], dpa[4]; /* copied: adding tensors below may move the dims array */
+  memcpy(dg, gopt_tensor_dims(h, wga), sizeof dg);
+  memcpy(dpa, gopt_tensor_dims(h, wpa), sizeof dpa);
+  sepsum_w w = {cdata(h, wga), cdata(h, wgb), cdata(h, conv_bias(h, ga)), cdata(h, conv_bias(h, gb)),
+                cdata(h, wpa), cdata(h, wpb), cdata(h, conv_bias(h, pa)), cdata(h, conv_bias(h, pb)),
+                gopt_node_get_int(h, ga, "group", 1), dg[0], gopt_tensor_dims(h, wgb)[0],
+                dg[1] * dg[2] * dg[3], dpa[0]};
+  int64_t o = w.oa + w.ob, gd[4] = {o, dg[1], dg[2], dg[3]}, pd[4] = {w.npw, o, 1, 1}, bd1[1] = {o}, bd2[1] = {w.npw};
+  int have = w.wga && w.wgb && w.wpa && w.wpb;
+  for (int k = 1; k < 5; k++) /* a bias that exists must have data */
+    if (conv_bias(h, m->nodes[k]) >= 0 && !cdata(h, conv_bias(h, m->nodes[k]))) have = 0;
+  float *gw = NULL, *gbias = NULL, *pw = NULL, *pbias = NULL;
+  int rc = GOPT_ENOMEM;
+  if (have) {
+    if (GOPT_ALLOC(gw, o * w.per) || GOPT_ALLOC(gbias, o) || GOPT_ALLOC(pw, w.npw * o) || GOPT_ALLOC(pbias, w.npw))
+      goto done;
+    sepsum_fill(&w, gw, gbias, pw, pbias);
+  } else {
+    *flags |= GOPT_RW_NODATA;
+  }
+  *flags |= GOPT_RW_WEIGHTS;
+  int32_t tgw = rw_const(h, GOPT_DT_FLOAT, 4, gd, gw, err), tgb = rw_const(h, GOPT_DT_FLOAT, 1, bd1, gbias, err);
+  int32_t tpw = rw_const(h, GOPT_DT_FLOAT, 4, pd, pw, err), tpb = rw_const(h, GOPT_DT_FLOAT, 1, bd2, pbias, err);
+  if (tgw < 0 || tgb < 0 || tpw < 0 || tpb < 0) goto done;
+  int32_t y1 = add_conv_like(h, ga, m->vars[0], tgw, tgb, err);
+  int32_t y2 = y1 < 0 ? -1 : add_conv_like(h, pa, y1, tpw, tpb, err);
+  if (y2 < 0) goto done;
+  if ((rc = rw_replace(h, gopt_node_output(h, s, 0), y2, err))) goto done;
+  for (int k = 0; k < 5; k++) gopt_graph_remove_node(h, m->nodes[k]);
+done:
+  if (rc == GOPT_ENOMEM && (!err || !err->code)) gopt_error_set(err, rc, "out of memory");
+  free(gw);
+  free(gbias);
+  free(pw);
+  free(pbias);
+  return rc;
+}
+
 static const rw_builtin k_builtins[] = {
     {"fuse_conv_batchnorm", 2, find_bn, apply_affine},
     {"fuse_conv_mul", 2, find_mul, apply_affine},
@@ -576,6 +975,11 @@ static const rw_builtin k_builtins[] = {
     {"hoist_unary_over_split", 3, find_hoist, apply_hoist},
     {"concat_of_split", 2, find_concat_split, apply_concat_split},
     {"merge_group_conv", 1, find_gconv, apply_gconv},
+    {"sink_unary_below_concat", 3, find_sink_concat, apply_sink_concat},
+    {"swap_unary_maxpool", 2, find_swap_maxpool, apply_swap_maxpool},
+    {"merge_parallel_matmul_batched", 2, find_bmm, apply_bmm},
+    {"merge_matmul_add", 3, find_mma, apply_mma},
+    {"merge_separable_sum", 5, find_sepsum, apply_sepsum},
 };
 
 const rw_builtin *rw_builtins(size_t *n) {

@@ -42,6 +42,9 @@ struct gopt_rewrite_rl {
   gopt_rewrite_step *hist, *best_steps;
   size_t nh, n_best;
   size_t generated, rejected;
+  int search, interrupted;                /* search: gopt_rewrite_request_stop ends the episode */
+  void (*progress)(const gopt_rewrite_progress *p, void *user);
+  void *progress_user;
   /* observation buffers */
   float *feat, *cf;
   int32_t *edges, *anchor;
@@ -90,6 +93,8 @@ int gopt_rewrite_rl_new(const gopt_graph *const *graphs, size_t n, const gopt_ru
   r->max_steps = max_steps > 0 ? max_steps : 32;
   r->growth = o && o->max_growth > 0 ? o->max_growth : 2.0;
   r->seconds = o ? o->seconds : 0;
+  r->progress = o ? o->progress : NULL;
+  r->progress_user = o ? o->progress_user : NULL;
   r->cand = calloc((size_t)r->max_cand, sizeof *r->cand);
   r->cf = malloc((size_t)r->max_cand * RL_CF * sizeof *r->cf);
   r->anchor = malloc((size_t)r->max_cand * sizeof *r->anchor);
@@ -98,6 +103,15 @@ int gopt_rewrite_rl_new(const gopt_graph *const *graphs, size_t n, const gopt_ru
   if (rc) { gopt_rewrite_rl_free(r); return rc; }
   *out = r;
   return 0;
+}
+
+/* Reports where the episode is to the progress callback (rate-limited by the callee). */
+static void rl_progress(const gopt_rewrite_rl *r) {
+  if (!r->progress) return;
+  gopt_rewrite_progress p = {"rl", "episode", (size_t)r->step, (size_t)r->max_steps, r->generated,
+                             (size_t)r->step, r->cost0, r->best_cost, gopt_now() - r->t0,
+                             r->seconds > 0 ? r->seconds : 0};
+  r->progress(&p, r->progress_user);
 }
 
 /* Candidates of the current graph: the matches (in gopt_rewrite_find's order, at most
@@ -113,6 +127,8 @@ static int rl_candidates(gopt_rewrite_rl *r, gopt_error *err) {
   uint64_t h0 = gopt_graph_hash(r->cur), *hs = malloc(((size_t)r->max_cand + 1) * sizeof *hs);
   if (!hs) { free(ms); return gopt_error_set(err, GOPT_ENOMEM, "out of memory"); }
   for (size_t i = 0; i < nm && tried < scan && !rc; i++, tried++) {
+    rl_progress(r);
+    if (r->search && rw_stop_requested()) break; /* rl_observe then offers STOP only */
     gopt_graph *h = NULL;
     int fl = 0;
     double cost = 0;
@@ -226,6 +242,11 @@ static int rl_observe(void *u, gopt_seq_obs *o, gopt_error *err) {
   gopt_rewrite_rl *r = u;
   if (!r->cur) return gopt_error_set(err, GOPT_EINVAL, "rewrite rl: observe before reset");
   int rc = r->have_cands ? 0 : rl_candidates(r, err); /* before rl_encode: it reads r->nc */
+  if (!rc && r->search && rw_stop_requested()) { /* a search's Ctrl-C: STOP is the only action */
+    r->interrupted = 1;
+    for (int i = 0; i < r->nc; i++) gopt_graph_free(r->cand[i].g);
+    r->nc = 0;
+  }
   int32_t *pos = rc ? NULL : malloc((r->cur->nodes.n + 1) * sizeof *pos);
   int64_t n = 0, ne = 0;
   if (!rc && !pos) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
@@ -310,6 +331,7 @@ static int rl_take(gopt_rewrite_rl *r, gopt_rewrite_result *res) {
   res->generated = r->generated;
   res->rejected = r->rejected;
   res->dequeued = (size_t)r->step;
+  res->interrupted = r->interrupted;
   for (size_t i = 0; i < res->n_steps; i++) res->flags |= res->steps[i].flags;
   r->best = NULL;
   r->best_steps = NULL;
@@ -333,6 +355,7 @@ int rw_search_rl(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite
     rc = gopt_error_set(err, GOPT_EUNSUP, "%s: policy has %d node and %d candidate features, this build uses %d and %d (retrain it)",
                         path, got.node_feat, got.cand_feat, want.node_feat, want.cand_feat);
   rc = rc ? rc : gopt_rewrite_rl_new(&g, 1, rs, o, (int)(o->budget > 0 ? o->budget : 100), &r, err);
+  if (r) r->search = 1;
   gopt_seq_env env = r ? gopt_rewrite_rl_env(r) : (gopt_seq_env){0};
   rc = rc ? rc : gopt_seq_run(p, &env, 0, 1, o->seed, r->max_steps, NULL, NULL, err);
   if (!rc) rl_take(r, res);

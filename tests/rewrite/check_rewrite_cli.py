@@ -4,8 +4,9 @@ outputs), the output passes onnx.checker (full check) and onnx shape inference; 
 real weights (a small Conv+BN model built here) gets its BN folded into the weights and measured
 times (gopt's executor and ONNX Runtime); a model nothing rewrites is reported 'unchanged';
 Tensat's SqueezeNet loses its fire modules' Split/Relu/Concat; --list-methods lists greedy; bad
-flags give one error line; eqsat converts Tensat's VGG-19 (once refused) and makes Tensat's
-SqueezeNet cheaper; Ctrl-C stops greedy and eqsat with their best graph so far, verified and
+flags give one error line; the built-ins added for Tensat's models pass ONNX Runtime's check on
+a model with weights; eqsat converts Tensat's VGG-19 (once refused) and makes Tensat's
+SqueezeNet cheaper; Ctrl-C stops greedy, eqsat and rl with their best graph so far, verified and
 written."""
 import json
 import os
@@ -109,6 +110,65 @@ def group_conv(d):
     return 0
 
 
+NEW_BUILTINS = ("sink_unary_below_concat", "swap_unary_maxpool", "merge_parallel_matmul_batched", "merge_matmul_add",
+                "merge_separable_sum")
+
+
+def tensat_builtins(d):
+    """The built-ins added for Tensat's models on one model with weights (only they are enabled):
+    Concat(Relu, Relu) -> Relu(Concat) then MaxPool(Relu) -> Relu(MaxPool); two MatMuls sharing an
+    [8, 16] input -> one batched MatMul; x W_i + h U_i for two cells -> [x h] [W_i; U_i] over one
+    Concat; two separable convs (grouped 3x3, then 1x1) on one input summed -> one grouped conv with
+    interleaved channels and one 1x1 conv. Greedy applies each; the output passes gopt's executor and ONNX Runtime verification
+    and the full onnx.checker check."""
+    rng = np.random.default_rng(2)
+    w = {n: rng.standard_normal(s).astype(np.float32) * 0.3 for n, s in
+         (("wc1", (4, 3, 3, 3)), ("wc2", (4, 3, 1, 1)), ("a1", (16, 12)), ("a2", (16, 12)),
+          ("w0", (6, 5)), ("u0", (4, 5)), ("w1", (6, 5)), ("u1", (4, 5)), ("sga", (4, 2, 3, 3)),
+          ("sgb", (6, 2, 3, 3)), ("sbb", (6,)), ("spa", (5, 4, 1, 1)), ("spb", (5, 6, 1, 1)), ("sbp", (5,)))}
+    conv = dict(dilations=[1, 1], group=1, strides=[1, 1])
+    nodes = [helper.make_node("Conv", ["x", "wc1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], **conv),
+             helper.make_node("Conv", ["x", "wc2"], ["c2"], kernel_shape=[1, 1], pads=[0, 0, 0, 0], **conv),
+             helper.make_node("Relu", ["c1"], ["r1"]), helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Concat", ["r1", "r2"], ["cat"], axis=1),
+             helper.make_node("MaxPool", ["cat"], ["y0"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MatMul", ["z", "a1"], ["y1"]), helper.make_node("MatMul", ["z", "a2"], ["y2"])]
+    for i in range(2):
+        nodes += [helper.make_node("MatMul", ["xa", f"w{i}"], [f"xw{i}"]),
+                  helper.make_node("MatMul", ["ha", f"u{i}"], [f"hu{i}"]),
+                  helper.make_node("Add", [f"xw{i}", f"hu{i}"], [f"cell{i}"])]
+    sep = dict(dilations=[1, 1], group=2, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
+    pw = dict(dilations=[1, 1], group=1, kernel_shape=[1, 1], pads=[0, 0, 0, 0], strides=[1, 1])
+    nodes += [helper.make_node("Conv", ["sx", "sga"], ["sa"], **sep),
+              helper.make_node("Conv", ["sx", "sgb", "sbb"], ["sb"], **sep),
+              helper.make_node("Conv", ["sa", "spa", "sbp"], ["pa"], **pw),
+              helper.make_node("Conv", ["sb", "spb"], ["pb"], **pw),
+              helper.make_node("Add", ["pa", "pb"], ["ysep"])]
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(nodes, "tensat_builtins",
+                          [vi("x", TensorProto.FLOAT, [1, 3, 10, 10]), vi("z", TensorProto.FLOAT, [8, 16]),
+                           vi("xa", TensorProto.FLOAT, [2, 6]), vi("ha", TensorProto.FLOAT, [2, 4]),
+                           vi("sx", TensorProto.FLOAT, [1, 4, 6, 6])],
+                          [vi("y0", TensorProto.FLOAT, [1, 8, 5, 5]), vi("y1", TensorProto.FLOAT, [8, 12]),
+                           vi("y2", TensorProto.FLOAT, [8, 12]), vi("cell0", TensorProto.FLOAT, [2, 5]),
+                           vi("cell1", TensorProto.FLOAT, [2, 5]), vi("ysep", TensorProto.FLOAT, [1, 5, 6, 6])],
+                          [numpy_helper.from_array(v, n) for n, v in w.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    src, rules, out = (os.path.join(d, f) for f in ("tb.onnx", "tb.json", "tb_out.onnx"))
+    onnx.save(m, src)
+    json.dump({"rules": [{"name": n, "builtin": True} for n in NEW_BUILTINS]}, open(rules, "w"))
+    r = subprocess.run([GOPT, "rewrite", src, "-o", out, "--rules", rules, "--json"], capture_output=True, text=True)
+    j = json.loads(r.stdout) if r.returncode == 0 else {}
+    if (set(j.get("rules_applied", {})) != set(NEW_BUILTINS) or j.get("verified") is not True
+            or j.get("verified_with") != "both"):
+        print(f"check_rewrite_cli: new built-ins: rc {r.returncode} {j} {r.stderr!r}", file=sys.stderr)
+        return 1
+    onnx_check.full_check(out)
+    print(f"new built-ins: {j['rules_applied']} max |diff| {j['max_abs_diff']:.3g}, verified with {j['verified_with']}")
+    return 0
+
+
 def interrupted(d, model, method, extra, ready):
     """Ctrl-C (SIGINT) once the progress log (GOPT_PROGRESS=1: plain lines when not a terminal)
     shows a line matching ready(line): the search stops with its best graph so far, which is
@@ -160,9 +220,11 @@ def main():
             if not j["rules_applied"] and j.get("verified_with") != "unchanged":
                 print(f"check_rewrite_cli: {model}: nothing rewritten but not 'unchanged': {j}", file=sys.stderr)
                 failures += 1
-        # Tensat's SqueezeNet: merged expand convs, Relu hoisted over the Split, Concat(Split) gone
-        j = run("squeezenet:tensat=1", os.path.join(d, "sq.onnx"))
-        if not {"enlarge_merge_conv", "hoist_unary_over_split", "concat_of_split"} <= set(j["rules_applied"]):
+        # Tensat's SqueezeNet: merged expand convs, one Relu (hoisted over the Split, or sunk below
+        # the Concat first), Concat(Split) gone; budget 100: the 11 Relu moves come first
+        j = run("squeezenet:tensat=1", os.path.join(d, "sq.onnx"), ("--budget", "100"))
+        if (not {"enlarge_merge_conv", "concat_of_split"} <= set(j["rules_applied"])
+                or not {"hoist_unary_over_split", "sink_unary_below_concat"} & set(j["rules_applied"])):
             print(f"check_rewrite_cli: squeezenet:tensat=1 rules {j['rules_applied']}", file=sys.stderr)
             failures += 1
         r = subprocess.run([GOPT, "rewrite", "--list-methods"], capture_output=True, text=True)
@@ -182,6 +244,7 @@ def main():
             failures += 1
         failures += wrong_rule(d)
         failures += group_conv(d)
+        failures += tensat_builtins(d)
         # eqsat (Tensat): same verification and checker path, same JSON fields
         failures += wrong_rule(d, "eqsat")
         for model in ("corpus/squeezenet1_1.onnx", "resnet50", "inception_v3:image=75"):
@@ -224,6 +287,11 @@ def main():
         if not f and "stop: interrupted" not in j.get("search_note", ""):
             print(f"check_rewrite_cli: interrupted eqsat: {j.get('search_note')}", file=sys.stderr)
             f = 1
+        failures += f
+        # rl: SIGINT at its second progress line (2 s in; a 10-step NasRNN's episode of up to 1000
+        # rewrites runs far longer): the policy is offered STOP only, the best graph seen is kept
+        f, j = interrupted(d, "nasrnn:steps=10", "rl", ("--budget", "1000", "--seconds", "3000"),
+                           lambda line: "rewrite steps" in line and not line.split(":")[2].strip().startswith("0/"))
         failures += f
         j = run(src, os.path.join(d, "convbn_out.onnx"), ("--method", "eqsat"))
         m = onnx.load(os.path.join(d, "convbn_out.onnx"))
