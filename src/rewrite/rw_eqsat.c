@@ -744,12 +744,15 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   q.t0 = t0;
   q.cost_before = r->cost_before;
   if ((rc = eq_saturate(&e, rs, node_limit, t0 + 0.4 * secs, &q, err))) goto done;
-  double left = secs - (gopt_now() - t0);
+  /* the ILP gets what is left but a tenth of the total, kept for building and costing the
+   * extracted graph, so the search ends within `secs` */
+  double t_sat = gopt_now(), left = secs - (t_sat - t0) - 0.1 * secs;
   eq_progress(&q, &e, "extraction");
   /* after a stop request only the greedy extraction runs (fast); a request during the ILP stops
    * it with its best solution so far (rw_extract) */
   int mode = rw_stop_requested() ? 0 : RW_X_ILP; /* filtering left it acyclic: no order rows */
-  if ((rc = rw_extract(&e, o->cluster, mode, left > 0.5 ? left : 0.5, &xt, err))) goto done;
+  if ((rc = rw_extract(&e, o->cluster, mode, left > 0.2 ? left : 0.2, &xt, err))) goto done;
+  double t_ext = gopt_now();
   if ((r->interrupted = rw_stop_requested()) && !mode) snprintf(xt.how, sizeof xt.how, "greedy (stop requested: no ILP)");
   gopt_error e2 = {0};
   double after = 0;
@@ -785,10 +788,12 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   r->generated = e.live;
   r->rejected = q.rejected;
   if (snprintf(r->note, sizeof r->note,
-           "eqsat: %.2f s CPU, %zu iterations (stop: %s), %zu e-nodes, %zu e-classes, %zu rewrites applied "
-           "(%zu rejected), %zu e-nodes filtered as cyclic; extraction: %s%s%s%.60s",
-           (double)(clock() - c0) / CLOCKS_PER_SEC, q.iters, q.stop, e.live, e.nc, q.n_apps, q.rejected, q.filtered, xt.how, kept,
-           failed ? ": " : "", failed ? e2.msg : "") >= (int)sizeof r->note)
+           "eqsat: %.2f s CPU; wall %.1f s saturation, %.1f s extraction, %.1f s conversion; %zu iterations "
+           "(stop: %s), %zu e-nodes, %zu e-classes, %zu rewrites (%zu rejected), %zu cyclic e-nodes filtered; "
+           "extraction: %s%s%s%.60s",
+           (double)(clock() - c0) / CLOCKS_PER_SEC, t_sat - t0, t_ext - t_sat, gopt_now() - t_ext, q.iters, q.stop,
+           e.live, e.nc, q.n_apps, q.rejected, q.filtered, xt.how, kept, failed ? ": " : "", failed ? e2.msg : "") >=
+      (int)sizeof r->note)
     r->note[sizeof r->note - 1] = 0; /* truncated */
 done:
   gopt_graph_free(best);
