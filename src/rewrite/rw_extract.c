@@ -270,7 +270,7 @@ static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int to
              lr == GLP_ETMLIM ? " within its time limit" : "");
     goto done;
   }
-  ilp_cb cb = {topo ? NULL : ilp_start(e, greedy, colx, coly, ncol), 0};
+  ilp_cb cb = {topo || !isfinite(greedy->objective) ? NULL : ilp_start(e, greedy, colx, coly, ncol), 0};
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.cb_func = ilp_stop_cb;
