@@ -740,13 +740,16 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   memset(&q, 0, sizeof q);
   int rc = gopt_rewrite_cost(g, o->cluster, &r->cost_before, err);
   if (rc || (rc = rw_eg_init(&e, g, err))) return rc;
+  double t_init = gopt_now() - t0; /* about what one copy of g (kept input or conversion) costs */
   q.o = o;
   q.t0 = t0;
   q.cost_before = r->cost_before;
   if ((rc = eq_saturate(&e, rs, node_limit, t0 + 0.4 * secs, &q, err))) goto done;
-  /* the ILP gets what is left but a tenth of the total, kept for building and costing the
-   * extracted graph, so the search ends within `secs` */
-  double t_sat = gopt_now(), left = secs - (t_sat - t0) - 0.1 * secs;
+  /* the extraction gets what is left but a reserve for building and costing the extracted graph
+   * (or copying the kept input): a tenth of the total, or more for a graph whose copy and costing
+   * at the start took longer, so the search ends within `secs` */
+  double reserve = 1.5 * t_init > 0.1 * secs ? 1.5 * t_init : 0.1 * secs;
+  double t_sat = gopt_now(), left = secs - (t_sat - t0) - reserve;
   eq_progress(&q, &e, "extraction");
   /* after a stop request only the greedy extraction runs (fast); a request during the ILP stops
    * it with its best solution so far (rw_extract) */

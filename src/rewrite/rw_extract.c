@@ -221,6 +221,7 @@ static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int to
   size_t nn = e->s->nodes.n, nm = (size_t)e->mstart[e->nc];
   int *colx = calloc(nn + 1, sizeof *colx), *colt = calloc(e->nc + 1, sizeof *colt), ret = -1;
   int *coly = calloc(nm + 1, sizeof *coly);
+  double t_in = gopt_now(); /* building the rows counts against `seconds` */
   glp_prob *lp = glp_create_prob();
   ilp_rows rw = {0};
   int ncol;
@@ -258,12 +259,12 @@ static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int to
   glp_set_obj_dir(lp, GLP_MIN);
   /* the LP relaxation first, under the time limit (glp_intopt's own presolve does not heed it),
    * then branch and cut from its basis with what is left */
-  double t0 = gopt_now();
+  double t0 = gopt_now(), lim = seconds - (t0 - t_in);
   glp_smcp sp;
   glp_init_smcp(&sp);
   sp.msg_lev = GLP_MSG_OFF;
   sp.presolve = GLP_ON;
-  sp.tm_lim = seconds * 1000 > INT_MAX ? INT_MAX : (int)(seconds * 1000) + 1;
+  sp.tm_lim = lim * 1000 > INT_MAX ? INT_MAX : lim > 0.05 ? (int)(lim * 1000) : 50;
   int lr = glp_simplex(lp, &sp);
   if (lr || glp_get_status(lp) != GLP_OPT) {
     snprintf(x->how, sizeof x->how, "the ILP's LP relaxation was not solved%s",
@@ -277,7 +278,7 @@ static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int to
   parm.cb_info = &cb;
   parm.msg_lev = GLP_MSG_OFF;
   parm.presolve = GLP_OFF;
-  double rest = seconds - (gopt_now() - t0);
+  double rest = lim - (gopt_now() - t0);
   parm.tm_lim = rest * 1000 > INT_MAX ? INT_MAX : rest > 0.05 ? (int)(rest * 1000) : 50;
   int r = glp_intopt(lp, &parm), st = glp_mip_status(lp);
   free((void *)cb.start);
@@ -343,6 +344,7 @@ int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_s
                rw_extraction *x, gopt_error *err) {
   memset(x, 0, sizeof *x);
   rw_extraction g = {0};
+  double t_in = gopt_now(); /* costing and the greedy extraction count against ilp_seconds */
   double *cost = malloc((e->s->nodes.n + 1) * sizeof *cost);
   x->choice = malloc((e->nc + 1) * sizeof *x->choice);
   x->choice_k = calloc(e->nc + 1, 1);
@@ -358,7 +360,8 @@ int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_s
   ex_greedy(e, cost, &g);
   g.objective = ex_objective(e, cost, &g);
   snprintf(g.how, sizeof g.how, "greedy (ILP not asked for)");
-  if ((mode & RW_X_ILP) && !ex_ilp(e, cost, ilp_seconds, mode & RW_X_TOPO, &g, x)) {
+  double ilp_left = ilp_seconds - (gopt_now() - t_in);
+  if ((mode & RW_X_ILP) && !ex_ilp(e, cost, ilp_left > 0.1 ? ilp_left : 0.1, mode & RW_X_TOPO, &g, x)) {
     x->objective = ex_objective(e, cost, x);
     x->input_objective = g.input_objective;
     if (!(x->objective <= g.objective * (1 + 1e-9))) {
