@@ -29,7 +29,7 @@ def one(model, method, d):
     if os.path.exists(out):
         os.remove(out)
     cmd = [GOPT, "rewrite", model, "-o", out, "--json", "--method", method]
-    cmd += (["--budget", rb.BUDGET] if method == "greedy" else []) + rb.EXTRA.get(model, [])
+    cmd += (["--budget", rb.BUDGET] if method == "greedy" else []) + rb.extra(model, method)
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - t0
