@@ -257,9 +257,9 @@ done:
 
 /* ---- numerical verification of pattern rules ------------------------------------------------- */
 
-/* Builds one side of rule r on the shapes in `shape` (scaled by mul) as a graph. */
-static int side_graph(const rw_rule *r, const rw_pattern *p, json_t *shape, int mul, gopt_graph **out,
-                      gopt_error *err) {
+/* Builds one side of rule r as a graph whose variable v has rank rank[v] and dims dims[v]. */
+static int side_graph_dims(const rw_rule *r, const rw_pattern *p, const int *rank,
+                           int64_t (*dims)[GOPT_MAX_RANK], gopt_graph **out, gopt_error *err) {
   gopt_graph *g = gopt_graph_new("rule");
   int32_t vars[RW_MAX_VARS], outs[RW_MAX_OUT];
   int rc = GOPT_ENOMEM;
@@ -268,15 +268,7 @@ static int side_graph(const rw_rule *r, const rw_pattern *p, json_t *shape, int 
   for (int v = 0; v < r->n_vars; v++) {
     char key[16];
     snprintf(key, sizeof key, "x%d", v);
-    json_t *d = json_object_get(shape, key);
-    int64_t dims[GOPT_MAX_RANK];
-    int rank = (int)json_array_size(d);
-    if (!json_is_array(d) || rank > GOPT_MAX_RANK) {
-      rc = gopt_error_set(err, GOPT_EINVAL, "rule '%s': test shape lacks %s", r->name, key);
-      goto fail;
-    }
-    for (int k = 0; k < rank; k++) dims[k] = json_integer_value(json_array_get(d, (size_t)k)) * mul;
-    vars[v] = gopt_graph_add_tensor(g, key, GOPT_DT_FLOAT, rank, dims, err);
+    vars[v] = gopt_graph_add_tensor(g, key, GOPT_DT_FLOAT, rank[v], dims[v], err);
     if (vars[v] < 0) goto fail;
     gopt_graph_add_input(g, vars[v]);
   }
@@ -289,6 +281,160 @@ static int side_graph(const rw_rule *r, const rw_pattern *p, json_t *shape, int 
 fail:
   gopt_graph_free(g);
   return rc;
+}
+
+/* Builds one side of rule r on the shapes in `shape` (scaled by mul) as a graph. */
+static int side_graph(const rw_rule *r, const rw_pattern *p, json_t *shape, int mul, gopt_graph **out,
+                      gopt_error *err) {
+  int rank[RW_MAX_VARS];
+  int64_t dims[RW_MAX_VARS][GOPT_MAX_RANK];
+  for (int v = 0; v < r->n_vars; v++) {
+    char key[16];
+    snprintf(key, sizeof key, "x%d", v);
+    json_t *d = json_object_get(shape, key);
+    rank[v] = (int)json_array_size(d);
+    if (!json_is_array(d) || rank[v] > GOPT_MAX_RANK)
+      return gopt_error_set(err, GOPT_EINVAL, "rule '%s': test shape lacks %s", r->name, key);
+    for (int k = 0; k < rank[v]; k++) dims[v][k] = json_integer_value(json_array_get(d, (size_t)k)) * mul;
+  }
+  return side_graph_dims(r, p, rank, dims, out, err);
+}
+
+/* ---- rule instances -------------------------------------------------------------------------- */
+
+void rw_icache_free(rw_icache *c) {
+  if (!c) return;
+  free(c->key);
+  free(c->ok);
+  free(c);
+}
+
+static int has_split(const rw_pattern *p) {
+  for (int i = 0; i < p->n_ops; i++)
+    if (p->ops[i].op == GOPT_OP_SPLIT) return 1;
+  return 0;
+}
+
+/* *at: the cache slot of key (found or empty); -1 when the table cannot grow. */
+static int icache_slot(rw_icache *c, uint64_t key, size_t *at) {
+  if ((c->n + 1) * 2 > c->cap) {
+    size_t nc = c->cap ? c->cap * 2 : 256;
+    uint64_t *nk = calloc(nc, sizeof *nk);
+    uint8_t *no = calloc(nc, 1);
+    if (!nk || !no) {
+      free(nk);
+      free(no);
+      return -1;
+    }
+    for (size_t i = 0; i < c->cap; i++)
+      if (c->key[i]) {
+        size_t j = c->key[i] & (nc - 1);
+        while (nk[j]) j = (j + 1) & (nc - 1);
+        nk[j] = c->key[i];
+        no[j] = c->ok[i];
+      }
+    free(c->key);
+    free(c->ok);
+    c->key = nk;
+    c->ok = no;
+    c->cap = nc;
+  }
+  size_t j = key & (c->cap - 1);
+  while (c->key[j] && c->key[j] != key) j = (j + 1) & (c->cap - 1);
+  *at = j;
+  return 0;
+}
+
+/* The dims of an instance shrunk for a cheap run: values up to 8 (kernels, small counts) stay,
+ * larger distinct values map in increasing order to small ones of the same parity, so equal dims
+ * stay equal, unequal ones unequal and halves stay whole. */
+static void shrink_dims(const rw_rule *r, const int *rank, int64_t (*dims)[GOPT_MAX_RANK],
+                        int64_t (*out)[GOPT_MAX_RANK]) {
+  int64_t vals[RW_MAX_VARS * GOPT_MAX_RANK];
+  int nv = 0;
+  for (int v = 0; v < r->n_vars; v++)
+    for (int k = 0; k < rank[v]; k++) {
+      int dup = 0;
+      for (int j = 0; j < nv && !dup; j++) dup = vals[j] == dims[v][k];
+      if (!dup && dims[v][k] > 8) vals[nv++] = dims[v][k];
+    }
+  for (int a = 1; a < nv; a++) /* insertion sort: a handful of values */
+    for (int b = a; b > 0 && vals[b - 1] > vals[b]; b--) {
+      int64_t t = vals[b];
+      vals[b] = vals[b - 1];
+      vals[b - 1] = t;
+    }
+  int64_t map[RW_MAX_VARS * GOPT_MAX_RANK], prev = 8;
+  for (int j = 0; j < nv; j++) {
+    map[j] = prev + 1 + ((prev + 1 - vals[j]) & 1);
+    prev = map[j];
+  }
+  for (int v = 0; v < r->n_vars; v++)
+    for (int k = 0; k < rank[v]; k++) {
+      out[v][k] = dims[v][k];
+      for (int j = 0; j < nv; j++)
+        if (vals[j] == dims[v][k]) out[v][k] = map[j];
+    }
+}
+
+/* Runs both sides of rule r at the given variable shapes (shrunk when large and the shrunk
+ * shapes build) on random values; 0 when they agree. */
+static int instance_run(const rw_rule *r, size_t i, const int *rank, int64_t (*dims)[GOPT_MAX_RANK],
+                        gopt_error *err) {
+  int64_t small[RW_MAX_VARS][GOPT_MAX_RANK], total = 0;
+  for (int v = 0; v < r->n_vars; v++) {
+    int64_t e = 1;
+    for (int k = 0; k < rank[v]; k++) e *= dims[v][k];
+    total += e;
+  }
+  int rc = GOPT_EINVAL;
+  for (int pass = total > 65536 ? 0 : 1; pass < 2 && rc; pass++) {
+    gopt_graph *a = NULL, *b = NULL;
+    if (!pass) shrink_dims(r, rank, dims, small);
+    rc = side_graph_dims(r, &r->src, rank, pass ? dims : small, &a, err);
+    if (!rc) rc = side_graph_dims(r, &r->dst, rank, pass ? dims : small, &b, err);
+    int built = !rc;
+    if (!rc) rc = gopt_rewrite_compare(a, b, 0x5eedULL + i, 1e-4, 1e-5, NULL, err);
+    gopt_graph_free(a);
+    gopt_graph_free(b);
+    if (built || rc == GOPT_ENOMEM) break; /* the shrunk shapes decide when they build */
+  }
+  return rc;
+}
+
+int rw_instance_ok(const gopt_ruleset *rs, size_t i, const gopt_graph *h, const int32_t *vars,
+                   char *why, size_t n) {
+  const rw_rule *r = &rs->r[i];
+  if (r->builtin >= 0 || (!has_split(&r->src) && !has_split(&r->dst))) return 1;
+  int rank[RW_MAX_VARS];
+  int64_t dims[RW_MAX_VARS][GOPT_MAX_RANK];
+  uint64_t key = 0x9e3779b97f4a7c15ULL ^ (uint64_t)i;
+  for (int v = 0; v < r->n_vars; v++) {
+    rank[v] = h->tensors.a[vars[v]].rank;
+    if (h->tensors.a[vars[v]].flags & GOPT_T_NOSHAPE) return 1; /* shape inference decides */
+    memcpy(dims[v], gopt_tensor_dims(h, vars[v]), (size_t)rank[v] * sizeof(int64_t));
+    key = gopt_hash_bytes(&rank[v], sizeof rank[v], key);
+    key = gopt_hash_bytes(dims[v], (size_t)rank[v] * sizeof(int64_t), key);
+  }
+  key |= 1;
+  /* the cache lives in the (const) set: a memo of a pure function of the rule and the shapes */
+  gopt_ruleset *mrs = (gopt_ruleset *)rs;
+  if (!mrs->icache && !(mrs->icache = calloc(1, sizeof *mrs->icache))) return GOPT_ENOMEM;
+  size_t at;
+  if (icache_slot(mrs->icache, key, &at)) return GOPT_ENOMEM;
+  rw_icache *c = mrs->icache;
+  if (c->key[at] == key) {
+    if (!c->ok[at]) snprintf(why, n, "rule '%s' does not hold at the match's shapes", r->name);
+    return c->ok[at];
+  }
+  gopt_error e2 = {0};
+  int rc = instance_run(r, i, rank, dims, &e2);
+  if (rc == GOPT_ENOMEM) return rc;
+  c->key[at] = key;
+  c->ok[at] = rc == 0;
+  c->n++;
+  if (rc) snprintf(why, n, "rule '%s' does not hold at the match's shapes: %.160s", r->name, e2.msg);
+  return rc == 0;
 }
 
 /* Pattern p has a Conv (whose kernel_shape does not scale with its weights). */

@@ -52,9 +52,17 @@ typedef struct rw_rule {
   json_t *extra;          /* other fields of the rule's JSON object, kept for saving */
 } rw_rule;
 
+/* Results of rw_instance_ok, by rule and variable shapes (see rewrite_exec.c). */
+typedef struct rw_icache {
+  uint64_t *key;          /* 0: empty */
+  uint8_t *ok;
+  size_t n, cap;
+} rw_icache;
+
 struct gopt_ruleset {
   rw_rule *r;
   size_t n, cap;
+  rw_icache *icache;      /* created on first use (a const set may fill it) */
 };
 
 const rw_builtin *rw_builtins(size_t *n);
@@ -99,6 +107,17 @@ int rw_stop_requested(void);
  * into contiguous blocks, its outputs are views and, on one device, it costs nothing in
  * gopt_rewrite_cost (rewrite_search.c) and in eqsat's extraction. */
 int rw_split_is_view(const gopt_graph *g, int32_t n);
+
+/* 1 when pattern rule r (index i of rs) holds at the variable shapes of the match in h
+ * (tensors vars[0 .. r->n_vars)), 0 when it does not (why says), < 0 on error. A rule is verified
+ * on its test shapes, which are often square (every dim 4): a rule with an equal-halves Split
+ * can hold there only because the pieces it cuts are equal (Concat(x1, x0) = Concat(Split(
+ * Concat(x0, x1)) swapped) needs |x0| = |x1|), while every output shape still matches at other
+ * shapes. Such rules (a Split in either side) are run on the match's own shapes (random values,
+ * both sides compared); others return 1 at once. Results are cached in rs (not thread-safe). */
+int rw_instance_ok(const gopt_ruleset *rs, size_t i, const gopt_graph *h, const int32_t *vars,
+                   char *why, size_t n);
+void rw_icache_free(rw_icache *c); /* accepts NULL */
 
 /* Constant folding of live nodes with id >= first (rewrite_exec.c); returns the count folded. */
 int rw_fold(gopt_graph *g, size_t first, size_t *nodata, gopt_error *err);

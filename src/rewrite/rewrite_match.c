@@ -346,6 +346,12 @@ int rw_apply_inplace(gopt_graph *h, const gopt_ruleset *rs, const gopt_rewrite_m
   const rw_rule *r = &rs->r[m->rule];
   int rc, fl = 0;
   if (r->builtin < 0 && (rc = check_unmapped(h, r, m, err))) return rc;
+  if (r->builtin < 0) { /* a rule verified on square shapes may not hold at these */
+    char why[256];
+    int ok = rw_instance_ok(rs, (size_t)m->rule, h, m->vars, why, sizeof why);
+    if (ok < 0) return gopt_error_set(err, ok, "out of memory");
+    if (!ok) return gopt_error_set(err, GOPT_ESHAPE, "%s (at '%s')", why, gopt_node_name(h, m->nodes[0]));
+  }
   size_t nb;
   const rw_builtin *b = rw_builtins(&nb);
   size_t first_new = h->nodes.n;

@@ -39,6 +39,7 @@ void gopt_ruleset_free(gopt_ruleset *rs) {
   if (!rs) return;
   for (size_t i = 0; i < rs->n; i++) rw_rule_clear(&rs->r[i]);
   free(rs->r);
+  rw_icache_free(rs->icache);
   free(rs);
 }
 

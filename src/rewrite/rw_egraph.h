@@ -81,8 +81,9 @@ typedef struct rw_extraction {
 /* Extraction modes. */
 enum { RW_X_ILP = 1, RW_X_TOPO = 2 };
 /* Extracts one e-node per needed class minimising the sum of the e-nodes' kernel times on c
- * (the simulator's per-node time): greedily bottom-up, and with RW_X_ILP by ILP with GLPK under
- * ilp_seconds (Tensat's formulation: binary e-node variables, each chosen e-node's child classes
+ * (the simulator's per-node time): greedily bottom-up, and with RW_X_ILP by ILP with GLPK within
+ * ilp_seconds of the call (costing and building included; the LP relaxation first, then branch
+ * and cut with the greedy choice as the incumbent) (Tensat's formulation: binary e-node variables, each chosen e-node's child classes
  * covered; with RW_X_TOPO also topological-order variables that forbid cycles). The ILP's
  * solution is used unless it is missing (time limit) or worse than greedy's (x->how says). */
 int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_seconds,

@@ -219,7 +219,7 @@ static int eq_find_pattern(eq_ctx *x, int32_t rule) {
 typedef struct eq_frag {
   gopt_graph *l;                       /* the source as a small IR graph */
   gopt_rewrite_match m;                /* the match in l */
-  char in_names[RW_MAX_VARS * 4][64];  /* l's inputs ... */
+  char in_names[RW_MAX_VARS * 4][16];  /* l's inputs ("eqin<i>") ... */
   int32_t in_s[RW_MAX_VARS * 4];       /* ... stand for these S tensors */
   int n_in;
   int full_data;                       /* copy every constant's bytes (else only small ones) */
@@ -230,12 +230,11 @@ typedef struct eq_frag {
 } eq_frag;
 
 /* An l tensor standing for S tensor t (constants keep their bytes, others are graph inputs). */
-static int32_t frag_input(eq_frag *f, const gopt_graph *s, int32_t t, const char *name, gopt_error *err) {
+static int32_t frag_input(eq_frag *f, const gopt_graph *s, int32_t t, gopt_error *err) {
   if (f->n_in >= (int)(sizeof f->in_s / sizeof f->in_s[0]))
     return gopt_error_set(err, GOPT_EUNSUP, "fragment has too many inputs"), -1;
   const gopt_tensor *x = &s->tensors.a[t];
-  if (name) snprintf(f->in_names[f->n_in], sizeof f->in_names[0], "%s", name);
-  else snprintf(f->in_names[f->n_in], sizeof f->in_names[0], "eqin%d", f->n_in);
+  snprintf(f->in_names[f->n_in], sizeof f->in_names[0], "eqin%d", f->n_in);
   int32_t lt = gopt_graph_add_tensor(f->l, f->in_names[f->n_in], x->dtype, x->rank, gopt_tensor_dims(s, t), err);
   if (lt < 0) return -1;
   if (x->flags & GOPT_T_CONST) {
@@ -266,7 +265,7 @@ static int frag_pattern(const rw_egraph *e, const rw_rule *r, const eq_match *mm
   for (int v = 0; v < r->n_vars; v++) {
     int32_t c = rw_eg_find(e, mm->var[v]);
     int32_t t = r->var_const[v] || e->cleaf[c] >= 0 ? e->cleaf[c] : e->crep[c];
-    if ((vars[v] = frag_input(f, e->s, t, NULL, err)) < 0) return err->code;
+    if ((vars[v] = frag_input(f, e->s, t, err)) < 0) return err->code;
   }
   int rc = rw_pattern_build(f->l, &r->src, vars, outs, err);
   for (int o = 0; !rc && o < r->src.n_out; o++) {
@@ -287,11 +286,21 @@ static int frag_pattern(const rw_egraph *e, const rw_rule *r, const eq_match *mm
   return 0;
 }
 
+/* The fragment tensor standing for S tensor t in frag_builtin's map, -1 when none. */
+static int32_t frag_lookup(const int32_t *ms, const int32_t *ml, int n, int32_t t) {
+  for (int i = 0; i < n; i++)
+    if (ms[i] == t) return ml[i];
+  return -1;
+}
+
 /* A built-in match's source: copies of its S nodes; outputs read by no other matched node are
- * the fragment's outputs. */
+ * the fragment's outputs. S tensors are mapped to fragment tensors by id (names can be longer
+ * than the fragment keeps, and a built-in's variables must find their tensors). */
 static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_frag *f, gopt_error *err) {
   const gopt_graph *s = e->s;
   int32_t lnode[GOPT_REWRITE_MAX_OPS];
+  int32_t ms[GOPT_REWRITE_MAX_OPS * (RW_MAX_IN * 4 + RW_MAX_OUT * 2)], ml[sizeof ms / sizeof ms[0]];
+  int nm = 0;
   int done[GOPT_REWRITE_MAX_OPS] = {0}, left = sm->n_nodes;
   f->m = *sm;
   while (left > 0) {
@@ -312,16 +321,20 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
         return gopt_error_set(err, GOPT_EUNSUP, "node '%s' has too many inputs", gopt_node_name(s, n));
       for (int k = 0; k < nd->n_in; k++) {
         int32_t t = gopt_node_input(s, n, k), lt = -1;
-        if (t >= 0 && (lt = gopt_graph_find_tensor(f->l, gopt_graph_str(s, s->tensors.a[t].name))) < 0) {
-          if ((lt = frag_input(f, s, t, gopt_graph_str(s, s->tensors.a[t].name), err)) < 0) return err->code;
+        if (t >= 0 && (lt = frag_lookup(ms, ml, nm, t)) < 0) {
+          if ((lt = frag_input(f, s, t, err)) < 0) return err->code;
+          ms[nm] = t;
+          ml[nm++] = lt;
         }
         in[k] = lt;
       }
       for (int k = 0; k < nd->n_out; k++) {
         int32_t t = gopt_node_output(s, n, k);
-        if ((out[k] = gopt_graph_add_tensor(f->l, gopt_graph_str(s, s->tensors.a[t].name), s->tensors.a[t].dtype,
-                                            s->tensors.a[t].rank, gopt_tensor_dims(s, t), err)) < 0)
+        if ((out[k] = gopt_graph_add_tensor(f->l, NULL, s->tensors.a[t].dtype, s->tensors.a[t].rank,
+                                            gopt_tensor_dims(s, t), err)) < 0)
           return err->code;
+        ms[nm] = t;
+        ml[nm++] = out[k];
       }
       if ((lnode[i] = gopt_graph_add_node(f->l, gopt_node_type(s, n), gopt_node_name(s, n), nd->n_in, in,
                                           nd->n_out, out, err)) < 0)
@@ -344,9 +357,11 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
         return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
     }
   }
-  for (int v = 0; v < sm->n_vars; v++)
-    f->m.vars[v] = sm->vars[v] < 0 ? -1
-                   : gopt_graph_find_tensor(f->l, gopt_graph_str(s, s->tensors.a[sm->vars[v]].name));
+  for (int v = 0; v < sm->n_vars; v++) {
+    f->m.vars[v] = sm->vars[v] < 0 ? -1 : frag_lookup(ms, ml, nm, sm->vars[v]);
+    if (sm->vars[v] >= 0 && f->m.vars[v] < 0) /* a variable no matched node reads */
+      return gopt_error_set(err, GOPT_EGRAPH, "built-in match's variable %d is outside its nodes", v);
+  }
   return 0;
 }
 
@@ -365,6 +380,22 @@ static void frag_resolve(const eq_frag *f, const gopt_graph *s, const gopt_graph
       map_h[i] = k < h->inputs.n ? h->inputs.a[k++] : -1;
     }
   }
+}
+
+/* 1 when every live node of the rewritten fragment h has its first input and known shapes on
+ * every tensor it reads and writes: a rewrite that lost an input or a shape is rejected, else the
+ * extraction could pick a node (costed as nearly free) that the executor cannot run. */
+static int frag_shaped(const gopt_graph *h) {
+  for (size_t n = 0; n < h->nodes.n; n++) {
+    if (!gopt_node_alive(h, (int32_t)n)) continue;
+    const gopt_node *nd = &h->nodes.a[n];
+    for (int k = 0; k < nd->n_in + nd->n_out; k++) {
+      int32_t t = k < nd->n_in ? gopt_node_input(h, (int32_t)n, k) : gopt_node_output(h, (int32_t)n, k - nd->n_in);
+      if (t < 0 && k == 0) return 0; /* every op's first input is required */
+      if (t >= 0 && (h->tensors.a[t].flags & GOPT_T_NOSHAPE)) return 0;
+    }
+  }
+  return 1;
 }
 
 /* 1 when the rewritten fragment h holds a constant without bytes that is not one of the
@@ -405,6 +436,7 @@ static int eq_apply_once(rw_egraph *e, const gopt_ruleset *rs, const eq_match *m
     }
     goto done;
   }
+  if (!frag_shaped(h)) goto done; /* rejected: S keeps static shapes everywhere */
   int32_t map_h[RW_MAX_VARS * 4];
   frag_resolve(f, e->s, h, map_h);
   *dropped = f->dropped && ((*flags & GOPT_RW_NODATA) || frag_lost_data(f, h, map_h)); /* computed with weights left out */
@@ -708,16 +740,22 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   memset(&q, 0, sizeof q);
   int rc = gopt_rewrite_cost(g, o->cluster, &r->cost_before, err);
   if (rc || (rc = rw_eg_init(&e, g, err))) return rc;
+  double t_init = gopt_now() - t0; /* about what one copy of g (kept input or conversion) costs */
   q.o = o;
   q.t0 = t0;
   q.cost_before = r->cost_before;
   if ((rc = eq_saturate(&e, rs, node_limit, t0 + 0.4 * secs, &q, err))) goto done;
-  double left = secs - (gopt_now() - t0);
+  /* the extraction gets what is left but a reserve for building and costing the extracted graph
+   * (or copying the kept input): a tenth of the total, or more for a graph whose copy and costing
+   * at the start took longer, so the search ends within `secs` */
+  double reserve = 1.5 * t_init > 0.1 * secs ? 1.5 * t_init : 0.1 * secs;
+  double t_sat = gopt_now(), left = secs - (t_sat - t0) - reserve;
   eq_progress(&q, &e, "extraction");
   /* after a stop request only the greedy extraction runs (fast); a request during the ILP stops
    * it with its best solution so far (rw_extract) */
   int mode = rw_stop_requested() ? 0 : RW_X_ILP; /* filtering left it acyclic: no order rows */
-  if ((rc = rw_extract(&e, o->cluster, mode, left > 0.5 ? left : 0.5, &xt, err))) goto done;
+  if ((rc = rw_extract(&e, o->cluster, mode, left > 0.2 ? left : 0.2, &xt, err))) goto done;
+  double t_ext = gopt_now();
   if ((r->interrupted = rw_stop_requested()) && !mode) snprintf(xt.how, sizeof xt.how, "greedy (stop requested: no ILP)");
   gopt_error e2 = {0};
   double after = 0;
@@ -753,10 +791,12 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   r->generated = e.live;
   r->rejected = q.rejected;
   if (snprintf(r->note, sizeof r->note,
-           "eqsat: %.2f s CPU, %zu iterations (stop: %s), %zu e-nodes, %zu e-classes, %zu rewrites applied "
-           "(%zu rejected), %zu e-nodes filtered as cyclic; extraction: %s%s%s%.60s",
-           (double)(clock() - c0) / CLOCKS_PER_SEC, q.iters, q.stop, e.live, e.nc, q.n_apps, q.rejected, q.filtered, xt.how, kept,
-           failed ? ": " : "", failed ? e2.msg : "") >= (int)sizeof r->note)
+           "eqsat: %.2f s CPU; wall %.1f s saturation, %.1f s extraction, %.1f s conversion; %zu iterations "
+           "(stop: %s), %zu e-nodes, %zu e-classes, %zu rewrites (%zu rejected), %zu cyclic e-nodes filtered; "
+           "extraction: %s%s%s%.60s",
+           (double)(clock() - c0) / CLOCKS_PER_SEC, t_sat - t0, t_ext - t_sat, gopt_now() - t_ext, q.iters, q.stop,
+           e.live, e.nc, q.n_apps, q.rejected, q.filtered, xt.how, kept, failed ? ": " : "", failed ? e2.msg : "") >=
+      (int)sizeof r->note)
     r->note[sizeof r->note - 1] = 0; /* truncated */
 done:
   gopt_graph_free(best);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gopt/sim.h"
+#include "gopt/util.h"
 #include "rewrite/rw_egraph.h"
 
 void rw_extraction_clear(rw_extraction *x) {
@@ -130,10 +131,54 @@ static int ilp_cover(glp_prob *lp, const rw_egraph *e, const int *coly, int32_t 
   return 0;
 }
 
-/* GLPK's branch-and-cut callback: a stop request (Ctrl-C) ends the ILP with its best so far. */
+/* GLPK's branch-and-cut callback: a stop request (Ctrl-C) ends the ILP with its best so far; at
+ * the first heuristic point the greedy extraction is offered as the incumbent (start, columns
+ * 1..n; NULL: none), so a time-limited ILP ends with a solution at least as good. */
+typedef struct ilp_cb {
+  const double *start;
+  int offered;
+} ilp_cb;
+
 static void ilp_stop_cb(glp_tree *tree, void *info) {
-  (void)info;
+  ilp_cb *c = info;
   if (rw_stop_requested()) glp_ios_terminate(tree);
+  if (c->start && !c->offered && glp_ios_reason(tree) == GLP_IHEUR) {
+    c->offered = 1;
+    glp_ios_heur_sol(tree, c->start);
+  }
+}
+
+/* The greedy extraction g as ILP column values (x, y at 1 for the chosen e-nodes of the needed
+ * classes, t at 0: only without order rows); NULL when out of memory. */
+static double *ilp_start(const rw_egraph *e, const rw_extraction *g, const int *colx, const int *coly, int ncol) {
+  double *v = calloc((size_t)ncol + 1, sizeof *v);
+  uint8_t *need = calloc(e->nc + 1, 1);
+  int32_t *stack = malloc((e->nc + 1) * sizeof *stack);
+  size_t sp = 0;
+  if (!v || !need || !stack) {
+    free(v);
+    v = NULL;
+    goto done;
+  }
+  for (size_t i = 0; i < e->n_roots; i++) {
+    int32_t r = rw_eg_find(e, e->roots[i]);
+    if (!need[r]) need[r] = 1, stack[sp++] = r;
+  }
+  while (sp > 0) {
+    int32_t c = stack[--sp], n = g->choice[c];
+    if (e->cleaf[c] >= 0 || n < 0 || !colx[n]) continue;
+    v[colx[n]] = 1;
+    for (int32_t i = e->mstart[c]; i < e->mstart[c + 1]; i++)
+      if (e->mnode[i] == n && e->mk[i] == g->choice_k[c] && coly[i]) v[coly[i]] = 1;
+    for (int k = 0; k < e->s->nodes.a[n].n_in; k++) {
+      int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, n, k));
+      if (cc >= 0 && !need[cc]) need[cc] = 1, stack[sp++] = cc;
+    }
+  }
+done:
+  free(need);
+  free(stack);
+  return v;
 }
 
 /* The ILP's columns: x_n per usable e-node (binary, its cost), y_i per membership i of a
@@ -171,10 +216,12 @@ static int ilp_columns(glp_prob *lp, const rw_egraph *e, const double *cost, int
  * chosen for class c (topological order: no cycles). The order binds only the class an e-node is
  * chosen for (y), not its other outputs: a Split chosen for one class may have another output in
  * a class that one of its inputs needs (computed by another e-node). Fills x when solved. */
-static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int topo, rw_extraction *x) {
+static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int topo, const rw_extraction *greedy,
+                  rw_extraction *x) {
   size_t nn = e->s->nodes.n, nm = (size_t)e->mstart[e->nc];
   int *colx = calloc(nn + 1, sizeof *colx), *colt = calloc(e->nc + 1, sizeof *colt), ret = -1;
   int *coly = calloc(nm + 1, sizeof *coly);
+  double t_in = gopt_now(); /* building the rows counts against `seconds` */
   glp_prob *lp = glp_create_prob();
   ilp_rows rw = {0};
   int ncol;
@@ -210,13 +257,31 @@ static int ex_ilp(const rw_egraph *e, const double *cost, double seconds, int to
     }
   }
   glp_set_obj_dir(lp, GLP_MIN);
+  /* the LP relaxation first, under the time limit (glp_intopt's own presolve does not heed it),
+   * then branch and cut from its basis with what is left */
+  double t0 = gopt_now(), lim = seconds - (t0 - t_in);
+  glp_smcp sp;
+  glp_init_smcp(&sp);
+  sp.msg_lev = GLP_MSG_OFF;
+  sp.presolve = GLP_ON;
+  sp.tm_lim = lim * 1000 > INT_MAX ? INT_MAX : lim > 0.05 ? (int)(lim * 1000) : 50;
+  int lr = glp_simplex(lp, &sp);
+  if (lr || glp_get_status(lp) != GLP_OPT) {
+    snprintf(x->how, sizeof x->how, "the ILP's LP relaxation was not solved%s",
+             lr == GLP_ETMLIM ? " within its time limit" : "");
+    goto done;
+  }
+  ilp_cb cb = {topo || !isfinite(greedy->objective) ? NULL : ilp_start(e, greedy, colx, coly, ncol), 0};
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.cb_func = ilp_stop_cb;
+  parm.cb_info = &cb;
   parm.msg_lev = GLP_MSG_OFF;
-  parm.presolve = GLP_ON;
-  parm.tm_lim = seconds * 1000 > INT_MAX ? INT_MAX : (int)(seconds * 1000) + 1;
+  parm.presolve = GLP_OFF;
+  double rest = lim - (gopt_now() - t0);
+  parm.tm_lim = rest * 1000 > INT_MAX ? INT_MAX : rest > 0.05 ? (int)(rest * 1000) : 50;
   int r = glp_intopt(lp, &parm), st = glp_mip_status(lp);
+  free((void *)cb.start);
   if (st != GLP_OPT && st != GLP_FEAS) {
     snprintf(x->how, sizeof x->how, "the ILP found no solution%s",
              r == GLP_ETMLIM ? " within its time limit" : r == GLP_ESTOP ? " before the stop request" : "");
@@ -279,6 +344,7 @@ int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_s
                rw_extraction *x, gopt_error *err) {
   memset(x, 0, sizeof *x);
   rw_extraction g = {0};
+  double t_in = gopt_now(); /* costing and the greedy extraction count against ilp_seconds */
   double *cost = malloc((e->s->nodes.n + 1) * sizeof *cost);
   x->choice = malloc((e->nc + 1) * sizeof *x->choice);
   x->choice_k = calloc(e->nc + 1, 1);
@@ -294,7 +360,8 @@ int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_s
   ex_greedy(e, cost, &g);
   g.objective = ex_objective(e, cost, &g);
   snprintf(g.how, sizeof g.how, "greedy (ILP not asked for)");
-  if ((mode & RW_X_ILP) && !ex_ilp(e, cost, ilp_seconds, mode & RW_X_TOPO, x)) {
+  double ilp_left = ilp_seconds - (gopt_now() - t_in);
+  if ((mode & RW_X_ILP) && !ex_ilp(e, cost, ilp_left > 0.1 ? ilp_left : 0.1, mode & RW_X_TOPO, &g, x)) {
     x->objective = ex_objective(e, cost, x);
     x->input_objective = g.input_objective;
     if (!(x->objective <= g.objective * (1 + 1e-9))) {
