@@ -265,21 +265,11 @@ static int side_graph(const rw_rule *r, const rw_pattern *p, json_t *shape, int 
   int rc = GOPT_ENOMEM;
   if (!g) goto fail;
   gopt_graph_set_opset(g, "", 17);
-  for (int v = 0; v < r->n_vars; v++) {
-    char key[16];
-    snprintf(key, sizeof key, "x%d", v);
-    json_t *d = json_object_get(shape, key);
-    int64_t dims[GOPT_MAX_RANK];
-    int rank = (int)json_array_size(d);
-    if (!json_is_array(d) || rank > GOPT_MAX_RANK) {
-      rc = gopt_error_set(err, GOPT_EINVAL, "rule '%s': test shape lacks %s", r->name, key);
+  for (int v = 0; v < r->n_vars; v++)
+    if ((vars[v] = rw_rule_var_tensor(g, r, v, shape, mul, err)) < 0) {
+      rc = err && err->code ? err->code : GOPT_EINVAL;
       goto fail;
     }
-    for (int k = 0; k < rank; k++) dims[k] = json_integer_value(json_array_get(d, (size_t)k)) * mul;
-    vars[v] = gopt_graph_add_tensor(g, key, GOPT_DT_FLOAT, rank, dims, err);
-    if (vars[v] < 0) goto fail;
-    gopt_graph_add_input(g, vars[v]);
-  }
   if ((rc = rw_pattern_build(g, p, vars, outs, err))) goto fail;
   for (int k = 0; k < p->n_out; k++) gopt_graph_add_output(g, outs[k]);
   gopt_infer_opts io = {0, 0};
