@@ -91,7 +91,8 @@ static void axioms(zc *z, Z3_solver s, int mat) {
     axiom(z, s, v, 2, ap1(z, z->S[ax][0], ap2(z, C[ax], a, b)), a);
     axiom(z, s, v, 2, ap1(z, z->S[ax][1], ap2(z, C[ax], a, b)), b);
     axiom(z, s, v, 1, ap2(z, C[ax], ap1(z, z->S[ax][0], a), ap1(z, z->S[ax][1], a)), a);
-    axiom(z, s, v, 3, ap2(z, C[ax], ap2(z, C[ax], a, b), c), ap2(z, C[ax], a, ap2(z, C[ax], b, c)));
+    /* (no concat associativity: with Split halving its input and shapes left out, it and the two
+     * axioms above imply C(a, b) = a for all a, b, so every rule would be "proved") */
     for (int i = 0; i < 2; i++)
       axiom(z, s, v, 4, ap2(z, ew[i], ap2(z, C[ax], a, b), ap2(z, C[ax], c, d)),
             ap2(z, C[ax], ap2(z, ew[i], a, c), ap2(z, ew[i], b, d)));
@@ -203,8 +204,9 @@ static void reshape_axioms(zc *z, Z3_solver s) {
   for (int i = 0; i < 3; i++)
     axiom(z, s, v, 3, ap2(z, z->RS, ap2(z, bin[i], a, b), t),
           ap2(z, bin[i], ap2(z, z->RS, a, t), i == 2 ? b : ap2(z, z->RS, b, t)));
-  axiom(z, s, v, 2, ap2(z, z->RS, ap1(z, z->R, a), t), ap1(z, z->R, ap2(z, z->RS, a, t)));
-  axiom(z, s, v, 2, ap2(z, z->RS, ap2(z, z->RS, a, t), t), ap2(z, z->RS, a, t));
+  Z3_ast at[2] = {a, t};
+  axiom(z, s, at, 2, ap2(z, z->RS, ap1(z, z->R, a), t), ap1(z, z->R, ap2(z, z->RS, a, t)));
+  axiom(z, s, at, 2, ap2(z, z->RS, ap2(z, z->RS, a, t), t), ap2(z, z->RS, a, t));
 }
 
 /* The conv variant of pattern op o (-1: no axioms for it). */
