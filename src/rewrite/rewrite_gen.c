@@ -1,7 +1,9 @@
 /* rewrite_gen.c: rule generation by TASO's method. In each domain (rewrite_gen_ops.c: the 2-D
  * one: MatMul, Add, Mul, Relu, Transpose, Concat and Split (both axes) on up to three n x n input
- * matrices; the conv ones: Conv 1x1 / 3x3 / 1x3 / grouped, Add, Relu, scalar Mul, Concat and Split
- * on 4-D activations and weights; the Gemm one) every graph of up to max_ops ops is enumerated
+ * matrices; the conv ones: Conv 1x1 / 3x3 / 1x3 / grouped / strided / dilated, Add, Relu, scalar
+ * Mul, Concat and Split on 4-D activations and weights; the Gemm one; BatchNormalization and
+ * Reshape, whose parameters / target are the domain's constants, "const" variables in the rules
+ * after the enumerated ones) every graph of up to max_ops ops is enumerated
  * (independent ops in one canonical order; duplicate graphs removed by their expression text), evaluated by a small double-precision reference evaluator on random
  * inputs (the fingerprint), and graphs with equal fingerprints are paired into candidate rules.
  * Each graph is paired both ways with its fingerprint group's smallest member (a star, not all
