@@ -229,6 +229,8 @@ typedef struct gopt_rulegen_opts {
    * max_rules4 of them are verified (0: 1000), in fingerprint order. Rules up to 3 ops: all. */
   size_t max_rules4;
   int only4;       /* keep only the 4-op candidates (to extend a 3-op rule file; named gen4_*) */
+  const char *domains; /* comma-separated domain prefixes to run (gen, genc3, ..., genbn, genr);
+                        * NULL: all. Rule names do not depend on it. */
 } gopt_rulegen_opts;
 typedef struct gopt_rulegen_stats {
   size_t graphs, candidates, pruned, verified, dropped_numeric, dropped_formal, proved, builtin;

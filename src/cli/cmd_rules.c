@@ -10,10 +10,12 @@
 
 static const char rules_help[] =
     "usage: gopt rules generate -o rules.json [--max-ops 1..4] [--seed S] [--max-rules4 N] [--only4]\n"
+    "         [--domains D1,D2,...]\n"
     "         --max-ops 4 is bounded: 4-op sources with targets of at most 2 ops, the first N\n"
     "         (default 1000) in fingerprint order; rules up to 3 ops are all kept, or none with\n"
     "         --only4 (the built-ins and gen4_* rules, to add to a 3-op file); the conv\n"
-    "         (genc*_*) and Gemm (geng_*) domains stop at 3 ops\n"
+    "         (genc*_*), Gemm (geng_*), BatchNormalization (genbn_*) and Reshape (genr*_*)\n"
+    "         domains stop at 3 ops; --domains runs only the domains named (rule names stay)\n"
     "       gopt rules verify RULES.json     (numerically; failing rules listed, exit 1)\n"
     "       gopt rules list RULES.json\n";
 
@@ -21,6 +23,7 @@ static int generate(int argc, char **argv) {
   const char *out = NULL;
   long max_ops = 3, seed = 0, max4 = 1000;
   int only4 = 0;
+  const char *domains = NULL;
   for (int i = 2; i < argc; i++) {
     const char *s = argv[i];
     if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
@@ -33,6 +36,7 @@ static int generate(int argc, char **argv) {
     }
     if (i + 1 >= argc) return cli_usage_error("rules", "%s needs a value", s);
     if (!strcmp(s, "-o")) out = argv[++i];
+    else if (!strcmp(s, "--domains")) domains = argv[++i];
     else if (!strcmp(s, "--max-ops")) {
       if (cli_parse_long("rules", s, argv[++i], 1, 4, &max_ops)) return 2;
     } else if (!strcmp(s, "--max-rules4")) {
@@ -44,7 +48,7 @@ static int generate(int argc, char **argv) {
   }
   if (!out) return cli_usage_error("rules", "generate: missing -o rules.json");
   if (only4 && max_ops != 4) return cli_usage_error("rules", "--only4 needs --max-ops 4");
-  gopt_rulegen_opts o = {(int)max_ops, (uint64_t)seed, 1, (size_t)max4, only4};
+  gopt_rulegen_opts o = {(int)max_ops, (uint64_t)seed, 1, (size_t)max4, only4, domains};
   gopt_rulegen_stats st;
   gopt_ruleset *rs = NULL;
   gopt_error err = {0};

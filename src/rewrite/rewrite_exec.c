@@ -257,9 +257,11 @@ done:
 
 /* ---- numerical verification of pattern rules ------------------------------------------------- */
 
-/* Builds one side of rule r as a graph whose variable v has rank rank[v] and dims dims[v]. */
+/* Builds one side of rule r as a graph whose variable v has rank rank[v] and dims dims[v]; a
+ * constant variable with an entry in `values` (NULL: none) gets those int64 values. */
 static int side_graph_dims(const rw_rule *r, const rw_pattern *p, const int *rank,
-                           int64_t (*dims)[GOPT_MAX_RANK], gopt_graph **out, gopt_error *err) {
+                           int64_t (*dims)[GOPT_MAX_RANK], json_t *values, gopt_graph **out,
+                           gopt_error *err) {
   gopt_graph *g = gopt_graph_new("rule");
   int32_t vars[RW_MAX_VARS], outs[RW_MAX_OUT];
   int rc = GOPT_ENOMEM;
@@ -268,9 +270,11 @@ static int side_graph_dims(const rw_rule *r, const rw_pattern *p, const int *ran
   for (int v = 0; v < r->n_vars; v++) {
     char key[16];
     snprintf(key, sizeof key, "x%d", v);
-    vars[v] = gopt_graph_add_tensor(g, key, GOPT_DT_FLOAT, rank[v], dims[v], err);
-    if (vars[v] < 0) goto fail;
-    gopt_graph_add_input(g, vars[v]);
+    json_t *vals = r->var_const[v] && values ? json_object_get(values, key) : NULL;
+    if ((vars[v] = rw_rule_var_tensor_dims(g, r, v, rank[v], dims[v], vals, err)) < 0) {
+      rc = err && err->code ? err->code : GOPT_EINVAL;
+      goto fail;
+    }
   }
   if ((rc = rw_pattern_build(g, p, vars, outs, err))) goto fail;
   for (int k = 0; k < p->n_out; k++) gopt_graph_add_output(g, outs[k]);
@@ -283,11 +287,13 @@ fail:
   return rc;
 }
 
-/* Builds one side of rule r on the shapes in `shape` (scaled by mul) as a graph. */
+/* Builds one side of rule r on the shapes in `shape` (scaled by mul; a constant's listed int64
+ * values and their shape are not scaled) as a graph. */
 static int side_graph(const rw_rule *r, const rw_pattern *p, json_t *shape, int mul, gopt_graph **out,
                       gopt_error *err) {
   int rank[RW_MAX_VARS];
   int64_t dims[RW_MAX_VARS][GOPT_MAX_RANK];
+  json_t *values = json_object_get(shape, "values");
   for (int v = 0; v < r->n_vars; v++) {
     char key[16];
     snprintf(key, sizeof key, "x%d", v);
@@ -295,9 +301,10 @@ static int side_graph(const rw_rule *r, const rw_pattern *p, json_t *shape, int 
     rank[v] = (int)json_array_size(d);
     if (!json_is_array(d) || rank[v] > GOPT_MAX_RANK)
       return gopt_error_set(err, GOPT_EINVAL, "rule '%s': test shape lacks %s", r->name, key);
-    for (int k = 0; k < rank[v]; k++) dims[v][k] = json_integer_value(json_array_get(d, (size_t)k)) * mul;
+    int m = r->var_const[v] && values && json_object_get(values, key) ? 1 : mul;
+    for (int k = 0; k < rank[v]; k++) dims[v][k] = json_integer_value(json_array_get(d, (size_t)k)) * m;
   }
-  return side_graph_dims(r, p, rank, dims, out, err);
+  return side_graph_dims(r, p, rank, dims, values, out, err);
 }
 
 /* ---- rule instances -------------------------------------------------------------------------- */
@@ -391,8 +398,8 @@ static int instance_run(const rw_rule *r, size_t i, const int *rank, int64_t (*d
   for (int pass = total > 65536 ? 0 : 1; pass < 2 && rc; pass++) {
     gopt_graph *a = NULL, *b = NULL;
     if (!pass) shrink_dims(r, rank, dims, small);
-    rc = side_graph_dims(r, &r->src, rank, pass ? dims : small, &a, err);
-    if (!rc) rc = side_graph_dims(r, &r->dst, rank, pass ? dims : small, &b, err);
+    rc = side_graph_dims(r, &r->src, rank, pass ? dims : small, NULL, &a, err);
+    if (!rc) rc = side_graph_dims(r, &r->dst, rank, pass ? dims : small, NULL, &b, err);
     int built = !rc;
     if (!rc) rc = gopt_rewrite_compare(a, b, 0x5eedULL + i, 1e-4, 1e-5, NULL, err);
     gopt_graph_free(a);
@@ -406,6 +413,14 @@ int rw_instance_ok(const gopt_ruleset *rs, size_t i, const gopt_graph *h, const 
                    char *why, size_t n) {
   const rw_rule *r = &rs->r[i];
   if (r->builtin >= 0 || (!has_split(&r->src) && !has_split(&r->dst))) return 1;
+  /* a constant with listed int64 values (a Reshape target) is the matched graph's own constant,
+   * which this check does not rebuild: shape inference and the output verification decide */
+  json_t *values = json_object_get(json_array_get(r->shapes, 0), "values");
+  for (int v = 0; v < r->n_vars; v++) {
+    char key[16];
+    snprintf(key, sizeof key, "x%d", v);
+    if (r->var_const[v] && values && json_object_get(values, key)) return 1;
+  }
   int rank[RW_MAX_VARS];
   int64_t dims[RW_MAX_VARS][GOPT_MAX_RANK];
   uint64_t key = 0x9e3779b97f4a7c15ULL ^ (uint64_t)i;

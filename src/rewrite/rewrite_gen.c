@@ -1,7 +1,9 @@
 /* rewrite_gen.c: rule generation by TASO's method. In each domain (rewrite_gen_ops.c: the 2-D
  * one: MatMul, Add, Mul, Relu, Transpose, Concat and Split (both axes) on up to three n x n input
- * matrices; the conv ones: Conv 1x1 / 3x3 / 1x3 / grouped, Add, Relu, scalar Mul, Concat and Split
- * on 4-D activations and weights; the Gemm one) every graph of up to max_ops ops is enumerated
+ * matrices; the conv ones: Conv 1x1 / 3x3 / 1x3 / grouped / strided / dilated, Add, Relu, scalar
+ * Mul, Concat and Split on 4-D activations and weights; the Gemm one; BatchNormalization and
+ * Reshape, whose parameters / target are the domain's constants, "const" variables in the rules
+ * after the enumerated ones) every graph of up to max_ops ops is enumerated
  * (independent ops in one canonical order; duplicate graphs removed by their expression text), evaluated by a small double-precision reference evaluator on random
  * inputs (the fingerprint), and graphs with equal fingerprints are paired into candidate rules.
  * Each graph is paired both ways with its fingerprint group's smallest member (a star, not all
@@ -34,6 +36,7 @@ typedef struct gen {
   const gdomain *dom;
   int max_ops, n;
   gval vals[G_MAXT];   /* current values (one random input set) */
+  gparams par;         /* the domain's parameters (BN, Reshape) for them */
   int have[G_MAXT];
   int uses[G_MAXT];
   gop ops[G_MAXOPS];
@@ -161,7 +164,7 @@ static void push_op(gen *g, gop o) {
     if (!reads_prev && op_sig(&o) <= op_sig(&g->ops[g->n_ops - 1])) return;
   }
   /* evaluated in place: the inputs are below nt */
-  if (rw_gen_eval(o.type, &g->vals[o.in[0]], &g->vals[o.in[1]], &g->vals[o.in[2]], &g->vals[nt], &o)) return;
+  if (rw_gen_eval(o.type, &g->vals[o.in[0]], &g->vals[o.in[1]], &g->vals[o.in[2]], &g->par, &g->vals[nt], &o)) return;
   g->enumerated++;
   g->ops[g->n_ops++] = o;
   for (int k = 0; k < rw_gen_outs[o.type]; k++) {
@@ -211,14 +214,14 @@ static void fill_random(gval *vals, const gdomain *dom, int set, uint64_t seed) 
   }
 }
 
-/* Evaluates r on inputs vals (G_VARS filled); outputs into out[0..n_out-1]. */
-static int run_rec(const grec *r, const gval *in, gval *out) {
+/* Evaluates r on inputs vals (G_VARS filled) and parameters par; outputs into out[0..n_out-1]. */
+static int run_rec(const grec *r, const gval *in, const gparams *par, gval *out) {
   static __thread gval t[G_MAXT];
   for (int v = 0; v < G_VARS; v++) t[v] = in[v];
   for (int i = 0; i < r->n_ops; i++) {
     const gop *o = &r->ops[i];
     gop tmp = *o;
-    if (rw_gen_eval(o->type, &t[o->in[0]], &t[o->in[1]], &t[o->in[2]], &t[G_VARS + 2 * i], &tmp)) return -1;
+    if (rw_gen_eval(o->type, &t[o->in[0]], &t[o->in[1]], &t[o->in[2]], par, &t[G_VARS + 2 * i], &tmp)) return -1;
   }
   for (int k = 0; k < r->n_out; k++) out[k] = t[r->out[k]];
   return 0;
@@ -227,9 +230,11 @@ static int run_rec(const grec *r, const gval *in, gval *out) {
 /* a and b agree on further random inputs of the domain's shape set `set` (relative 1e-9). */
 static int agree(const gdomain *dom, const grec *a, const grec *b, int set, uint64_t seed) {
   static __thread gval in[G_VARS], oa[2], ob[2];
+  static __thread gparams par;
   for (int trial = 0; trial < 3; trial++) {
     fill_random(in, dom, set, seed + (uint64_t)trial * 1000003);
-    if (run_rec(a, in, oa) || run_rec(b, in, ob)) return set ? 1 : 0; /* size does not fit */
+    rw_gen_params(dom, set, seed + (uint64_t)trial * 1000033, &par);
+    if (run_rec(a, in, &par, oa) || run_rec(b, in, &par, ob)) return set ? 1 : 0; /* size does not fit */
     for (int k = 0; k < a->n_out; k++) {
       if (oa[k].rank != ob[k].rank || memcmp(oa[k].d, ob[k].d, sizeof(int) * (size_t)oa[k].rank)) return 0;
       for (int i = 0; i < gval_numel(&oa[k]); i++)
@@ -302,6 +307,8 @@ static uint64_t rule_key(const gdomain *dom, const grec *a, const grec *b) {
   }
   uint64_t h = gopt_hash_bytes(buf, len, 99);
   if (dom->rank[0] == 2 && !dom->key_ops) return h; /* the 2-D domain: as the shipped rules */
+  if (dom->conv_stride > 1 || dom->conv_dil > 1) /* not the stride-1 domains' rules */
+    h = gopt_hash_mix(h, (uint64_t)(dom->conv_stride * 16 + dom->conv_dil));
   for (int v = 0; v < G_VARS; v++) {
     int src = -1;
     for (int w = 0; w < G_VARS; w++)
@@ -325,6 +332,8 @@ static const char *onnx_type(int t) {
     case G_CONCAT0: case G_CONCAT1: return "Concat";
     case G_CONV: return "Conv";
     case G_GEMM: case G_GEMM_TA: case G_GEMM_TB: case G_GEMM_C: return "Gemm";
+    case G_BN: return "BatchNormalization";
+    case G_RESHAPE: return "Reshape";
     default: return "Split";
   }
 }
@@ -339,17 +348,20 @@ static json_t *op_attrs(const gop *o) {
     case G_CONCAT1: case G_SPLIT1: json_object_set_new(a, "axis", json_integer(1)); break;
     case G_GEMM_TA: json_object_set_new(a, "transA", json_integer(1)); break;
     case G_GEMM_TB: json_object_set_new(a, "transB", json_integer(1)); break;
+    case G_BN: json_object_set_new(a, "epsilon", json_real(1e-5)); break; /* as the zoo writes it */
     case G_CONV:
-      json_object_set_new(a, "dilations", json_pack("[ii]", 1, 1));
+      json_object_set_new(a, "dilations", json_pack("[ii]", o->dl, o->dl));
       json_object_set_new(a, "group", json_integer(o->grp));
       json_object_set_new(a, "kernel_shape", json_pack("[ii]", o->kh, o->kw));
-      json_object_set_new(a, "pads", json_pack("[iiii]", o->kh / 2, o->kw / 2, o->kh / 2, o->kw / 2));
-      json_object_set_new(a, "strides", json_pack("[ii]", 1, 1));
+      json_object_set_new(a, "pads", json_pack("[iiii]", o->dl * (o->kh / 2), o->dl * (o->kw / 2),
+                                               o->dl * (o->kh / 2), o->dl * (o->kw / 2)));
+      json_object_set_new(a, "strides", json_pack("[ii]", o->st, o->st));
       break;
   }
   return a;
 }
 
+/* Pattern of r; the domain's parameters are the variables from r->vars on. */
 static void rec_pattern(const grec *r, rw_pattern *p) {
   memset(p, 0, sizeof *p);
   p->n_ops = r->n_ops;
@@ -364,6 +376,10 @@ static void rec_pattern(const grec *r, rw_pattern *p) {
       int t = o->in[k];
       q->in[k] = t < G_VARS ? t : RW_REF_OP((t - G_VARS) / 2, (t - G_VARS) % 2);
     }
+    if (o->type == G_BN || o->type == G_RESHAPE) { /* scale, bias, mean, var / the shape */
+      q->n_in = o->type == G_BN ? 5 : 2;
+      for (int k = 1; k < q->n_in; k++) q->in[k] = r->vars + k - 1;
+    }
     q->attrs = op_attrs(o);
   }
   p->n_out = r->n_out;
@@ -377,21 +393,36 @@ static int cmp_fp(const void *a, const void *b) {
   return memcmp(x->ops, y->ops, sizeof x->ops);
 }
 
-/* The test shapes of a rule over n_vars variables of domain dom: {"x0": dims, ...} per shape set. */
-static json_t *rule_shapes(const gdomain *dom, int n_vars) {
+/* The test shapes of a rule over n_vars variables of domain dom, then n_par parameters:
+ * {"x0": dims, ...} per shape set; a Reshape target's values under "values". */
+static json_t *rule_shapes(const gdomain *dom, int n_vars, int n_par) {
   json_t *arr = json_array();
   for (int s = 0; s < dom->shapes_listed; s++) {
     json_t *sh = json_object();
-    for (int v = 0; v < n_vars; v++) {
+    for (int v = 0; v < n_vars + n_par; v++) {
       char k[16];
       snprintf(k, sizeof k, "x%d", v);
       json_t *d = json_array();
-      for (int q = 0; q < dom->rank[v]; q++) json_array_append_new(d, json_integer(dom->dims[s][v][q]));
+      if (v >= n_vars)
+        json_array_append_new(d, json_integer(dom->shape_rank ? dom->shape_rank : dom->par_dim[s]));
+      for (int q = 0; q < (v < n_vars ? dom->rank[v] : 0); q++) json_array_append_new(d, json_integer(dom->dims[s][v][q]));
       json_object_set_new(sh, k, d);
+      if (v >= n_vars && dom->shape_rank) {
+        json_t *vals = json_array();
+        for (int q = 0; q < dom->shape_rank; q++) json_array_append_new(vals, json_integer(dom->shape[s][q]));
+        json_object_set_new(sh, "values", json_pack("{so}", k, vals));
+      }
     }
     json_array_append_new(arr, sh);
   }
   return arr;
+}
+
+/* r has a BN or Reshape (reads the domain's parameters). */
+static int uses_params(const grec *r) {
+  for (int i = 0; i < r->n_ops; i++)
+    if (r->ops[i].type == G_BN || r->ops[i].type == G_RESHAPE) return 1;
+  return 0;
 }
 
 /* Adds candidate a -> b as a rule (verified or dropped) to rs. */
@@ -401,11 +432,15 @@ static int add_rule(gopt_ruleset *rs, const gdomain *dom, const grec *a, const g
   memset(&r, 0, sizeof r);
   r.builtin = -1;
   snprintf(r.name, sizeof r.name, "%s%s_%04zu", dom->prefix, a->n_ops == 4 ? "4" : "", idx);
-  r.n_vars = a->vars;
+  int n_par = uses_params(a) ? dom->n_par : 0;
+  r.n_vars = a->vars + n_par;
   rec_pattern(a, &r.src);
   rec_pattern(b, &r.dst);
-  r.shapes = rule_shapes(dom, r.n_vars);
-  for (int v = 0; v < RW_MAX_VARS; v++) r.var_rank[v] = v < r.n_vars && v < G_VARS ? dom->rank[v] : -1;
+  r.shapes = rule_shapes(dom, a->vars, n_par);
+  for (int v = 0; v < RW_MAX_VARS; v++) {
+    r.var_rank[v] = v < a->vars ? dom->rank[v] : v < r.n_vars ? 1 : -1;
+    r.var_const[v] = v >= a->vars && v < r.n_vars; /* BN parameters, a Reshape target: initializers */
+  }
   r.enabled = 1;
   if (rw_ruleset_push(rs, &r)) {
     rw_rule_clear(&r);
@@ -437,10 +472,11 @@ static int add_rule(gopt_ruleset *rs, const gdomain *dom, const grec *a, const g
   return 0;
 }
 
-/* A Conv, scalar Mul or Gemm in r (what the conv and Gemm domains are for). */
-static int has_key_op(const grec *r) {
+/* A key operator of dom in r: a Conv, scalar Mul or Gemm (what the conv and Gemm domains are
+ * for), or one of dom->key_mask (BN, Reshape). */
+static int has_key_op(const gdomain *dom, const grec *r) {
   for (int i = 0; i < r->n_ops; i++)
-    if (r->ops[i].type >= G_CONV) return 1;
+    if (dom->key_mask ? dom->key_mask >> r->ops[i].type & 1 : r->ops[i].type >= G_CONV) return 1;
   return 0;
 }
 
@@ -449,8 +485,11 @@ static int has_key_op(const grec *r) {
  * Transpose and Add; its thousands of variants of MatMul rules are left out). */
 static int domain_keeps(const gdomain *dom, const grec *a, const grec *b) {
   if (!dom->key_ops) return 1;
-  if (!(dom->ops & (1u << G_GEMM))) return has_key_op(a) || has_key_op(b);
-  return (a->n_ops == 1 && has_key_op(a) && !has_key_op(b)) || (b->n_ops == 1 && has_key_op(b) && !has_key_op(a));
+  /* both sides read the same parameters (or none) */
+  if (uses_params(a) != uses_params(b)) return 0;
+  if (!(dom->ops & (1u << G_GEMM))) return has_key_op(dom, a) || has_key_op(dom, b);
+  return (a->n_ops == 1 && has_key_op(dom, a) && !has_key_op(dom, b)) ||
+         (b->n_ops == 1 && has_key_op(dom, b) && !has_key_op(dom, a));
 }
 
 typedef struct keyset {
@@ -484,6 +523,7 @@ static int run_domain(gen *g, const gdomain *dom, int max_ops, keyset *ks, gopt_
   if (g->seen) memset(g->seen, 0, g->seen_cap * sizeof *g->seen);
   memset(g->have, 0, sizeof g->have);
   fill_random(g->vals, dom, 0, o->seed * 7 + 1);
+  rw_gen_params(dom, 0, o->seed * 7 + 3, &g->par);
   for (int v = 0; v < G_VARS; v++) g->have[v] = 1;
   dfs(g);
   if (g->oom) return gopt_error_set(err, GOPT_ENOMEM, "out of memory enumerating graphs (%zu recorded)", g->n_recs);
@@ -528,6 +568,36 @@ static int run_domain(gen *g, const gdomain *dom, int max_ops, keyset *ks, gopt_
   return 0;
 }
 
+/* Domain `prefix` is in the comma-separated list (NULL: every domain). */
+static int domain_listed(const char *list, const char *prefix) {
+  if (!list) return 1;
+  size_t n = strlen(prefix);
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && !strncmp(p, prefix, n)) return 1;
+    p += len + (e ? 1 : 0);
+  }
+  return 0;
+}
+
+/* Every name in the list is a domain. */
+static int check_domains(const char *list, const gdomain *doms, int nd, gopt_error *err) {
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    int len = e ? (int)(e - p) : (int)strlen(p), found = 0;
+    for (int d = 0; d < nd; d++) found |= (int)strlen(doms[d].prefix) == len && !strncmp(p, doms[d].prefix, (size_t)len);
+    if (!found) {
+      char names[256] = "";
+      for (int d = 0; d < nd; d++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", d ? ", " : "", doms[d].prefix);
+      return gopt_error_set(err, GOPT_EINVAL, "--domains: unknown domain '%.*s' (domains: %s)", len, p, names);
+    }
+    p += len + (e ? 1 : 0);
+  }
+  return 0;
+}
+
 int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulegen_stats *st,
                      gopt_error *err) {
   memset(st, 0, sizeof *st);
@@ -544,10 +614,11 @@ int gopt_rulegen_run(const gopt_rulegen_opts *o, gopt_ruleset **out, gopt_rulege
     goto done;
   }
   st->builtin = gopt_ruleset_count(rs);
+  if ((rc = check_domains(o->domains, doms, nd, err))) goto done;
   /* the conv and Gemm domains stop at 3 ops (their 4-op graphs are millions each); --only4 is
    * about the 2-D domain alone */
   for (int d = 0; d < nd && !rc; d++)
-    if (d == 0 || !o->only4)
+    if ((d == 0 || !o->only4) && domain_listed(o->domains, doms[d].prefix))
       rc = run_domain(g, &doms[d], d == 0 || max_ops < 3 ? max_ops : 3, &ks, rs, o, st, t0, err);
   if (rc) goto done;
   *out = rs;

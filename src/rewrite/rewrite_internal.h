@@ -7,7 +7,7 @@
 
 #include "gopt/rewrite.h"
 
-#define RW_MAX_IN 4
+#define RW_MAX_IN 5 /* BatchNormalization */
 #define RW_MAX_OUT 4
 #define RW_MAX_VARS GOPT_REWRITE_MAX_OPS
 
@@ -73,6 +73,14 @@ int rw_search_rl(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite
 int rw_ruleset_push(gopt_ruleset *rs, const rw_rule *r);
 gopt_ruleset *rw_ruleset_new(void);
 void rw_rule_clear(rw_rule *r);
+/* Adds variable v of rule r to g for a test: a graph input of its dims in the test shape set
+ * `shape` (scaled by mul), or for a "const" variable an initializer: its int64 "values" from the
+ * shape set (a Reshape target), else positive floats (BN parameters). Its id, or -1 (err set). */
+int32_t rw_rule_var_tensor(gopt_graph *g, const rw_rule *r, int v, json_t *shape, int mul, gopt_error *err);
+/* The same with variable v's rank and dims given; vals: its int64 "values" (a Reshape target) or
+ * NULL (an input, or positive floats for a float constant). */
+int32_t rw_rule_var_tensor_dims(gopt_graph *g, const rw_rule *r, int v, int rank, const int64_t *dims,
+                                json_t *vals, gopt_error *err);
 /* Parses / prints one pattern ({"ops": [...], "out": [...]}). */
 int rw_pattern_parse(json_t *j, int n_vars, rw_pattern *p, const char *where, gopt_error *err);
 json_t *rw_pattern_json(const rw_pattern *p);

@@ -7,6 +7,7 @@
 #include "gopt/ops.h"
 #include "gopt/util.h"
 #include "rewrite/rewrite_internal.h"
+#include "util/util_internal.h"
 
 gopt_ruleset *rw_ruleset_new(void) { return calloc(1, sizeof(gopt_ruleset)); }
 
@@ -401,4 +402,53 @@ int gopt_ruleset_save(const gopt_ruleset *rs, const char *path, const char *extr
   int rc = gopt_file_write_atomic(path, text, n, err);
   free(text);
   return rc;
+}
+
+int32_t rw_rule_var_tensor_dims(gopt_graph *g, const rw_rule *r, int v, int rank, const int64_t *dims,
+                                json_t *vals, gopt_error *err) {
+  char key[16];
+  snprintf(key, sizeof key, "x%d", v);
+  if (!r->var_const[v]) {
+    int32_t t = gopt_graph_add_tensor(g, key, GOPT_DT_FLOAT, rank, dims, err);
+    if (t >= 0) gopt_graph_add_input(g, t);
+    return t;
+  }
+  int64_t n = 1;
+  for (int k = 0; k < rank; k++) n *= dims[k];
+  /* a constant: the listed values (int64: a Reshape target), or positive floats from a fixed seed
+   * (the same on both sides; valid as a BatchNormalization variance) */
+  if (vals) {
+    int64_t iv[GOPT_MAX_RANK];
+    if (rank != 1 || (int64_t)json_array_size(vals) != n || n > GOPT_MAX_RANK) {
+      gopt_error_set(err, GOPT_EINVAL, "rule '%s': values of %s do not fit its shape", r->name, key);
+      return -1;
+    }
+    for (int64_t i = 0; i < n; i++) iv[i] = json_integer_value(json_array_get(vals, (size_t)i));
+    return rw_const(g, GOPT_DT_INT64, rank, dims, iv, err);
+  }
+  float *f = n > 0 && n <= 1 << 20 ? malloc((size_t)n * sizeof *f) : NULL;
+  if (!f) {
+    gopt_error_set(err, GOPT_EINVAL, "rule '%s': constant %s has a bad size", r->name, key);
+    return -1;
+  }
+  uint64_t s = 0x9e3779b97f4a7c15ULL * (uint64_t)(v + 1);
+  for (int64_t i = 0; i < n; i++) f[i] = 0.5f + (float)(gopt_splitmix64(&s) >> 40) / 16777216.0f;
+  int32_t t = rw_const(g, GOPT_DT_FLOAT, rank, dims, f, err);
+  free(f);
+  return t;
+}
+
+int32_t rw_rule_var_tensor(gopt_graph *g, const rw_rule *r, int v, json_t *shape, int mul, gopt_error *err) {
+  char key[16];
+  snprintf(key, sizeof key, "x%d", v);
+  json_t *d = json_object_get(shape, key);
+  int64_t dims[GOPT_MAX_RANK];
+  int rank = (int)json_array_size(d);
+  if (!json_is_array(d) || rank > GOPT_MAX_RANK) {
+    gopt_error_set(err, GOPT_EINVAL, "rule '%s': test shape lacks %s", r->name, key);
+    return -1;
+  }
+  json_t *vals = r->var_const[v] ? json_object_get(json_object_get(shape, "values"), key) : NULL;
+  for (int k = 0; k < rank; k++) dims[k] = json_integer_value(json_array_get(d, (size_t)k)) * (vals ? 1 : mul);
+  return rw_rule_var_tensor_dims(g, r, v, rank, dims, vals, err);
 }

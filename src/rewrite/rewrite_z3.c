@@ -5,10 +5,15 @@
  * for rules with convolutions or scalar Muls, TASO's convolution axioms: linearity in the input
  * and in the weight, scalar Mul through conv, concat and split, conv over a concat of weights or
  * of input channels, a split of a conv's output channels, a grouped conv as the concat of its
- * groups' convs). Gemm is MatMul of its (transposed) operands plus its bias.
+ * groups' convs). Gemm is MatMul of its (transposed) operands plus its bias. BatchNormalization
+ * (inference) is a function of the input and its four parameters: it commutes with a batch concat
+ * and split, and is a per-channel affine map (a channel scale, linear in the input, plus a shift)
+ * whose scale folds into a conv's weight (TASO's conv + BN fusion). Reshape to a target s
+ * commutes with elementwise ops, Relu and scalar Mul, and is idempotent.
  * A rule is proved when "some source output differs from its target output" is unsatisfiable
  * together with the axioms within the time limit. The axioms ignore shapes (TASO's carry them), so
  * a proof is only accepted after the rule passed numerical verification. */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,15 +25,17 @@
 
 #include "rewrite/rewrite_internal.h"
 
-/* Conv variants with axioms: stride 1, dilation 1, "same" pads; kernels 1x1, 3x3, 1x3, each with
- * 1 or 2 groups (variant + ZK_G2). */
-enum { ZK_1x1, ZK_3x3, ZK_1x3, ZK_G2, ZK_N = 2 * ZK_G2 };
+/* Conv variants with axioms ("same" pads): kernels 1x1, 3x3, 1x3 (stride and dilation 1), 3x3
+ * with stride 2, 3x3 with dilation 2, each with 1 or 2 groups (variant + ZK_G2). The axioms hold
+ * for any stride and dilation; each variant is its own function. */
+enum { ZK_1x1, ZK_3x3, ZK_1x3, ZK_3x3S2, ZK_3x3D2, ZK_G2, ZK_N = 2 * ZK_G2 };
 
 typedef struct zc {
   Z3_context c;
   Z3_sort T;
   Z3_func_decl M, A, X, R, Tr, C0, C1, S[2][2]; /* S[axis][half] */
   Z3_func_decl SM, K[ZK_N];                     /* scalar Mul, conv variants */
+  Z3_func_decl BN, CH, BSC, BSH, WS, RS;        /* BN; its affine form; conv weight scale; Reshape */
 } zc;
 
 static Z3_ast ap1(zc *z, Z3_func_decl f, Z3_ast a) { return Z3_mk_app(z->c, f, 1, &a); }
@@ -38,7 +45,7 @@ static Z3_ast ap2(zc *z, Z3_func_decl f, Z3_ast a, Z3_ast b) {
 }
 
 static void axiom(zc *z, Z3_solver s, Z3_ast *v, unsigned nv, Z3_ast lhs, Z3_ast rhs) {
-  Z3_app bound[4];
+  Z3_app bound[8];
   for (unsigned i = 0; i < nv; i++) bound[i] = Z3_to_app(z->c, v[i]);
   Z3_ast body = Z3_mk_eq(z->c, lhs, rhs);
   Z3_solver_assert(z->c, s, Z3_mk_forall_const(z->c, 0, nv, bound, 0, NULL, body));
@@ -84,7 +91,8 @@ static void axioms(zc *z, Z3_solver s, int mat) {
     axiom(z, s, v, 2, ap1(z, z->S[ax][0], ap2(z, C[ax], a, b)), a);
     axiom(z, s, v, 2, ap1(z, z->S[ax][1], ap2(z, C[ax], a, b)), b);
     axiom(z, s, v, 1, ap2(z, C[ax], ap1(z, z->S[ax][0], a), ap1(z, z->S[ax][1], a)), a);
-    axiom(z, s, v, 3, ap2(z, C[ax], ap2(z, C[ax], a, b), c), ap2(z, C[ax], a, ap2(z, C[ax], b, c)));
+    /* (no concat associativity: with Split halving its input and shapes left out, it and the two
+     * axioms above imply C(a, b) = a for all a, b, so every rule would be "proved") */
     for (int i = 0; i < 2; i++)
       axiom(z, s, v, 4, ap2(z, ew[i], ap2(z, C[ax], a, b), ap2(z, C[ax], c, d)),
             ap2(z, C[ax], ap2(z, ew[i], a, c), ap2(z, ew[i], b, d)));
@@ -158,6 +166,49 @@ static void conv_axioms(zc *z, Z3_solver s, int kmask) {
   }
 }
 
+static Z3_ast bn5(zc *z, Z3_ast a, const Z3_ast *p) {
+  Z3_ast x[5] = {a, p[0], p[1], p[2], p[3]};
+  return Z3_mk_app(z->c, z->BN, 5, x);
+}
+
+/* BatchNormalization's axioms (its parameters are p0..p3): a batch concat and split pass through
+ * it; it is a per-channel affine map, CH(a, BSC(P)) + BSH(P), with CH linear in a and commuting
+ * with the batch concat / split, and a channel scale of a conv's output is the conv with the
+ * scaled weight (WS): together TASO's conv + BN folding. kmask: the conv variants present. */
+static void bn_axioms(zc *z, Z3_solver s, int kmask) {
+  Z3_ast v[8];
+  bound_vars(z, 'b', v);
+  bound_vars(z, 'p', v + 4);
+  Z3_ast a = v[0], b = v[1], w = v[2], *p = v + 4;
+  Z3_ast p4[4] = {p[0], p[1], p[2], p[3]};
+  Z3_ast sc = Z3_mk_app(z->c, z->BSC, 4, p4), sh = Z3_mk_app(z->c, z->BSH, 4, p4);
+  Z3_ast ab[6] = {a, b, p[0], p[1], p[2], p[3]};
+  axiom(z, s, ab, 6, bn5(z, ap2(z, z->C0, a, b), p), ap2(z, z->C0, bn5(z, a, p), bn5(z, b, p)));
+  for (int h = 0; h < 2; h++) axiom(z, s, ab, 6, ap1(z, z->S[0][h], bn5(z, a, p)), bn5(z, ap1(z, z->S[0][h], a), p));
+  axiom(z, s, ab, 6, bn5(z, a, p), ap2(z, z->A, ap2(z, z->CH, a, sc), sh));
+  Z3_ast abw[3] = {a, b, w};
+  axiom(z, s, abw, 3, ap2(z, z->CH, ap2(z, z->A, a, b), w), ap2(z, z->A, ap2(z, z->CH, a, w), ap2(z, z->CH, b, w)));
+  axiom(z, s, abw, 3, ap2(z, z->CH, ap2(z, z->C0, a, b), w), ap2(z, z->C0, ap2(z, z->CH, a, w), ap2(z, z->CH, b, w)));
+  for (int k = 0; k < ZK_N; k++)
+    if (kmask & (1 << k))
+      axiom(z, s, abw, 3, ap2(z, z->CH, ap2(z, z->K[k], a, w), b), ap2(z, z->K[k], a, ap2(z, z->WS, w, b)));
+}
+
+/* Reshape's axioms (target s): elementwise ops, Relu and a scalar Mul commute with it; a
+ * reshape to the shape a tensor already has is the identity, so reshaping twice to s is once. */
+static void reshape_axioms(zc *z, Z3_solver s) {
+  Z3_ast v[4];
+  bound_vars(z, 'r', v);
+  Z3_ast a = v[0], b = v[1], t = v[2];
+  Z3_func_decl bin[3] = {z->A, z->X, z->SM};
+  for (int i = 0; i < 3; i++)
+    axiom(z, s, v, 3, ap2(z, z->RS, ap2(z, bin[i], a, b), t),
+          ap2(z, bin[i], ap2(z, z->RS, a, t), i == 2 ? b : ap2(z, z->RS, b, t)));
+  Z3_ast at[2] = {a, t};
+  axiom(z, s, at, 2, ap2(z, z->RS, ap1(z, z->R, a), t), ap1(z, z->R, ap2(z, z->RS, a, t)));
+  axiom(z, s, at, 2, ap2(z, z->RS, ap2(z, z->RS, a, t), t), ap2(z, z->RS, a, t));
+}
+
 /* The conv variant of pattern op o (-1: no axioms for it). */
 static int conv_variant(const rw_pop *o) {
   if (!o->attrs) return -1;
@@ -166,15 +217,18 @@ static int conv_variant(const rw_pop *o) {
   json_t *pd = json_object_get(o->attrs, "pads");
   if (json_array_size(ks) != 2 || json_array_size(pd) != 4) return -1;
   int kh = (int)json_integer_value(json_array_get(ks, 0)), kw = (int)json_integer_value(json_array_get(ks, 1));
+  /* one stride and one dilation for both axes (1 when absent) */
+  int s0 = st ? (int)json_integer_value(json_array_get(st, 0)) : 1, d0 = dl ? (int)json_integer_value(json_array_get(dl, 0)) : 1;
   for (size_t i = 0; i < 2; i++) {
-    if ((st && json_integer_value(json_array_get(st, i)) != 1) || (dl && json_integer_value(json_array_get(dl, i)) != 1))
+    if ((st && json_integer_value(json_array_get(st, i)) != s0) || (dl && json_integer_value(json_array_get(dl, i)) != d0))
       return -1;
     int k = i ? kw : kh;
-    if (json_integer_value(json_array_get(pd, i)) != k / 2 || json_integer_value(json_array_get(pd, i + 2)) != k / 2)
+    if (json_integer_value(json_array_get(pd, i)) != d0 * (k / 2) || json_integer_value(json_array_get(pd, i + 2)) != d0 * (k / 2))
       return -1;
   }
   int grp = g ? (int)json_integer_value(g) : 1;
   int k = kh == 1 && kw == 1 ? ZK_1x1 : kh == 3 && kw == 3 ? ZK_3x3 : kh == 1 && kw == 3 ? ZK_1x3 : -1;
+  if (s0 != 1 || d0 != 1) k = k == ZK_3x3 && s0 == 2 && d0 == 1 ? ZK_3x3S2 : k == ZK_3x3 && s0 == 1 && d0 == 2 ? ZK_3x3D2 : -1;
   if (k < 0 || grp < 1 || grp > 2) return -1;
   return grp == 2 ? k + ZK_G2 : k;
 }
@@ -216,6 +270,19 @@ static Z3_ast term(zc *z, const rw_rule *r, const rw_pattern *p, const Z3_ast *v
     int k = conv_variant(o);
     return k < 0 || o->n_in != 2 ? NULL : ap2(z, z->K[k], a, b);
   }
+  if (!strcmp(o->type, "BatchNormalization")) {
+    /* epsilon 1e-5 (the generator's); momentum / training_mode change nothing at inference but
+     * are left to the numeric check */
+    json_t *eps = o->attrs ? json_object_get(o->attrs, "epsilon") : NULL;
+    if (o->n_in != 5 || json_object_size(o->attrs) != (eps ? 1u : 0u) || (eps && fabs(json_number_value(eps) - 1e-5) > 1e-9))
+      return NULL;
+    Z3_ast pr[4];
+    for (int k = 0; k < 4; k++)
+      if (!(pr[k] = term(z, r, p, vars, o->in[k + 1]))) return NULL;
+    return bn5(z, a, pr);
+  }
+  if (!strcmp(o->type, "Reshape"))
+    return o->n_in == 2 && json_object_size(o->attrs) == 0 ? ap2(z, z->RS, a, b) : NULL;
   if (scalar_mul(r, p, o)) return ap2(z, z->SM, a, b);
   if (!strcmp(o->type, "Add")) return ap2(z, z->A, a, b);
   if (!strcmp(o->type, "Mul")) return ap2(z, z->X, a, b);
@@ -240,6 +307,13 @@ static int prove_here(const rw_rule *r, int timeout_ms, char *why, size_t n) {
   z.R = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "relu"), 1, t2, z.T);
   z.Tr = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "transpose"), 1, t2, z.T);
   z.SM = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "smul"), 2, t2, z.T);
+  Z3_sort t5[5] = {z.T, z.T, z.T, z.T, z.T};
+  z.BN = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "batchnorm"), 5, t5, z.T);
+  z.CH = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "chmul"), 2, t2, z.T);
+  z.BSC = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "bn_scale"), 4, t5, z.T);
+  z.BSH = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "bn_shift"), 4, t5, z.T);
+  z.WS = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "weight_scale"), 2, t2, z.T);
+  z.RS = Z3_mk_func_decl(z.c, Z3_mk_string_symbol(z.c, "reshape"), 2, t2, z.T);
   for (int k = 0; k < ZK_N; k++) {
     char nm[16];
     snprintf(nm, sizeof nm, "conv%d", k);
@@ -262,10 +336,12 @@ static int prove_here(const rw_rule *r, int timeout_ms, char *why, size_t n) {
   Z3_solver_set_params(z.c, s, p);
   /* the conv axioms only where the rule has a Conv or a scalar Mul (more quantifiers slow every
    * other proof down) */
-  int kmask = 0, conv_rule = 0;
+  int kmask = 0, conv_rule = 0, bn = 0, rsh = 0;
   for (int side = 0; side < 2; side++) {
     const rw_pattern *pt = side ? &r->dst : &r->src;
     for (int i = 0; i < pt->n_ops; i++) {
+      bn |= !strcmp(pt->ops[i].type, "BatchNormalization");
+      rsh |= !strcmp(pt->ops[i].type, "Reshape");
       int k = strcmp(pt->ops[i].type, "Conv") ? -1 : conv_variant(&pt->ops[i]);
       if (k >= 0) kmask |= 1 << k | (k >= ZK_G2 ? 1 << (k - ZK_G2) : 0);
       conv_rule |= k >= 0 || scalar_mul(r, pt, &pt->ops[i]);
@@ -273,6 +349,8 @@ static int prove_here(const rw_rule *r, int timeout_ms, char *why, size_t n) {
   }
   axioms(&z, s, !conv_rule);
   if (conv_rule) conv_axioms(&z, s, kmask);
+  if (bn) bn_axioms(&z, s, kmask);
+  if (rsh) reshape_axioms(&z, s);
   Z3_ast vars[RW_MAX_VARS];
   for (int v = 0; v < r->n_vars; v++) {
     char nm[16];

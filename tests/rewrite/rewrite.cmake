@@ -4,9 +4,15 @@ add_test(NAME rewrite_cli COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 # rule generation at 2 ops (seconds): writes a rules file whose every rule passes `rules verify`
 # (the executor re-checks each pattern rule numerically; exit 1 if any fails), with conv rules of
-# each conv domain (3x3, 1x1, 1x3, grouped, scalar Mul) and Gemm rules, proved by Z3.
+# each conv domain (3x3, 1x1, 1x3, grouped, scalar Mul, stride 2, dilation 2), Gemm,
+# BatchNormalization and Reshape rules, proved by Z3.
 add_test(NAME rewrite_rules_generate
-         COMMAND sh -c "set -e; f=$(mktemp /tmp/gopt-rules-XXXXXX.json); \"$1\" rules generate -o \"$f\" --max-ops 2 | grep -Eq ' [1-9][0-9]+ verified .* 0 dropped \\(numeric\\)'; for p in genc3 genc1 genc13 gencg gencs geng; do grep -q \"name\\\":\\\"$\{p\}_0000\\\".*\\\"proof\\\":\\\"z3\" \"$f\"; done; \"$1\" rules verify \"$f\" >/dev/null; rm -f \"$f\"" sh ${GOPT_BIN}
+         COMMAND sh -c "set -e; f=$(mktemp /tmp/gopt-rules-XXXXXX.json); \"$1\" rules generate -o \"$f\" --max-ops 2 | grep -Eq ' [1-9][0-9]+ verified .* 0 dropped \\(numeric\\)'; for p in genc3 genc1 genc13 gencg gencs geng gencst gencdl genbn genr genr4; do grep -q \"name\\\":\\\"$\{p\}_0000\\\".*\\\"proof\\\":\\\"z3\" \"$f\"; done; \"$1\" rules verify \"$f\" >/dev/null; rm -f \"$f\"" sh ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+# generated BatchNormalization and Reshape rules of the shipped rules file (found by structure),
+# applied by gopt rewrite on small models with weights, verified by the executor and ONNX Runtime.
+add_test(NAME rewrite_rules_bn_reshape
+         COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_rules_bn_reshape.py ${GOPT_BIN} ${CMAKE_SOURCE_DIR}/rules/rules.json
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 # the rl agent (X-RLflow): training writes and resumes a policy; --method rl output verified like
 # greedy's; corrupted/foreign policies and bad flags get one error line.
