@@ -828,6 +828,16 @@ static int r_batch_norm(ictx *c, int32_t n) {
   oshape in, ch;
   int rc = r_same(c, n, 0);
   if (rc) return rc;
+  ops_in_shape(c, n, 0, &in);
+  /* scale, B, mean, var: 1-D, one entry per channel (a shorter one would be read past its end) */
+  for (int i = 1; i < c->g->nodes.a[n].n_in && i < 5; i++) {
+    oshape p;
+    ops_in_shape(c, n, i, &p);
+    if (p.rank < 0) continue;
+    if (p.rank != 1) return shape_err2(c, "BatchNormalization parameter is not 1-D", &p, &in);
+    if (in.rank >= 2 && in.d[1] >= 0 && p.d[0] >= 0 && p.d[0] != in.d[1])
+      return shape_err2(c, "BatchNormalization parameter length differs from the channel count", &p, &in);
+  }
   int n_out = c->g->nodes.a[n].n_out;
   if (n_out <= 1) return 0;
   ops_in_shape(c, n, 0, &in);
