@@ -490,6 +490,17 @@ done:
   return rc;
 }
 
+/* Whether constant weights W may be packed into a copy of their own: every MatMul packs its own
+ * copy, so unrolled recurrent graphs whose steps share one weight (gnmt: 1.1 GB of weights read
+ * by hundreds of MatMuls) would multiply the weights' memory; past a budget of 256 MiB of copies
+ * the plain weights are used. Counts W's bytes when it answers yes. */
+static int matmul_pack_ok(gopt_exec *x, int32_t W) {
+  int64_t b = ex_numel(x, W) * (int64_t)sizeof(float);
+  if (x->packed_bytes + b > ((int64_t)256 << 20)) return 0;
+  x->packed_bytes += b;
+  return 1;
+}
+
 /* A matmul whose weights wt_md (tensor W) are constant: oneDNN picks the weights' layout
  * (format any: packed for its brgemm kernels) and W is reordered into it once, here, instead of
  * being repacked by every run (it keeps the plain weights when it wants them). src A, bias C and
@@ -688,7 +699,7 @@ static int prep_matmul(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   md_plain(&am, nd, A_);
   md_plain(&bm, nd, B_);
   md_plain(&ym, nd, y2);
-  if (nd == 2 && ex_is_const(x, Bt) && ex_data(x, Bt))
+  if (nd == 2 && ex_is_const(x, Bt) && ex_data(x, Bt) && matmul_pack_ok(x, Bt))
     return prep_matmul_wconst(x, k, s, &am, &bm, NULL, &ym, A, Bt, -1, err);
   dnnl_matmul_desc_t md;
   dnnl_status_t st = dnnl_matmul_desc_init(&md, &am, &bm, NULL, &ym);
@@ -755,7 +766,7 @@ static int prep_gemm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
     }
     md_plain(&cm, 2, cd);
   }
-  if (ex_is_const(x, Bt) && ex_data(x, Bt))
+  if (ex_is_const(x, Bt) && ex_data(x, Bt) && matmul_pack_ok(x, Bt))
     return prep_matmul_wconst(x, k, s, &am, &bm, C >= 0 ? &cm : NULL, &ym, A, Bt, C, err);
   dnnl_matmul_desc_t md;
   dnnl_status_t st = dnnl_matmul_desc_init(&md, &am, &bm, C >= 0 ? &cm : NULL, &ym);
