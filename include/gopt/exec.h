@@ -42,6 +42,21 @@ typedef struct gopt_exec gopt_exec;
 /* Whether node n can join a fused elementwise group: a float elementwise/broadcast op (Where's
  * condition may be BOOL; Clip's bounds constant scalars) with one output. */
 int gopt_exec_fusable(const gopt_graph *g, int32_t n);
+/* What the executor runs a fusion group of the live nodes mem[0..n_mem) as (the host target's
+ * fusion legality, which the fusion task applies on a cpu cluster, docs/TASKS.md):
+ *   GOPT_EXEC_GROUP_LOOP   float elementwise/broadcast ops as one fused loop (gopt_exec_fusable
+ *                          members, static shapes, every member output and input broadcasting to
+ *                          the largest member output, every output read outside the group of
+ *                          that full size);
+ *   GOPT_EXEC_GROUP_CHAIN  a float Conv or MatMul with constant weights and exactly the post-op
+ *                          chain the layout pass builds from it (MatMul bias Add, Relu, LeakyRelu,
+ *                          Clip with constant bounds, Sigmoid, Tanh, HardSwish, x*Sigmoid(x), one
+ *                          residual Add as oneDNN sum; a zero Pad before a Conv) as one oneDNN step;
+ *   GOPT_EXEC_GROUP_NONE   anything else, and groups of fewer than two nodes.
+ * Constants without data (structure-only files) count as present (the executor makes them up),
+ * except Clip bounds, whose values must be known. Graph only: no executor needed. */
+enum { GOPT_EXEC_GROUP_NONE = 0, GOPT_EXEC_GROUP_LOOP = 1, GOPT_EXEC_GROUP_CHAIN = 2 };
+int gopt_exec_group_kind(const gopt_graph *g, const int32_t *mem, int n_mem);
 /* Automatic fusion groups: every maximal tree of fusable ops whose intermediate results each feed
  * exactly one other member and have the group's loop size becomes one group. Writes g->nodes.n
  * entries to group (-1 = unfused; singletons stay -1) and returns the number of groups. */

@@ -513,7 +513,8 @@ static int make_steps(gopt_exec *x, const int32_t *order, size_t n_order, const 
     int32_t n = order[i];
     int32_t gr = group ? group[n] : -1;
     ex_kernel *k = &x->steps[x->n_steps];
-    if (gr < 0 || count[gr] == 1) {
+    /* a group that is a Conv/MatMul with its post-op chain runs as that chain's step */
+    if (gr < 0 || count[gr] == 1 || ex_layout_group_is_chain(x, members + first[gr], count[gr])) {
       int32_t sn = ex_layout_step_node(x, n); /* a conv with post-ops runs at its chain's end */
       if (sn < 0) continue;
       ex_layout_step_begin(x);
@@ -530,7 +531,8 @@ static int make_steps(gopt_exec *x, const int32_t *order, size_t n_order, const 
         if (!ex_fusable(x, mem[j])) {
           rc = ex_node_error(x, mem[j], err, GOPT_EUNSUP,
                              "fusion group %d: only float elementwise/broadcast ops can be fused "
-                             "into one loop (this op is %s)",
+                             "into one loop, or a Conv/MatMul with constant weights and its post-op "
+                             "chain into one oneDNN step (this op is %s)",
                              gr, gopt_op_class_name(gopt_op_class_of(g->nodes.a[mem[j]].op)));
           goto done;
         }
@@ -660,7 +662,9 @@ int gopt_exec_new(const gopt_graph *g, const gopt_exec_opts *o, gopt_exec **out,
   if ((rc = ex_isa_select(x, err))) goto fail;
   if ((rc = ex_dnnl_init(x, err))) goto fail;
   if ((rc = make_order(x, o, &order, &n_order, err))) goto fail;
-  if (o && o->layouts == GOPT_EXEC_LAYOUT_AUTO && (rc = ex_layout_plan(x, order, n_order, o->group, err)))
+  /* under --layouts plain a fusion group may still be a Conv/MatMul with its post-op chain */
+  if (o && (o->layouts == GOPT_EXEC_LAYOUT_AUTO || o->group) &&
+      (rc = ex_layout_plan(x, order, n_order, o->group, o->layouts != GOPT_EXEC_LAYOUT_AUTO, err)))
     goto fail;
   if ((rc = make_steps(x, order, n_order, o ? o->group : NULL, err))) goto fail;
   if (o && o->layouts == GOPT_EXEC_LAYOUT_AUTO && (rc = ex_hoist_const_steps(x, err))) goto fail;

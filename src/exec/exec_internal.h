@@ -195,9 +195,19 @@ typedef struct ex_chain {
   int32_t pad;        /* a Conv's zero Pad node before it, folded into its padding, or -1 */
   int64_t pad_l[3], pad_r[3]; /* that Pad's spatial amounts (begin, end) */
 } ex_chain;
-/* Runs the pass on the execution order (before the steps are prepared; fusion groups are left
- * alone): post-op chains and the tensors that may stay in a oneDNN layout. */
-int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int32_t *group, gopt_error *err);
+/* Runs the pass on the execution order (before the steps are prepared): post-op chains and the
+ * tensors that may stay in a oneDNN layout. A chain takes only nodes of its head's fusion group
+ * (-1: in none), so a group holding a Conv/MatMul is its chain. chains_only (--layouts plain with
+ * fusion groups): only grouped heads' chains, every tensor plain. */
+int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int32_t *group, int chains_only,
+                   gopt_error *err);
+/* Whether the fusion group mem[0..n_mem) is exactly one planned post-op chain (head and the
+ * nodes its step runs). */
+int ex_layout_group_is_chain(const gopt_exec *x, const int32_t *mem, int n_mem);
+/* The same without an executor (graph only; the task's host legality): whether the live nodes
+ * mem[0..n_mem) are one Conv/MatMul head that the layout pass would make the head of a chain of
+ * exactly the other members. */
+int ex_group_chain_ok(const gopt_graph *g, const int32_t *mem, int n_mem);
 void ex_layout_free(gopt_exec *x);
 /* The node whose step runs at node n's position: n itself, the chain's conv at the chain's last
  * node, or -1 for the other nodes of a chain (no step of their own). */

@@ -26,6 +26,7 @@ struct ex_layout {
   uint8_t *keep;              /* per tensor: may stay in a oneDNN layout */
   dnnl_memory_desc_t **md;    /* per tensor: the layout recorded by its producer (NULL: plain) */
   uint8_t *chain_done;        /* per chain: the conv kernel applied it */
+  int chains_only;            /* --layouts plain with fusion groups: the groups' chains, no kept layouts */
   const int32_t *group;       /* the fusion groups the pass was planned with (NULL: none) */
   int aware;                  /* the kernel prepared last reads oneDNN layouts */
   gopt_exec_layout_stats st;
@@ -36,6 +37,35 @@ struct ex_layout {
 static int is_float(const gopt_exec *x, int32_t t) { return t >= 0 && ex_dtype(x, t) == GOPT_DT_FLOAT; }
 
 static int ungrouped(const int32_t *group, int32_t n) { return !group || group[n] < 0; }
+
+/* Whether constant t has data: the executor's value (weights made up for structure-only files),
+ * or, when checking a graph without an executor (vals NULL), every constant a kernel reads will. */
+static int const_ok(const gopt_exec *x, int32_t t) { return ex_is_const(x, t) && (!x->vals || ex_data(x, t)); }
+
+/* The value of constant t: the executor's, or the graph's initializer (NULL: none yet). */
+static const void *const_data(const gopt_exec *x, int32_t t) {
+  return x->vals ? ex_data(x, t) : gopt_tensor_data(x->g, t);
+}
+
+/* The nodes a post-op chain headed by h may take: exactly the members mem[0..n_mem) of a fusion
+ * group being checked without an executor (mem != NULL), else the nodes in h's fusion group
+ * (group[c] == group[h], -1 meaning none: with no groups, every node). */
+typedef struct ex_unit {
+  const int32_t *group, *mem;
+  int n_mem;
+} ex_unit;
+
+static int in_unit(const ex_unit *u, int32_t h, int32_t c) {
+  if (u->mem) {
+    for (int i = 0; i < u->n_mem; i++)
+      if (u->mem[i] == c) return 1;
+    return 0;
+  }
+  return !u->group || u->group[c] == u->group[h];
+}
+
+/* Whether node c is already a post-op of another chain (only while the executor plans). */
+static int absorbed(const gopt_exec *x, int32_t c) { return x->lay && x->lay->absorbed_by[c] >= 0; }
 
 static int opaque(const gopt_exec *x, int32_t n) { return (x->g->nodes.a[n].flags & GOPT_N_OPAQUE) != 0; }
 
@@ -62,16 +92,18 @@ static int uses(const gopt_exec *x, int32_t t, int32_t *node, int *slot, int cap
   return n;
 }
 
-/* A float Conv with constant weights (and bias) of 1-3 spatial dims that oneDNN runs. */
+/* A float Conv with constant weights (and bias) of 1-3 spatial dims that oneDNN runs (in a fusion
+ * group too: a group may be a conv with its post-op chain). */
 static int conv_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
   const gopt_graph *g = x->g;
   const gopt_node *nd = &g->nodes.a[n];
-  if (nd->op != GOPT_OP_CONV || opaque(x, n) || !ungrouped(group, n) || nd->n_in < 2 || nd->n_out != 1) return 0;
+  (void)group;
+  if (nd->op != GOPT_OP_CONV || opaque(x, n) || nd->n_in < 2 || nd->n_out != 1) return 0;
   int32_t X = gopt_node_input(g, n, 0), W = gopt_node_input(g, n, 1);
   int32_t B = nd->n_in > 2 ? gopt_node_input(g, n, 2) : -1;
   int r = X >= 0 ? ex_rank(x, X) : 0;
-  return is_float(x, X) && is_float(x, W) && ex_is_const(x, W) && ex_data(x, W) && r >= 3 && r <= 5 &&
-         (B < 0 || (ex_is_const(x, B) && ex_data(x, B) && is_float(x, B))) && is_float(x, gopt_node_output(g, n, 0));
+  return is_float(x, X) && is_float(x, W) && const_ok(x, W) && r >= 3 && r <= 5 &&
+         (B < 0 || (const_ok(x, B) && is_float(x, B))) && is_float(x, gopt_node_output(g, n, 0));
 }
 
 /* A float MatMul of an activation (rank >= 2) and constant 2-D weights: oneDNN's matmul with the
@@ -79,15 +111,16 @@ static int conv_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
 static int mm_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
   const gopt_graph *g = x->g;
   const gopt_node *nd = &g->nodes.a[n];
-  if (nd->op != GOPT_OP_MATMUL || opaque(x, n) || !ungrouped(group, n) || nd->n_in != 2 || nd->n_out != 1) return 0;
+  (void)group;
+  if (nd->op != GOPT_OP_MATMUL || opaque(x, n) || nd->n_in != 2 || nd->n_out != 1) return 0;
   int32_t A = gopt_node_input(g, n, 0), W = gopt_node_input(g, n, 1);
-  return is_float(x, A) && ex_rank(x, A) >= 2 && is_float(x, W) && ex_is_const(x, W) && ex_data(x, W) &&
+  return is_float(x, A) && ex_rank(x, A) >= 2 && is_float(x, W) && const_ok(x, W) &&
          ex_rank(x, W) == 2 && is_float(x, gopt_node_output(g, n, 0));
 }
 
 /* Whether t is a constant float bias for a matmul output of last dim ncols: [ncols] or [1, .., ncols]. */
 static int bias_ok(const gopt_exec *x, int32_t t, int64_t ncols) {
-  return t >= 0 && is_float(x, t) && ex_is_const(x, t) && ex_data(x, t) && ex_rank(x, t) >= 1 &&
+  return t >= 0 && is_float(x, t) && const_ok(x, t) && ex_rank(x, t) >= 1 &&
          ex_numel(x, t) == ncols && ex_dims(x, t)[ex_rank(x, t) - 1] == ncols;
 }
 
@@ -159,8 +192,9 @@ int ex_layout_binary_slot(const gopt_exec *x, int32_t n, const int32_t *group) {
 static int const_scalar(const gopt_exec *x, int32_t t, float dflt, float *v) {
   *v = dflt;
   if (t < 0) return 1;
-  if (!ex_is_const(x, t) || !ex_data(x, t) || ex_numel(x, t) != 1 || ex_dtype(x, t) != GOPT_DT_FLOAT) return 0;
-  *v = *(const float *)ex_data(x, t);
+  const float *d = ex_is_const(x, t) ? const_data(x, t) : NULL;
+  if (!d || ex_numel(x, t) != 1 || ex_dtype(x, t) != GOPT_DT_FLOAT) return 0;
+  *v = *d;
   return 1;
 }
 
@@ -194,18 +228,18 @@ static int eltwise_of(const gopt_exec *x, int32_t c, int *alg, float *alpha, flo
 }
 
 /* Extends chain ch of conv n by one post-op reading cur; returns the tensor it writes, or -1. */
-static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const int32_t *group) {
+static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const ex_unit *u) {
   const gopt_graph *g = x->g;
   int32_t un[3];
   int us[3];
+  int32_t h = ch->nodes[0];
   if (is_output(x, cur) || ch->n_post >= EX_MAX_POST) return -1;
   int nu = uses(x, cur, un, us, 3);
   ex_post *p = &ch->post[ch->n_post];
   if (nu == 1) {
     int32_t c = un[0];
     const gopt_node *nd = &g->nodes.a[c];
-    if (opaque(x, c) || !ungrouped(group, c) || x->lay->absorbed_by[c] >= 0 || !is_float(x, gopt_node_output(g, c, 0)))
-      return -1;
+    if (opaque(x, c) || !in_unit(u, h, c) || absorbed(x, c) || !is_float(x, gopt_node_output(g, c, 0))) return -1;
     int32_t b = nd->op == GOPT_OP_ADD && nd->n_in == 2 ? gopt_node_input(g, c, 1 - us[0]) : -1;
     if (g->nodes.a[ch->nodes[0]].op == GOPT_OP_MATMUL && ch->n_nodes == 1 &&
         bias_ok(x, b, ex_dims(x, cur)[ex_rank(x, cur) - 1]) && same_shape(x, cur, gopt_node_output(g, c, 0))) {
@@ -232,8 +266,8 @@ static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const int32_t
     int si = g->nodes.a[un[0]].op == GOPT_OP_SIGMOID ? 0 : 1;
     int32_t sg = un[si], mu = un[1 - si];
     if (g->nodes.a[sg].op != GOPT_OP_SIGMOID || g->nodes.a[mu].op != GOPT_OP_MUL || g->nodes.a[mu].n_in != 2 ||
-        opaque(x, sg) || opaque(x, mu) || !ungrouped(group, sg) || !ungrouped(group, mu) ||
-        x->lay->absorbed_by[sg] >= 0 || x->lay->absorbed_by[mu] >= 0)
+        opaque(x, sg) || opaque(x, mu) || !in_unit(u, h, sg) || !in_unit(u, h, mu) || absorbed(x, sg) ||
+        absorbed(x, mu))
       return -1;
     int32_t s = gopt_node_output(g, sg, 0);
     int32_t other = gopt_node_input(g, mu, 1 - us[1 - si]);
@@ -255,13 +289,13 @@ static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const int32_t
 /* For Conv n: whether its input 0 comes from a Pad it can fold into its own padding (constant
  * mode, value 0, constant non-negative pads on the spatial dims only, the padded tensor read by
  * n alone, the conv's auto_pad NOTSET or VALID); records the Pad in ch. */
-static void pre_pad(const gopt_exec *x, ex_chain *ch, int32_t n, const int32_t *group) {
+static void pre_pad(const gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
   const gopt_graph *g = x->g;
   int32_t X = gopt_node_input(g, n, 0), p = g->tensors.a[X].producer;
   int32_t un[2];
   int us[2];
   const char *ap = gopt_node_get_string(g, n, "auto_pad", "NOTSET");
-  if (p < 0 || !gopt_node_alive(g, p) || g->nodes.a[p].op != GOPT_OP_PAD || opaque(x, p) || !ungrouped(group, p) ||
+  if (p < 0 || !gopt_node_alive(g, p) || g->nodes.a[p].op != GOPT_OP_PAD || opaque(x, p) || !in_unit(u, n, p) ||
       is_output(x, X) || uses(x, X, un, us, 2) != 1 || (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")))
     return;
   const gopt_node *pd = &g->nodes.a[p];
@@ -344,12 +378,29 @@ static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
   }
 }
 
-int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int32_t *group, gopt_error *err) {
+/* Builds into ch the post-op chain of head n (conv_ok or mm_ok) over the nodes u allows: a zero
+ * Pad before a conv, then the longest run of post-ops chain_step accepts. Returns the number of
+ * nodes the chain's step runs besides the head (0: no chain). */
+static int chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  memset(ch, 0, sizeof *ch);
+  ch->residual = ch->bias = ch->pad = -1;
+  ch->nodes[ch->n_nodes++] = n;
+  if (conv_ok(x, n, NULL)) pre_pad(x, ch, n, u);
+  int32_t cur = gopt_node_output(g, n, 0), nxt;
+  while ((nxt = chain_step(x, ch, cur, u)) >= 0) cur = nxt;
+  ch->out = cur;
+  return ch->n_nodes - 1 + (ch->pad >= 0);
+}
+
+int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int32_t *group, int chains_only,
+                   gopt_error *err) {
   const gopt_graph *g = x->g;
   ex_layout *l = calloc(1, sizeof *l);
   if (!l) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   x->lay = l;
   l->group = group;
+  l->chains_only = chains_only;
   l->absorbed_by = malloc((g->nodes.n + 1) * sizeof *l->absorbed_by);
   l->chain_of = malloc((g->nodes.n + 1) * sizeof *l->chain_of);
   l->chains = calloc(n_order + 1, sizeof *l->chains);
@@ -363,22 +414,48 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
   for (size_t i = 0; i < n_order; i++) {
     int32_t n = order[i];
     if (l->absorbed_by[n] >= 0 || !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
+    if (chains_only && (!group || group[n] < 0)) continue; /* --layouts plain: the groups' chains only */
     ex_chain *ch = &l->chains[l->n_chains];
-    memset(ch, 0, sizeof *ch);
-    ch->residual = ch->bias = ch->pad = -1;
-    ch->nodes[ch->n_nodes++] = n;
-    if (conv_ok(x, n, group)) pre_pad(x, ch, n, group);
-    int32_t cur = gopt_node_output(g, n, 0), nxt;
-    while ((nxt = chain_step(x, ch, cur, group)) >= 0) cur = nxt;
-    if (ch->n_nodes < 2 && ch->pad < 0) continue;
-    ch->out = cur;
+    ex_unit u = {group, NULL, 0};
+    if (!chain_build(x, ch, n, &u)) continue;
     l->chain_of[n] = (int32_t)l->n_chains++;
     for (int j = 1; j < ch->n_nodes; j++) l->absorbed_by[ch->nodes[j]] = n;
     if (ch->pad >= 0) l->absorbed_by[ch->pad] = n;
     l->st.post_op_nodes += (size_t)ch->n_nodes - 1 + (ch->pad >= 0);
   }
-  plan_keep(x, l, group);
+  if (!chains_only) plan_keep(x, l, group);
   return GOPT_OK;
+}
+
+int ex_layout_group_is_chain(const gopt_exec *x, const int32_t *mem, int n_mem) {
+  const ex_layout *l = x->lay;
+  if (!l || n_mem < 2) return 0;
+  int32_t h = -1;
+  for (int i = 0; i < n_mem && h < 0; i++)
+    if (l->chain_of[mem[i]] >= 0) h = mem[i];
+  if (h < 0) return 0;
+  const ex_chain *ch = &l->chains[l->chain_of[h]];
+  if (ch->n_nodes + (ch->pad >= 0) != n_mem) return 0;
+  for (int i = 0; i < n_mem; i++)
+    if (mem[i] != h && l->absorbed_by[mem[i]] != h) return 0;
+  return 1;
+}
+
+int ex_group_chain_ok(const gopt_graph *g, const int32_t *mem, int n_mem) {
+  gopt_exec x = {0};
+  x.g = g;
+  int32_t h = -1;
+  for (int i = 0; i < n_mem; i++) {
+    if (!gopt_node_alive(g, mem[i])) return 0;
+    if (conv_ok(&x, mem[i], NULL) || mm_ok(&x, mem[i], NULL)) {
+      if (h >= 0) return 0;
+      h = mem[i];
+    }
+  }
+  if (h < 0) return 0;
+  ex_chain ch;
+  ex_unit u = {NULL, mem, n_mem};
+  return chain_build(&x, &ch, h, &u) == n_mem - 1;
 }
 
 int ex_layout_dnnl_claims(const gopt_exec *x, int32_t n) {
@@ -474,7 +551,7 @@ int ex_layout_step_end(gopt_exec *x, const ex_kernel *k, gopt_error *err) {
 
 void gopt_exec_layout_stats_get(const gopt_exec *x, gopt_exec_layout_stats *s) {
   memset(s, 0, sizeof *s);
-  if (x->lay) {
+  if (x->lay && !x->lay->chains_only) {
     *s = x->lay->st;
     s->mode = GOPT_EXEC_LAYOUT_AUTO;
   } else {

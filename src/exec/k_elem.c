@@ -594,6 +594,77 @@ int gopt_exec_fusable(const gopt_graph *g, int32_t n) {
   return gopt_node_alive(g, n) && ex_fusable(&x, n);
 }
 
+/* Elements of t with every symbolic dim (an unbound batch) counted as 2: orders tensors by size
+ * as any binding >= 2 would; the executor sees the bound shapes, for which the checks below that
+ * compare symbolic dims by identity are conservative. */
+static int64_t sym_numel(const gopt_graph *g, int32_t t) {
+  int64_t n = 1;
+  for (int i = 0; i < g->tensors.a[t].rank; i++) {
+    int64_t d = gopt_tensor_dims(g, t)[i];
+    n *= GOPT_DIM_IS_SYM(d) ? 2 : d;
+  }
+  return n;
+}
+
+/* Whether t, aligned to the right of the loop shape dims[0..rank), has every dim of it that is
+ * not 1 (it is the loop's full size once bound). */
+static int full_size(const gopt_graph *g, int32_t t, int rank, const int64_t *dims) {
+  int r = g->tensors.a[t].rank;
+  const int64_t *d = gopt_tensor_dims(g, t);
+  if (r > rank) return 0;
+  for (int i = 0; i < rank; i++) {
+    int j = i - (rank - r);
+    if (dims[i] != 1 && (j < 0 || d[j] != dims[i])) return 0;
+  }
+  return 1;
+}
+
+/* Whether the live nodes mem[0..n_mem) run as one fused loop (ex_prepare_fused's conditions, read
+ * from the graph): every member fusable with static shapes; the loop shape is the largest member
+ * output; every member output and every loaded input broadcasts to it; every member output read
+ * outside the group (or a graph output) has the loop's full size. */
+static int loop_group_ok(const gopt_graph *g, const int32_t *mem, int n_mem) {
+  gopt_exec x = {0};
+  x.g = g;
+  int rank = 0;
+  int64_t best = -1, dims[GOPT_MAX_RANK], st[GOPT_MAX_RANK];
+  for (int m = 0; m < n_mem; m++) {
+    if (!gopt_node_alive(g, mem[m]) || !ex_fusable(&x, mem[m])) return 0;
+    int32_t t = gopt_node_output(g, mem[m], 0);
+    if (sym_numel(g, t) > best || (sym_numel(g, t) == best && ex_rank(&x, t) > rank)) {
+      best = sym_numel(g, t);
+      rank = ex_rank(&x, t);
+      if (rank) memcpy(dims, ex_dims(&x, t), (size_t)rank * sizeof *dims);
+    }
+  }
+  for (int m = 0; m < n_mem; m++) {
+    int32_t n = mem[m], out = gopt_node_output(g, n, 0);
+    const gopt_node *nd = &g->nodes.a[n];
+    if (bcast_strides(&x, out, rank, dims, st) < 0) return 0;
+    for (int i = 0; i < nd->n_in; i++) {
+      int32_t t = gopt_node_input(g, n, i);
+      if (t < 0 || ((nd->op == GOPT_OP_EXPAND || nd->op == GOPT_OP_DROPOUT || nd->op == GOPT_OP_CLIP) && i >= 1))
+        continue;
+      if (bcast_strides(&x, t, rank, dims, st) < 0) return 0;
+    }
+    int ext = 0;
+    for (int32_t s = g->tensors.a[out].first_use; s >= 0 && !ext; s = g->slots.a[s].next_use) {
+      int32_t c = g->slots.a[s].node, in = 0;
+      for (int j = 0; j < n_mem && !in; j++) in = mem[j] == c;
+      ext = gopt_node_alive(g, c) && !in;
+    }
+    for (size_t i = 0; i < g->outputs.n && !ext; i++) ext = g->outputs.a[i] == out;
+    if (ext && !full_size(g, out, rank, dims)) return 0;
+  }
+  return 1;
+}
+
+int gopt_exec_group_kind(const gopt_graph *g, const int32_t *mem, int n_mem) {
+  if (n_mem < 2) return GOPT_EXEC_GROUP_NONE;
+  if (loop_group_ok(g, mem, n_mem)) return GOPT_EXEC_GROUP_LOOP;
+  return ex_group_chain_ok(g, mem, n_mem) ? GOPT_EXEC_GROUP_CHAIN : GOPT_EXEC_GROUP_NONE;
+}
+
 int32_t gopt_exec_auto_fusion(const gopt_graph *g, int32_t *group) {
   size_t nn = g->nodes.n;
   int32_t next = 0;

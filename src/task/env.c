@@ -108,6 +108,9 @@ int gopt_env_new(const gopt_graph *g, const gopt_cluster *c, const gopt_env_opts
   e->c = c;
   e->task = o->task;
   e->D = c->n_devices;
+  /* one legality per target: on cpus a group is what gopt's executor runs as one kernel */
+  e->fuse_host = 1;
+  for (int k = 0; k < c->n_devices; k++) e->fuse_host &= !strcmp(c->devices[k].kind, "cpu");
   e->threads = o->threads;
   e->pen = o->mem_penalty == 0 ? 10.0 : (o->mem_penalty < 0 ? 0.0 : o->mem_penalty);
   atomic_init(&e->evals, 0);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gopt/exec.h"
 #include "gopt/ops.h"
 #include "task/task_internal.h"
 #include "util/util_internal.h"
@@ -20,7 +21,7 @@ void task_grouper_free(task_grouper *gr) {
   if (!gr) return;
   void *arrs[] = {gr->parent, gr->next, gr->tail, gr->tau, gr->dev, gr->size, gr->nconv,
                   gr->nops, gr->vis, gr->mark, gr->stack, gr->roots, gr->alist, gr->dlist,
-                  gr->slots, gr->eff, gr->group, gr->tmp, gr->owner};
+                  gr->slots, gr->eff, gr->group, gr->tmp, gr->owner, gr->memb};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   free(gr);
 }
@@ -34,7 +35,8 @@ task_grouper *task_grouper_new(const gopt_env *e) {
       GOPT_ALLOC(gr->dev, n) || GOPT_ALLOC(gr->size, n) || GOPT_ALLOC(gr->nconv, n) || GOPT_ALLOC(gr->nops, n) ||
       GOPT_ALLOC(gr->vis, n) || GOPT_ALLOC(gr->mark, n) || GOPT_ALLOC(gr->stack, n) || GOPT_ALLOC(gr->roots, n) ||
       GOPT_ALLOC(gr->alist, n) || GOPT_ALLOC(gr->dlist, n) || GOPT_ALLOC(gr->slots, 3 * (size_t)n) ||
-      GOPT_ALLOC(gr->eff, n) || GOPT_ALLOC(gr->group, n) || GOPT_ALLOC(gr->tmp, 3 * (size_t)n) || GOPT_ALLOC(gr->owner, n)) {
+      GOPT_ALLOC(gr->eff, n) || GOPT_ALLOC(gr->group, n) || GOPT_ALLOC(gr->tmp, 3 * (size_t)n) || GOPT_ALLOC(gr->owner, n) ||
+      GOPT_ALLOC(gr->memb, n)) {
     task_grouper_free(gr);
     return NULL;
   }
@@ -81,6 +83,17 @@ static int32_t n_edge_tensors(const gopt_env *e, int32_t p, int32_t c) {
   }
   (void)np;
   return k;
+}
+
+/* Host legality of merging p with the groups roots[0..nr): whether gopt's executor runs the union
+ * as one kernel (an elementwise loop or a Conv/MatMul with its oneDNN post-op chain). */
+static int host_ok(task_grouper *gr, int32_t p, int nr) {
+  const gopt_env *e = gr->e;
+  int k = 0;
+  gr->memb[k++] = e->order[p];
+  for (int i = 0; i < nr; i++)
+    for (int32_t m = gr->roots[i]; m >= 0; m = gr->next[m]) gr->memb[k++] = e->order[m];
+  return gopt_exec_group_kind(e->g, gr->memb, k) != GOPT_EXEC_GROUP_NONE;
 }
 
 /* Sorts n distinct non-negative 32-bit keys in a (insertion sort when short, else LSD radix
@@ -223,6 +236,7 @@ void task_grouper_build(task_grouper *gr, const uint8_t *want, const int32_t *de
       for (int i = 0; i < nr; i++) heavy += gr->nconv[gr->roots[i]];
       if (heavy > 1) ok = 0;
     }
+    if (ok && e->fuse_host) ok = host_ok(gr, p, nr);
     if (ok && accept) ok = accept(gr, p, gr->roots, nr, user);
     if (ok) ok = merge_ok(gr, p, nr, &nd);
     if (!ok) {

@@ -41,6 +41,8 @@ struct gopt_env {
                                     (producer and consumer chains stay close: small reorder windows) */
   atomic_uint_least64_t evals;
   int eval_mode;                 /* GOPT_ENV_EVAL_* (gopt_env_set_evaluation) */
+  int fuse_host;                 /* every device is a cpu: a fusion group must be one kernel of
+                                    gopt's executor (gopt_exec_group_kind), not XLA's rules */
 };
 
 /* ---- fusion groups from FUSE bits (task_group.c) ----------------------------------------- */
@@ -59,6 +61,7 @@ struct task_grouper {
   int32_t *vis, *mark, *stack, *roots, *alist, *dlist, *slots;
   int64_t *tmp;                  /* sort scratch */
   int32_t *owner;                /* [n] tau -> unit while sorting */
+  int32_t *memb;                 /* [n] node ids of a merge being checked (host legality) */
   int32_t vstamp, mstamp;
   uint8_t *eff;                  /* [n] effective (not repaired) FUSE bit */
   int32_t *group;                /* [n] final group of a position (-1 when alone) */
@@ -73,8 +76,10 @@ int32_t task_grouper_find(task_grouper *gr, int32_t p);
 /* Builds the groups for FUSE bits want[p] (1 = fuse position p into its consumers' groups), in
  * reverse topological order. A wanted merge is made when the union of p and all its consumers'
  * groups is convex and keeps the quotient graph acyclic, all its members are on one device
- * (dev[p] per position, NULL = one device), and accept (may be NULL) allows it; otherwise the bit
- * is repaired to 0. Fills eff, group, n_groups and repaired. Deterministic. */
+ * (dev[p] per position, NULL = one device), the target can run it as one kernel (on a cpu
+ * cluster, e->fuse_host: gopt_exec_group_kind; else at most one heavy op, XLA's rules), and
+ * accept (may be NULL) allows it; otherwise the bit is repaired to 0. This is the projection
+ * every method's decision goes through. Fills eff, group, n_groups and repaired. Deterministic. */
 void task_grouper_build(task_grouper *gr, const uint8_t *want, const int32_t *dev,
                         task_accept_fn accept, void *user);
 
