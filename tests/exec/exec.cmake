@@ -127,3 +127,13 @@ add_test(NAME exec_ort_oracle
                  ${EXEC_DATA}/lstm_seq2seq ${EXEC_DATA}/swin_t
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_ort_oracle PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
+
+# every fusion decision gopt makes for this CPU runs (issue 29): optimize --task fusion --cluster
+# host with go, local, xla and tvm, then run --fusion, against the unfused run (same seed) on four
+# corpus models of different kinds (conv + swish, CNN, attention, dilated conv with pads); the
+# whole corpus is `tools/check_fusion_runs.py build/bin/gopt` (docs/TASKS.md)
+add_test(NAME exec_fusion_decisions
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tools/check_fusion_runs.py ${GOPT_BIN}
+                 --models squeezenet1_1,efficientnet_b0,bert_tiny,wavenet --budget 50
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_fusion_decisions PROPERTIES LABELS exec TIMEOUT 300)
