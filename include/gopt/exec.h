@@ -57,6 +57,15 @@ int gopt_exec_fusable(const gopt_graph *g, int32_t n);
  * except Clip bounds, whose values must be known. Graph only: no executor needed. */
 enum { GOPT_EXEC_GROUP_NONE = 0, GOPT_EXEC_GROUP_LOOP = 1, GOPT_EXEC_GROUP_CHAIN = 2 };
 int gopt_exec_group_kind(const gopt_graph *g, const int32_t *mem, int n_mem);
+/* The executor's own plan of g without fusion groups under --layouts auto (the layout pass), graph
+ * only: step_of[n] (g->nodes.n entries) is the node whose oneDNN step runs node n (n itself for a
+ * Conv/MatMul heading a post-op chain and for a GlobalAveragePool or per-channel Mul/Add that reads
+ * or writes a tensor kept in oneDNN's layout; the head for the chain's other nodes), -1 for nodes
+ * gopt's own kernels run (and plain convs, pooling, BatchNorm, which no group can hold anyway).
+ * A group of -1 nodes changes nothing the plan decided; a group holding a chain's node but not its
+ * whole chain, or a claimed Mul/Add, breaks a chain or makes a oneDNN layout end (reorders).
+ * Returns 0, GOPT_ENOMEM, or the topological sort's error (a cycle). */
+int gopt_exec_auto_plan(const gopt_graph *g, int32_t *step_of);
 /* Automatic fusion groups: every maximal tree of fusable ops whose intermediate results each feed
  * exactly one other member and have the group's loop size becomes one group. Writes g->nodes.n
  * entries to group (-1 = unfused; singletons stay -1) and returns the number of groups. */

@@ -66,7 +66,7 @@ int ex_is_const(const gopt_exec *x, int32_t t) {
 
 int ex_read_ints(const gopt_exec *x, int32_t t, int64_t *v, size_t cap, size_t *count) {
   int64_t n = ex_numel(x, t);
-  const void *p = x->vals ? ex_data(x, t) : gopt_tensor_data(x->g, t); /* graph-only checks: no values */
+  const void *p = x->graph_only || !x->vals ? gopt_tensor_data(x->g, t) : ex_data(x, t); /* graph-level checks */
   if (!p || n < 0 || (size_t)n > cap) return GOPT_EINVAL;
   for (int64_t i = 0; i < n; i++) {
     switch (ex_dtype(x, t)) {

@@ -72,6 +72,8 @@ struct gopt_exec {
   size_t live_plain, peak_plain; /* live/peak bytes as if nothing ran in place */
   uint8_t *cf_reads;         /* per tensor: read by a control node's sub-graph; NULL when none */
   void *strs;                /* STRING tensors' values (k_string.c); NULL when none */
+  int graph_only;            /* a graph-level check (gopt_exec_group_kind, gopt_exec_auto_plan): no
+                                values; constants are read from the graph or count as present */
 };
 
 /* ---- helpers (exec.c) ---------------------------------------------------------------------------- */

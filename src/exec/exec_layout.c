@@ -40,11 +40,13 @@ static int ungrouped(const int32_t *group, int32_t n) { return !group || group[n
 
 /* Whether constant t has data: the executor's value (weights made up for structure-only files),
  * or, when checking a graph without an executor (vals NULL), every constant a kernel reads will. */
-static int const_ok(const gopt_exec *x, int32_t t) { return ex_is_const(x, t) && (!x->vals || ex_data(x, t)); }
+static int const_ok(const gopt_exec *x, int32_t t) {
+  return ex_is_const(x, t) && (x->graph_only || !x->vals || ex_data(x, t));
+}
 
 /* The value of constant t: the executor's, or the graph's initializer (NULL: none yet). */
 static const void *const_data(const gopt_exec *x, int32_t t) {
-  return x->vals ? ex_data(x, t) : gopt_tensor_data(x->g, t);
+  return x->graph_only || !x->vals ? gopt_tensor_data(x->g, t) : ex_data(x, t);
 }
 
 /* The nodes a post-op chain headed by h may take: exactly the members mem[0..n_mem) of a fusion
@@ -444,6 +446,7 @@ int ex_layout_group_is_chain(const gopt_exec *x, const int32_t *mem, int n_mem) 
 int ex_group_chain_ok(const gopt_graph *g, const int32_t *mem, int n_mem) {
   gopt_exec x = {0};
   x.g = g;
+  x.graph_only = 1;
   int32_t h = -1;
   for (int i = 0; i < n_mem; i++) {
     if (!gopt_node_alive(g, mem[i])) return 0;
@@ -481,6 +484,36 @@ void ex_layout_free(gopt_exec *x) {
   free(l->chain_done);
   free(l);
   x->lay = NULL;
+}
+
+int gopt_exec_auto_plan(const gopt_graph *g, int32_t *step_of) {
+  size_t nn = g->nodes.n, nt = g->tensors.n;
+  for (size_t n = 0; n < nn; n++) step_of[n] = -1;
+  gopt_exec x = {0};
+  x.g = g;
+  x.graph_only = 1;
+  int32_t *order = malloc((nn + 1) * sizeof *order);
+  x.vals = calloc(nt + 1, sizeof *x.vals);
+  int rc = order && x.vals ? GOPT_OK : GOPT_ENOMEM;
+  int64_t cnt = rc ? -1 : gopt_graph_topo(g, order, NULL);
+  if (!rc && cnt < 0) rc = (int)cnt;
+  for (size_t t = 0; !rc && t < nt; t++) {
+    const gopt_tensor *tt = &g->tensors.a[t];
+    x.vals[t].kind = (tt->flags & GOPT_T_CONST) ? EX_V_CONST : tt->producer < 0 ? EX_V_INPUT : EX_V_ACT;
+  }
+  if (!rc) rc = ex_layout_plan(&x, order, (size_t)cnt, NULL, 0, NULL);
+  if (!rc) {
+    const ex_layout *l = x.lay;
+    for (int64_t i = 0; i < cnt; i++) {
+      int32_t n = order[i];
+      step_of[n] = l->absorbed_by[n] >= 0 ? l->absorbed_by[n]
+                   : l->chain_of[n] >= 0 || ex_layout_dnnl_claims(&x, n) ? n : -1;
+    }
+  }
+  ex_layout_free(&x);
+  free(x.vals);
+  free(order);
+  return rc;
 }
 
 /* ---- queries from the kernels and the planner ------------------------------------------------------ */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gopt/exec.h"
 #include "gopt/ops.h"
 #include "task/task_internal.h"
 #include "util/util_internal.h"
@@ -26,9 +27,39 @@ void gopt_env_free(gopt_env *e) {
   if (!e) return;
   gopt_sim_free(e->sim);
   void *arrs[] = {e->order, e->pos, e->succ_off, e->succ, e->pred_off, e->pred, e->t0, e->dprio,
-                  e->out_bytes, e->cls, e->fixed_dev, e->vars, e->fuse_var, e->xdef, e->dfs_rank};
+                  e->out_bytes, e->cls, e->fixed_dev, e->vars, e->fuse_var, e->xdef, e->dfs_rank,
+                  e->host_step, e->host_chain};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   free(e);
+}
+
+/* The host target's fixed part: which nodes the executor runs in its own oneDNN steps (never in a
+ * fusion group's loop) and its post-op chains (docs/TASKS.md "Fusion legality per target"). */
+static int host_plan(gopt_env *e, gopt_error *err) {
+  size_t nn = e->g->nodes.n;
+  int32_t *cnt = NULL;
+  if (GOPT_ALLOC(e->host_step, nn) || GOPT_ALLOC(e->host_chain, nn) || GOPT_ALLOC(cnt, nn)) {
+    free(cnt);
+    return gopt_error_set(err, GOPT_ENOMEM, "task: out of memory");
+  }
+  int rc = gopt_exec_auto_plan(e->g, e->host_step);
+  if (rc) {
+    free(cnt);
+    return gopt_error_set(err, rc, "task: the executor's plan of the graph failed");
+  }
+  for (size_t n = 0; n < nn; n++) {
+    cnt[n] = 0;
+    e->host_chain[n] = -1;
+  }
+  for (size_t n = 0; n < nn; n++)
+    if (e->host_step[n] >= 0) cnt[e->host_step[n]]++;
+  e->n_host_chains = 0;
+  for (size_t n = 0; n < nn; n++) /* chain index per head, then per member */
+    if (e->host_step[n] == (int32_t)n && cnt[n] >= 2) e->host_chain[n] = e->n_host_chains++;
+  for (size_t n = 0; n < nn; n++)
+    if (e->host_step[n] >= 0 && e->host_step[n] != (int32_t)n) e->host_chain[n] = e->host_chain[e->host_step[n]];
+  free(cnt);
+  return GOPT_OK;
 }
 
 static void sort_i32(int32_t *a, int32_t n) {
@@ -214,6 +245,7 @@ int gopt_env_new(const gopt_graph *g, const gopt_cluster *c, const gopt_env_opts
     if (GOPT_ALLOC(e->fixed_dev, e->n)) goto oom;
     task_contiguous_split(e, e->fixed_dev);
   }
+  if (has_fuse && e->fuse_host && (rc = host_plan(e, err))) goto fail;
   if (has_fuse && task_fusion_rules(e, TASK_FUSE_XLA, NULL, e->xdef)) goto oom;
   *out = e;
   return GOPT_OK;

@@ -94,6 +94,7 @@ static void decisions_of(gopt_env_ws *w, const double *x) {
     for (int32_t p = 0; p < e->n; p++) w->d.group[e->order[p]] = w->gr->group[p];
     w->d.n_groups = w->gr->n_groups;
     w->repaired = w->gr->repaired;
+    task_host_chains(e, e->off_dev >= 0 ? w->dev : NULL, &w->d);
   }
 }
 
@@ -147,7 +148,7 @@ static int device_affects_groups(const gopt_env_ws *w, const double *x, int32_t 
   const gopt_env *e = w->e;
   if (!w->gr) return 0;
   if (e->fuse_var[p] >= 0 && (x[e->fuse_var[p]] != 0 || w->x[e->fuse_var[p]] != 0)) return 1;
-  if (w->gr->group[p] >= 0) return 1;
+  if (w->gr->group[p] >= 0 || (e->host_chain && e->host_chain[e->order[p]] >= 0)) return 1;
   for (int32_t i = e->pred_off[p]; i < e->pred_off[p + 1]; i++) {
     int32_t q = e->pred[i];
     if (e->fuse_var[q] >= 0 && (x[e->fuse_var[q]] != 0 || w->x[e->fuse_var[q]] != 0)) return 1;

@@ -93,7 +93,35 @@ static int host_ok(task_grouper *gr, int32_t p, int nr) {
   gr->memb[k++] = e->order[p];
   for (int i = 0; i < nr; i++)
     for (int32_t m = gr->roots[i]; m >= 0; m = gr->next[m]) gr->memb[k++] = e->order[m];
-  return gopt_exec_group_kind(e->g, gr->memb, k) != GOPT_EXEC_GROUP_NONE;
+  /* a loop over nodes the executor runs in gopt's own kernels: grouping a node it runs in a oneDNN
+   * step (a post-op chain's, a claimed per-channel Mul/Add) would break that step or end a oneDNN
+   * layout (reorders); the chains themselves are added whole (task_host_chains) */
+  for (int i = 0; i < k; i++)
+    if (e->host_step[gr->memb[i]] >= 0) return 0;
+  return gopt_exec_group_kind(e->g, gr->memb, k) == GOPT_EXEC_GROUP_LOOP;
+}
+
+void task_host_chains(const gopt_env *e, const int32_t *dev, gopt_decisions *d) {
+  if (!e->host_chain || !d->group || e->n_host_chains == 0) return;
+  const gopt_graph *g = e->g;
+  int32_t *dv = malloc((size_t)e->n_host_chains * sizeof *dv), next = (int32_t)d->n_groups;
+  int32_t *id = malloc((size_t)e->n_host_chains * sizeof *id);
+  if (!dv || !id) { /* without the chains the groups are still legal; only their price is off */
+    free(dv);
+    free(id);
+    return;
+  }
+  for (int32_t c = 0; c < e->n_host_chains; c++) dv[c] = -1, id[c] = 0;
+  for (int32_t p = 0; p < e->n; p++) { /* -2: the chain's nodes are on several devices */
+    int32_t c = e->host_chain[e->order[p]], v = dev ? dev[p] : 0;
+    if (c >= 0) dv[c] = dv[c] == -1 ? v : dv[c] == v ? v : -2;
+  }
+  for (int32_t c = 0; c < e->n_host_chains; c++) id[c] = dv[c] >= 0 ? next++ : -1;
+  for (size_t n = 0; n < g->nodes.n; n++)
+    if (e->host_chain[n] >= 0 && id[e->host_chain[n]] >= 0) d->group[n] = id[e->host_chain[n]];
+  d->n_groups = next;
+  free(dv);
+  free(id);
 }
 
 /* Sorts n distinct non-negative 32-bit keys in a (insertion sort when short, else LSD radix

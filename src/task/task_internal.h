@@ -43,6 +43,11 @@ struct gopt_env {
   int eval_mode;                 /* GOPT_ENV_EVAL_* (gopt_env_set_evaluation) */
   int fuse_host;                 /* every device is a cpu: a fusion group must be one kernel of
                                     gopt's executor (gopt_exec_group_kind), not XLA's rules */
+  int32_t *host_step;            /* [g->nodes.n] fuse_host: gopt_exec_auto_plan's step_of (the oneDNN
+                                    step the executor runs a node in by itself), else NULL */
+  int32_t *host_chain;           /* [g->nodes.n] index of the executor's post-op chain a node is in
+                                    (chains of >= 2 nodes), -1; NULL without fuse_host */
+  int32_t n_host_chains;
 };
 
 /* ---- fusion groups from FUSE bits (task_group.c) ----------------------------------------- */
@@ -73,6 +78,11 @@ task_grouper *task_grouper_new(const gopt_env *e);
 void task_grouper_free(task_grouper *gr); /* accepts NULL */
 /* Union-find root of position p. */
 int32_t task_grouper_find(task_grouper *gr, int32_t p);
+/* Host target (e->fuse_host): adds the executor's own post-op chains (e->host_chain) to the
+ * decisions' groups after the grouper's, each whose nodes share one device (dev per position,
+ * NULL: one device), so the simulator prices them as the one oneDNN step the executor runs. */
+void task_host_chains(const gopt_env *e, const int32_t *dev, gopt_decisions *d);
+
 /* Builds the groups for FUSE bits want[p] (1 = fuse position p into its consumers' groups), in
  * reverse topological order. A wanted merge is made when the union of p and all its consumers'
  * groups is convex and keeps the quotient graph acyclic, all its members are on one device

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""bench_fusion.py: measured time of host fusion decisions (issue 29, docs/BENCHMARKS.md).
+
+For each corpus model: decisions from `gopt optimize --task fusion --cluster CLUSTER --method M`
+for the rule sets (xla, tvm) and the learned/search methods (default go), then `gopt run --time
+--threads 1` of no fusion, `--fusion auto` and each decision file. The configurations of a model
+are interleaved in ROUNDS rounds (each `--warmup 2 --reps REPS`), so load drift on a shared host
+hits them alike; a configuration's time is the median of its round medians (ROUNDS x REPS timed
+runs). Prints a markdown table: ms per configuration, the learned method's gain over no fusion and
+its ratio to the best of the others (<= 1.00: it is at least as fast as every other choice).
+
+usage: bench_fusion.py GOPT [--models a,b] [--learned go] [--cluster host] [--rounds 3] [--reps 5]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CORPUS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "densenet121", "efficientnet_b0", "inception_v3",
+          "shufflenet_v2_x1_0", "vgg11", "lraspp_mobilenet_v3_large", "lstm_seq2seq", "bert_tiny",
+          "gpt2_tiny", "wavenet", "swin_t"]
+
+
+def time_run(gopt, model, extra, reps):
+    p = subprocess.run([gopt, "run", model, "--time", "--threads", "1", "--warmup", "2", "--reps", str(reps),
+                        "--json"] + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode:
+        raise RuntimeError(f"{model} {' '.join(extra)}: {p.stderr.strip().splitlines()[-1]}")
+    return json.loads(p.stdout)["time"]["seconds"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("gopt")
+    ap.add_argument("--models", default=",".join(CORPUS))
+    ap.add_argument("--learned", default="go")
+    ap.add_argument("--cluster", default="host")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--budget", type=int, default=1000)
+    a = ap.parse_args()
+    learned = a.learned.split(",")
+    methods = ["xla", "tvm"] + learned
+    cols = ["none", "auto"] + methods
+    print(f"| model | {' | '.join(c + ' ms' for c in cols)} | {learned[0]} gain vs none | "
+          f"{learned[0]} / best other |")
+    print("|" + "---|" * (len(cols) + 3))
+    misses = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for m in a.models.split(","):
+            model = os.path.join("corpus", m + ".onnx")
+            extra = {"none": [], "auto": ["--fusion", "auto"]}
+            for meth in methods:
+                f = os.path.join(tmp, f"{m}.{meth}.json")
+                p = subprocess.run([a.gopt, "optimize", model, "--task", "fusion", "--cluster", a.cluster,
+                                    "--method", meth, "--budget", str(a.budget), "--threads", "1",
+                                    "--no-history", "-o", f], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+                if p.returncode:
+                    raise RuntimeError(f"{m} {meth}: {p.stderr.strip().splitlines()[-1]}")
+                extra[meth] = ["--fusion", f]
+            t = {c: [] for c in cols}
+            for _ in range(a.rounds):
+                for c in cols:
+                    t[c].append(time_run(a.gopt, model, extra[c], a.reps))
+            med = {c: statistics.median(v) for c, v in t.items()}
+            best_other = min(med[c] for c in cols if c != learned[0])
+            ratio = med[learned[0]] / best_other
+            gain = (med["none"] / med[learned[0]] - 1) * 100
+            misses += ratio > 1.0
+            print(f"| {m} | {' | '.join(f'{med[c] * 1e3:.3f}' for c in cols)} | {gain:+.1f}% | {ratio:.3f} |",
+                  flush=True)
+    print(f"\n{learned[0]} slower than the best other choice on {misses} model(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
