@@ -4,10 +4,14 @@
 For each corpus model: decisions from `gopt optimize --task fusion --cluster CLUSTER --method M`
 for the rule sets (xla, tvm) and the learned/search methods (default go), then `gopt run --time
 --threads 1` of no fusion, `--fusion auto` and each decision file. The configurations of a model
-are interleaved in ROUNDS rounds (each `--warmup 2 --reps REPS`), so load drift on a shared host
-hits them alike; a configuration's time is the median of its round medians (ROUNDS x REPS timed
-runs). Prints a markdown table: ms per configuration, the learned method's gain over no fusion and
-its ratio to the best of the others (<= 1.00: it is at least as fast as every other choice).
+are interleaved in ROUNDS rounds, so load drift on a shared host hits them alike. Two measures:
+  wall  the median of the round medians of `--time` (`--warmup 2 --reps REPS`);
+  cpu   the median of the round medians of `--time`'s CPU time per run (the process's CPU
+        clock around each run: with one thread, time spent waiting for a core on a loaded host
+        is not counted).
+ROUNDS x REPS timed runs per configuration and measure. Prints a markdown table: ms per
+configuration, the learned method's gain over no fusion and its ratio to the best of the others
+(<= 1.00: it is at least as fast as every other choice), for the chosen measure.
 
 usage: bench_fusion.py GOPT [--models a,b] [--learned go] [--cluster host] [--rounds 3] [--reps 5]
 """
@@ -25,11 +29,13 @@ CORPUS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "densenet121", "efficient
 
 
 def time_run(gopt, model, extra, reps):
+    """(median wall seconds, median CPU seconds) of reps timed runs."""
     p = subprocess.run([gopt, "run", model, "--time", "--threads", "1", "--warmup", "2", "--reps", str(reps),
                         "--json"] + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode:
         raise RuntimeError(f"{model} {' '.join(extra)}: {p.stderr.strip().splitlines()[-1]}")
-    return json.loads(p.stdout)["time"]["seconds"]
+    t = json.loads(p.stdout)["time"]
+    return t["seconds"], t["cpu_seconds"]
 
 
 def main():
@@ -41,10 +47,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--budget", type=int, default=1000)
+    ap.add_argument("--measure", choices=["wall", "cpu"], default="cpu")
     a = ap.parse_args()
     learned = a.learned.split(",")
     methods = ["xla", "tvm"] + learned
     cols = ["none", "auto"] + methods
+    print(f"measure: {a.measure}; {a.rounds} rounds x {a.reps} runs, 1 thread\n")
     print(f"| model | {' | '.join(c + ' ms' for c in cols)} | {learned[0]} gain vs none | "
           f"{learned[0]} / best other |")
     print("|" + "---|" * (len(cols) + 3))
@@ -65,7 +73,8 @@ def main():
             t = {c: [] for c in cols}
             for _ in range(a.rounds):
                 for c in cols:
-                    t[c].append(time_run(a.gopt, model, extra[c], a.reps))
+                    wall, cpu = time_run(a.gopt, model, extra[c], a.reps)
+                    t[c].append(wall if a.measure == "wall" else cpu)
             med = {c: statistics.median(v) for c, v in t.items()}
             best_other = min(med[c] for c in cols if c != learned[0])
             ratio = med[learned[0]] / best_other

@@ -195,6 +195,11 @@ int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db,
 void gopt_exec_profile_clear(gopt_exec_profile *p); /* accepts NULL */
 /* End-to-end time only: `warmup` runs, then the median of `reps` timed runs into *seconds. */
 int gopt_exec_time_run(gopt_exec *x, int warmup, int reps, double *seconds, gopt_error *err);
+/* The same, also the median CPU time of one run (CLOCK_PROCESS_CPUTIME_ID, all threads): with one
+ * thread on a loaded host it leaves out the time the process waited for a core. cpu_seconds may
+ * be NULL. */
+int gopt_exec_time_run_cpu(gopt_exec *x, int warmup, int reps, double *seconds, double *cpu_seconds,
+                           gopt_error *err);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec/exec_internal.h"
 #include "gopt/util.h"
@@ -115,22 +116,36 @@ done:
   return rc;
 }
 
-int gopt_exec_time_run(gopt_exec *x, int warmup, int reps, double *seconds, gopt_error *err) {
+/* CPU seconds the process has used (every thread). */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int gopt_exec_time_run_cpu(gopt_exec *x, int warmup, int reps, double *seconds, double *cpu_seconds,
+                           gopt_error *err) {
   int rc = GOPT_OK, saved_nan = x->check_nan;
   if (reps < 1) reps = 1;
-  double *t = malloc((size_t)reps * sizeof *t);
+  double *t = malloc(2 * (size_t)reps * sizeof *t), *c = t + reps;
   if (!t) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   x->check_nan = 0;
   for (int i = 0; i < warmup && !rc; i++) rc = gopt_exec_run(x, err);
   for (int i = 0; i < reps && !rc; i++) {
-    double t0 = gopt_now();
+    double t0 = gopt_now(), c0 = cpu_now();
     rc = gopt_exec_run(x, err);
+    c[i] = cpu_now() - c0;
     t[i] = gopt_now() - t0;
   }
   if (!rc) *seconds = median(t, reps);
+  if (!rc && cpu_seconds) *cpu_seconds = median(c, reps);
   x->check_nan = saved_nan;
   free(t);
   return rc;
+}
+
+int gopt_exec_time_run(gopt_exec *x, int warmup, int reps, double *seconds, gopt_error *err) {
+  return gopt_exec_time_run_cpu(x, warmup, reps, seconds, NULL, err);
 }
 
 void gopt_exec_profile_clear(gopt_exec_profile *p) {
