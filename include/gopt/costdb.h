@@ -34,6 +34,13 @@ typedef struct gopt_cost_entry {
 
 /* Signature of node n: op type, attributes, input/output dtypes and shapes (names excluded). */
 uint64_t gopt_op_signature(const gopt_graph *g, int32_t n);
+/* Signature of a fused group (a loop of elementwise ops, or a Conv/MatMul with its post-op chain)
+ * of nodes mem[0..n): independent of the members' order, so the executor's step (which profiles
+ * it) and the simulator's fused unit (which looks it up) agree. Incrementally: acc = 0, then
+ * gopt_group_sig_add(acc, gopt_op_signature(member)) per member, then gopt_group_sig_end(acc, n). */
+uint64_t gopt_group_signature(const gopt_graph *g, const int32_t *mem, int n);
+uint64_t gopt_group_sig_add(uint64_t acc, uint64_t op_sig);
+uint64_t gopt_group_sig_end(uint64_t acc, int n);
 /* Writes a readable description of n's signature into buf (always NUL-terminated). */
 void gopt_op_signature_desc(const gopt_graph *g, int32_t n, char *buf, size_t len);
 

@@ -40,6 +40,16 @@ uint64_t gopt_op_signature(const gopt_graph *g, int32_t n) {
   return h;
 }
 
+uint64_t gopt_group_sig_add(uint64_t acc, uint64_t op_sig) { return acc + gopt_hash_mix(0x67727570ULL, op_sig); }
+
+uint64_t gopt_group_sig_end(uint64_t acc, int n) { return gopt_hash_mix(acc, 0x66757365ULL + (uint64_t)n); }
+
+uint64_t gopt_group_signature(const gopt_graph *g, const int32_t *mem, int n) {
+  uint64_t acc = 0;
+  for (int i = 0; i < n; i++) acc = gopt_group_sig_add(acc, gopt_op_signature(g, mem[i]));
+  return gopt_group_sig_end(acc, n);
+}
+
 static size_t desc_tensor(const gopt_graph *g, int32_t t, char *buf, size_t len) {
   if (t < 0) return (size_t)snprintf(buf, len, " -");
   const gopt_tensor *x = &g->tensors.a[t];

@@ -543,8 +543,7 @@ static int make_steps(gopt_exec *x, const int32_t *order, size_t n_order, const 
       x->n_steps++;
       if (rc || (rc = ex_layout_step_end(x, k, err))) goto done;
       k->n_members = count[gr];
-      k->sig = 0x66757365ULL;
-      for (int j = 0; j < count[gr]; j++) k->sig = gopt_hash_mix(k->sig, gopt_op_signature(g, mem[j]));
+      k->sig = gopt_group_signature(g, mem, count[gr]);
     }
     /* the step's visible inputs must be ready now */
     for (int j = 0; j < k->n_in; j++) {

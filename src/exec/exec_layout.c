@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "gopt/costdb.h"
 #include "gopt/util.h"
 
 struct ex_layout {
@@ -625,9 +626,10 @@ uint64_t ex_layout_step_sig(const gopt_exec *x, const ex_kernel *k) {
   if (!l) return sig;
   if (l->chain_of[k->node] >= 0) { /* a conv with post-ops: the members combined */
     const ex_chain *ch = &l->chains[l->chain_of[k->node]];
-    sig = 0x706f7374ULL;
-    for (int j = 0; j < ch->n_nodes; j++) sig = gopt_hash_mix(sig, gopt_op_signature(x->g, ch->nodes[j]));
-    if (ch->pad >= 0) sig = gopt_hash_mix(sig, gopt_op_signature(x->g, ch->pad));
+    int32_t mem[2 + 2 * EX_MAX_POST + 1];
+    memcpy(mem, ch->nodes, (size_t)ch->n_nodes * sizeof *mem);
+    if (ch->pad >= 0) mem[ch->n_nodes] = ch->pad;
+    sig = gopt_group_signature(x->g, mem, ch->n_nodes + (ch->pad >= 0)); /* the simulator's group's */
   }
   int blocked = 0; /* reading or writing a oneDNN layout (no reorder inside the step) */
   for (int j = 0; j < k->n_in + k->n_out; j++) {

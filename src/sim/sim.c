@@ -15,7 +15,7 @@ void gopt_sim_free(gopt_sim *s) {
                   s->lat, s->inv_bw, s->route, s->act_tensor, s->act_of, s->act_prod,
                   s->act_bytes, s->act_out, s->in_off, s->in_act, s->out_off, s->out_act,
                   s->cons_off, s->cons, s->res_tensor, s->res_bytes, s->res_off, s->res_cons,
-                  s->nres_off, s->nres, s->gout, s->out_bytes, s->drank, s->drunit};
+                  s->nres_off, s->nres, s->gout, s->out_bytes, s->drank, s->drunit, s->nsig};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   free(s);
 }
@@ -177,6 +177,10 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
   int use_db = o.costdb && o.costs != GOPT_SIM_COSTS_ANALYTICAL;
   int any_measured_dev = 0;
   for (int d = 0; d < D; d++) any_measured_dev |= c->devices[d].measured;
+  if (use_db && any_measured_dev) {
+    if (GOPT_ALLOC(s->nsig, s->n)) goto oom;
+    s->db = o.costdb;
+  }
   for (int32_t p = 0; p < s->n; p++) {
     int32_t nid = s->order[p];
     const gopt_node *nd = &g->nodes.a[nid];
@@ -189,7 +193,8 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
     s->ndt[p] = nd->n_out ? g->tensors.a[g->outs.a[nd->out]].dtype : GOPT_DT_FLOAT;
     double meas = -1;
     gopt_cost_entry e;
-    if (use_db && any_measured_dev && gopt_costdb_get(o.costdb, gopt_op_signature(g, nid), &e)) {
+    if (s->nsig) s->nsig[p] = gopt_op_signature(g, nid);
+    if (s->nsig && gopt_costdb_get(o.costdb, s->nsig[p], &e)) {
       meas = e.seconds;
       s->n_measured++;
     }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gopt/costdb.h"
 #include "gopt/sim.h"
 
 struct gopt_sim {
@@ -30,6 +31,9 @@ struct gopt_sim {
   double *nflops, *nbytes;     /* [n] cost facts */
   uint8_t *ncls, *ndt;         /* [n] op class, dtype of the first output */
   size_t n_measured;           /* positions whose time came from the cost database */
+  const gopt_costdb *db;       /* measured costs apply (a measured device and --costs auto/measured):
+                                  fused groups are looked up too (gopt_group_signature), else NULL */
+  uint64_t *nsig;              /* [n] gopt_op_signature per position when db, else NULL */
   double *dprio;               /* [n] default priority: bottom level / max, in [0, 1] */
   int32_t *drank, *drunit;     /* [n] rank of each position by (dprio desc, position), and back */
   double *lat;                 /* [L] link latency, [L] reciprocal bandwidth follow */

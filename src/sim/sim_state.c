@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gopt/costdb.h"
 #include "sim/sim_internal.h"
 #include "util/util_internal.h"
 
@@ -323,10 +324,13 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
       bytes[u] = s->nbytes[p];
       continue;
     }
-    double f = 0, b = 0;
+    double f = 0, b = 0, meas = -1;
     int32_t best = -1;
+    uint64_t gsig = 0;
+    gopt_cost_entry ge;
     for (int32_t i = u_off[u]; i < u_off[u + 1]; i++) {
       int32_t p = u_pos[i];
+      if (s->nsig) gsig = gopt_group_sig_add(gsig, s->nsig[p]);
       f += s->nflops[p];
       if (s->ncls[p] != GOPT_OPC_SHAPE && (best < 0 || s->nflops[p] > s->nflops[best])) best = p;
       for (int32_t j = s->nres_off[p]; j < s->nres_off[p + 1]; j++)
@@ -339,8 +343,12 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
     for (int32_t j = out_off[u]; j < out_off[u + 1]; j++) b += s->act_bytes[out[j]];
     int cls = best >= 0 ? s->ncls[best] : GOPT_OPC_SHAPE;
     int dt = best >= 0 ? s->ndt[best] : s->ndt[u_pos[u_off[u]]];
+    /* a group the executor profiled (gopt run --profile --fusion --costdb): its measured time */
+    if (s->nsig && gopt_costdb_get(s->db, gopt_group_sig_end(gsig, cnt), &ge)) meas = ge.seconds;
     for (int d = 0; d < D; d++)
-      cost[(size_t)d * U + u] = sim_grid(gopt_device_kernel_time(&s->cl->devices[d], cls, dt, f, b));
+      cost[(size_t)d * U + u] = sim_grid(meas >= 0 && s->cl->devices[d].measured
+                                             ? meas
+                                             : gopt_device_kernel_time(&s->cl->devices[d], cls, dt, f, b));
     flops[u] = f;
     bytes[u] = b;
   }
