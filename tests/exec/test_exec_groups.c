@@ -7,15 +7,22 @@
  * a chain with a gap, two heads, a loop whose smaller member output is read outside, one node.
  * Each legal group runs as one step; its outputs equal the unfused run's bit for bit under the
  * layout pass (same kernels, same math) and within 1e-5 under --layouts plain (post-ops against
- * separate kernels); an illegal group is refused with one error naming the node. */
+ * separate kernels); an illegal group is refused with one error naming the node. Measured host
+ * cost: profiling the fused run (--layouts plain, as with --costdb) records each group under
+ * gopt_group_signature, and the simulator on the measured host device prices the same groups
+ * from those entries: its serial step equals the sum of the five steps' measured times. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "exec_graph.h"
+#include "gopt/costdb.h"
+#include "gopt/decisions.h"
+#include "gopt/device.h"
 #include "gopt/exec.h"
 #include "gopt/ops.h"
+#include "gopt/sim.h"
 
 enum { NB = 2, CI = 4, CO = 6, HW = 6, NX = NB * CI * HW * HW, NY = NB * CO * HW * HW };
 enum { N_CONV, N_RELU, N_ADD, N_MUL, N_SIG, N_K, N_MUL3, N_MM, N_BIAS, N_TANH, N_COUNT };
@@ -96,6 +103,51 @@ static void clear4(gopt_host_tensor *t) {
   for (int i = 0; i < 4; i++) gopt_host_tensor_clear(&t[i]);
 }
 
+/* Profiles the run with the groups into a cost database and simulates the same groups on the
+ * measured host device from it. */
+static void measured_cost(const gopt_graph *g, const int32_t *group) {
+  gopt_error err = {0};
+  gopt_costdb *db = gopt_costdb_new("test", 1);
+  gopt_exec *x = NULL;
+  gopt_exec_opts o = {.threads = 1, .seed = 1, .group = group, .layouts = GOPT_EXEC_LAYOUT_PLAIN};
+  gopt_exec_profile p = {0};
+  CHECK_MSG(gopt_exec_new(g, &o, &x, NULL, &err) == 0 && gopt_exec_random_inputs(x, 3, &err) == 0 &&
+                gopt_exec_profile_run(x, 1, 3, db, &p, &err) == 0,
+            "%s", err.msg);
+  double sum = 0;
+  for (size_t i = 0; i < p.n_steps; i++) sum += p.steps[i].seconds;
+  CHECK_EQ_INT(p.n_steps, 5);
+  for (int gr = 0; gr < 3; gr++) { /* each group's entry is under its group signature */
+    int32_t mem[3];
+    int k = 0;
+    for (size_t n = 0; n < g->nodes.n; n++)
+      if (group[n] == gr) mem[k++] = (int32_t)n;
+    gopt_cost_entry e;
+    CHECK_MSG(gopt_costdb_get(db, gopt_group_signature(g, mem, k), &e), "group %d not in the database", gr);
+  }
+  gopt_cluster *c = NULL;
+  gopt_sim *s = NULL;
+  gopt_sim_state *st = NULL;
+  gopt_decisions d;
+  gopt_decisions_init(&d, g);
+  d.group = (int32_t *)group;
+  d.n_groups = 3;
+  gopt_sim_opts so = {.costs = GOPT_SIM_COSTS_MEASURED, .costdb = db};
+  gopt_sim_result r = {0};
+  CHECK(gopt_cluster_parse("host", &c, &err) == 0 && c->devices[0].measured);
+  CHECK_MSG(c && gopt_sim_new(g, c, &so, &s, &err) == 0 && (st = gopt_sim_state_new(s)) &&
+                gopt_sim_state_apply(st, &d, &err) == 0 && gopt_sim_evaluate(st, &r, &err) == 0,
+            "%s", err.msg);
+  CHECK_MSG(fabs(r.step_time - sum) <= 1e-9 + 1e-6 * sum, "simulated %g s, measured steps sum to %g s", r.step_time,
+            sum);
+  gopt_sim_state_free(st);
+  gopt_sim_free(s);
+  gopt_cluster_free(c);
+  gopt_exec_profile_clear(&p);
+  gopt_exec_free(x);
+  gopt_costdb_free(db);
+}
+
 int main(void) {
   for (size_t i = 0; i < sizeof W1 / sizeof *W1; i++) W1[i] = frand() * 0.3f;
   for (int i = 0; i < CO; i++) b1[i] = frand() * 0.1f, cv[i] = frand();
@@ -138,6 +190,7 @@ int main(void) {
     clear4(ref);
     clear4(got);
   }
+  measured_cost(g, group);
   /* an illegal group is refused, naming a node */
   for (size_t i = 0; i < g->nodes.n; i++) group[i] = -1;
   group[nd[N_CONV]] = group[nd[N_RELU]] = group[nd[N_ADD]] = group[nd[N_MUL]] = 0; /* a chain and a Mul */
