@@ -54,10 +54,15 @@ def main():
             gopt([g, "optimize", model, "--task", "fusion", "--cluster", "host", "--method", a.method,
                   "--no-history", "-o", f])
             ngroups = len(json.load(open(f)).get("fusion", []))
+            # the shapes gopt run binds (batch 1), so the signatures match the cost database's
+            nb = subprocess.run([g, "simulate", model, "--cluster", a.cluster, "--batch", "1"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True).stderr
+            batch = [] if "no symbolic batch" in nb else ["--batch", "1"]
             row = []
             for kind, extra in (("unfused", []), ("fused", ["--fusion", f])):
                 gopt([g, "run", model, "--profile", "--threads", "1", "--costdb", db] + extra)
-                sim = json.loads(gopt([g, "simulate", model, "--cluster", a.cluster, "--costdb", db, "--json"] + extra))
+                sim = json.loads(gopt([g, "simulate", model, "--cluster", a.cluster, "--costdb", db, "--json"] + batch
+                                      + extra))
                 t = json.loads(gopt([g, "run", model, "--time", "--threads", "1", "--layouts", "plain", "--warmup", "2",
                                      "--reps", str(a.reps), "--json"] + extra))["time"]
                 pred, meas = sim["step_time_s"], t["cpu_seconds"]

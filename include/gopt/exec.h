@@ -189,7 +189,9 @@ typedef struct gopt_exec_profile {
 /* Profiles the graph as TASO measures ops: `warmup` runs, then the median of `reps` timed runs,
  * for each step in isolation (its inputs computed by one whole run first) and end to end. Steps
  * whose signature (gopt_op_signature; fused groups combine their members') is in db are not
- * measured again; newly measured ones are added to db (db may be NULL). Inputs must be set. */
+ * measured again; newly measured ones are added to db (db may be NULL). Inputs must be set.
+ * With one thread (gopt_exec_opts.threads == 1) every time is the process's CPU time (on an idle
+ * host the wall time; on a loaded one without the waits for a core), else wall time. */
 int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db,
                           gopt_exec_profile *p, gopt_error *err);
 void gopt_exec_profile_clear(gopt_exec_profile *p); /* accepts NULL */

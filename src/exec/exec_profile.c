@@ -19,6 +19,17 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* CPU seconds the process has used (every thread). */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The profiler's clock: with one thread the process's CPU clock (a loaded host's waits for a core
+ * are not counted; with one thread it is the run's wall time on an idle host), else wall time. */
+static double prof_now(const gopt_exec *x) { return x->threads == 1 ? cpu_now() : gopt_now(); }
+
 /* Describes step k for the database: the node's signature, or the fused group's members. */
 static void step_desc(const gopt_exec *x, const ex_kernel *k, char *buf, size_t len) {
   if (k->group < 0) {
@@ -51,9 +62,9 @@ int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db, g
   for (int i = 0; i < warmup; i++)
     if ((rc = gopt_exec_run(x, err))) goto done;
   for (int i = 0; i < reps; i++) {
-    double t0 = gopt_now();
+    double t0 = prof_now(x);
     if ((rc = gopt_exec_run(x, err))) goto done;
-    t[i] = gopt_now() - t0;
+    t[i] = prof_now(x) - t0;
   }
   p->seconds = median(t, reps);
   p->peak_bytes = x->peak_bytes;
@@ -84,9 +95,9 @@ int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db, g
         for (int i = 0; i < warmup; i++)
           if ((rc = k->run(x, k, err))) goto done;
         for (int i = 0; i < reps; i++) {
-          double t0 = gopt_now();
+          double t0 = prof_now(x);
           if ((rc = k->run(x, k, err))) goto done;
-          t[i] = gopt_now() - t0;
+          t[i] = prof_now(x) - t0;
         }
         o->seconds = median(t, reps);
         p->n_measured++;
@@ -114,13 +125,6 @@ done:
   free(t);
   if (rc) gopt_exec_profile_clear(p);
   return rc;
-}
-
-/* CPU seconds the process has used (every thread). */
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int gopt_exec_time_run_cpu(gopt_exec *x, int warmup, int reps, double *seconds, double *cpu_seconds,
