@@ -8,7 +8,11 @@
  * and the eltwise ops and residual Add after it post-ops; its output stays plain. A zero Pad of a
  * Conv's spatial dims right before it becomes the conv's padding (wavenet's causal pads).
  * The concrete layout of a kept tensor is the one its producer's primitive chose; k_dnnl.c records
- * it here and its consumers read it. Everything else stays plain (row-major NCHW). */
+ * it here and its consumers read it. Everything else stays plain (row-major NCHW).
+ * A chain takes only nodes of its head's fusion group (a `--fusion` group may be a conv/matmul with
+ * its chain), and the same chain builder answers two graph-level questions without an executor:
+ * whether a set of nodes is one chain (ex_group_chain_ok, the host fusion legality) and which nodes
+ * the pass runs in oneDNN steps when no group is given (gopt_exec_auto_plan). */
 #include <dnnl.h>
 #include <math.h>
 #include <stdio.h>

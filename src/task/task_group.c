@@ -2,7 +2,8 @@
  * a position whose bit is set joins the union of its consumers' groups when that union stays
  * convex (no path leaves it and re-enters), keeps the groups mutually independent (the quotient
  * graph stays acyclic), lies on one device, holds at most one heavy op (conv-like or reduction
- * class), and passes the caller's extra rule; otherwise its bit is repaired to 0. The result depends only on the bits and devices (deterministic).
+ * class; on a cpu cluster instead: is one kernel of gopt's executor, host_ok), and passes the
+ * caller's extra rule; otherwise its bit is repaired to 0. The result depends only on the bits and devices (deterministic).
  *
  * The cycle check searches the quotient graph (groups as units) from the merged set, bounded by a
  * topological order tau of the units that is maintained across merges as in Pearce and Kelly's
