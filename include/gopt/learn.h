@@ -178,7 +178,9 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
  * Writes the first existing path into buf and returns 0, or GOPT_EIO with one line listing where
  * it looked. */
 int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_error *err);
-/* The same for a policy kind (gopt_policy_kind): "go" finds <task>.gpol, "regal" <task>_regal.gpol. */
+/* The same for a policy kind (gopt_policy_kind): "go" finds <task>.gpol, "regal" <task>_regal.gpol;
+ * "host" finds <task>_host.gpol, a go policy trained on the host target (a cpu cluster, whose fusion
+ * legality is gopt's executor's; `gopt optimize --method go` prefers it there when it exists). */
 int gopt_learn_find_policy_kind(int task, const char *kind, const char *exe, char *buf, size_t n,
                                 gopt_error *err);
 

@@ -87,7 +87,12 @@ static int run_learned(gopt_env *e, const cli_task_flags *f, const gopt_search_o
                        cli_task_run *out, gopt_error *err) {
   char path[4096];
   gopt_policy *p = NULL;
-  int rc = cli_task_policy_path(f, gopt_env_task(e), "go", path, sizeof path, err);
+  const gopt_cluster *c = gopt_env_cluster(e);
+  int cpu = 1, rc = 1;
+  for (int d = 0; d < c->n_devices; d++) cpu &= !strcmp(c->devices[d].kind, "cpu");
+  /* on the host target, a policy trained there (<task>_host.gpol) when one is shipped */
+  if (cpu && !f->policy) rc = gopt_learn_find_policy_kind(gopt_env_task(e), "host", NULL, path, sizeof path, NULL);
+  if (rc) rc = cli_task_policy_path(f, gopt_env_task(e), "go", path, sizeof path, err);
   if (!rc) rc = gopt_policy_load(path, gopt_env_task(e), &p, err);
   if (rc) return rc;
   if (strcmp(gopt_policy_kind(p), "go")) {

@@ -303,7 +303,8 @@ int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_
 }
 
 int gopt_learn_find_policy_kind(int task, const char *kind, const char *exe, char *buf, size_t n, gopt_error *err) {
-  const char *tn = gopt_task_name(task), *sfx = kind && !strcmp(kind, "regal") ? "_regal" : "";
+  const char *tn = gopt_task_name(task);
+  const char *sfx = kind && !strcmp(kind, "regal") ? "_regal" : kind && !strcmp(kind, "host") ? "_host" : "";
   if (!tn) return gopt_error_set(err, GOPT_EINVAL, "learn: unknown task %d", task);
   char name[64];
   snprintf(name, sizeof name, "%s%s.gpol", tn, sfx);
