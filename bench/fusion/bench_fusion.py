@@ -14,6 +14,7 @@ configuration, the learned method's gain over no fusion and its ratio to the bes
 (<= 1.00: it is at least as fast as every other choice), for the chosen measure.
 
 usage: bench_fusion.py GOPT [--models a,b] [--learned go] [--cluster host] [--rounds 3] [--reps 5]
+                        [--measure cpu|wall] [--stat median|min] [--rules xla,tvm]
 """
 import argparse
 import json
@@ -48,11 +49,14 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--budget", type=int, default=1000)
     ap.add_argument("--measure", choices=["wall", "cpu"], default="cpu")
+    ap.add_argument("--stat", choices=["median", "min"], default="median",
+                    help="over the rounds' medians (min: the least disturbed round)")
+    ap.add_argument("--rules", default="xla,tvm", help="rule-set columns ('' for none)")
     a = ap.parse_args()
     learned = a.learned.split(",")
-    methods = ["xla", "tvm"] + learned
+    methods = [r for r in a.rules.split(",") if r] + learned
     cols = ["none", "auto"] + methods
-    print(f"measure: {a.measure}; {a.rounds} rounds x {a.reps} runs, 1 thread\n")
+    print(f"measure: {a.measure}, {a.stat} of {a.rounds} rounds' medians of {a.reps} runs, 1 thread\n")
     print(f"| model | {' | '.join(c + ' ms' for c in cols)} | {learned[0]} gain vs none | "
           f"{learned[0]} / best other |")
     print("|" + "---|" * (len(cols) + 3))
@@ -75,7 +79,7 @@ def main():
                 for c in cols:
                     wall, cpu = time_run(a.gopt, model, extra[c], a.reps)
                     t[c].append(wall if a.measure == "wall" else cpu)
-            med = {c: statistics.median(v) for c, v in t.items()}
+            med = {c: (statistics.median(v) if a.stat == "median" else min(v)) for c, v in t.items()}
             best_other = min(med[c] for c in cols if c != learned[0])
             ratio = med[learned[0]] / best_other
             gain = (med["none"] / med[learned[0]] - 1) * 100
