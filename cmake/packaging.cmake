@@ -24,6 +24,10 @@ foreach(dir policies rules)
   endif()
 endforeach()
 
+# The ONNX Runtime runner `gopt rewrite` verifies with (it needs npm onnxruntime-node on NODE_PATH
+# when installed).
+install(FILES ${CMAKE_SOURCE_DIR}/tools/ort/ort_run.js DESTINATION ${CMAKE_INSTALL_DATADIR}/gopt/tools/ort)
+
 # The Python binding (python/gopt, pure Python over libgopt.so with ctypes and numpy) goes where
 # Debian's /usr/bin/python3 imports it from when the prefix is /usr (the .deb):
 # PREFIX/lib/python3/dist-packages/gopt; other prefixes put PREFIX/lib/python3/dist-packages on
