@@ -1,5 +1,5 @@
 # packaging.cmake: what `cmake --install` places (CLI, libraries, headers, gopt.pc, man page,
-# shipped policies and rule files) and the Debian package CPack makes from it
+# shipped policies and rule files, the ONNX Runtime runner) and the Debian package CPack makes from it
 # (`cpack -G DEB` in the build tree, or tools/make-deb.sh). The package's runtime dependencies
 # come from dpkg-shlibdeps over the installed binaries, so they name the Debian library packages
 # that the build actually linked.
