@@ -1,6 +1,7 @@
 /* k_dnnl.c: kernels backed by oneDNN (libdnnl 2.6, OpenMP runtime): Conv (1-D/2-D/3-D, groups,
- * dilations; constant weights reordered once into the layout the primitive prefers), MatMul
- * (batched, broadcast) and Gemm (matmul primitive; transposes as strides), MaxPool/AveragePool,
+ * dilations), MatMul (batched, broadcast) and Gemm (matmul primitive; transposes as strides) --
+ * constant weights reordered once into the layout the primitive prefers, one copy per weight
+ * tensor and layout shared by every primitive reading it (packed_weights) --, MaxPool/AveragePool,
  * BatchNormalization (inference), LayerNormalization, Softmax/LogSoftmax. Primitives are created
  * when the executor is prepared; a run only points their memories at the current buffers. Gemm with
  * alpha/beta other than 1 uses OpenBLAS sgemm. */
