@@ -8,8 +8,7 @@ then made GPT-2-sized models fail. Each weight is now packed once and shared. Ch
 `gopt run --json` and the child's peak RSS (getrusage):
   - fewer packed copies than primitives reading them (the copies are shared), and at most one
     copy's worth of bytes per weight (packed bytes <= 1.1 x the weights' bytes, padding allowed);
-  - peak RSS <= 2.5 GiB (2.68 GB). Measured 2.08, 2.10 and 2.13 GB after the fix (three runs,
-    2 threads): the weights (1.12 GB) plus one packed copy of the 21 shared ones (0.86 GB) plus
+  - peak RSS <= 2.5 GiB (2.68 GB). Measured 2.13 GB (1.98 GiB) after the fix, twice (2 threads): the weights (1.12 GB) plus one packed copy of the 21 shared ones (0.86 GB) plus
     activations, the graph and the process (~0.15 GB). The bound leaves 0.55 GB (26 %) over the
     highest for allocator, thread and oneDNN scratch variation (more cores, more per-thread
     scratch), and stays below the capped executor's 3.4 GB and far below the per-MatMul copies'
