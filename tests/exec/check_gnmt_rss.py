@@ -8,11 +8,12 @@ then made GPT-2-sized models fail. Each weight is now packed once and shared. Ch
 `gopt run --json` and the child's peak RSS (getrusage):
   - fewer packed copies than primitives reading them (the copies are shared), and at most one
     copy's worth of bytes per weight (packed bytes <= 1.1 x the weights' bytes, padding allowed);
-  - peak RSS <= 2.5 GiB (2.68 GB). Measured 2.13 GB (1.98 GiB) after the fix, twice (2 threads): the weights (1.12 GB) plus one packed copy of the 21 shared ones (0.86 GB) plus
-    activations, the graph and the process (~0.15 GB). The bound leaves 0.55 GB (26 %) over the
-    highest for allocator, thread and oneDNN scratch variation (more cores, more per-thread
-    scratch), and stays below the capped executor's 3.4 GB and far below the per-MatMul copies'
-    23.8 GB; one extra copy of every shared weight (+0.86 GB) would exceed it.
+  - peak RSS <= 2.5 GiB (2.68 GB). Measured 2.13 GB (1.98 GiB) after the fix, twice (2
+    threads): the weights (1.12 GB) plus one packed copy of the 21 shared ones (0.86 GB) plus
+    activations, the graph and the process (~0.15 GB). The bound leaves 0.55 GB (26 %) for
+    allocator, thread and oneDNN scratch variation (more cores, more per-thread scratch), and
+    stays below the capped executor's 3.4 GB and far below the per-MatMul copies' 23.8 GB; one
+    extra copy of every shared weight (+0.86 GB) would exceed it.
 One line per check; exit 1 on failure.
 """
 import json
