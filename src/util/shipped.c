@@ -52,9 +52,5 @@ int gopt_find_shipped(const char *rel, const char *exe, char *buf, size_t n) {
 }
 
 const char *gopt_shipped_places(void) {
-  static char s[2200];
-  if (!s[0])
-    snprintf(s, sizeof s, "next to the executable, in the source tree %s or in %s",
-             GOPT_SOURCE_TREE[0] ? GOPT_SOURCE_TREE : "(unknown)", GOPT_SHARE_DIR[0] ? GOPT_SHARE_DIR : "share/gopt");
-  return s;
+  return "next to the executable, in the source tree " GOPT_SOURCE_TREE " or in " GOPT_SHARE_DIR;
 }
