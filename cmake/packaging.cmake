@@ -1,5 +1,5 @@
 # packaging.cmake: what `cmake --install` places (CLI, libraries, headers, gopt.pc, man page,
-# shipped policies and rule files) and the Debian package CPack makes from it
+# shipped policies and rule files, the ONNX Runtime runner) and the Debian package CPack makes from it
 # (`cpack -G DEB` in the build tree, or tools/make-deb.sh). The package's runtime dependencies
 # come from dpkg-shlibdeps over the installed binaries, so they name the Debian library packages
 # that the build actually linked.
@@ -23,6 +23,10 @@ foreach(dir policies rules)
     install(DIRECTORY ${CMAKE_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_DATADIR}/gopt/${dir})
   endif()
 endforeach()
+
+# The ONNX Runtime runner `gopt rewrite` verifies with (it needs npm onnxruntime-node on NODE_PATH
+# when installed).
+install(FILES ${CMAKE_SOURCE_DIR}/tools/ort/ort_run.js DESTINATION ${CMAKE_INSTALL_DATADIR}/gopt/tools/ort)
 
 # The Python binding (python/gopt, pure Python over libgopt.so with ctypes and numpy) goes where
 # Debian's /usr/bin/python3 imports it from when the prefix is /usr (the .deb):

@@ -145,7 +145,7 @@ class Gpt2Tiny(nn.Module):
         s = input_ids.shape[1]
         x = self.wte(input_ids) + self.wpe(torch.arange(s, device=input_ids.device))
         mask = self.causal[:s, :s]
-        bias = torch.zeros(s, s).masked_fill(~mask, float("-inf"))
+        bias = torch.zeros(s, s, device=input_ids.device).masked_fill(~mask, float("-inf"))
         for blk in self.blocks:
             x = blk(x, bias)
         return F.linear(self.ln_f(x), self.wte.weight)  # tied head

@@ -161,6 +161,11 @@ size_t gopt_exec_n_inplace(const gopt_exec *x);
 /* Nodes the executor ran once at plan time because every input is a constant (--layouts auto;
  * docs/EXECUTOR.md "Constant steps"): they are not run again per run. */
 size_t gopt_exec_n_hoisted(const gopt_exec *x);
+/* Constant weights reordered once at plan time into the layout a oneDNN primitive wants (packed
+ * MatMul/Gemm weights, blocked conv filters): the number of copies (one per weight tensor and
+ * layout, however many primitives read it), their bytes, and the primitives reading one (more
+ * than the copies when steps share a weight, as an unrolled RNN's do). bytes/readers may be NULL. */
+size_t gopt_exec_packed_weights(const gopt_exec *x, size_t *bytes, size_t *readers);
 /* The instruction set the fused elementwise loops and reductions run with: "baseline" (any
  * x86-64), "avx2" or "avx512"; the best this CPU supports unless the environment variable
  * GOPT_ISA names one (baseline|avx2|avx512|auto; gopt_exec_new refuses one the CPU lacks). */

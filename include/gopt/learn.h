@@ -172,11 +172,12 @@ typedef struct gopt_learn_opt_opts {
 int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *o, double *x_best,
                         gopt_search_result *res, gopt_error *err);
 
-/* Finds the shipped policy <task>.gpol: in $GOPT_POLICY_DIR, else next to the executable exe (a
- * path, e.g. argv[0]; NULL or no slash: /proc/self/exe) in policies/, ../policies/, ../share/gopt/policies/ and
- * ../../policies/ (the source tree's policies/ for a build dir inside it, binary in BUILD/bin).
- * Writes the first existing path into buf and returns 0, or GOPT_EIO with one line listing where
- * it looked. */
+/* Finds the shipped policy <task>.gpol: in $GOPT_POLICY_DIR, else as policies/<task>.gpol where
+ * gopt_find_shipped (gopt/util.h) looks: next to the executable exe (a path, e.g. argv[0]; NULL or
+ * no slash: /proc/self/exe) in policies/, ../policies/, ../share/gopt/policies/ and ../../policies/
+ * (a build dir inside the source tree, binary in BUILD/bin), then the source tree the build was
+ * configured from, then the configured prefix's share/gopt. Writes the first existing path into
+ * buf and returns 0, or GOPT_EIO with one line listing where it looked. */
 int gopt_learn_find_policy(int task, const char *exe, char *buf, size_t n, gopt_error *err);
 /* The same for a policy kind (gopt_policy_kind): "go" finds <task>.gpol, "regal" <task>_regal.gpol;
  * "host" finds <task>_host.gpol, a go policy trained on the host target (a cpu cluster, whose fusion

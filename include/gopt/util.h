@@ -33,6 +33,17 @@ double gopt_now(void);
 /* Peak resident set size of this process in bytes (0 when unknown). */
 size_t gopt_peak_rss(void);
 
+/* Finds a file gopt ships, named by its path in the source tree (rel: "policies/placement.gpol",
+ * "rules/rules.json", "tools/ort/ort_run.js"): next to the executable exe (a path such as argv[0];
+ * NULL or no slash: /proc/self/exe) as BIN/rel, BIN/../rel, BIN/../share/gopt/rel and
+ * BIN/../../rel, then in the source tree the build was configured from, then in the configured
+ * install prefix's share/gopt. Writes the first readable path into buf (n bytes) and returns 1,
+ * or returns 0 with buf "". Environment overrides ($GOPT_POLICY_DIR, ...) are the callers'. */
+int gopt_find_shipped(const char *rel, const char *exe, char *buf, size_t n);
+/* Where gopt_find_shipped looks, in words for an error message ("next to the executable, in the
+ * source tree SRC or in PREFIX/share/gopt"). */
+const char *gopt_shipped_places(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -186,7 +186,7 @@ int cli_train_passes(int argc, char **argv);
 int cli_make_training(const char *model, gopt_graph *g, gopt_error *err);
 
 /* ---- rewriting (cmd_rewrite.c) and its training (cmd_train_rewrite.c) ---- */
-/* The shipped rules.json ($GOPT_RULES, next to the executable, or the source tree's) into buf;
+/* The shipped rules.json ($GOPT_RULES, else rules/rules.json where gopt_find_shipped looks) into buf;
  * returns 1 when found, else 0 with buf "". */
 int cli_rewrite_find_rules(char *buf, size_t n);
 /* Drops the data of float constants (all when keep is NULL and they hold more than 64 values,

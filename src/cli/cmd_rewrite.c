@@ -51,24 +51,14 @@ static int exists(const char *p) {
   return stat(p, &st) == 0;
 }
 
-/* The shipped rules.json: $GOPT_RULES, next to the executable, or in the source tree. */
+/* The shipped rules.json: $GOPT_RULES, else rules/rules.json where gopt_find_shipped looks. */
 int cli_rewrite_find_rules(char *buf, size_t n) {
   const char *env = getenv("GOPT_RULES");
   if (env && *env && exists(env)) {
     snprintf(buf, n, "%s", env);
     return 1;
   }
-  char dir[1024] = "";
-  ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
-  dir[k > 0 ? k : 0] = 0;
-  if (strchr(dir, '/')) *strrchr(dir, '/') = 0;
-  const char *subs[] = {"/rules", "/../rules", "/../share/gopt/rules", "/../../rules"};
-  for (int i = 0; dir[0] && i < 4; i++) {
-    snprintf(buf, n, "%s%s/rules.json", dir, subs[i]);
-    if (exists(buf)) return 1;
-  }
-  buf[0] = 0;
-  return 0;
+  return gopt_find_shipped("rules/rules.json", NULL, buf, n);
 }
 
 /* Drops the data of big float constants (the search works on structure; replay adds weights). */
@@ -91,20 +81,9 @@ static int run_ort(const char *model, const char *in_json, const char *out_dir, 
   char cmd[4096];
   const char *root = getenv("GOPT_SOURCE_DIR");
   char js[1200] = "tools/ort/ort_run.js";
-  if (root && *root) {
-    snprintf(js, sizeof js, "%.1000s/tools/ort/ort_run.js", root);
-  } else if (!exists(js)) {
-    /* next to the executable: build/bin/../../tools, bin/../tools, share/gopt/tools */
-    char dir[1024] = "";
-    ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
-    dir[k > 0 ? k : 0] = 0;
-    if (strchr(dir, '/')) *strrchr(dir, '/') = 0;
-    const char *subs[] = {"/../../tools", "/../tools", "/../share/gopt/tools"};
-    for (int i = 0; i < 3; i++) {
-      snprintf(js, sizeof js, "%.1000s%s/ort/ort_run.js", dir, subs[i]);
-      if (exists(js)) break;
-    }
-  }
+  if (root && *root) snprintf(js, sizeof js, "%.1000s/tools/ort/ort_run.js", root);
+  else if (!exists(js) && !gopt_find_shipped("tools/ort/ort_run.js", NULL, js, sizeof js))
+    snprintf(js, sizeof js, "tools/ort/ort_run.js"); /* node names the missing file */
   snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' --threads 2 --time %d >/dev/null", js, model,
            in_json, out_dir, reps);
   return system(cmd);

@@ -585,7 +585,8 @@ done:
 /* ---- layouts ------------------------------------------------------------------------------------------ */
 
 /* The layout pass's decision: the JSON object "layouts" (mode, reorders per run and what plain
- * mode does, kept tensors, post-op nodes) and one line on stderr. */
+ * mode does, kept tensors, post-op nodes) and one line on stderr; and "packed_weights" (the
+ * constant weights reordered once: copies, bytes, primitives reading them). */
 static void report_layouts(const gopt_exec *x, const gopt_graph *g, const run_opts *o, json_t *out) {
   gopt_exec_layout_stats ls;
   gopt_exec_layout_stats_get(x, &ls);
@@ -600,6 +601,9 @@ static void report_layouts(const gopt_exec *x, const gopt_graph *g, const run_op
       json_object_set_new(kept, gopt_graph_str(g, g->tensors.a[t].name), json_string(buf));
   json_object_set_new(lj, "tensors", kept);
   json_object_set_new(out, "layouts", lj);
+  size_t pbytes = 0, preaders = 0, pcopies = gopt_exec_packed_weights(x, &pbytes, &preaders);
+  json_object_set_new(out, "packed_weights", json_pack("{s:I,s:I,s:I}", "copies", (json_int_t)pcopies, "bytes",
+                                                       (json_int_t)pbytes, "readers", (json_int_t)preaders));
   if (!o->json && ls.reorders_plain)
     fprintf(stderr, "gopt run: %s: layouts %s: %zu activation reorders per run (plain: %zu), %zu tensors "
             "kept in oneDNN layouts, %zu ops run as conv post-ops\n",

@@ -51,7 +51,6 @@ struct gopt_exec {
   ex_val *vals;              /* per tensor */
   void **owned_consts;       /* random weights / reordered copies to free */
   size_t n_owned, cap_owned;
-  int64_t packed_bytes;      /* bytes of MatMul weights packed once (k_dnnl.c), under a budget */
   ex_kernel *steps;          /* in execution order */
   size_t n_steps;
   int32_t *last_use;         /* per tensor: last step reading it (-1 none) */

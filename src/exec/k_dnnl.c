@@ -1,6 +1,7 @@
 /* k_dnnl.c: kernels backed by oneDNN (libdnnl 2.6, OpenMP runtime): Conv (1-D/2-D/3-D, groups,
- * dilations; constant weights reordered once into the layout the primitive prefers), MatMul
- * (batched, broadcast) and Gemm (matmul primitive; transposes as strides), MaxPool/AveragePool,
+ * dilations), MatMul (batched, broadcast) and Gemm (matmul primitive; transposes as strides) --
+ * constant weights reordered once into the layout the primitive prefers, one copy per weight
+ * tensor and layout shared by every primitive reading it (packed_weights) --, MaxPool/AveragePool,
  * BatchNormalization (inference), LayerNormalization, Softmax/LogSoftmax. Primitives are created
  * when the executor is prepared; a run only points their memories at the current buffers. Gemm with
  * alpha/beta other than 1 uses OpenBLAS sgemm. */
@@ -14,11 +15,24 @@
 
 #include "exec/exec_internal.h"
 
+/* A constant weight tensor reordered into the layout a primitive wants (a packed MatMul/Gemm
+ * weight, a blocked conv filter): read from tensor w through the descriptor usr, stored as want.
+ * Every primitive that reads w through usr and wants the same layout shares this one copy (the
+ * unrolled steps of a recurrent graph read one weight from hundreds of MatMuls). */
+typedef struct dn_packed {
+  int32_t w;
+  dnnl_memory_desc_t usr, want;
+  void *buf;
+} dn_packed;
+
 typedef struct ex_dnnl {
   dnnl_engine_t eng;
   dnnl_stream_t stream;
   void *scr[2];     /* shared scratch for blocked-layout conv input/output (steps run one by one) */
   size_t scr_n[2];
+  dn_packed *packed; /* the cache of reordered constant weights, owned here */
+  size_t n_packed, cap_packed;
+  size_t packed_bytes, packed_readers; /* bytes of the copies; weight arguments bound to one */
 } ex_dnnl;
 
 /* Grows shared scratch buffer i to at least n bytes. */
@@ -49,8 +63,17 @@ void ex_dnnl_fini(gopt_exec *x) {
   if (d->eng) dnnl_engine_destroy(d->eng);
   free(d->scr[0]);
   free(d->scr[1]);
+  for (size_t i = 0; i < d->n_packed; i++) free(d->packed[i].buf);
+  free(d->packed);
   free(d);
   x->dnnl = NULL;
+}
+
+size_t gopt_exec_packed_weights(const gopt_exec *x, size_t *bytes, size_t *readers) {
+  const ex_dnnl *d = x ? x->dnnl : NULL;
+  if (bytes) *bytes = d ? d->packed_bytes : 0;
+  if (readers) *readers = d ? d->packed_readers : 0;
+  return d ? d->n_packed : 0;
 }
 
 int ex_dnnl_handles(int op) {
@@ -66,14 +89,14 @@ int ex_dnnl_handles(int op) {
 #define DN_MAX_ARGS 8
 
 /* A primitive and the memories of its arguments. tensor[i] >= 0: the memory points at that
- * tensor's buffer on each run; -1: fixed memory (reordered weights) owned here. */
+ * tensor's buffer on each run; -1: fixed memory (reordered weights, owned by the cache of
+ * ex_dnnl, or shared scratch). */
 typedef struct dn_st {
   dnnl_primitive_t prim;
   int n;
   int arg[DN_MAX_ARGS];
   int32_t tensor[DN_MAX_ARGS];
   dnnl_memory_t mem[DN_MAX_ARGS];
-  void *fixed;          /* buffer of a fixed memory */
   /* a tensor whose layout differs from the primitive's: the input is reordered into scratch 0
    * (re_in), the primitive writes scratch 1 and re_out reorders it into the output */
   dnnl_primitive_t re_in, re_out;
@@ -106,7 +129,6 @@ static void dn_free(void *p) {
   if (s->m_usr_out) dnnl_memory_destroy(s->m_usr_out);
   if (s->re_res) dnnl_primitive_destroy(s->re_res);
   if (s->m_res) dnnl_memory_destroy(s->m_res);
-  free(s->fixed);
   free(s);
 }
 
@@ -464,41 +486,68 @@ static int conv_chain_io(gopt_exec *x, ex_kernel *k, const ex_chain *ch, gopt_er
   return GOPT_OK;
 }
 
-/* Reorders the constant weights W (plain descriptor w_usr) once into w_want when they differ. */
+/* The copy of constant W (read through w_usr) in layout w_want: found in the cache, or made there
+ * by one reorder. *buf NULL with dnnl_success: out of memory. */
+static dnnl_status_t packed_weights(gopt_exec *x, int32_t W, const dnnl_memory_desc_t *w_usr,
+                                    const dnnl_memory_desc_t *w_want, void **buf) {
+  ex_dnnl *d = x->dnnl;
+  *buf = NULL;
+  for (size_t i = 0; i < d->n_packed; i++) {
+    const dn_packed *p = &d->packed[i];
+    if (p->w == W && dnnl_memory_desc_equal(&p->usr, w_usr) && dnnl_memory_desc_equal(&p->want, w_want)) {
+      *buf = p->buf;
+      return dnnl_success;
+    }
+  }
+  if (d->n_packed == d->cap_packed) {
+    size_t cap = d->cap_packed ? 2 * d->cap_packed : 16;
+    dn_packed *a = realloc(d->packed, cap * sizeof *a);
+    if (!a) return dnnl_success;
+    d->packed = a;
+    d->cap_packed = cap;
+  }
+  size_t sz = dnnl_memory_desc_get_size(w_want);
+  void *p = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+  if (!p) return dnnl_success;
+  dnnl_primitive_t reorder = NULL;
+  dnnl_memory_t usr = NULL, dst = NULL;
+  dnnl_status_t st = dnnl_memory_create(&usr, w_usr, d->eng, ex_data(x, W));
+  if (st == dnnl_success) st = dnnl_memory_create(&dst, w_want, d->eng, p);
+  if (st == dnnl_success) st = dn_reorder(&reorder, w_usr, w_want, d->eng);
+  dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, usr}, {DNNL_ARG_TO, dst}};
+  if (st == dnnl_success) st = dnnl_primitive_execute(reorder, d->stream, 2, ra);
+  if (st == dnnl_success) st = dnnl_stream_wait(d->stream);
+  if (reorder) dnnl_primitive_destroy(reorder);
+  if (usr) dnnl_memory_destroy(usr);
+  if (dst) dnnl_memory_destroy(dst);
+  if (st != dnnl_success) {
+    free(p);
+    return st;
+  }
+  d->packed[d->n_packed++] = (dn_packed){W, *w_usr, *w_want, p};
+  d->packed_bytes += sz;
+  *buf = p;
+  return dnnl_success;
+}
+
+/* Binds the weights argument: the plain tensor W (descriptor w_usr) when it is not constant or
+ * w_want is its own layout, else W's copy in w_want from the cache (reordered once per weight
+ * tensor and layout, however many primitives read it). */
 static int conv_weights(gopt_exec *x, ex_kernel *k, dn_st *s, int32_t W, int wconst, const dnnl_memory_desc_t *w_usr,
                         const dnnl_memory_desc_t *w_want, gopt_error *err) {
   ex_dnnl *d = x->dnnl;
   int rc = GOPT_OK;
-  dnnl_primitive_t reorder = NULL;
-  dnnl_memory_t usr = NULL;
+  void *buf = NULL;
   if (!wconst || dnnl_memory_desc_equal(w_want, w_usr)) {
     DN(dn_add(s, d, DNNL_ARG_WEIGHTS, w_usr, W, NULL), "memory");
     return GOPT_OK;
   }
-  size_t sz = dnnl_memory_desc_get_size(w_want);
-  s->fixed = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-  if (!s->fixed) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-  DN(dnnl_memory_create(&usr, w_usr, d->eng, ex_data(x, W)), "memory");
-  DN(dn_add(s, d, DNNL_ARG_WEIGHTS, w_want, -1, s->fixed), "memory");
-  DN(dn_reorder(&reorder, w_usr, w_want, d->eng), "reorder");
-  dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, usr}, {DNNL_ARG_TO, s->mem[s->n - 1]}};
-  DN(dnnl_primitive_execute(reorder, d->stream, 2, ra), "reorder");
-  DN(dnnl_stream_wait(d->stream), "reorder");
+  DN(packed_weights(x, W, w_usr, w_want, &buf), "reorder");
+  if (!buf) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  DN(dn_add(s, d, DNNL_ARG_WEIGHTS, w_want, -1, buf), "memory");
+  d->packed_readers++;
 done:
-  if (reorder) dnnl_primitive_destroy(reorder);
-  if (usr) dnnl_memory_destroy(usr);
   return rc;
-}
-
-/* Whether constant weights W may be packed into a copy of their own: every MatMul packs its own
- * copy, so unrolled recurrent graphs whose steps share one weight (gnmt: 1.1 GB of weights read
- * by hundreds of MatMuls) would multiply the weights' memory; past a budget of 256 MiB of copies
- * the plain weights are used. Counts W's bytes when it answers yes. */
-static int matmul_pack_ok(gopt_exec *x, int32_t W) {
-  int64_t b = ex_numel(x, W) * (int64_t)sizeof(float);
-  if (x->packed_bytes + b > ((int64_t)256 << 20)) return 0;
-  x->packed_bytes += b;
-  return 1;
 }
 
 /* A matmul whose weights wt_md (tensor W) are constant: oneDNN picks the weights' layout
@@ -699,7 +748,7 @@ static int prep_matmul(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   md_plain(&am, nd, A_);
   md_plain(&bm, nd, B_);
   md_plain(&ym, nd, y2);
-  if (nd == 2 && ex_is_const(x, Bt) && ex_data(x, Bt) && matmul_pack_ok(x, Bt))
+  if (nd == 2 && ex_is_const(x, Bt) && ex_data(x, Bt))
     return prep_matmul_wconst(x, k, s, &am, &bm, NULL, &ym, A, Bt, -1, err);
   dnnl_matmul_desc_t md;
   dnnl_status_t st = dnnl_matmul_desc_init(&md, &am, &bm, NULL, &ym);
@@ -766,7 +815,7 @@ static int prep_gemm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
     }
     md_plain(&cm, 2, cd);
   }
-  if (ex_is_const(x, Bt) && ex_data(x, Bt) && matmul_pack_ok(x, Bt))
+  if (ex_is_const(x, Bt) && ex_data(x, Bt))
     return prep_matmul_wconst(x, k, s, &am, &bm, C >= 0 ? &cm : NULL, &ym, A, Bt, C, err);
   dnnl_matmul_desc_t md;
   dnnl_status_t st = dnnl_matmul_desc_init(&md, &am, &bm, C >= 0 ? &cm : NULL, &ym);

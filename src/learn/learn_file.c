@@ -309,35 +309,24 @@ int gopt_learn_find_policy_kind(int task, const char *kind, const char *exe, cha
   char name[64];
   snprintf(name, sizeof name, "%s%s.gpol", tn, sfx);
   if (!learn_find_file(name, exe, buf, n, NULL)) return 0;
-  return gopt_error_set(err, GOPT_EIO, "no %spolicy for task '%s': none in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", sfx[0] ? "REGAL " : "", tn);
+  return gopt_error_set(err, GOPT_EIO, "no %spolicy for task '%s': none in $GOPT_POLICY_DIR or policies/ %s (give --policy P.gpol)", sfx[0] ? "REGAL " : "", tn, gopt_shipped_places());
 }
 
 int learn_find_file(const char *name, const char *exe, char *buf, size_t n, gopt_error *err) {
   const char *env = getenv("GOPT_POLICY_DIR");
-  char dir[1024] = "";
-  if (exe && strchr(exe, '/')) {
-    snprintf(dir, sizeof dir, "%s", exe);
-  } else {
-    ssize_t k = readlink("/proc/self/exe", dir, sizeof dir - 1);
-    dir[k > 0 ? k : 0] = 0;
-  }
-  if (strchr(dir, '/')) *strrchr(dir, '/') = 0;
-  else dir[0] = 0;
-  const char *subs[] = {"/policies", "/../policies", "/../share/gopt/policies", "/../../policies"};
+  char rel[128];
   if (env && *env) {
     snprintf(buf, n, "%s/%s", env, name);
     if (exists(buf)) return 0;
   }
-  for (int i = 0; dir[0] && i < 4; i++) {
-    snprintf(buf, n, "%s%s/%s", dir, subs[i], name);
-    if (exists(buf)) return 0;
-  }
-  return gopt_error_set(err, GOPT_EIO, "no %s: none in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", name);
+  snprintf(rel, sizeof rel, "policies/%s", name);
+  if (gopt_find_shipped(rel, exe, buf, n)) return 0;
+  return gopt_error_set(err, GOPT_EIO, "no %s: none in $GOPT_POLICY_DIR or policies/ %s (give --policy P.gpol)", name, gopt_shipped_places());
 }
 
 int gopt_seq_find_policy(const char *kind, const char *exe, char *buf, size_t n, gopt_error *err) {
   char name[64];
   snprintf(name, sizeof name, "%.40s.gpol", kind);
   if (!learn_find_file(name, exe, buf, n, NULL)) return 0;
-  return gopt_error_set(err, GOPT_EIO, "no '%s' policy: no %s in $GOPT_POLICY_DIR, next to the executable or in the source tree's policies/ (give --policy P.gpol)", kind, name);
+  return gopt_error_set(err, GOPT_EIO, "no '%s' policy: no %s in $GOPT_POLICY_DIR or policies/ %s (give --policy P.gpol)", kind, name, gopt_shipped_places());
 }

@@ -100,6 +100,21 @@ add_test(NAME exec_layouts
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_layouts PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
 
+# a GPT-2-small-sized model (the zoo's gpt2 at 32 tokens, random weights written by the test:
+# 471 MiB of MatMul weights, beyond the 256 MiB cap on packed copies that once refused it) runs
+# under --layouts auto with every matmul chain applied and equals --layouts plain and ONNX Runtime
+add_test(NAME exec_gpt2_small COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_gpt2_small.py ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_gpt2_small PROPERTIES LABELS exec TIMEOUT 300)
+# peak memory of `gopt run gnmt:batch=1`: each shared weight packed once, RSS under the bound the
+# script states. Not under the sanitizers: there the RSS measures ASan's shadow memory and
+# quarantine rather than the executor, and the 12007-step run is too slow for CI.
+if(NOT GOPT_SANITIZE)
+  add_test(NAME exec_gnmt_rss COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_gnmt_rss.py ${GOPT_BIN}
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(exec_gnmt_rss PROPERTIES LABELS exec TIMEOUT 300 RUN_SERIAL ON)
+endif()
+
 # --check compares every dtype the executor produces (equal passes, one changed element fails,
 # 64-bit integers exactly) and stops with one error line on a dtype it cannot compare
 add_test(NAME exec_check_dtypes COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_dtypes.py ${GOPT_BIN}

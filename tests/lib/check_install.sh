@@ -3,8 +3,9 @@
 # (cmake --install), then builds tests/lib/pc_program.c against that prefix with nothing but
 # `pkg-config --cflags --libs gopt` (shared library; then `--static` with libgopt.a) and checks
 # that both programs print the project version and the node count `gopt info --json` reports
-# for the same zoo model. Also checks the installed CLI's --version, man page, policies and the
-# Python binding (importable from the prefix, loading the prefix's libgopt.so).
+# for the same zoo model. Also checks the installed CLI's --version, man page, policies, rules,
+# tools/ort/ort_run.js and the Python binding (importable from the prefix, loading the prefix's
+# libgopt.so).
 # A sanitizer build sets GOPT_TEST_CFLAGS (the external programs must link the same runtime) and
 # GOPT_TEST_PY_PRELOAD (the ASan runtime, preloaded into the uninstrumented interpreter).
 set -eu
@@ -56,6 +57,8 @@ grep -q "gopt $version" "$tmp/prefix/share/man/man1/gopt.1" || fail "no man page
 if [ -d "$src/policies" ]; then
   ls "$tmp/prefix/share/gopt/policies/"*.gpol >/dev/null 2>&1 || fail "no policies installed"
 fi
+[ -f "$tmp/prefix/share/gopt/tools/ort/ort_run.js" ] || fail "tools/ort/ort_run.js not installed in share/gopt"
+[ -f "$tmp/prefix/share/gopt/rules/rules.json" ] || fail "rules/rules.json not installed in share/gopt"
 pydir=$(find "$tmp/prefix" -type d -name gopt -path '*python*' | head -1)
 [ -n "$pydir" ] || fail "the Python binding is not installed"
 env -u GOPT_LIB PYTHONPATH="$(dirname "$pydir")" ${GOPT_TEST_PY_PRELOAD:+LD_PRELOAD="$GOPT_TEST_PY_PRELOAD"} \

@@ -18,5 +18,10 @@ if(GOPT_SANITIZE)
   set_tests_properties(lib_install_pkgconfig PROPERTIES ENVIRONMENT
                        "GOPT_TEST_CFLAGS=-fsanitize=address,undefined;GOPT_TEST_PY_PRELOAD=${LIB_ASAN}")
 endif()
+# a copy of the binary away from the source tree (an out-of-tree build's situation) finds the
+# shipped policies, rules/rules.json and tools/ort/ort_run.js in the source tree it was built from
+add_test(NAME lib_shipped_out_of_tree
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_shipped.sh ${GOPT_BIN} ${CMAKE_SOURCE_DIR})
+set_tests_properties(lib_shipped_out_of_tree PROPERTIES TIMEOUT 120 LABELS lib)
 add_test(NAME lib_version COMMAND ${GOPT_BIN} --version)
 set_tests_properties(lib_version PROPERTIES PASS_REGULAR_EXPRESSION "^gopt ${PROJECT_VERSION}\n$")
