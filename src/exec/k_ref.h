@@ -29,6 +29,8 @@ typedef struct ref_entry {
 
 typedef struct ref_st {
   ref_fn fn;
+  int saturate;           /* the node's saturate attribute (default 1): low-bit float outputs */
+  const char *round_mode; /* its round_mode (default "up"): FLOAT8E8M0 outputs */
 } ref_st;
 
 extern const ref_entry ex_ref_ops_table[];

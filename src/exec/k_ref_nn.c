@@ -22,10 +22,29 @@ static void ints_or(const gopt_exec *x, int32_t n, const char *name, int64_t *v,
   for (int i = 0; i < c; i++) v[i] = a && (size_t)i < got ? a[i] : dflt;
 }
 
+/* Clamps v to integer dtype dt's range (floats and unknown types: unchanged). */
 static double sat(double v, int dt) {
-  double lo = dt == GOPT_DT_INT8 ? -128 : dt == GOPT_DT_INT32 ? -2147483648.0 : 0;
-  double hi = dt == GOPT_DT_INT8 ? 127 : dt == GOPT_DT_INT32 ? 2147483647.0 : 255;
+  double lo, hi;
+  switch (dt) {
+    case GOPT_DT_INT8: lo = -128, hi = 127; break;
+    case GOPT_DT_UINT8: lo = 0, hi = 255; break;
+    case GOPT_DT_INT16: lo = -32768, hi = 32767; break;
+    case GOPT_DT_UINT16: lo = 0, hi = 65535; break;
+    case GOPT_DT_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case GOPT_DT_UINT32: lo = 0, hi = 4294967295.0; break;
+    case GOPT_DT_INT4: lo = -8, hi = 7; break;
+    case GOPT_DT_UINT4: lo = 0, hi = 15; break;
+    case GOPT_DT_INT2: lo = -2, hi = 1; break;
+    case GOPT_DT_UINT2: lo = 0, hi = 3; break;
+    default: return v;
+  }
   return v < lo ? lo : v > hi ? hi : v;
+}
+
+static int is_float_dt(int dt) {
+  return dt == GOPT_DT_FLOAT || dt == GOPT_DT_DOUBLE || dt == GOPT_DT_FLOAT16 || dt == GOPT_DT_BFLOAT16 ||
+         (gopt_dtype_is_lowbit(dt) && dt != GOPT_DT_INT4 && dt != GOPT_DT_UINT4 && dt != GOPT_DT_INT2 &&
+          dt != GOPT_DT_UINT2);
 }
 
 /* ---- convolution ---------------------------------------------------------------------------------- */
@@ -195,17 +214,42 @@ static int f_matmulq(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
 
 /* ---- quantization --------------------------------------------------------------------------------- */
 
+/* Index into a quantization parameter p (scale or zero point) of x's flat element i: per tensor
+ * (one value), per axis (1-D along axis) or blocked (x's rank, axis dim ceil(d / block)). */
+static int64_t quant_index(const rt *x, const rt *p, int axis, int64_t block, int64_t i) {
+  if (p->n <= 1) return 0;
+  int64_t c[GOPT_MAX_RANK], r = i;
+  for (int d = x->rank - 1; d >= 0; d--) {
+    c[d] = r % x->d[d];
+    r /= x->d[d];
+  }
+  if (p->rank != x->rank || block <= 0) return c[axis];
+  c[axis] /= block;
+  int64_t idx = 0;
+  for (int d = 0; d < x->rank; d++) idx = idx * p->d[d] + (p->d[d] == 1 ? 0 : c[d]);
+  return idx;
+}
+
+/* QuantizeLinear / DequantizeLinear (opsets 10-23): per tensor, per axis or blocked (block_size)
+ * scales; integer outputs round half to even and saturate to the type, float8/float4 outputs round
+ * x / scale to the type (store, with the node's saturate). x / scale is computed in x's precision
+ * (float unless x is double). */
 static int f_quant(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout;
   int q = !strcmp(optype(x, NODE), "QuantizeLinear"), axis = 0, rc;
-  if (in[1].n > 1 && (rc = ref_axis(x, NODE, "axis", 1, in[0].rank, &axis, err))) return rc;
-  int64_t outer, m, inner;
-  ref_split3(&in[0], axis, &outer, &m, &inner);
+  int64_t block = gopt_node_get_int(G, NODE, "block_size", 0);
+  if ((in[1].n > 1 || block > 0) && (rc = ref_axis(x, NODE, "axis", 1, in[0].rank, &axis, err))) return rc;
+  const rt *zp = nin > 2 && in[2].v ? &in[2] : NULL;
+  int fl = is_float_dt(out[0].dt), dbl = in[0].dt == GOPT_DT_DOUBLE;
   for (int64_t i = 0; i < in[0].n; i++) {
-    int64_t c = in[1].n > 1 ? (i / inner) % m : 0;
-    double s = in[1].v[c], z = nin > 2 && in[2].v ? in[2].v[in[2].n > 1 ? c : 0] : 0;
-    if (q) out[0].v[i] = sat(nearbyint((double)(float)(in[0].v[i] / s)) + z, out[0].dt);
-    else out[0].v[i] = (double)(float)((in[0].v[i] - z) * s);
+    int64_t c = quant_index(&in[0], &in[1], axis, block, i);
+    double s = in[1].v[c], z = zp ? zp->v[quant_index(&in[0], zp, axis, block, i)] : 0;
+    if (q) {
+      double v = dbl ? in[0].v[i] / s : (double)(float)(in[0].v[i] / s);
+      out[0].v[i] = fl ? v + z : sat(nearbyint(v) + z, out[0].dt);
+    } else {
+      out[0].v[i] = (in[0].v[i] - z) * s;
+    }
   }
   return GOPT_OK;
 }

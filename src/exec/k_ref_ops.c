@@ -573,7 +573,8 @@ static int claim_int(const gopt_exec *x, int32_t n) {
 }
 static int claim_f16(const gopt_exec *x, int32_t n) {
   int a = ex_dtype(x, gopt_node_input(x->g, n, 0)), b = ex_dtype(x, gopt_node_output(x->g, n, 0));
-  return a == GOPT_DT_FLOAT16 || b == GOPT_DT_FLOAT16 || a == GOPT_DT_BFLOAT16 || b == GOPT_DT_BFLOAT16;
+  return a == GOPT_DT_FLOAT16 || b == GOPT_DT_FLOAT16 || a == GOPT_DT_BFLOAT16 || b == GOPT_DT_BFLOAT16 ||
+         gopt_dtype_is_lowbit(a) || gopt_dtype_is_lowbit(b);
 }
 static int claim_reduce(const gopt_exec *x, int32_t n) {
   const gopt_graph *g = x->g;
