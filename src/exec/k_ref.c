@@ -4,7 +4,7 @@
  * enough for every numeric dtype, and slow: the hot ops of real models keep their own kernels
  * (k_dnnl.c, k_elem.c, k_data.c, k_misc.c); these run whatever those do not (trigonometry,
  * losses, arg/top-k, index ops, integer and quantized ops, ConvTranspose, GRU/RNN, Einsum…).
- * The ops themselves are in k_ref_ops.c, k_ref_nn.c and k_ref_more.c. */
+ * The ops themselves are in k_ref_ops.c, k_ref_nn.c, k_ref_more.c and k_ref_llm.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,7 +159,7 @@ static int ref_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 
 static const ref_entry *find(const gopt_exec *x, int32_t n) {
   const char *type = gopt_graph_str(x->g, x->g->nodes.a[n].type);
-  const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table, ex_ref_more_table};
+  const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table, ex_ref_more_table, ex_ref_llm_table};
   for (size_t t = 0; t < sizeof tabs / sizeof *tabs; t++)
     for (const ref_entry *e = tabs[t]; e->name; e++)
       if (!strcmp(e->name, type)) return e;

@@ -36,6 +36,7 @@ typedef struct ref_st {
 extern const ref_entry ex_ref_ops_table[];
 extern const ref_entry ex_ref_nn_table[];
 extern const ref_entry ex_ref_more_table[];
+extern const ref_entry ex_ref_llm_table[];
 
 /* Prepares k to run fn through the reference framework (inputs as doubles, dtypes checked). */
 int ex_prepare_ref_fn(gopt_exec *x, ex_kernel *k, ref_fn fn, gopt_error *err);

@@ -1,0 +1,230 @@
+/* k_ref_llm.c: reference kernels (k_ref.h) for the transformer ops of opsets 23-24: Attention
+ * (3-D or 4-D Q/K/V, boolean or additive masks shorter than the keys, is_causal aligned to the
+ * bottom right, grouped-query heads, past key/value and the present outputs, softcap, scale,
+ * nonpad_kv_seqlen, the four qk_matmul_output modes), RMSNormalization and RotaryEmbedding.
+ * ONNX semantics as the operator specification and onnx's reference implementation state them,
+ * in double precision. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/k_ref.h"
+
+#define NODE (k->node)
+#define G (x->g)
+
+/* ---- Attention -------------------------------------------------------------------------------------- */
+
+typedef struct attn_dims {
+  int64_t B, Hq, Hkv, Sq, Skv, Sp, St, D, Dv; /* St = Sp (past) + Skv */
+  int r3;                                      /* Q/K/V are 3-D [B, S, heads * size] */
+} attn_dims;
+
+/* Element (b, h, s, d) of a 4-D [B, H, S, Dh] tensor or its 3-D [B, S, H * Dh] form. */
+static double at4(const rt *t, int r3, int64_t H, int64_t S, int64_t Dh, int64_t b, int64_t h, int64_t s,
+                  int64_t d) {
+  if (r3) return t->v[((b * S + s) * H + h) * Dh + d];
+  return t->v[((b * H + h) * S + s) * Dh + d];
+}
+
+static int attn_shape(gopt_exec *x, ex_kernel *k, rt *in, attn_dims *a, gopt_error *err) {
+  const rt *q = &in[0], *kk = &in[1], *v = &in[2];
+  if ((q->rank != 3 && q->rank != 4) || kk->rank != q->rank || v->rank != q->rank)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "Q, K and V must all be 3-D or all 4-D");
+  a->r3 = q->rank == 3;
+  a->B = q->d[0];
+  if (a->r3) {
+    a->Hq = gopt_node_get_int(G, NODE, "q_num_heads", 0);
+    a->Hkv = gopt_node_get_int(G, NODE, "kv_num_heads", 0);
+    if (a->Hq <= 0 || a->Hkv <= 0 || q->d[2] % a->Hq || kk->d[2] % a->Hkv || v->d[2] % a->Hkv)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL,
+                           "3-D inputs need q_num_heads and kv_num_heads dividing the hidden sizes");
+    a->Sq = q->d[1], a->Skv = kk->d[1], a->D = q->d[2] / a->Hq, a->Dv = v->d[2] / a->Hkv;
+    if (kk->d[2] / a->Hkv != a->D)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "K's head size differs from Q's");
+  } else {
+    a->Hq = q->d[1], a->Hkv = kk->d[1], a->Sq = q->d[2], a->Skv = kk->d[2], a->D = q->d[3], a->Dv = v->d[3];
+    if (kk->d[3] != a->D || v->d[1] != a->Hkv)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "K/V heads or head size do not match Q's");
+  }
+  if (a->Hkv <= 0 || a->Hq % a->Hkv)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "q heads (%lld) are not a multiple of kv heads (%lld)",
+                         (long long)a->Hq, (long long)a->Hkv);
+  a->Sp = in[4].v ? in[4].d[2] : 0;
+  a->St = a->Sp + a->Skv;
+  return GOPT_OK;
+}
+
+/* The present key (or value): past (if any) then the new keys, as [B, Hkv, St, Dh]. */
+static void attn_present(const attn_dims *a, const rt *past, const rt *cur, int64_t Dh, double *p) {
+  for (int64_t b = 0; b < a->B; b++)
+    for (int64_t h = 0; h < a->Hkv; h++)
+      for (int64_t t = 0; t < a->St; t++)
+        for (int64_t d = 0; d < Dh; d++)
+          p[((b * a->Hkv + h) * a->St + t) * Dh + d] =
+              t < a->Sp ? past->v[((b * a->Hkv + h) * a->Sp + t) * Dh + d]
+                        : at4(cur, a->r3, a->Hkv, a->Skv, Dh, b, h, t - a->Sp, d);
+}
+
+/* Additive bias of (b, h, i, j): the mask (boolean: false is -inf; a last dim shorter than the
+ * keys is padded with -inf), causal (j > i + offset is -inf, offset the past length, or with
+ * nonpad_kv_seqlen and no past its length minus Sq), and nonpad_kv_seqlen (j beyond it: -inf). */
+static double attn_bias(const attn_dims *a, const rt *mask, const rt *nonpad, int causal, int64_t b, int64_t h,
+                        int64_t i, int64_t j) {
+  double bias = 0;
+  if (mask && mask->v) {
+    int r = mask->rank;
+    int64_t last = mask->d[r - 1];
+    if (j >= last) return -INFINITY;
+    int64_t c[4] = {b, h, i, j}, idx = 0;
+    for (int k = 0; k < r; k++) {
+      int64_t dimk = mask->d[k], ck = c[4 - r + k];
+      idx = idx * dimk + (dimk == 1 ? 0 : ck);
+    }
+    double m = mask->v[idx];
+    bias = mask->dt == GOPT_DT_BOOL ? (m != 0 ? 0 : -INFINITY) : m;
+  }
+  int64_t len = nonpad && nonpad->v ? (int64_t)nonpad->v[nonpad->n > 1 ? b : 0] : a->St;
+  if (causal) {
+    int64_t off = a->Sp ? a->Sp : (nonpad && nonpad->v ? len - a->Sq : 0);
+    if (j > i + off) bias += -INFINITY;
+  }
+  if (j >= len) bias += -INFINITY;
+  return bias;
+}
+
+static int f_attention(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  rt inv[7] = {{0}}; /* the inputs, absent ones with v NULL */
+  for (int i = 0; i < 7 && i < nin; i++) inv[i] = in[i];
+  attn_dims a = {0};
+  int rc = attn_shape(x, k, inv, &a, err);
+  if (rc) return rc;
+  double scale = gopt_node_get_float(G, NODE, "scale", 1.0 / sqrt((double)a.D));
+  double softcap = gopt_node_get_float(G, NODE, "softcap", 0);
+  int causal = (int)gopt_node_get_int(G, NODE, "is_causal", 0);
+  int mode = (int)gopt_node_get_int(G, NODE, "qk_matmul_output_mode", 0);
+  double *K = malloc((size_t)(a.B * a.Hkv * a.St * a.D + 1) * sizeof *K);
+  double *V = malloc((size_t)(a.B * a.Hkv * a.St * a.Dv + 1) * sizeof *V);
+  double *row = malloc((size_t)(4 * a.St + 1) * sizeof *row);
+  if (!K || !V || !row) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  attn_present(&a, &inv[4], &inv[1], a.D, K);
+  attn_present(&a, &inv[5], &inv[2], a.Dv, V);
+  if (nout > 1 && out[1].v) memcpy(out[1].v, K, (size_t)(a.B * a.Hkv * a.St * a.D) * sizeof *K);
+  if (nout > 2 && out[2].v) memcpy(out[2].v, V, (size_t)(a.B * a.Hkv * a.St * a.Dv) * sizeof *V);
+  double *qk = row, *biased = row + a.St, *capped = row + 2 * a.St, *p = row + 3 * a.St;
+  int64_t rep = a.Hq / a.Hkv;
+  for (int64_t b = 0; b < a.B; b++)
+    for (int64_t h = 0; h < a.Hq; h++)
+      for (int64_t i = 0; i < a.Sq; i++) {
+        const double *kh = K + (b * a.Hkv + h / rep) * a.St * a.D, *vh = V + (b * a.Hkv + h / rep) * a.St * a.Dv;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < a.St; j++) {
+          double s = 0;
+          for (int64_t d = 0; d < a.D; d++) s += at4(&inv[0], a.r3, a.Hq, a.Sq, a.D, b, h, i, d) * kh[j * a.D + d];
+          qk[j] = s * scale;
+          capped[j] = softcap > 0 ? softcap * tanh(qk[j] / softcap) : qk[j];
+          biased[j] = capped[j] + attn_bias(&a, &inv[3], &inv[6], causal, b, h, i, j);
+          if (biased[j] > mx) mx = biased[j];
+        }
+        for (int64_t j = 0; j < a.St; j++) sum += (p[j] = exp(biased[j] - mx));
+        for (int64_t j = 0; j < a.St; j++) p[j] /= sum;
+        if (nout > 3 && out[3].v) {
+          const double *src = mode == 3 ? p : mode == 2 ? biased : mode == 1 ? capped : qk;
+          memcpy(out[3].v + ((b * a.Hq + h) * a.Sq + i) * a.St, src, (size_t)a.St * sizeof *src);
+        }
+        for (int64_t d = 0; d < a.Dv; d++) {
+          double s = 0;
+          for (int64_t j = 0; j < a.St; j++) s += p[j] * vh[j * a.Dv + d];
+          int64_t o = a.r3 ? ((b * a.Sq + i) * a.Hq + h) * a.Dv + d : ((b * a.Hq + h) * a.Sq + i) * a.Dv + d;
+          out[0].v[o] = s;
+        }
+      }
+done:
+  free(K);
+  free(V);
+  free(row);
+  return rc;
+}
+
+/* ---- RMSNormalization ------------------------------------------------------------------------------- */
+
+/* Y = X / sqrt(mean(X^2 over axes axis..rank-1) + epsilon) * scale (scale broadcast to those axes). */
+static int f_rmsnorm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int axis, rc;
+  if ((rc = ref_axis(x, NODE, "axis", -1, in[0].rank, &axis, err))) return rc;
+  double eps = gopt_node_get_float(G, NODE, "epsilon", 1e-5);
+  int64_t inner = 1;
+  for (int i = axis; i < in[0].rank; i++) inner *= in[0].d[i];
+  rt norm = in[0]; /* the normalized shape, for broadcasting scale */
+  norm.rank = in[0].rank - axis;
+  memmove(norm.d, in[0].d + axis, (size_t)norm.rank * sizeof *norm.d);
+  norm.n = inner;
+  for (int64_t o = 0; o * inner < in[0].n; o++) {
+    const double *xv = in[0].v + o * inner;
+    double ss = 0;
+    for (int64_t i = 0; i < inner; i++) ss += xv[i] * xv[i];
+    double r = 1.0 / sqrt(ss / (double)inner + eps);
+    for (int64_t i = 0; i < inner; i++)
+      out[0].v[o * inner + i] = xv[i] * r * in[1].v[ref_bcast_index(&in[1], &norm, i)];
+  }
+  return GOPT_OK;
+}
+
+/* ---- RotaryEmbedding -------------------------------------------------------------------------------- */
+
+/* X is [B, H, S, Dh] or [B, S, H * Dh] (num_heads); the first rotary_embedding_dim (default Dh)
+ * features of each head rotate by the cos/sin cache row of the position (position_ids[b, s], or
+ * the caches are [B, S, rot / 2]); interleaved pairs (2i, 2i+1), else halves (i, i + rot / 2). */
+static int f_rotary(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  const rt *X = &in[0], *cs = &in[1], *sn = &in[2], *pos = nin > 3 && in[3].v ? &in[3] : NULL;
+  int r3 = X->rank == 3;
+  if (X->rank != 3 && X->rank != 4)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "X must be 3-D or 4-D, it is %d-D", X->rank);
+  int64_t B = X->d[0], H, S, Dh;
+  if (r3) {
+    H = gopt_node_get_int(G, NODE, "num_heads", 0);
+    if (H <= 0 || X->d[2] % H)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "3-D X needs num_heads dividing its hidden size");
+    S = X->d[1], Dh = X->d[2] / H;
+  } else {
+    H = X->d[1], S = X->d[2], Dh = X->d[3];
+  }
+  int64_t rot = gopt_node_get_int(G, NODE, "rotary_embedding_dim", 0);
+  if (rot <= 0) rot = Dh;
+  int il = (int)gopt_node_get_int(G, NODE, "interleaved", 0);
+  int64_t half = rot / 2, cw = cs->d[cs->rank - 1];
+  if (rot > Dh || rot % 2 || cw < half)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "rotary_embedding_dim %lld does not fit head size %lld / cache width %lld",
+                         (long long)rot, (long long)Dh, (long long)cw);
+  memcpy(out[0].v, X->v, (size_t)X->n * sizeof *X->v);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t s = 0; s < S; s++) {
+      int64_t row = pos ? (int64_t)pos->v[pos->n == S ? s : b * S + s] : b * S + s;
+      if (row < 0 || row * cw >= cs->n)
+        return ex_node_error(x, NODE, err, GOPT_EINVAL, "position %lld is beyond the cos/sin cache", (long long)row);
+      const double *c = cs->v + row * cw, *sv = sn->v + row * cw;
+      for (int64_t h = 0; h < H; h++) {
+        int64_t base = r3 ? (b * S + s) * H * Dh + h * Dh : ((b * H + h) * S + s) * Dh;
+        const double *xv = X->v + base;
+        double *y = out[0].v + base;
+        for (int64_t i = 0; i < half; i++) {
+          int64_t i1 = il ? 2 * i : i, i2 = il ? 2 * i + 1 : i + half;
+          y[i1] = c[i] * xv[i1] - sv[i] * xv[i2];
+          y[i2] = sv[i] * xv[i1] + c[i] * xv[i2];
+        }
+      }
+    }
+  return GOPT_OK;
+}
+
+const ref_entry ex_ref_llm_table[] = {
+    {"Attention", f_attention, NULL},
+    {"RMSNormalization", f_rmsnorm, NULL},
+    {"RotaryEmbedding", f_rotary, NULL},
+    {NULL, NULL, NULL},
+};
