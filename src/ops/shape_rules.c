@@ -1239,6 +1239,7 @@ int ops_infer_node(ictx *c, int32_t n) {
     case GOPT_OP_BATCH_NORM: return r_batch_norm(c, n);
     case GOPT_OP_GLOBAL_AVG_POOL: case GOPT_OP_GLOBAL_MAX_POOL: return r_global_pool(c, n);
     case GOPT_OP_CONV: case GOPT_OP_MAX_POOL: case GOPT_OP_AVERAGE_POOL: return conv_pool(c, n, op);
+    case GOPT_OP_LP_POOL: return conv_pool(c, n, GOPT_OP_AVERAGE_POOL);
     case GOPT_OP_CONV_TRANSPOSE: return r_conv_transpose(c, n);
     case GOPT_OP_MATMUL: return r_matmul(c, n);
     case GOPT_OP_GEMM: return r_gemm(c, n);
@@ -1247,7 +1248,8 @@ int ops_infer_node(ictx *c, int32_t n) {
     case GOPT_OP_GRU: return r_rnn(c, n, 3);
     case GOPT_OP_RNN: return r_rnn(c, n, 1);
     case GOPT_OP_IF: case GOPT_OP_LOOP: case GOPT_OP_SCAN:
-    default:
       return 0; /* control flow: keep the source's shapes */
+    default:
+      return ops_infer_modern(c, n, op);
   }
 }
