@@ -4,7 +4,7 @@
  * enough for every numeric dtype, and slow: the hot ops of real models keep their own kernels
  * (k_dnnl.c, k_elem.c, k_data.c, k_misc.c); these run whatever those do not (trigonometry,
  * losses, arg/top-k, index ops, integer and quantized ops, ConvTranspose, GRU/RNN, Einsum…).
- * The ops themselves are in k_ref_ops.c, k_ref_nn.c, k_ref_more.c and k_ref_llm.c. */
+ * The ops themselves are in k_ref_ops.c, k_ref_nn.c, k_ref_more.c, k_ref_llm.c and k_ref_extra.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +151,7 @@ static int ref_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   if (rc) rc = gopt_error_set(err, rc, "out of memory");
   else rc = s->fn(x, k, in, nin, out, nout, err);
   for (int i = 0; i < nout && !rc; i++)
-    if (out[i].v && out[i].n) store(ex_data(x, k->out[i]), out[i].v, out[i].dt, out[i].n, s);
+    if (out[i].v && out[i].n && !out[i].written) store(ex_data(x, k->out[i]), out[i].v, out[i].dt, out[i].n, s);
   for (int i = 0; i < nin; i++) free(in[i].v);
   for (int i = 0; i < nout; i++) free(out[i].v);
   return rc;
@@ -159,7 +159,8 @@ static int ref_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 
 static const ref_entry *find(const gopt_exec *x, int32_t n) {
   const char *type = gopt_graph_str(x->g, x->g->nodes.a[n].type);
-  const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table, ex_ref_more_table, ex_ref_llm_table};
+  const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table, ex_ref_more_table, ex_ref_llm_table,
+                            ex_ref_extra_table};
   for (size_t t = 0; t < sizeof tabs / sizeof *tabs; t++)
     for (const ref_entry *e = tabs[t]; e->name; e++)
       if (!strcmp(e->name, type)) return e;

@@ -15,6 +15,7 @@ typedef struct rt {
   int64_t d[GOPT_MAX_RANK];
   int64_t n;
   double *v;
+  int written;  /* an op set it: it wrote the output buffer itself (no conversion from v) */
 } rt;
 
 /* An op: reads in[0..nin), fills every out[i].v (zeroed, sized from the static output shape). */
@@ -37,6 +38,7 @@ extern const ref_entry ex_ref_ops_table[];
 extern const ref_entry ex_ref_nn_table[];
 extern const ref_entry ex_ref_more_table[];
 extern const ref_entry ex_ref_llm_table[];
+extern const ref_entry ex_ref_extra_table[];
 
 /* Prepares k to run fn through the reference framework (inputs as doubles, dtypes checked). */
 int ex_prepare_ref_fn(gopt_exec *x, ex_kernel *k, ref_fn fn, gopt_error *err);

@@ -1,0 +1,228 @@
+/* k_ref_extra.c: reference kernels (k_ref.h) for ops of opsets 18-24 and for the dtypes the
+ * specialised kernels do not take: BitCast, CumProd, LpNormalization, LpPool, CenterCropPad,
+ * Gelu / Swish / Mish, Bitwise{And,Or,Xor,Not}, and arithmetic, comparisons and transcendental
+ * functions on unsigned and double tensors. ONNX semantics as the operator specification states
+ * them; double precision (integers exact up to 2^53). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/k_ref.h"
+
+#define NODE (k->node)
+#define G (x->g)
+
+static const char *optype(const gopt_exec *x, int32_t n) { return gopt_graph_str(x->g, x->g->nodes.a[n].type); }
+
+/* BitCast: the input's bytes reinterpreted as the output dtype (same element size): copied as
+ * bytes, not through doubles. */
+static int f_bitcast(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)in, (void)nin, (void)nout, (void)err;
+  size_t nb = (size_t)out[0].n * gopt_dtype_size(out[0].dt);
+  if (nb) memcpy(ex_data(x, k->out[0]), ex_data(x, k->in[0]), nb);
+  out[0].written = 1;
+  return GOPT_OK;
+}
+
+/* CumProd along axis (input 1), exclusive and reverse attributes as CumSum's. */
+static int f_cumprod(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int r = in[0].rank;
+  int64_t a = (int64_t)in[1].v[0];
+  if (a < 0) a += r;
+  if (a < 0 || a >= (r ? r : 1))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "axis %lld out of range for rank %d", (long long)in[1].v[0], r);
+  int excl = (int)gopt_node_get_int(G, NODE, "exclusive", 0), rev = (int)gopt_node_get_int(G, NODE, "reverse", 0);
+  int64_t outer, m, inner;
+  ref_split3(&in[0], (int)a, &outer, &m, &inner);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      double p = 1;
+      for (int64_t s = 0; s < m; s++) {
+        int64_t j = rev ? m - 1 - s : s, idx = (o * m + j) * inner + i;
+        if (excl) {
+          out[0].v[idx] = p;
+          p *= in[0].v[idx];
+        } else {
+          p *= in[0].v[idx];
+          out[0].v[idx] = p;
+        }
+      }
+    }
+  return GOPT_OK;
+}
+
+/* LpNormalization: x / ||x||_p along axis (p 1 or 2; a zero norm gives 0). */
+static int f_lpnorm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int axis, rc;
+  if ((rc = ref_axis(x, NODE, "axis", -1, in[0].rank, &axis, err))) return rc;
+  int64_t p = gopt_node_get_int(G, NODE, "p", 2), outer, m, inner;
+  if (p != 1 && p != 2) return ex_node_error(x, NODE, err, GOPT_EINVAL, "p must be 1 or 2, not %lld", (long long)p);
+  ref_split3(&in[0], axis, &outer, &m, &inner);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      double s = 0;
+      for (int64_t j = 0; j < m; j++) {
+        double v = in[0].v[(o * m + j) * inner + i];
+        s += p == 1 ? fabs(v) : v * v;
+      }
+      double nrm = p == 1 ? s : sqrt(s);
+      for (int64_t j = 0; j < m; j++) {
+        int64_t idx = (o * m + j) * inner + i;
+        out[0].v[idx] = nrm == 0 ? 0 : in[0].v[idx] / nrm;
+      }
+    }
+  return GOPT_OK;
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p); kernel_shape, strides, dilations, pads (or
+ * auto_pad) as the output shape that shape inference gave (padding contributes zeros). */
+static int f_lppool(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int sp = in[0].rank - 2;
+  size_t nk = 0, ns = 0, nd = 0, np = 0;
+  const int64_t *ks = gopt_node_get_ints(G, NODE, "kernel_shape", &nk);
+  const int64_t *st = gopt_node_get_ints(G, NODE, "strides", &ns);
+  const int64_t *dl = gopt_node_get_ints(G, NODE, "dilations", &nd);
+  const int64_t *pd = gopt_node_get_ints(G, NODE, "pads", &np);
+  if (sp < 1 || sp > 3 || !ks || (int)nk != sp)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs a 3- to 5-D input and kernel_shape of its spatial rank");
+  double p = (double)gopt_node_get_int(G, NODE, "p", 2);
+  const char *ap = gopt_node_get_string(G, NODE, "auto_pad", "NOTSET");
+  int64_t pb[3] = {0, 0, 0};
+  for (int i = 0; i < sp; i++) {
+    int64_t s = st && (int)ns == sp ? st[i] : 1, d = dl && (int)nd == sp ? dl[i] : 1;
+    if (pd && (int)np == 2 * sp) pb[i] = pd[i];
+    if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+      int64_t total = (out[0].d[2 + i] - 1) * s + (ks[i] - 1) * d + 1 - in[0].d[2 + i];
+      if (total < 0) total = 0;
+      pb[i] = !strcmp(ap, "SAME_LOWER") ? (total + 1) / 2 : total / 2;
+    }
+  }
+  int64_t NC = in[0].d[0] * in[0].d[1], oi[3] = {1, 1, 1}, ii[3] = {1, 1, 1}, kk[3] = {1, 1, 1};
+  int64_t ss[3] = {1, 1, 1}, dd[3] = {1, 1, 1}, pp[3] = {0, 0, 0};
+  for (int i = 0; i < sp; i++) {
+    oi[i] = out[0].d[2 + i], ii[i] = in[0].d[2 + i], kk[i] = ks[i], pp[i] = pb[i];
+    ss[i] = st && (int)ns == sp ? st[i] : 1, dd[i] = dl && (int)nd == sp ? dl[i] : 1;
+  }
+  int64_t on = oi[0] * oi[1] * oi[2], inn = ii[0] * ii[1] * ii[2];
+  for (int64_t c = 0; c < NC; c++)
+    for (int64_t o = 0; o < on; o++) {
+      int64_t o0 = o / (oi[1] * oi[2]), o1 = o / oi[2] % oi[1], o2 = o % oi[2];
+      double s = 0;
+      for (int64_t a = 0; a < kk[0]; a++)
+        for (int64_t b = 0; b < kk[1]; b++)
+          for (int64_t e = 0; e < kk[2]; e++) {
+            int64_t i0 = o0 * ss[0] - pp[0] + a * dd[0], i1 = o1 * ss[1] - pp[1] + b * dd[1];
+            int64_t i2 = o2 * ss[2] - pp[2] + e * dd[2];
+            if (i0 < 0 || i0 >= ii[0] || i1 < 0 || i1 >= ii[1] || i2 < 0 || i2 >= ii[2]) continue;
+            s += pow(fabs(in[0].v[c * inn + (i0 * ii[1] + i1) * ii[2] + i2]), p);
+          }
+      out[0].v[c * on + o] = pow(s, 1.0 / p);
+    }
+  return GOPT_OK;
+}
+
+/* CenterCropPad: each axis (the axes attribute, default all) is cropped or zero-padded around
+ * its centre to the target length (input 1); as onnx's reference, a crop starts at (d - t) / 2
+ * and a pad puts (t - d) / 2 zeros before. */
+static int f_centercroppad(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout, (void)err;
+  int r = in[0].rank;
+  int64_t off[GOPT_MAX_RANK] = {0}, ist[GOPT_MAX_RANK], ost[GOPT_MAX_RANK];
+  for (int i = 0; i < r; i++) {
+    int64_t d = in[0].d[i], t = out[0].d[i];
+    off[i] = t <= d ? (d - t) / 2 : -((t - d) / 2); /* input index of output index 0 */
+  }
+  ref_strides(&in[0], ist);
+  ref_strides(&out[0], ost);
+  for (int64_t o = 0; o < out[0].n; o++) {
+    int64_t idx = 0, inside = 1;
+    for (int i = 0; i < r; i++) {
+      int64_t c = o / ost[i] % out[0].d[i] + off[i];
+      if (c < 0 || c >= in[0].d[i]) inside = 0;
+      idx += c * ist[i];
+    }
+    out[0].v[o] = inside ? in[0].v[idx] : 0;
+  }
+  return GOPT_OK;
+}
+
+/* Unary functions the vector kernels run in float only (here any float dtype) and the opset 20-22
+ * activations Gelu (approximate none / tanh), Swish (alpha) and Mish. */
+static int f_unary_x(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout, (void)err;
+  const char *op = optype(x, NODE);
+  int tanh_gelu = !strcmp(gopt_node_get_string(G, NODE, "approximate", "none"), "tanh");
+  double alpha = gopt_node_get_float(G, NODE, "alpha", 1.0);
+  for (int64_t i = 0; i < out[0].n; i++) {
+    double v = in[0].v[i], r;
+    if (!strcmp(op, "Exp")) r = exp(v);
+    else if (!strcmp(op, "Log")) r = log(v);
+    else if (!strcmp(op, "Sqrt")) r = sqrt(v);
+    else if (!strcmp(op, "Tanh")) r = tanh(v);
+    else if (!strcmp(op, "Sigmoid")) r = 1 / (1 + exp(-v));
+    else if (!strcmp(op, "Mish")) r = v * tanh(log1p(exp(v)));
+    else if (!strcmp(op, "Swish")) r = v / (1 + exp(-alpha * v));
+    else if (tanh_gelu) r = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    else r = 0.5 * v * (1 + erf(v / sqrt(2)));
+    out[0].v[i] = r;
+  }
+  return GOPT_OK;
+}
+
+/* Binary arithmetic, comparisons and bitwise ops with numpy broadcasting; integers divide
+ * truncating toward zero (store truncates), unsigned results wrap when stored. */
+static int f_binary_x(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout, (void)err;
+  const char *op = optype(x, NODE);
+  for (int64_t o = 0; o < out[0].n; o++) {
+    double a = in[0].v[ref_bcast_index(&in[0], &out[0], o)], r = 0;
+    double b = nin > 1 ? in[1].v[ref_bcast_index(&in[1], &out[0], o)] : 0;
+    uint64_t ua = (uint64_t)(int64_t)a, ub = (uint64_t)(int64_t)b;
+    if (a >= 9.2e18) ua = (uint64_t)a;
+    if (b >= 9.2e18) ub = (uint64_t)b;
+    if (!strcmp(op, "Add")) r = a + b;
+    else if (!strcmp(op, "Sub")) r = a - b;
+    else if (!strcmp(op, "Mul")) r = a * b;
+    else if (!strcmp(op, "Div")) r = b == 0 ? 0 : a / b;
+    else if (!strcmp(op, "Equal")) r = a == b;
+    else if (!strcmp(op, "Less")) r = a < b;
+    else if (!strcmp(op, "LessOrEqual")) r = a <= b;
+    else if (!strcmp(op, "Greater")) r = a > b;
+    else if (!strcmp(op, "GreaterOrEqual")) r = a >= b;
+    else if (!strcmp(op, "BitwiseAnd")) r = (double)(ua & ub);
+    else if (!strcmp(op, "BitwiseOr")) r = (double)(ua | ub);
+    else if (!strcmp(op, "BitwiseXor")) r = (double)(ua ^ ub);
+    else if (!strcmp(op, "BitwiseNot")) r = (double)(int64_t)~(int64_t)a;
+    out[0].v[o] = r;
+  }
+  return GOPT_OK;
+}
+
+/* The specialised kernels take float (unary) and signed / 8-bit (binary) inputs; these the rest. */
+static int claim_not_float(const gopt_exec *x, int32_t n) {
+  int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
+  return dt != GOPT_DT_FLOAT;
+}
+static int claim_unsigned(const gopt_exec *x, int32_t n) {
+  int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
+  return dt == GOPT_DT_UINT16 || dt == GOPT_DT_UINT32 || dt == GOPT_DT_UINT64;
+}
+
+const ref_entry ex_ref_extra_table[] = {
+    {"BitCast", f_bitcast, NULL}, {"CumProd", f_cumprod, NULL}, {"LpNormalization", f_lpnorm, NULL},
+    {"LpPool", f_lppool, NULL}, {"CenterCropPad", f_centercroppad, NULL},
+    {"Gelu", f_unary_x, NULL}, {"Swish", f_unary_x, NULL}, {"Mish", f_unary_x, NULL},
+    {"Exp", f_unary_x, claim_not_float}, {"Log", f_unary_x, claim_not_float},
+    {"Sqrt", f_unary_x, claim_not_float}, {"Tanh", f_unary_x, claim_not_float},
+    {"Sigmoid", f_unary_x, claim_not_float},
+    {"BitwiseAnd", f_binary_x, NULL}, {"BitwiseOr", f_binary_x, NULL}, {"BitwiseXor", f_binary_x, NULL},
+    {"BitwiseNot", f_binary_x, NULL},
+    {"Add", f_binary_x, claim_unsigned}, {"Sub", f_binary_x, claim_unsigned}, {"Mul", f_binary_x, claim_unsigned},
+    {"Div", f_binary_x, claim_unsigned}, {"Equal", f_binary_x, claim_unsigned}, {"Less", f_binary_x, claim_unsigned},
+    {"LessOrEqual", f_binary_x, claim_unsigned}, {"Greater", f_binary_x, claim_unsigned},
+    {"GreaterOrEqual", f_binary_x, claim_unsigned},
+    {NULL, NULL, NULL},
+};
