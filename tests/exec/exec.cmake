@@ -135,3 +135,10 @@ add_test(NAME exec_ort_oracle
                  ${EXEC_DATA}/lstm_seq2seq ${EXEC_DATA}/swin_t
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_ort_oracle PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
+
+# a modern LLM decoder block (opset-23 RMSNormalization, RotaryEmbedding, Attention with causal
+# GQA and a KV cache; random weights built with onnx.helper) equals ONNX Runtime on every output
+add_test(NAME exec_llm_block
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_llm_block.py ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_llm_block PROPERTIES LABELS exec TIMEOUT 120)
