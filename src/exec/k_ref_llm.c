@@ -1,7 +1,9 @@
 /* k_ref_llm.c: reference kernels (k_ref.h) for the transformer ops of opsets 23-24: Attention
  * (3-D or 4-D Q/K/V, boolean or additive masks shorter than the keys, is_causal aligned to the
  * bottom right, grouped-query heads, past key/value and the present outputs, softcap, scale,
- * nonpad_kv_seqlen, the four qk_matmul_output modes), RMSNormalization and RotaryEmbedding.
+ * nonpad_kv_seqlen, the four qk_matmul_output modes), RMSNormalization and RotaryEmbedding, and
+ * the recurrent-state ops of opset 27 (LinearAttention with its linear / gated / delta /
+ * gated_delta update rules, CausalConvWithState).
  * ONNX semantics as the operator specification and onnx's reference implementation state them,
  * in double precision. */
 #include <math.h>
@@ -222,9 +224,106 @@ static int f_rotary(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   return GOPT_OK;
 }
 
+/* ---- LinearAttention -------------------------------------------------------------------------------- */
+
+/* q [B, T, Hq*Dk], k [B, T, Hkv*Dk], v [B, T, Hkv*Dv], past_state [B, Hkv, Dk, Dv], decay
+ * [B, T, Hkv*Dk] or [B, T, Hkv], beta [B, T, Hkv] or [B, T, 1]. Per (b, kv head) a state S
+ * [Dk, Dv] (past_state or zeros) runs over t: gated rules scale S's rows by exp(decay); delta rules
+ * write k (x) beta (v - S^T k), the others k (x) v; query head h (of Hq / Hkv per kv head) reads
+ * scale * q^T S. Outputs [B, T, Hq*Dv] and the final states. */
+static int f_linattn(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  int64_t Hq = gopt_node_get_int(G, NODE, "q_num_heads", 0), Hkv = gopt_node_get_int(G, NODE, "kv_num_heads", 0);
+  const char *rule = gopt_node_get_string(G, NODE, "update_rule", "gated_delta");
+  if (in[0].rank != 3 || in[1].rank != 3 || in[2].rank != 3 || Hq <= 0 || Hkv <= 0 || Hq % Hkv ||
+      in[0].d[2] % Hq || in[2].d[2] % Hkv)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs 3-D q/k/v and q_num_heads a multiple of kv_num_heads");
+  int64_t B = in[0].d[0], T = in[0].d[1], Dk = in[0].d[2] / Hq, Dv = in[2].d[2] / Hkv, rep = Hq / Hkv;
+  int gated = !strcmp(rule, "gated") || !strcmp(rule, "gated_delta");
+  int delta = !strcmp(rule, "delta") || !strcmp(rule, "gated_delta");
+  const rt *past = nin > 3 && in[3].v ? &in[3] : NULL, *dec = nin > 4 && in[4].v ? &in[4] : NULL;
+  const rt *beta = nin > 5 && in[5].v ? &in[5] : NULL;
+  double scale = gopt_node_get_float(G, NODE, "scale", 1.0 / sqrt((double)Dk));
+  int64_t dw = dec ? dec->d[2] / Hkv : 0, bw = beta ? beta->d[2] : 0; /* decay per key dim or per head */
+  double *S = calloc((size_t)(Dk * Dv + 1), sizeof *S), *r = calloc((size_t)(Dv + 1), sizeof *r);
+  if (!S || !r) {
+    free(S), free(r);
+    return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  }
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < Hkv; h++) {
+      for (int64_t i = 0; i < Dk * Dv; i++) S[i] = past ? past->v[(b * Hkv + h) * Dk * Dv + i] : 0;
+      for (int64_t t = 0; t < T; t++) {
+        const double *kt = in[1].v + (b * T + t) * Hkv * Dk + h * Dk, *vt = in[2].v + (b * T + t) * Hkv * Dv + h * Dv;
+        if (gated && dec)
+          for (int64_t i = 0; i < Dk; i++) {
+            double g = exp(dec->v[(b * T + t) * dec->d[2] + h * dw + (dw > 1 ? i : 0)]);
+            for (int64_t j = 0; j < Dv; j++) S[i * Dv + j] *= g;
+          }
+        double bt = delta && beta ? beta->v[(b * T + t) * bw + (bw > 1 ? h : 0)] : 1;
+        for (int64_t j = 0; j < Dv; j++) {
+          double ret = 0;
+          if (delta)
+            for (int64_t i = 0; i < Dk; i++) ret += S[i * Dv + j] * kt[i];
+          r[j] = delta ? bt * (vt[j] - ret) : vt[j];
+        }
+        for (int64_t i = 0; i < Dk; i++)
+          for (int64_t j = 0; j < Dv; j++) S[i * Dv + j] += kt[i] * r[j];
+        for (int64_t g = 0; g < rep; g++) {
+          int64_t hq = h * rep + g;
+          const double *qt = in[0].v + (b * T + t) * Hq * Dk + hq * Dk;
+          double *o = out[0].v + (b * T + t) * Hq * Dv + hq * Dv;
+          for (int64_t j = 0; j < Dv; j++) {
+            double s = 0;
+            for (int64_t i = 0; i < Dk; i++) s += qt[i] * S[i * Dv + j];
+            o[j] = scale * s;
+          }
+        }
+      }
+      if (nout > 1 && out[1].v) memcpy(out[1].v + (b * Hkv + h) * Dk * Dv, S, (size_t)(Dk * Dv) * sizeof *S);
+    }
+  free(S);
+  free(r);
+  return GOPT_OK;
+}
+
+/* ---- CausalConvWithState ---------------------------------------------------------------------------- */
+
+/* input [B, C, L], depthwise weight [C, 1, K], bias [C], past_state [B, C, K-1] (zeros when absent):
+ * the convolution over past_state ++ input without padding, plus bias, then the activation
+ * (none, or silu / swish: x * sigmoid(x)); present_state is the last K-1 steps of past ++ input. */
+static int f_causalconv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  if (in[0].rank != 3 || in[1].rank != 3 || in[1].d[0] != in[0].d[1] || in[1].d[1] != 1)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs input [B, C, L] and a depthwise weight [C, 1, K]");
+  int64_t B = in[0].d[0], C = in[0].d[1], L = in[0].d[2], K = in[1].d[2], P = K - 1;
+  const char *act = gopt_node_get_string(G, NODE, "activation", "none");
+  int silu = !strcmp(act, "silu") || !strcmp(act, "swish");
+  const rt *bias = nin > 2 && in[2].v ? &in[2] : NULL, *past = nin > 3 && in[3].v ? &in[3] : NULL;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t c = 0; c < C; c++) {
+      const double *xv = in[0].v + (b * C + c) * L, *pv = past ? past->v + (b * C + c) * P : NULL;
+      const double *w = in[1].v + c * K;
+      for (int64_t t = 0; t < L; t++) {
+        double s = bias ? bias->v[c] : 0;
+        for (int64_t j = 0; j < K; j++) { /* padded index t + j: past for < P */
+          int64_t p = t + j;
+          s += w[j] * (p < P ? (pv ? pv[p] : 0) : xv[p - P]);
+        }
+        out[0].v[(b * C + c) * L + t] = silu ? s / (1 + exp(-s)) : s;
+      }
+      if (nout > 1 && out[1].v)
+        for (int64_t j = 0; j < P; j++) {
+          int64_t p = L + j; /* the last P of the P + L padded steps */
+          out[1].v[(b * C + c) * P + j] = p < P ? (pv ? pv[p] : 0) : xv[p - P];
+        }
+    }
+  return GOPT_OK;
+}
+
 const ref_entry ex_ref_llm_table[] = {
     {"Attention", f_attention, NULL},
     {"RMSNormalization", f_rmsnorm, NULL},
     {"RotaryEmbedding", f_rotary, NULL},
+    {"LinearAttention", f_linattn, NULL},
+    {"CausalConvWithState", f_causalconv, NULL},
     {NULL, NULL, NULL},
 };
