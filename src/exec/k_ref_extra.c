@@ -1,7 +1,8 @@
 /* k_ref_extra.c: reference kernels (k_ref.h) for ops of opsets 18-24 and for the dtypes the
  * specialised kernels do not take: BitCast, CumProd, LpNormalization, LpPool, CenterCropPad,
- * Gelu / Swish / Mish, Bitwise{And,Or,Xor,Not}, and arithmetic, comparisons and transcendental
- * functions on unsigned and double tensors. ONNX semantics as the operator specification states
+ * Col2Im, AffineGrid, GroupNormalization (opset 21), TensorScatter, Gelu / Swish / Mish,
+ * Bitwise{And,Or,Xor,Not}, and arithmetic, comparisons and unary functions on unsigned,
+ * 16-bit float and double tensors. ONNX semantics as the operator specification states
  * them; double precision (integers exact up to 2^53). */
 #include <math.h>
 #include <stdlib.h>
@@ -159,6 +160,8 @@ static int f_unary_x(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
   for (int64_t i = 0; i < out[0].n; i++) {
     double v = in[0].v[i], r;
     if (!strcmp(op, "Exp")) r = exp(v);
+    else if (!strcmp(op, "Identity")) r = v;
+    else if (!strcmp(op, "IsNaN")) r = isnan(v);
     else if (!strcmp(op, "Log")) r = log(v);
     else if (!strcmp(op, "Sqrt")) r = sqrt(v);
     else if (!strcmp(op, "Tanh")) r = tanh(v);
@@ -170,6 +173,20 @@ static int f_unary_x(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
     out[0].v[i] = r;
   }
   return GOPT_OK;
+}
+
+/* A bit pattern as the value of an integer of dtype dt (signed types: two's complement). */
+static double bits_val(uint64_t u, int dt) {
+  switch (dt) {
+    case GOPT_DT_UINT8: return (double)(uint8_t)u;
+    case GOPT_DT_UINT16: return (double)(uint16_t)u;
+    case GOPT_DT_UINT32: return (double)(uint32_t)u;
+    case GOPT_DT_UINT64: return (double)u;
+    case GOPT_DT_INT8: return (double)(int8_t)u;
+    case GOPT_DT_INT16: return (double)(int16_t)u;
+    case GOPT_DT_INT32: return (double)(int32_t)u;
+    default: return (double)(int64_t)u;
+  }
 }
 
 /* Binary arithmetic, comparisons and bitwise ops with numpy broadcasting; integers divide
@@ -192,11 +209,129 @@ static int f_binary_x(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int 
     else if (!strcmp(op, "LessOrEqual")) r = a <= b;
     else if (!strcmp(op, "Greater")) r = a > b;
     else if (!strcmp(op, "GreaterOrEqual")) r = a >= b;
-    else if (!strcmp(op, "BitwiseAnd")) r = (double)(ua & ub);
-    else if (!strcmp(op, "BitwiseOr")) r = (double)(ua | ub);
-    else if (!strcmp(op, "BitwiseXor")) r = (double)(ua ^ ub);
-    else if (!strcmp(op, "BitwiseNot")) r = (double)(int64_t)~(int64_t)a;
+    else if (!strcmp(op, "BitwiseAnd")) r = bits_val(ua & ub, in[0].dt);
+    else if (!strcmp(op, "BitwiseOr")) r = bits_val(ua | ub, in[0].dt);
+    else if (!strcmp(op, "BitwiseXor")) r = bits_val(ua ^ ub, in[0].dt);
+    else if (!strcmp(op, "BitwiseNot")) r = bits_val(~ua, in[0].dt);
     out[0].v[o] = r;
+  }
+  return GOPT_OK;
+}
+
+/* Col2Im: input [N, C * prod(block), L] -> [N, C, image...]: block column l (of the sliding
+ * positions, row-major) and kernel offset k add into image position l * stride - pad_begin +
+ * k * dilation. */
+static int f_col2im(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int sp = out[0].rank - 2;
+  if (sp < 1 || sp > 8 || in[2].n != sp) return ex_node_error(x, NODE, err, GOPT_EINVAL, "block_shape must have the image's rank");
+  size_t ns = 0, nd = 0, np = 0;
+  const int64_t *st = gopt_node_get_ints(G, NODE, "strides", &ns), *dl = gopt_node_get_ints(G, NODE, "dilations", &nd);
+  const int64_t *pd = gopt_node_get_ints(G, NODE, "pads", &np);
+  int64_t ks[8], nb[8], S[8], D[8], P[8], img[8], kprod = 1, L = 1;
+  for (int i = 0; i < sp; i++) {
+    ks[i] = (int64_t)in[2].v[i], img[i] = out[0].d[2 + i];
+    S[i] = st && (int)ns == sp ? st[i] : 1, D[i] = dl && (int)nd == sp ? dl[i] : 1;
+    P[i] = pd && (int)np == 2 * sp ? pd[i] : 0;
+    int64_t pe = pd && (int)np == 2 * sp ? pd[sp + i] : 0;
+    nb[i] = (img[i] + P[i] + pe - D[i] * (ks[i] - 1) - 1) / S[i] + 1;
+    kprod *= ks[i], L *= nb[i];
+  }
+  int64_t N = out[0].d[0], C = out[0].d[1], isz = N * C > 0 ? out[0].n / (N * C) : 1;
+  if (in[0].rank != 3 || in[0].d[1] != C * kprod || in[0].d[2] != L)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "input must be [N, C * prod(block_shape), blocks]");
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t kk = 0; kk < kprod; kk++)
+        for (int64_t l = 0; l < L; l++) {
+          int64_t pos = 0, ok = 1, kr = kk, lr = l, kc[8], lc[8];
+          for (int i = sp - 1; i >= 0; i--) {
+            kc[i] = kr % ks[i], kr /= ks[i], lc[i] = lr % nb[i], lr /= nb[i];
+          }
+          for (int i = 0; i < sp; i++) {
+            int64_t p = lc[i] * S[i] - P[i] + kc[i] * D[i];
+            if (p < 0 || p >= img[i]) ok = 0;
+            pos = pos * img[i] + p;
+          }
+          if (ok) out[0].v[(n * C + c) * isz + pos] += in[0].v[((n * C + c) * kprod + kk) * L + l];
+        }
+  return GOPT_OK;
+}
+
+/* AffineGrid: theta [N, 2, 3] (or [N, 3, 4]) and size [N, C, H, W] (or [N, C, D, H, W]) ->
+ * grid [N, H, W, 2] (or [N, D, H, W, 3]) = theta @ (x, y(, z), 1) over the normalised base grid
+ * (align_corners: -1 .. 1 through the end points, else through the pixel centres). */
+static int f_affinegrid(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int sp = out[0].rank - 2, ac = (int)gopt_node_get_int(G, NODE, "align_corners", 0);
+  if ((sp != 2 && sp != 3) || out[0].d[out[0].rank - 1] != sp)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "only 2-D and 3-D grids are supported");
+  int64_t N = out[0].d[0], dims[3] = {1, 1, 1}, cnt = 1; /* (D,) H, W */
+  for (int i = 0; i < sp; i++) dims[3 - sp + i] = out[0].d[1 + i], cnt *= out[0].d[1 + i];
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t p = 0; p < cnt; p++) {
+      int64_t c[3] = {p / (dims[1] * dims[2]), p / dims[2] % dims[1], p % dims[2]};
+      double base[4]; /* x, y, (z,) 1: x from W (c[2]), y from H (c[1]), z from D (c[0]) */
+      for (int a = 0; a < sp; a++) {
+        int64_t len = dims[2 - a], i = c[2 - a];
+        base[a] = ac ? (len > 1 ? -1 + 2.0 * (double)i / (double)(len - 1) : 0) : (2.0 * (double)i + 1) / (double)len - 1;
+      }
+      base[sp] = 1;
+      for (int r = 0; r < sp; r++) {
+        double s = 0;
+        for (int q = 0; q <= sp; q++) s += in[0].v[(n * sp + r) * (sp + 1) + q] * base[q];
+        out[0].v[(n * cnt + p) * sp + r] = s;
+      }
+    }
+  return GOPT_OK;
+}
+
+/* GroupNormalization (opset 21): mean and variance over each group of C / num_groups channels and
+ * the spatial dims, then per-channel scale and bias. */
+static int f_groupnorm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int64_t G_ = gopt_node_get_int(G, NODE, "num_groups", 1), N = in[0].d[0], C = in[0].rank > 1 ? in[0].d[1] : 1;
+  double eps = gopt_node_get_float(G, NODE, "epsilon", 1e-5);
+  if (G_ <= 0 || C % G_ || in[1].n != C)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "num_groups must divide the channels and scale be [C]");
+  int64_t sz = N * C > 0 ? in[0].n / (N * C) : 1, gs = C / G_ * sz;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t g = 0; g < G_; g++) {
+      const double *xv = in[0].v + (n * C + g * (C / G_)) * sz;
+      double m = 0, v = 0;
+      for (int64_t i = 0; i < gs; i++) m += xv[i];
+      m /= (double)gs;
+      for (int64_t i = 0; i < gs; i++) v += (xv[i] - m) * (xv[i] - m);
+      double r = 1 / sqrt(v / (double)gs + eps);
+      for (int64_t i = 0; i < gs; i++) {
+        int64_t c = g * (C / G_) + i / sz;
+        out[0].v[(n * C + g * (C / G_)) * sz + i] = (xv[i] - m) * r * in[1].v[c] + in[2].v[c];
+      }
+    }
+  return GOPT_OK;
+}
+
+/* TensorScatter (opset 24): the cache with update written along axis (default -2) from
+ * write_indices[b] (default 0) on, per batch entry b; mode circular wraps the index. */
+static int f_tensorscatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  int axis, rc;
+  if ((rc = ref_axis(x, NODE, "axis", -2, in[0].rank, &axis, err))) return rc;
+  int circ = !strcmp(gopt_node_get_string(G, NODE, "mode", "linear"), "circular");
+  memcpy(out[0].v, in[0].v, (size_t)in[0].n * sizeof *in[0].v);
+  int64_t outer, m, inner, uo, um, ui;
+  ref_split3(&in[0], axis, &outer, &m, &inner);
+  ref_split3(&in[1], axis, &uo, &um, &ui);
+  int64_t per_b = in[0].d[0] ? outer / in[0].d[0] : 1;
+  for (int64_t o = 0; o < outer; o++) {
+    int64_t b = axis == 0 ? 0 : o / (per_b ? per_b : 1);
+    int64_t w = nin > 2 && in[2].v ? (int64_t)in[2].v[b] : 0;
+    for (int64_t j = 0; j < um; j++) {
+      int64_t t = w + j;
+      if (circ) t %= m;
+      if (t < 0 || t >= m) return ex_node_error(x, NODE, err, GOPT_EINVAL, "write index %lld is beyond the cache", (long long)t);
+      memcpy(out[0].v + (o * m + t) * inner, in[1].v + (o * um + j) * ui, (size_t)ui * sizeof *out[0].v);
+    }
   }
   return GOPT_OK;
 }
@@ -206,6 +341,10 @@ static int claim_not_float(const gopt_exec *x, int32_t n) {
   int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
   return dt != GOPT_DT_FLOAT;
 }
+static int claim_half(const gopt_exec *x, int32_t n) {
+  int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
+  return dt == GOPT_DT_FLOAT16 || dt == GOPT_DT_BFLOAT16 || gopt_dtype_is_lowbit(dt);
+}
 static int claim_unsigned(const gopt_exec *x, int32_t n) {
   int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
   return dt == GOPT_DT_UINT16 || dt == GOPT_DT_UINT32 || dt == GOPT_DT_UINT64;
@@ -213,7 +352,10 @@ static int claim_unsigned(const gopt_exec *x, int32_t n) {
 
 const ref_entry ex_ref_extra_table[] = {
     {"BitCast", f_bitcast, NULL}, {"CumProd", f_cumprod, NULL}, {"LpNormalization", f_lpnorm, NULL},
-    {"LpPool", f_lppool, NULL}, {"CenterCropPad", f_centercroppad, NULL},
+    {"LpPool", f_lppool, NULL}, {"CenterCropPad", f_centercroppad, NULL}, {"Col2Im", f_col2im, NULL},
+    {"AffineGrid", f_affinegrid, NULL}, {"GroupNormalization", f_groupnorm, NULL},
+    {"TensorScatter", f_tensorscatter, NULL}, {"Identity", f_unary_x, claim_half},
+    {"IsNaN", f_unary_x, claim_half},
     {"Gelu", f_unary_x, NULL}, {"Swish", f_unary_x, NULL}, {"Mish", f_unary_x, NULL},
     {"Exp", f_unary_x, claim_not_float}, {"Log", f_unary_x, claim_not_float},
     {"Sqrt", f_unary_x, claim_not_float}, {"Tanh", f_unary_x, claim_not_float},
