@@ -1,5 +1,5 @@
 /* k_string.c: STRING tensors in the executor and the ops on them: Cast / CastLike between STRING
- * and the numeric types, StringNormalizer, Identity, StringConcat, Equal, RegexFullMatch (POSIX
+ * and the numeric types, StringNormalizer, Identity, StringConcat, StringSplit, Equal, RegexFullMatch (POSIX
  * extended expressions with GNU's \w / \b, through regcomp). gopt_dtype_size(STRING) is 0, so a string
  * tensor's buffer in the value table is empty; its strings live in a side table of the executor
  * (x->strs: per tensor, packed (uint32 little-endian length, bytes) records, one per element: the
@@ -370,12 +370,67 @@ static int run_regex(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   return rc ? gopt_error_set(err, rc, "out of memory") : GOPT_OK;
 }
 
+/* StringSplit: each string split as Python's str.split(delimiter, maxsplit) (no or an empty
+ * delimiter: runs of whitespace, ends dropped) into Y [..., width] padded with "" and the counts
+ * into Z (INT64, X's shape). width is Y's static last dim; more pieces than that is an error. */
+static int run_split(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const char *del = gopt_node_get_string(G, NODE, "delimiter", "");
+  int64_t maxs = gopt_node_get_int(G, NODE, "maxsplit", -1), n = ex_numel(x, k->in[0]);
+  int64_t w = ex_rank(x, k->out[0]) ? ex_dims(x, k->out[0])[ex_rank(x, k->out[0]) - 1] : 1;
+  size_t dl = strlen(del);
+  strs a = {0};
+  int rc = strs_load(x, k->in[0], &a);
+  char **y = rc ? NULL : calloc((size_t)(n * w) + 1, sizeof *y);
+  if (!rc && !y) rc = GOPT_ENOMEM;
+  for (int64_t i = 0; i < n && !rc; i++) {
+    int64_t cnt = 0;
+    const char *p = a.s[i];
+    while (!rc) {
+      const char *e;
+      if (!dl) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        e = p;
+        if (maxs < 0 || cnt < maxs)
+          while (*e && !isspace((unsigned char)*e)) e++;
+        else
+          e = p + strlen(p);
+      } else {
+        e = maxs >= 0 && cnt >= maxs ? NULL : strstr(p, del);
+        if (!e) e = p + strlen(p);
+      }
+      if (cnt >= w) {
+        rc = ex_node_error(x, NODE, err, GOPT_ESHAPE, "string %lld splits into more than %lld pieces", (long long)i, (long long)w);
+        break;
+      }
+      char *piece = malloc((size_t)(e - p) + 1);
+      if (!piece) { rc = GOPT_ENOMEM; break; }
+      memcpy(piece, p, (size_t)(e - p));
+      piece[e - p] = 0;
+      y[i * w + cnt++] = piece;
+      if (!*e) break;
+      p = e + (dl ? dl : 0);
+    }
+    if (k->n_out > 1 && k->out[1] >= 0) ((int64_t *)ex_data(x, k->out[1]))[i] = cnt;
+  }
+  for (int64_t i = 0; !rc && i < n * w; i++)
+    if (!y[i] && !(y[i] = calloc(1, 1))) rc = GOPT_ENOMEM;
+  if (!rc) rc = strs_store(x, k->out[0], y, n * w);
+  strs c = {n * w, y};
+  if (y) strs_free(&c);
+  strs_free(&a);
+  if (rc == GOPT_ENOMEM) return gopt_error_set(err, rc, "out of memory");
+  return rc;
+}
+
 /* ---- dispatch (exec.c) ------------------------------------------------------------------------------------ */
 
 int ex_string_handles(const gopt_exec *x, int32_t n) {
   const gopt_node *nd = &x->g->nodes.a[n];
   const char *t = gopt_node_type(x->g, n);
-  if (!strcmp(t, "StringNormalizer") || !strcmp(t, "StringConcat") || !strcmp(t, "RegexFullMatch")) return 1;
+  if (!strcmp(t, "StringNormalizer") || !strcmp(t, "StringConcat") || !strcmp(t, "RegexFullMatch") ||
+      !strcmp(t, "StringSplit"))
+    return 1;
   if (!strcmp(t, "Equal")) return nd->n_in == 2 && ex_dtype(x, gopt_node_input(x->g, n, 0)) == GOPT_DT_STRING;
   if (strcmp(t, "Cast") && strcmp(t, "CastLike") && strcmp(t, "Identity")) return 0;
   int32_t in = nd->n_in ? gopt_node_input(x->g, n, 0) : -1, out = nd->n_out ? gopt_node_output(x->g, n, 0) : -1;
@@ -391,6 +446,9 @@ int ex_prepare_string(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     if (k->n_in != 2 || k->in[1] < 0 || !sin || ex_dtype(x, k->in[1]) != GOPT_DT_STRING)
       return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs two STRING inputs");
     k->run = run_concat_equal;
+  } else if (!strcmp(t, "StringSplit")) {
+    if (!sin || !sout) return ex_node_error(x, NODE, err, GOPT_EINVAL, "input and output 0 must be STRING");
+    k->run = run_split;
   } else if (!strcmp(t, "RegexFullMatch")) {
     if (!sin || ex_dtype(x, k->out[0]) != GOPT_DT_BOOL)
       return ex_node_error(x, NODE, err, GOPT_EINVAL, "input must be STRING and output BOOL");
