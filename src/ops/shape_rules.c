@@ -1247,7 +1247,7 @@ int ops_infer_node(ictx *c, int32_t n) {
     case GOPT_OP_LSTM: return r_rnn(c, n, 4);
     case GOPT_OP_GRU: return r_rnn(c, n, 3);
     case GOPT_OP_RNN: return r_rnn(c, n, 1);
-    case GOPT_OP_IF: case GOPT_OP_LOOP: case GOPT_OP_SCAN:
+    case GOPT_OP_IF: case GOPT_OP_LOOP:
       return 0; /* control flow: keep the source's shapes */
     default:
       return ops_infer_modern(c, n, op);

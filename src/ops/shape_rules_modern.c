@@ -1,6 +1,8 @@
 /* shape_rules_modern.c: shape rules of the ops that opsets 13-24 added (CastLike, BitCast,
  * CumProd, LpNormalization, RMSNormalization, RotaryEmbedding, Attention), beside the older
- * ones in shape_rules.c. */
+ * ones in shape_rules.c, and Scan's (opset >= 9) from its body. */
+#include <string.h>
+
 #include "ops/ops_internal.h"
 
 /* Output 0 has input 0's shape and dtype dt (0: input 0's). */
@@ -60,6 +62,89 @@ static int r_attention(ictx *c, int32_t n) {
   return ops_set_out(c, n, 3, dt, &qk);
 }
 
+/* Whether every dim of parent tensor t is concrete. */
+static int static_dims(const gopt_graph *g, int32_t t) {
+  if (t < 0 || (g->tensors.a[t].flags & GOPT_T_NOSHAPE)) return 0;
+  for (int i = 0; i < g->tensors.a[t].rank; i++)
+    if (gopt_tensor_dims(g, t)[i] < 0) return 0;
+  return 1;
+}
+
+/* Gives tensor t of the body copy b the dtype and shape (dims, rank r) and, when set, the bytes. */
+static int bind(gopt_graph *b, int32_t t, int dt, int r, const int64_t *d, const void *data, size_t nb) {
+  b->tensors.a[t].dtype = (uint8_t)dt;
+  b->tensors.a[t].flags &= (uint16_t)~GOPT_T_NOSHAPE;
+  int rc = gopt_tensor_set_shape(b, t, r, d);
+  if (!rc && data) rc = gopt_tensor_set_const(b, t, data, nb, NULL);
+  return rc;
+}
+
+/* Scan (opset >= 9) when its outputs have no static shape (a function's expansion declares
+ * none): the body, copied, gets the states' and the scan slices' shapes and the outer tensors it
+ * reads (their values when constant), is inferred, and the outputs are the states' shapes and the
+ * body's scan outputs stacked along scan_output_axes (length: the scan inputs' sequence). Only
+ * concrete dims; otherwise, or when the body does not infer, the source's shapes stand. */
+static int r_scan(ictx *c, int32_t n) {
+  const gopt_graph *g = c->g;
+  const gopt_attr *a = gopt_node_attr(g, n, "body");
+  int m = (int)gopt_node_get_int(g, n, "num_scan_inputs", 0), nin = g->nodes.a[n].n_in, nout = g->nodes.a[n].n_out;
+  if (c->opset < 9 || !a || a->kind != GOPT_ATTR_GRAPH || m < 1 || m > nin || nin > 32) return 0;
+  int done = 1;
+  for (int i = 0; i < nout; i++) done &= ops_out(c, n, i) < 0 || static_dims(g, ops_out(c, n, i));
+  for (int i = 0; i < nin; i++)
+    if (!static_dims(g, ops_in(c, n, i))) return 0;
+  const gopt_graph *body = g->subgraphs.a[a->v.graph];
+  if (done || (int)body->inputs.n != nin || (int)body->outputs.n != nout) return 0;
+  size_t na = 0;
+  const int64_t *ax = gopt_node_get_ints(g, n, "scan_input_axes", &na);
+  int st = nin - m, rc = 0;
+  int32_t t0 = ops_in(c, n, st);
+  int64_t a0 = ax && na ? ax[0] : 0;
+  if (a0 < 0) a0 += g->tensors.a[t0].rank;
+  int64_t T = gopt_tensor_dims(g, t0)[a0];
+  gopt_graph *b = gopt_graph_clone(body);
+  if (!b) return ops_node_err(c, GOPT_ENOMEM, "out of memory");
+  for (int i = 0; i < nin && !rc; i++) { /* states whole, scan inputs without their axis */
+    int32_t t = ops_in(c, n, i);
+    int r = g->tensors.a[t].rank, k = 0;
+    int64_t d[GOPT_MAX_RANK], ai = i >= st && ax && (size_t)(i - st) < na ? ax[i - st] : 0;
+    if (ai < 0) ai += r;
+    for (int j = 0; j < r; j++)
+      if (i < st || j != ai) d[k++] = gopt_tensor_dims(g, t)[j];
+    rc = bind(b, b->inputs.a[i], g->tensors.a[t].dtype, k, d, NULL, 0);
+  }
+  for (size_t t = 0; t < b->tensors.n && !rc; t++) { /* outer-scope reads */
+    const gopt_tensor *bt = &b->tensors.a[t];
+    if (bt->producer >= 0 || (bt->flags & (GOPT_T_INPUT | GOPT_T_CONST)) || bt->first_use < 0) continue;
+    int32_t o = gopt_graph_find_tensor(g, gopt_graph_str(b, bt->name));
+    if (!static_dims(g, o)) continue;
+    const void *data = gopt_tensor_data(g, o);
+    rc = bind(b, (int32_t)t, g->tensors.a[o].dtype, g->tensors.a[o].rank, gopt_tensor_dims(g, o), data,
+              (size_t)(gopt_tensor_numel(g, o) * (int64_t)gopt_dtype_size(g->tensors.a[o].dtype)));
+  }
+  if (!b->opsets.n) gopt_graph_set_opset(b, "", c->opset);
+  gopt_infer_opts io = {.fold_constants = 1, .keep_source_shapes = 1};
+  gopt_error sub = {0};
+  if (!rc && gopt_infer_shapes(b, &io, &sub) == 0) {
+    size_t no = 0;
+    const int64_t *oax = gopt_node_get_ints(g, n, "scan_output_axes", &no);
+    for (int i = 0; i < nout && !rc; i++) {
+      int32_t bo = b->outputs.a[i];
+      if (!static_dims(b, bo)) continue;
+      oshape s;
+      int r = b->tensors.a[bo].rank, k = 0;
+      int64_t oa = i >= st && oax && (size_t)(i - st) < no ? oax[i - st] : 0;
+      if (oa < 0) oa += r + 1;
+      s.rank = i < st ? r : r + 1;
+      for (int j = 0; j < s.rank; j++)
+        s.d[j] = i >= st && j == oa ? T : gopt_tensor_dims(b, bo)[k++];
+      rc = ops_set_out(c, n, i, b->tensors.a[bo].dtype, &s);
+    }
+  }
+  gopt_graph_free(b);
+  return rc;
+}
+
 int ops_infer_modern(ictx *c, int32_t n, int op) {
   switch (op) {
     case GOPT_OP_CAST_LIKE: return same_shape(c, n, ops_in_dtype(c, n, 1));
@@ -67,6 +152,7 @@ int ops_infer_modern(ictx *c, int32_t n, int op) {
     case GOPT_OP_CUMPROD: case GOPT_OP_LP_NORM: case GOPT_OP_RMS_NORM: case GOPT_OP_ROTARY_EMBEDDING:
       return same_shape(c, n, 0);
     case GOPT_OP_ATTENTION: return r_attention(c, n);
+    case GOPT_OP_SCAN: return r_scan(c, n);
     default: return 0;
   }
 }
