@@ -1,6 +1,7 @@
 /* k_ref_extra.c: reference kernels (k_ref.h) for ops of opsets 18-24 and for the dtypes the
  * specialised kernels do not take: BitCast, CumProd, LpNormalization, LpPool, CenterCropPad,
  * Col2Im, AffineGrid, GroupNormalization (opset 21), TensorScatter, Gelu / Swish / Mish,
+ * ai.onnx.ml's Binarizer and ArrayFeatureExtractor, Expand of 16-bit and low-bit floats,
  * Bitwise{And,Or,Xor,Not}, and arithmetic, comparisons and unary functions on unsigned,
  * 16-bit float and double tensors. ONNX semantics as the operator specification states
  * them; double precision (integers exact up to 2^53). */
@@ -336,6 +337,54 @@ static int f_tensorscatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out,
   return GOPT_OK;
 }
 
+/* Expand (of the dtypes the data kernels do not copy): numpy broadcasting to the output shape. */
+static int f_expand(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)x, (void)k, (void)nin, (void)nout, (void)err;
+  for (int64_t o = 0; o < out[0].n; o++) out[0].v[o] = in[0].v[ref_bcast_index(&in[0], &out[0], o)];
+  return GOPT_OK;
+}
+
+/* ai.onnx.ml Binarizer: 1 where x > threshold (default 0), else 0. */
+static int f_binarizer(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout, (void)err;
+  double th = gopt_node_get_float(G, NODE, "threshold", 0);
+  for (int64_t i = 0; i < out[0].n; i++) out[0].v[i] = in[0].v[i] > th;
+  return GOPT_OK;
+}
+
+/* ai.onnx.ml ArrayFeatureExtractor: X's last axis gathered at the indices Y ([..., |Y|]). */
+static int f_feature_extract(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int64_t last = in[0].rank ? in[0].d[in[0].rank - 1] : 1, m = in[1].n, rows = last ? in[0].n / last : 0;
+  for (int64_t j = 0; j < m; j++)
+    if (in[1].v[j] < 0 || in[1].v[j] >= (double)last)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "index %lld is out of range [0, %lld)", (long long)in[1].v[j], (long long)last);
+  if (rows * m != out[0].n) return ex_node_error(x, NODE, err, GOPT_ESHAPE, "the output holds %lld values, not %lld", (long long)out[0].n, (long long)(rows * m));
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t j = 0; j < m; j++) out[0].v[r * m + j] = in[0].v[r * last + (int64_t)in[1].v[j]];
+  return GOPT_OK;
+}
+
+/* Softmax of the dtypes the oneDNN kernel refuses (16-bit floats, double): along axis (opset >=
+ * 13, default -1), or over the dims from axis on (older opsets, default 1). */
+static int f_softmax(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nin, (void)nout;
+  int old = x->opset < 13, axis, rc;
+  if ((rc = ref_axis(x, NODE, "axis", old ? 1 : -1, in[0].rank, &axis, err))) return rc;
+  int64_t outer, m, inner;
+  ref_split3(&in[0], axis, &outer, &m, &inner);
+  if (old) m *= inner, inner = 1;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      const double *v = in[0].v + o * m * inner + i;
+      double *y = out[0].v + o * m * inner + i, mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < m; j++) mx = fmax(mx, v[j * inner]);
+      for (int64_t j = 0; j < m; j++) sum += (y[j * inner] = exp(v[j * inner] - mx));
+      for (int64_t j = 0; j < m; j++) y[j * inner] /= sum;
+    }
+  return GOPT_OK;
+}
+
 /* The specialised kernels take float (unary) and signed / 8-bit (binary) inputs; these the rest. */
 static int claim_not_float(const gopt_exec *x, int32_t n) {
   int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
@@ -355,7 +404,8 @@ const ref_entry ex_ref_extra_table[] = {
     {"LpPool", f_lppool, NULL}, {"CenterCropPad", f_centercroppad, NULL}, {"Col2Im", f_col2im, NULL},
     {"AffineGrid", f_affinegrid, NULL}, {"GroupNormalization", f_groupnorm, NULL},
     {"TensorScatter", f_tensorscatter, NULL}, {"Identity", f_unary_x, claim_half},
-    {"IsNaN", f_unary_x, claim_half},
+    {"IsNaN", f_unary_x, claim_half}, {"Expand", f_expand, claim_half}, {"Softmax", f_softmax, claim_not_float},
+    {"ai.onnx.ml::Binarizer", f_binarizer, NULL}, {"ai.onnx.ml::ArrayFeatureExtractor", f_feature_extract, NULL},
     {"Gelu", f_unary_x, NULL}, {"Swish", f_unary_x, NULL}, {"Mish", f_unary_x, NULL},
     {"Exp", f_unary_x, claim_not_float}, {"Log", f_unary_x, claim_not_float},
     {"Sqrt", f_unary_x, claim_not_float}, {"Tanh", f_unary_x, claim_not_float},

@@ -153,6 +153,15 @@ static int f_convtranspose(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out,
 }
 
 /* ConvInteger (x, w, x_zp, w_zp) and QLinearConv (x, xs, xzp, w, ws, wzp, ys, yzp, bias). */
+/* Conv of the dtypes oneDNN does not take here (16-bit floats, double): X, W, optional bias. */
+static int f_conv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout, (void)err;
+  conv_p p;
+  conv_params(x, NODE, &in[0], &in[1], &out[0], 0, &p);
+  conv_fwd(&in[0], &in[1], nin > 2 && in[2].v ? in[2].v : NULL, &out[0], &p);
+  return GOPT_OK;
+}
+
 static int f_convq(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout, (void)err;
   int ql = !strcmp(optype(x, NODE), "QLinearConv");
@@ -896,8 +905,14 @@ static int claim_dropout(const gopt_exec *x, int32_t n) {
   return x->g->nodes.a[n].n_out > 1 && !ex_dropout_is_copy(x, n);
 }
 
+/* Conv and MatMul run here only on what the oneDNN kernels refuse: inputs other than FLOAT. */
+static int claim_not_f32(const gopt_exec *x, int32_t n) {
+  return ex_dtype(x, gopt_node_input(x->g, n, 0)) != GOPT_DT_FLOAT;
+}
+
 const ref_entry ex_ref_nn_table[] = {
     {"ConvTranspose", f_convtranspose, NULL}, {"ConvInteger", f_convq, NULL},
+    {"Conv", f_conv, claim_not_f32}, {"MatMul", f_matmulq, claim_not_f32},
     {"QLinearConv", f_convq, NULL}, {"MatMulInteger", f_matmulq, NULL},
     {"QLinearMatMul", f_matmulq, NULL}, {"QuantizeLinear", f_quant, NULL},
     {"DequantizeLinear", f_quant, NULL}, {"DynamicQuantizeLinear", f_dynquant, NULL},
