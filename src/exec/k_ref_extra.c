@@ -1,6 +1,6 @@
 /* k_ref_extra.c: reference kernels (k_ref.h) for ops of opsets 18-24 and for the dtypes the
  * specialised kernels do not take: BitCast, CumProd, LpNormalization, LpPool, CenterCropPad,
- * Col2Im, AffineGrid, GroupNormalization (opset 21), TensorScatter, Gelu / Swish / Mish,
+ * AveragePool with ceil_mode and count_include_pad or dilations, Col2Im, AffineGrid, GroupNormalization (opset 21), TensorScatter, Gelu / Swish / Mish,
  * ai.onnx.ml's Binarizer and ArrayFeatureExtractor, Expand of 16-bit and low-bit floats,
  * Bitwise{And,Or,Xor,Not}, and arithmetic, comparisons and unary functions on unsigned,
  * 16-bit float and double tensors. ONNX semantics as the operator specification states
@@ -78,11 +78,14 @@ static int f_lpnorm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   return GOPT_OK;
 }
 
-/* LpPool: (sum over the window of |x|^p)^(1/p); kernel_shape, strides, dilations, pads (or
- * auto_pad) as the output shape that shape inference gave (padding contributes zeros). */
-static int f_lppool(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+/* LpPool ((sum over the window of |x|^p)^(1/p)) and AveragePool in the cases the oneDNN kernel
+ * does not take (ceil_mode with count_include_pad or dilations): kernel_shape, strides,
+ * dilations, pads or auto_pad, the output shape from shape inference. An average divides by the
+ * window's positions inside the input, or with count_include_pad inside input and pads (not the
+ * part of a ceil_mode window beyond the end pad). */
+static int f_pool(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nin, (void)nout;
-  int sp = in[0].rank - 2;
+  int sp = in[0].rank - 2, lp = !strcmp(optype(x, NODE), "LpPool");
   size_t nk = 0, ns = 0, nd = 0, np = 0;
   const int64_t *ks = gopt_node_get_ints(G, NODE, "kernel_shape", &nk);
   const int64_t *st = gopt_node_get_ints(G, NODE, "strides", &ns);
@@ -91,37 +94,40 @@ static int f_lppool(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   if (sp < 1 || sp > 3 || !ks || (int)nk != sp)
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs a 3- to 5-D input and kernel_shape of its spatial rank");
   double p = (double)gopt_node_get_int(G, NODE, "p", 2);
+  int cip = (int)gopt_node_get_int(G, NODE, "count_include_pad", 0);
   const char *ap = gopt_node_get_string(G, NODE, "auto_pad", "NOTSET");
-  int64_t pb[3] = {0, 0, 0};
+  int64_t oi[3] = {1, 1, 1}, ii[3] = {1, 1, 1}, kk[3] = {1, 1, 1}, ss[3] = {1, 1, 1}, dd[3] = {1, 1, 1};
+  int64_t pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0};
   for (int i = 0; i < sp; i++) {
-    int64_t s = st && (int)ns == sp ? st[i] : 1, d = dl && (int)nd == sp ? dl[i] : 1;
-    if (pd && (int)np == 2 * sp) pb[i] = pd[i];
+    oi[i] = out[0].d[2 + i], ii[i] = in[0].d[2 + i], kk[i] = ks[i];
+    ss[i] = st && (int)ns == sp ? st[i] : 1, dd[i] = dl && (int)nd == sp ? dl[i] : 1;
+    if (pd && (int)np == 2 * sp) pb[i] = pd[i], pe[i] = pd[sp + i];
     if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-      int64_t total = (out[0].d[2 + i] - 1) * s + (ks[i] - 1) * d + 1 - in[0].d[2 + i];
+      int64_t total = (oi[i] - 1) * ss[i] + (kk[i] - 1) * dd[i] + 1 - ii[i];
       if (total < 0) total = 0;
-      pb[i] = !strcmp(ap, "SAME_LOWER") ? (total + 1) / 2 : total / 2;
+      pb[i] = !strcmp(ap, "SAME_LOWER") ? (total + 1) / 2 : total / 2, pe[i] = total - pb[i];
     }
   }
-  int64_t NC = in[0].d[0] * in[0].d[1], oi[3] = {1, 1, 1}, ii[3] = {1, 1, 1}, kk[3] = {1, 1, 1};
-  int64_t ss[3] = {1, 1, 1}, dd[3] = {1, 1, 1}, pp[3] = {0, 0, 0};
-  for (int i = 0; i < sp; i++) {
-    oi[i] = out[0].d[2 + i], ii[i] = in[0].d[2 + i], kk[i] = ks[i], pp[i] = pb[i];
-    ss[i] = st && (int)ns == sp ? st[i] : 1, dd[i] = dl && (int)nd == sp ? dl[i] : 1;
-  }
-  int64_t on = oi[0] * oi[1] * oi[2], inn = ii[0] * ii[1] * ii[2];
+  int64_t NC = in[0].d[0] * in[0].d[1], on = oi[0] * oi[1] * oi[2], inn = ii[0] * ii[1] * ii[2];
   for (int64_t c = 0; c < NC; c++)
     for (int64_t o = 0; o < on; o++) {
-      int64_t o0 = o / (oi[1] * oi[2]), o1 = o / oi[2] % oi[1], o2 = o % oi[2];
-      double s = 0;
-      for (int64_t a = 0; a < kk[0]; a++)
-        for (int64_t b = 0; b < kk[1]; b++)
-          for (int64_t e = 0; e < kk[2]; e++) {
-            int64_t i0 = o0 * ss[0] - pp[0] + a * dd[0], i1 = o1 * ss[1] - pp[1] + b * dd[1];
-            int64_t i2 = o2 * ss[2] - pp[2] + e * dd[2];
-            if (i0 < 0 || i0 >= ii[0] || i1 < 0 || i1 >= ii[1] || i2 < 0 || i2 >= ii[2]) continue;
-            s += pow(fabs(in[0].v[c * inn + (i0 * ii[1] + i1) * ii[2] + i2]), p);
+      int64_t oc[3] = {o / (oi[1] * oi[2]), o / oi[2] % oi[1], o % oi[2]}, w[3];
+      double s = 0, cnt = 0;
+      for (w[0] = 0; w[0] < kk[0]; w[0]++)
+        for (w[1] = 0; w[1] < kk[1]; w[1]++)
+          for (w[2] = 0; w[2] < kk[2]; w[2]++) {
+            int inside = 1, padded = 1;
+            int64_t idx = 0;
+            for (int a = 0; a < 3; a++) {
+              int64_t q = oc[a] * ss[a] - pb[a] + w[a] * dd[a];
+              if (q < 0 || q >= ii[a]) inside = 0;
+              if (q < -pb[a] || q >= ii[a] + pe[a]) padded = 0;
+              idx = idx * ii[a] + q;
+            }
+            cnt += cip ? padded : inside;
+            if (inside) s += lp ? pow(fabs(in[0].v[c * inn + idx]), p) : in[0].v[c * inn + idx];
           }
-      out[0].v[c * on + o] = pow(s, 1.0 / p);
+      out[0].v[c * on + o] = lp ? pow(s, 1.0 / p) : cnt > 0 ? s / cnt : 0;
     }
   return GOPT_OK;
 }
@@ -390,6 +396,13 @@ static int claim_not_float(const gopt_exec *x, int32_t n) {
   int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
   return dt != GOPT_DT_FLOAT;
 }
+static int claim_avgpool(const gopt_exec *x, int32_t n) {
+  size_t nd = 0;
+  const int64_t *dl = gopt_node_get_ints(x->g, n, "dilations", &nd);
+  int dil = 0;
+  for (size_t i = 0; dl && i < nd; i++) dil |= dl[i] != 1;
+  return gopt_node_get_int(x->g, n, "ceil_mode", 0) && (dil || gopt_node_get_int(x->g, n, "count_include_pad", 0));
+}
 static int claim_half(const gopt_exec *x, int32_t n) {
   int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
   return dt == GOPT_DT_FLOAT16 || dt == GOPT_DT_BFLOAT16 || gopt_dtype_is_lowbit(dt);
@@ -401,7 +414,7 @@ static int claim_unsigned(const gopt_exec *x, int32_t n) {
 
 const ref_entry ex_ref_extra_table[] = {
     {"BitCast", f_bitcast, NULL}, {"CumProd", f_cumprod, NULL}, {"LpNormalization", f_lpnorm, NULL},
-    {"LpPool", f_lppool, NULL}, {"CenterCropPad", f_centercroppad, NULL}, {"Col2Im", f_col2im, NULL},
+    {"LpPool", f_pool, NULL}, {"AveragePool", f_pool, claim_avgpool}, {"CenterCropPad", f_centercroppad, NULL}, {"Col2Im", f_col2im, NULL},
     {"AffineGrid", f_affinegrid, NULL}, {"GroupNormalization", f_groupnorm, NULL},
     {"TensorScatter", f_tensorscatter, NULL}, {"Identity", f_unary_x, claim_half},
     {"IsNaN", f_unary_x, claim_half}, {"Expand", f_expand, claim_half}, {"Softmax", f_softmax, claim_not_float},

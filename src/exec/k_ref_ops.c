@@ -392,6 +392,8 @@ static int f_nd(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, 
         if (gather) out[0].v[u] = D->v[p + s];
         else if (!strcmp(red, "add")) out[0].v[p + s] += in[2].v[u];
         else if (!strcmp(red, "mul")) out[0].v[p + s] *= in[2].v[u];
+        else if (!strcmp(red, "max")) out[0].v[p + s] = fmax(out[0].v[p + s], in[2].v[u]);
+        else if (!strcmp(red, "min")) out[0].v[p + s] = fmin(out[0].v[p + s], in[2].v[u]);
         else out[0].v[p + s] = in[2].v[u];
       }
     }

@@ -939,6 +939,7 @@ static int conv_pool(ictx *c, int32_t n, int op) {
     int64_t eff = in + p[i] + p[i + ns];
     int64_t pos = ceil_mode ? (int64_t)ceil((double)(eff - ek) / (double)s[i]) : (eff - ek) / s[i];
     if (eff - ek < 0 && !ceil_mode) pos = -1;
+    if (ceil_mode && pos > 0 && pos * s[i] >= in + p[i]) pos--; /* a last window starting in the end pad */
     if (1 + pos <= 0) {
       char b[160];
       return ops_node_err(c, GOPT_ESHAPE, "kernel %lld (dilated) exceeds padded input %lld on spatial axis %d (input %s)",
