@@ -3,7 +3,8 @@
  * bottom right, grouped-query heads, past key/value and the present outputs, softcap, scale,
  * nonpad_kv_seqlen, the four qk_matmul_output modes), RMSNormalization and RotaryEmbedding, and
  * the recurrent-state ops of opset 27 (LinearAttention with its linear / gated / delta /
- * gated_delta update rules, CausalConvWithState).
+ * gated_delta update rules, CausalConvWithState), and ai.onnx.preview's FlexAttention without
+ * its modifier graphs.
  * ONNX semantics as the operator specification and onnx's reference implementation state them,
  * in double precision. */
 #include <math.h>
@@ -149,6 +150,18 @@ done:
   free(V);
   free(row);
   return rc;
+}
+
+/* ai.onnx.preview FlexAttention without modifier graphs: softmax(Q K^T * scale) V over 4-D
+ * [B, H, L, E] inputs with grouped heads, as Attention computes it. The score_mod / prob_mod /
+ * mask_mod graphs run per score; the executor does not evaluate them and says so. */
+static int f_flexattn(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  const char *mods[] = {"score_mod", "prob_mod", "mask_mod"};
+  for (int i = 0; i < 3; i++)
+    if (gopt_node_attr(G, NODE, mods[i]))
+      return ex_node_error(x, NODE, err, GOPT_EUNSUP, "the %s graph attribute is not evaluated by the executor", mods[i]);
+  if (nin != 3 || in[0].rank != 4) return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs 4-D Q, K and V");
+  return f_attention(x, k, in, nin, out, nout, err);
 }
 
 /* ---- RMSNormalization ------------------------------------------------------------------------------- */
@@ -325,5 +338,6 @@ const ref_entry ex_ref_llm_table[] = {
     {"RotaryEmbedding", f_rotary, NULL},
     {"LinearAttention", f_linattn, NULL},
     {"CausalConvWithState", f_causalconv, NULL},
+    {"ai.onnx.preview::FlexAttention", f_flexattn, NULL},
     {NULL, NULL, NULL},
 };
