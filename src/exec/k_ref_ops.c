@@ -101,7 +101,8 @@ static int f_clip(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
   if (nin > 2 && in[2].v && in[2].n) hi = in[2].v[0];
   for (int64_t i = 0; i < out[0].n; i++) {
     double v = in[0].v[i];
-    out[0].v[i] = v < lo ? lo : v > hi ? hi : v;
+    v = v < lo ? lo : v; /* min(max(v, lo), hi) as numpy.clip: hi wins when lo > hi; NaN stays */
+    out[0].v[i] = v > hi ? hi : v;
   }
   return GOPT_OK;
 }
