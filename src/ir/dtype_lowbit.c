@@ -101,8 +101,11 @@ static uint8_t e8m0_encode(double d, int saturate, const char *mode) {
   int up = 0;
   if (!mode || !strcmp(mode, "up")) up = m != 0;
   else if (!strcmp(mode, "nearest")) up = (m & 0x400000) != 0;
-  if (e == 0 && m) { /* subnormal float: at most 2^-127 */
-    return up || (mode && !strcmp(mode, "nearest") && (m & 0x400000)) ? 1 : 0;
+  if (e == 0) { /* zero or a subnormal float, below 2^-126: code 0 (2^-127) or 1 (2^-126) */
+    double a = fabs((double)fv), lo = ldexp(1.0, -127);
+    if (a <= lo) return 0;
+    if (!mode || !strcmp(mode, "up")) return 1;
+    return !strcmp(mode, "nearest") && a >= 1.5 * lo ? 1 : 0;
   }
   if (up) {
     if (e >= 0xFE) return saturate ? 0xFE : 0xFF;
