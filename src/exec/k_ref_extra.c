@@ -1,6 +1,6 @@
 /* k_ref_extra.c: reference kernels (k_ref.h) for ops of opsets 18-24 and for the dtypes the
  * specialised kernels do not take: BitCast, CumProd, LpNormalization, LpPool, CenterCropPad,
- * AveragePool with ceil_mode and count_include_pad or dilations, Col2Im, AffineGrid, GroupNormalization (opset 21), TensorScatter, Gelu / Swish / Mish,
+ * AveragePool with ceil_mode and count_include_pad or dilations, DeformConv (2-D), Col2Im, AffineGrid, GroupNormalization (opset 21), TensorScatter, Gelu / Swish / Mish,
  * ai.onnx.ml's Binarizer and ArrayFeatureExtractor, Expand of 16-bit and low-bit floats,
  * Bitwise{And,Or,Xor,Not}, and arithmetic, comparisons and unary functions on unsigned,
  * 16-bit float and double tensors. ONNX semantics as the operator specification states
@@ -391,6 +391,67 @@ static int f_softmax(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
   return GOPT_OK;
 }
 
+/* Bilinear sample of the H x W plane p at (y, x); corners outside the plane count as 0, and a
+ * point a full pixel or more outside gives 0 (torchvision's deform_conv2d, as onnx's reference). */
+static double bilinear0(const double *p, int64_t H, int64_t W, double y, double x) {
+  if (y <= -1 || y >= (double)H || x <= -1 || x >= (double)W) return 0;
+  int64_t y0 = (int64_t)floor(y), x0 = (int64_t)floor(x);
+  double fy = y - (double)y0, fx = x - (double)x0, v = 0;
+  for (int dy = 0; dy < 2; dy++)
+    for (int dx = 0; dx < 2; dx++) {
+      int64_t yy = y0 + dy, xx = x0 + dx;
+      if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
+      v += (dy ? fy : 1 - fy) * (dx ? fx : 1 - fx) * p[yy * W + xx];
+    }
+  return v;
+}
+
+/* DeformConv (2-D): X [N, C, H, W], W [M, C/group, kH, kW], offset [N, G*2*kH*kW, oH, oW] ((dy, dx)
+ * per kernel position and offset group G), B [M], mask [N, G*kH*kW, oH, oW]: each tap samples X
+ * bilinearly at its offset position, times the mask, into a grouped convolution. */
+static int f_deformconv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  if (in[0].rank != 4 || in[1].rank != 4 || out[0].rank != 4)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "only 2-D deformable convolution is supported");
+  int64_t N = in[0].d[0], C = in[0].d[1], H = in[0].d[2], Wd = in[0].d[3], M = in[1].d[0], kH = in[1].d[2], kW = in[1].d[3];
+  int64_t oH = out[0].d[2], oW = out[0].d[3], grp = gopt_node_get_int(G, NODE, "group", 1);
+  int64_t og = gopt_node_get_int(G, NODE, "offset_group", 1), K = kH * kW;
+  int64_t st[2] = {1, 1}, dl[2] = {1, 1}, pd[4] = {0, 0, 0, 0};
+  size_t n1 = 0, n2 = 0, n3 = 0;
+  const int64_t *a1 = gopt_node_get_ints(G, NODE, "strides", &n1), *a2 = gopt_node_get_ints(G, NODE, "dilations", &n2);
+  const int64_t *a3 = gopt_node_get_ints(G, NODE, "pads", &n3);
+  for (int i = 0; i < 2; i++) {
+    if (a1 && n1 == 2) st[i] = a1[i];
+    if (a2 && n2 == 2) dl[i] = a2[i];
+  }
+  for (int i = 0; a3 && n3 == 4 && i < 4; i++) pd[i] = a3[i];
+  if (grp <= 0 || og <= 0 || C % grp || M % grp || C % og || in[1].d[1] != C / grp || in[2].d[1] != og * 2 * K)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "group, offset_group and the offset's channels do not fit the input");
+  const rt *bias = nin > 3 && in[3].v ? &in[3] : NULL, *mask = nin > 4 && in[4].v ? &in[4] : NULL;
+  int64_t Cg = C / grp, Mg = M / grp, Co = C / og;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t oh = 0; oh < oH; oh++)
+        for (int64_t ow = 0; ow < oW; ow++) {
+          double acc = bias ? bias->v[m] : 0;
+          int64_t g = m / Mg;
+          for (int64_t cc = 0; cc < Cg; cc++) {
+            int64_t c = g * Cg + cc, o = c / Co;
+            const double *plane = in[0].v + (n * C + c) * H * Wd;
+            for (int64_t kk = 0; kk < K; kk++) {
+              int64_t kh = kk / kW, kw = kk % kW;
+              const double *off = in[2].v + ((n * og + o) * 2 * K + 2 * kk) * oH * oW + oh * oW + ow;
+              double y = (double)(oh * st[0] - pd[0] + kh * dl[0]) + off[0];
+              double xx = (double)(ow * st[1] - pd[1] + kw * dl[1]) + off[oH * oW];
+              double mv = mask ? mask->v[((n * og + o) * K + kk) * oH * oW + oh * oW + ow] : 1;
+              acc += in[1].v[((m * Cg + cc) * kH + kh) * kW + kw] * mv * bilinear0(plane, H, Wd, y, xx);
+            }
+          }
+          out[0].v[((n * M + m) * oH + oh) * oW + ow] = acc;
+        }
+  return GOPT_OK;
+}
+
 /* The specialised kernels take float (unary) and signed / 8-bit (binary) inputs; these the rest. */
 static int claim_not_float(const gopt_exec *x, int32_t n) {
   int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
@@ -414,7 +475,8 @@ static int claim_unsigned(const gopt_exec *x, int32_t n) {
 
 const ref_entry ex_ref_extra_table[] = {
     {"BitCast", f_bitcast, NULL}, {"CumProd", f_cumprod, NULL}, {"LpNormalization", f_lpnorm, NULL},
-    {"LpPool", f_pool, NULL}, {"AveragePool", f_pool, claim_avgpool}, {"CenterCropPad", f_centercroppad, NULL}, {"Col2Im", f_col2im, NULL},
+    {"LpPool", f_pool, NULL}, {"AveragePool", f_pool, claim_avgpool},
+    {"DeformConv", f_deformconv, NULL}, {"CenterCropPad", f_centercroppad, NULL}, {"Col2Im", f_col2im, NULL},
     {"AffineGrid", f_affinegrid, NULL}, {"GroupNormalization", f_groupnorm, NULL},
     {"TensorScatter", f_tensorscatter, NULL}, {"Identity", f_unary_x, claim_half},
     {"IsNaN", f_unary_x, claim_half}, {"Expand", f_expand, claim_half}, {"Softmax", f_softmax, claim_not_float},
