@@ -108,14 +108,14 @@ set_tests_properties(exec_check_dtypes PROPERTIES LABELS exec TIMEOUT 120)
 
 # ONNX backend node tests of onnx v1.22.0 (1,765 one-op models with reference outputs, from
 # ../shared/onnx-node-tests-v1.22.0.tar.gz), unpacked into the build folder by the fixture and run
-# with `gopt run --check` in 8 interleaved shards (so that ctest -j runs them in parallel, and each
+# with `gopt run --check` in 16 interleaved shards (so that ctest -j runs them in parallel, and each
 # stays quick under ASan); each shard prints its pass count. A failure not listed in
 # tests/exec/node_excluded.txt (with its reason) fails the shard; an excluded test that passes is
 # reported so the list stays honest.
 set(EXEC_NODE ${CMAKE_BINARY_DIR}/onnx-node-tests)
 set(EXEC_NODE_ARCHIVE ${CMAKE_SOURCE_DIR}/../shared/onnx-node-tests-v1.22.0.tar.gz CACHE FILEPATH
     "the onnx node tests archive that the exec_node_tests shards run")
-set(EXEC_NODE_SHARDS 8)
+set(EXEC_NODE_SHARDS 16)
 add_test(NAME exec_node_tests_data
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/node_tests.py extract ${EXEC_NODE_ARCHIVE} ${EXEC_NODE})
 set_tests_properties(exec_node_tests_data PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_SETUP exec_node)
