@@ -480,6 +480,8 @@ static int prep_resize(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   k->fini = free;
   k->run = resize_run;
   const char *mode = gopt_node_get_string(g, k->node, "mode", "nearest");
+  if (gopt_node_get_int(g, k->node, "antialias", 0) && strcmp(mode, "nearest"))
+    return ex_node_error(x, k->node, err, GOPT_EUNSUP, "antialias (the reference kernel runs it)");
   if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) s->linear = 1;
   else if (strcmp(mode, "nearest"))
     return ex_node_error(x, k->node, err, GOPT_EUNSUP, "mode '%s' (nearest and linear are supported)", mode);

@@ -606,10 +606,11 @@ static int f_dropout(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
 
 /* ---- Resize / Upsample ----------------------------------------------------------------------------- */
 
+#define RS_MAX_TAPS 64
 typedef struct rs_tap {
   int64_t n;               /* taps */
-  int64_t ix[4];
-  double w[4];
+  int64_t ix[RS_MAX_TAPS];
+  double w[RS_MAX_TAPS];
   int outside;             /* tf_crop_and_resize: coordinate outside the input */
 } rs_tap;
 
@@ -618,6 +619,30 @@ static double cubic_w(double s, double a) {
   if (s <= 1) return ((a + 2) * s - (a + 3)) * s * s + 1;
   if (s < 2) return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
   return 0;
+}
+
+/* Antialiased taps when downsampling (opset 18 antialias, scale sc < 1): the linear (triangle,
+ * support 1) or cubic (support 2) filter stretched by 1 / sc around input coordinate c, taps at
+ * floor(c) + i with edge clamping (cubic: exclude_outside zeroes those outside), normalised to
+ * sum 1, as onnx's reference. At most RS_MAX_TAPS taps (the caller checks the scale). */
+static void rs_antialias(const gopt_exec *x, int32_t n, int64_t in, double c, double sc, int linear, rs_tap *t) {
+  double a = gopt_node_get_float(x->g, n, "cubic_coeff_a", -0.75), sum = 0;
+  int excl = !linear && gopt_node_get_int(x->g, n, "exclude_outside", 0);
+  int64_t base = (int64_t)floor(c), start = (int64_t)floor((linear ? -1 : -2) / sc) + 1;
+  int64_t cnt = (linear ? 2 : 4) - 2 * start;
+  double ratio = c - (double)base;
+  if (cnt > RS_MAX_TAPS) cnt = RS_MAX_TAPS;
+  t->n = cnt;
+  for (int64_t j = 0; j < cnt; j++) {
+    int64_t ii = base + start + j;
+    double arg = sc * ((double)(start + j) - ratio);
+    double w = linear ? fmax(0, 1 - fabs(arg)) : cubic_w(arg, a);
+    if (excl && (ii < 0 || ii >= in)) w = 0;
+    t->ix[j] = ii < 0 ? 0 : ii >= in ? in - 1 : ii;
+    t->w[j] = w;
+    sum += w;
+  }
+  for (int64_t j = 0; j < cnt && sum != 0; j++) t->w[j] /= sum;
 }
 
 /* Taps of output coordinate o along one axis (in -> out, scale sc, roi [r0, r1]). */
@@ -634,6 +659,10 @@ static void rs_taps(const gopt_exec *x, int32_t n, int64_t in, int64_t out, doub
   else if (!strcmp(ctm, "asymmetric")) c = (double)o / sc;
   else if (!strcmp(ctm, "pytorch_half_pixel")) c = out > 1 ? ((double)o + 0.5) / sc - 0.5 : 0;
   else if (!strcmp(ctm, "tf_half_pixel_for_nn")) c = ((double)o + 0.5) / sc;
+  else if (!strcmp(ctm, "half_pixel_symmetric")) { /* opset 19: half_pixel about the centre */
+    double off = (double)in / 2 * (1 - (double)out / outf);
+    c = off + ((double)o + 0.5) / sc - 0.5;
+  }
   else if (!strcmp(ctm, "tf_crop_and_resize")) {
     c = out > 1 ? r0 * (double)(in - 1) + (double)o * (r1 - r0) * (double)(in - 1) / (double)(out - 1)
                 : 0.5 * (r0 + r1) * (double)(in - 1);
@@ -649,6 +678,8 @@ static void rs_taps(const gopt_exec *x, int32_t n, int64_t in, int64_t out, doub
     t->n = 1;
     t->ix[0] = r < 0 ? 0 : r > (double)(in - 1) ? in - 1 : (int64_t)r;
     t->w[0] = 1;
+  } else if (gopt_node_get_int(x->g, n, "antialias", 0) && sc < 1) {
+    rs_antialias(x, n, in, c, sc, !strcmp(mode, "linear"), t);
   } else if (!strcmp(mode, "linear")) {
     double cc = c < 0 ? 0 : c > (double)(in - 1) ? (double)(in - 1) : c;
     int64_t i0 = (int64_t)floor(cc);
@@ -681,13 +712,26 @@ static int f_resize(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   double sc[GOPT_MAX_RANK], r0[GOPT_MAX_RANK], r1[GOPT_MAX_RANK];
   const rt *scales = x->opset < 11 || !strcmp(optype(x, NODE), "Upsample") ? (nin > 1 ? &in[1] : NULL)
                                                                          : (nin > 2 ? &in[2] : NULL);
-  const rt *roi = x->opset >= 11 && nin > 1 && in[1].v && in[1].n == 2 * r ? &in[1] : NULL;
+  size_t na = 0; /* opset 18 axes: scales and roi hold values for those axes only */
+  const int64_t *axes = gopt_node_get_ints(G, NODE, "axes", &na);
+  int pos[GOPT_MAX_RANK], nv = axes && na ? (int)na : r;
+  for (int i = 0; i < r; i++) pos[i] = axes && na ? -1 : i;
+  for (size_t j = 0; axes && j < na; j++) {
+    int64_t a = axes[j] < 0 ? axes[j] + r : axes[j];
+    if (a < 0 || a >= r) return ex_node_error(x, NODE, err, GOPT_EINVAL, "axis %lld out of range", (long long)axes[j]);
+    pos[a] = (int)j;
+  }
+  const rt *roi = x->opset >= 11 && nin > 1 && in[1].v && in[1].n == 2 * nv ? &in[1] : NULL;
   for (int i = 0; i < r; i++) {
-    sc[i] = scales && scales->v && scales->n == r ? scales->v[i] : (double)out[0].d[i] / (double)in[0].d[i];
-    r0[i] = roi ? roi->v[i] : 0;
-    r1[i] = roi ? roi->v[r + i] : 1;
+    int j = pos[i];
+    sc[i] = j >= 0 && scales && scales->v && scales->n == nv ? scales->v[j] : (double)out[0].d[i] / (double)in[0].d[i];
+    r0[i] = roi && j >= 0 ? roi->v[j] : 0;
+    r1[i] = roi && j >= 0 ? roi->v[nv + j] : 1;
   }
   double ext = gopt_node_get_float(G, NODE, "extrapolation_value", 0);
+  for (int i = 0; i < r && gopt_node_get_int(G, NODE, "antialias", 0); i++)
+    if (sc[i] < 4.0 / (RS_MAX_TAPS - 4))
+      return ex_node_error(x, NODE, err, GOPT_EUNSUP, "antialias at scale %g needs more than %d taps", sc[i], RS_MAX_TAPS);
   rs_tap *taps[GOPT_MAX_RANK] = {0};
   int rc = GOPT_OK;
   for (int i = 0; i < r && !rc; i++) {
