@@ -861,7 +861,7 @@ static int f_maxunpool(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int
   return GOPT_OK;
 }
 
-/* ---- GridSample (opset 16: 4-D input, grid [N, Ho, Wo, 2] of (x, y) in [-1, 1]) -------------------- */
+/* ---- GridSample (opset 16: 4-D input, grid [N, Ho, Wo, 2] of (x, y) in [-1, 1]; opset 20: 5-D) ---- */
 
 static double gs_reflect(double v, double lo, double hi) {
   double rng = hi - lo;
@@ -899,10 +899,70 @@ static double gs_pixel(const gs_img *im, int64_t r, int64_t c) {
   return im->p[r * im->W + c];
 }
 
+/* Unnormalised coordinate of grid value g over a dim of n pixels, after the padding mode's
+ * border clamp or reflection (pad 1 / 2). */
+static double gs_coord(double g, int64_t n, int ac, int pad) {
+  double v = ac ? (g + 1) / 2 * (double)(n - 1) : ((g + 1) * (double)n - 1) / 2;
+  if (pad == 1) return fmin(fmax(v, 0), (double)n - 1);
+  if (pad == 2) return gs_reflect(v, ac ? 0 : -0.5, ac ? (double)n - 1 : (double)n - 0.5);
+  return v;
+}
+
+/* Voxel (d, r, c) of the D x H x W volume p: 0 outside with zeros padding, else clamped (reflection
+ * coordinates are already inside). */
+static double gs_voxel(const double *p, const int64_t *dim, int pad, int64_t d, int64_t r, int64_t c) {
+  int64_t q[3] = {d, r, c};
+  for (int i = 0; i < 3; i++) {
+    if (q[i] < 0 || q[i] >= dim[i]) {
+      if (pad == 0) return 0;
+      q[i] = q[i] < 0 ? 0 : dim[i] - 1;
+    }
+  }
+  return p[(q[0] * dim[1] + q[1]) * dim[2] + q[2]];
+}
+
+/* GridSample on 5-D input (opset 20): grid [N, Do, Ho, Wo, 3] of (x, y, z); nearest (half to
+ * even, as numpy's rint) or trilinear. */
+static int gridsample3d(gopt_exec *x, ex_kernel *k, rt *in, rt *out, const char *mode, int pad, int ac,
+                        gopt_error *err) {
+  if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "bilinear"))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "mode '%s' on 5-D input (nearest and linear are supported)", mode);
+  int64_t N = in[0].d[0], C = in[0].d[1], dim[3] = {in[0].d[2], in[0].d[3], in[0].d[4]};
+  int64_t no = out[0].d[2] * out[0].d[3] * out[0].d[4], vol = dim[0] * dim[1] * dim[2];
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++) {
+      const double *p = in[0].v + (n * C + c) * vol;
+      for (int64_t i = 0; i < no; i++) {
+        const double *g = in[1].v + (n * no + i) * 3;
+        double zs = gs_coord(g[2], dim[0], ac, pad), ys = gs_coord(g[1], dim[1], ac, pad), xs = gs_coord(g[0], dim[2], ac, pad);
+        double v = 0;
+        if (!strcmp(mode, "nearest")) {
+          v = gs_voxel(p, dim, pad, (int64_t)nearbyint(zs), (int64_t)nearbyint(ys), (int64_t)nearbyint(xs));
+        } else {
+          int64_t z0 = (int64_t)floor(zs), y0 = (int64_t)floor(ys), x0 = (int64_t)floor(xs);
+          double fz = zs - (double)z0, fy = ys - (double)y0, fx = xs - (double)x0;
+          for (int a = 0; a < 8; a++)
+            v += (a & 4 ? fz : 1 - fz) * (a & 2 ? fy : 1 - fy) * (a & 1 ? fx : 1 - fx) *
+                 gs_voxel(p, dim, pad, z0 + (a >> 2 & 1), y0 + (a >> 1 & 1), x0 + (a & 1));
+        }
+        out[0].v[(n * C + c) * no + i] = v;
+      }
+    }
+  return GOPT_OK;
+}
+
 static int f_gridsample(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nin, (void)nout;
-  if (in[0].rank != 4) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "only 4-D inputs are supported");
   const char *mode = gopt_node_get_string(G, NODE, "mode", "bilinear");
+  if (strcmp(mode, "bilinear") && strcmp(mode, "linear") && strcmp(mode, "nearest") && strcmp(mode, "bicubic") &&
+      strcmp(mode, "cubic"))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "unknown mode '%s'", mode);
+  if (in[0].rank == 5) {
+    const char *pm5 = gopt_node_get_string(G, NODE, "padding_mode", "zeros");
+    return gridsample3d(x, k, in, out, mode, !strcmp(pm5, "border") ? 1 : !strcmp(pm5, "reflection") ? 2 : 0,
+                        (int)gopt_node_get_int(G, NODE, "align_corners", 0), err);
+  }
+  if (in[0].rank != 4) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "only 4-D and 5-D inputs are supported");
   const char *pm = gopt_node_get_string(G, NODE, "padding_mode", "zeros");
   int ac = (int)gopt_node_get_int(G, NODE, "align_corners", 0);
   int64_t N = in[0].d[0], C = in[0].d[1], H = in[0].d[2], W = in[0].d[3], Ho = out[0].d[2], Wo = out[0].d[3];
@@ -926,7 +986,7 @@ static int f_gridsample(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, in
         double v;
         if (!strcmp(mode, "nearest")) {
           v = gs_pixel(&im, (int64_t)nearbyint(ys), (int64_t)nearbyint(xs));
-        } else if (!strcmp(mode, "bicubic")) {
+        } else if (!strcmp(mode, "bicubic") || !strcmp(mode, "cubic")) { /* opset 20 names it cubic */
           int64_t x0 = (int64_t)floor(xs) - 1, y0 = (int64_t)floor(ys) - 1;
           double tx = xs - floor(xs), ty = ys - floor(ys), wx[4], wy[4];
           for (int j = 0; j < 4; j++) wx[j] = cubic_w(tx - (j - 1), -0.75), wy[j] = cubic_w(ty - (j - 1), -0.75);
