@@ -1,7 +1,7 @@
 /* k_ref_extra.c: reference kernels (k_ref.h) for ops of opsets 18-24 and for the dtypes the
  * specialised kernels do not take: BitCast, CumProd, LpNormalization, LpPool, CenterCropPad,
  * AveragePool with ceil_mode and count_include_pad or dilations, DeformConv (2-D), Col2Im, AffineGrid, GroupNormalization (opset 21), TensorScatter, Gelu / Swish / Mish,
- * ai.onnx.ml's Binarizer and ArrayFeatureExtractor, Expand of 16-bit and low-bit floats,
+ * ai.onnx.ml's Binarizer and ArrayFeatureExtractor, Expand and Range of 16-bit and low-bit floats,
  * Bitwise{And,Or,Xor,Not}, and arithmetic, comparisons and unary functions on unsigned,
  * 16-bit float and double tensors. ONNX semantics as the operator specification states
  * them; double precision (integers exact up to 2^53). */
@@ -452,6 +452,14 @@ static int f_deformconv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, in
   return GOPT_OK;
 }
 
+/* Range of 16-bit floats (the data kernel reads float, double and integer scalars): start + i *
+ * delta for the output's length (shape inference computed it). */
+static int f_range(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)x, (void)k, (void)nin, (void)nout, (void)err;
+  for (int64_t i = 0; i < out[0].n; i++) out[0].v[i] = in[0].v[0] + (double)i * in[2].v[0];
+  return GOPT_OK;
+}
+
 /* The specialised kernels take float (unary) and signed / 8-bit (binary) inputs; these the rest. */
 static int claim_not_float(const gopt_exec *x, int32_t n) {
   int dt = ex_dtype(x, gopt_node_input(x->g, n, 0));
@@ -480,6 +488,7 @@ const ref_entry ex_ref_extra_table[] = {
     {"AffineGrid", f_affinegrid, NULL}, {"GroupNormalization", f_groupnorm, NULL},
     {"TensorScatter", f_tensorscatter, NULL}, {"Identity", f_unary_x, claim_half},
     {"IsNaN", f_unary_x, claim_half}, {"Expand", f_expand, claim_half}, {"Softmax", f_softmax, claim_not_float},
+    {"Range", f_range, claim_half},
     {"ai.onnx.ml::Binarizer", f_binarizer, NULL}, {"ai.onnx.ml::ArrayFeatureExtractor", f_feature_extract, NULL},
     {"Gelu", f_unary_x, NULL}, {"Swish", f_unary_x, NULL}, {"Mish", f_unary_x, NULL},
     {"Exp", f_unary_x, claim_not_float}, {"Log", f_unary_x, claim_not_float},
