@@ -178,7 +178,7 @@ static int pb_write(const char *path, const gopt_host_tensor *t, gopt_error *err
     }
     tp.n_string_data = (size_t)n;
     tp.string_data = sd;
-  } else if (gopt_dtype_bits(t->dtype) < 8) { /* sub-byte types are packed */
+  } else if (gopt_dtype_bits(t->dtype) > 0 && gopt_dtype_bits(t->dtype) < 8) { /* sub-byte types are packed */
     int64_t n = gopt_host_tensor_numel(t);
     packed = malloc((size_t)(n * gopt_dtype_bits(t->dtype) + 7) / 8 + 1);
     if (!packed) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);

@@ -439,6 +439,15 @@ int onnx_tensor_export(const gopt_graph *g, int32_t t, const char *name, onnx_ar
       p += n;
     }
     tp->n_string_data = (size_t)numel;
+  } else if (k->data && gopt_dtype_bits(x->dtype) > 0 && gopt_dtype_bits(x->dtype) < 8) { /* sub-byte: packed */
+    int64_t numel = gopt_tensor_numel(g, t);
+    size_t nb = (size_t)(numel * gopt_dtype_bits(x->dtype) + 7) / 8;
+    uint8_t *packed = onnx_arena_alloc(ar, nb ? nb : 1);
+    if (!packed) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    gopt_lowbit_pack(x->dtype, k->data, numel, packed);
+    tp->has_raw_data = 1;
+    tp->raw_data.len = nb;
+    tp->raw_data.data = packed;
   } else if (k->data) {
     tp->has_raw_data = 1;
     tp->raw_data.len = k->nbytes;
