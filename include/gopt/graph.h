@@ -48,8 +48,36 @@ typedef enum gopt_dtype {
   GOPT_DT_COMPLEX64 = 14,
   GOPT_DT_COMPLEX128 = 15,
   GOPT_DT_BFLOAT16 = 16,
+  GOPT_DT_FLOAT8E4M3FN = 17,
+  GOPT_DT_FLOAT8E4M3FNUZ = 18,
+  GOPT_DT_FLOAT8E5M2 = 19,
+  GOPT_DT_FLOAT8E5M2FNUZ = 20,
+  GOPT_DT_UINT4 = 21,
+  GOPT_DT_INT4 = 22,
+  GOPT_DT_FLOAT4E2M1 = 23,
+  GOPT_DT_FLOAT8E8M0 = 24,
+  GOPT_DT_UINT2 = 25,
+  GOPT_DT_INT2 = 26,
   GOPT_DT_COUNT
 } gopt_dtype;
+
+/* The 8-, 4- and 2-bit types (17..26) are held one element per byte in memory (a 4- or 2-bit
+ * value in the low bits: INT4/INT2 sign-extended, the others as their code); ONNX packs the
+ * sub-byte ones two or four to a byte (low bits first), which gopt_lowbit_pack/unpack convert. */
+/* Bits per element in ONNX's packed form (8 for the byte types; 0 for STRING/UNDEFINED). */
+int gopt_dtype_bits(int dtype);
+/* Whether dtype is one of the 8-, 4- or 2-bit float or integer types (17..26). */
+int gopt_dtype_is_lowbit(int dtype);
+/* The value of one element (its byte as held in memory) of a low-bit dtype. */
+double gopt_lowbit_to_double(int dtype, uint8_t v);
+/* Converts d to a low-bit dtype's byte: round to nearest even; with saturate, values beyond the
+ * largest finite one (infinities included) become it, otherwise infinity or NaN as ONNX's Cast
+ * says (integers always clamp). round_mode ("up", "down", "nearest"; NULL: "up") is
+ * FLOAT8E8M0's. */
+uint8_t gopt_lowbit_from_double(int dtype, double d, int saturate, const char *round_mode);
+/* n elements, one per byte, of a sub-byte dtype <-> ONNX's packed bytes ((n * bits + 7) / 8). */
+void gopt_lowbit_pack(int dtype, const uint8_t *in, int64_t n, uint8_t *out);
+void gopt_lowbit_unpack(int dtype, const uint8_t *in, int64_t n, uint8_t *out);
 
 /* "FLOAT", "INT64", ... (ONNX's names); "UNDEFINED" for unknown values. */
 const char *gopt_dtype_name(int dtype);

@@ -123,4 +123,14 @@ GOPT_OP(LOOP, "Loop", OPAQUE)
 GOPT_OP(SCAN, "Scan", OPAQUE)
 /* training-step ops (gradients, optimizer updates) */
 #include "gopt/op_list_train.h"
+/* opsets 13-24 additions (after the training ops so that their ids stay as they were; rules in
+ * src/ops/shape_rules_modern.c) */
+GOPT_OP(CAST_LIKE, "CastLike", ELEMWISE)
+GOPT_OP(BITCAST, "BitCast", ELEMWISE)
+GOPT_OP(CUMPROD, "CumProd", REDUCE)
+GOPT_OP(LP_NORM, "LpNormalization", REDUCE)
+GOPT_OP(RMS_NORM, "RMSNormalization", REDUCE)
+GOPT_OP(ROTARY_EMBEDDING, "RotaryEmbedding", BROADCAST)
+GOPT_OP(ATTENTION, "Attention", OPAQUE)
+GOPT_OP(LP_POOL, "LpPool", CONV)
 #undef GOPT_OP

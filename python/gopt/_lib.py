@@ -12,7 +12,7 @@ c_int, c_int32, c_uint32, c_uint16, c_uint8 = ctypes.c_int, ctypes.c_int32, ctyp
 c_int64, c_uint64, c_size_t, c_double, c_float = ctypes.c_int64, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_double, ctypes.c_float
 c_char_p, c_void_p, POINTER = ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER
 
-GOPT_DT_COUNT = 17
+GOPT_DT_COUNT = 27  # include/gopt/graph.h: ONNX dtypes 0..26 (the 8-, 4- and 2-bit types included)
 GOPT_SIM_NCLASS = 7
 GOPT_ENV_NFEAT = 24
 

@@ -260,7 +260,7 @@ static int check_comparable(int dt) {
     case GOPT_DT_BOOL: case GOPT_DT_STRING:
       return 1;
     default:
-      return 0;
+      return gopt_dtype_is_lowbit(dt);
   }
 }
 
@@ -312,7 +312,10 @@ static void check_elems(int dt, const void *got, const void *want, int64_t i, do
       *a = bf16_to_double(((const uint16_t *)got)[i]);
       *b = bf16_to_double(((const uint16_t *)want)[i]);
       break;
-    default: *a = *b = NAN; break; /* not reached: check_comparable first */
+    default: /* the low-bit types (check_comparable): their values, compared exactly */
+      *a = gopt_lowbit_to_double(dt, ((const uint8_t *)got)[i]);
+      *b = gopt_lowbit_to_double(dt, ((const uint8_t *)want)[i]);
+      break;
   }
   *d = fabs(*a - *b);
 }

@@ -95,7 +95,25 @@ static int pb_read(const char *path, const void *buf, size_t len, gopt_host_tens
     rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
     goto done;
   }
-  if (tp->has_raw_data || tp->raw_data.len) {
+  int bits = gopt_dtype_bits(t->dtype);
+  size_t packed = bits < 8 ? (n * (size_t)bits + 7) / 8 : nb;
+  if (bits < 8 && (tp->has_raw_data || tp->raw_data.len)) {
+    if (tp->raw_data.len != packed) {
+      rc = gopt_error_set(err, GOPT_EPARSE, "%s: raw_data has %zu bytes, %zu %s elements take %zu", path,
+                          tp->raw_data.len, n, gopt_dtype_name(t->dtype), packed);
+      goto done;
+    }
+    gopt_lowbit_unpack(t->dtype, tp->raw_data.data, (int64_t)n, t->data);
+  } else if (bits < 8 && tp->n_int32_data == packed) { /* one packed byte per int32 */
+    uint8_t *b = malloc(packed + 1);
+    if (!b) {
+      rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+      goto done;
+    }
+    for (size_t i = 0; i < packed; i++) b[i] = (uint8_t)tp->int32_data[i];
+    gopt_lowbit_unpack(t->dtype, b, (int64_t)n, t->data);
+    free(b);
+  } else if (tp->has_raw_data || tp->raw_data.len) {
     if (tp->raw_data.len != nb) {
       rc = gopt_error_set(err, GOPT_EPARSE, "%s: raw_data has %zu bytes, dims say %zu", path, tp->raw_data.len, nb);
       goto done;
@@ -142,6 +160,7 @@ static int pb_write(const char *path, const gopt_host_tensor *t, gopt_error *err
   tp.data_type = t->dtype;
   tp.name = t->name ? t->name : (char *)"";
   ProtobufCBinaryData *sd = NULL;
+  uint8_t *packed = NULL;
   if (t->dtype == GOPT_DT_STRING) { /* string_data from the packed records */
     int64_t n = gopt_host_tensor_numel(t);
     const unsigned char *p = t->data, *end = p + t->nbytes;
@@ -159,6 +178,14 @@ static int pb_write(const char *path, const gopt_host_tensor *t, gopt_error *err
     }
     tp.n_string_data = (size_t)n;
     tp.string_data = sd;
+  } else if (gopt_dtype_bits(t->dtype) > 0 && gopt_dtype_bits(t->dtype) < 8) { /* sub-byte types are packed */
+    int64_t n = gopt_host_tensor_numel(t);
+    packed = malloc((size_t)(n * gopt_dtype_bits(t->dtype) + 7) / 8 + 1);
+    if (!packed) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+    gopt_lowbit_pack(t->dtype, t->data, n, packed);
+    tp.has_raw_data = 1;
+    tp.raw_data.len = (size_t)(n * gopt_dtype_bits(t->dtype) + 7) / 8;
+    tp.raw_data.data = packed;
   } else {
     tp.has_raw_data = 1;
     tp.raw_data.len = t->nbytes;
@@ -168,10 +195,12 @@ static int pb_write(const char *path, const gopt_host_tensor *t, gopt_error *err
   uint8_t *buf = malloc(len + 1);
   if (!buf) {
     free(sd);
+    free(packed);
     return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
   }
   onnx__tensor_proto__pack(&tp, buf);
   free(sd);
+  free(packed);
   int rc = gopt_file_write_atomic(path, buf, len, err);
   free(buf);
   return rc;

@@ -47,6 +47,7 @@ int gopt_exec_complete_shapes(gopt_graph *g, const gopt_host_tensor *in, size_t 
     int32_t ct = gopt_graph_find_tensor(c, gopt_graph_str(g, gt->name));
     if (ct < 0 || (c->tensors.a[ct].flags & GOPT_T_NOSHAPE) || !gopt_tensor_is_static(c, ct)) continue;
     if ((rc = gopt_tensor_set_shape(g, (int32_t)t, c->tensors.a[ct].rank, gopt_tensor_dims(c, ct)))) goto out;
+    if (gt->dtype == GOPT_DT_UNDEFINED) g->tensors.a[t].dtype = c->tensors.a[ct].dtype; /* e.g. a Scan's */
     done++;
   }
 out:

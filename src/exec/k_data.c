@@ -288,7 +288,7 @@ static int prep_gather(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 
 /* ---- Pad -------------------------------------------------------------------------------------------- */
 
-enum { PAD_CONST, PAD_REFLECT, PAD_EDGE };
+enum { PAD_CONST, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
 
 /* Maps output coordinate o of a dim (input size n, leading pad b) to an input coordinate, or -1. */
 static int64_t pad_map(int64_t o, int64_t n, int64_t b, int mode) {
@@ -296,6 +296,7 @@ static int64_t pad_map(int64_t o, int64_t n, int64_t b, int mode) {
   if (i >= 0 && i < n) return i;
   if (mode == PAD_CONST || n == 0) return -1;
   if (mode == PAD_EDGE) return i < 0 ? 0 : n - 1;
+  if (mode == PAD_WRAP) return ((i % n) + n) % n;
   if (n == 1) return 0;
   int64_t period = 2 * (n - 1);
   i = ((i % period) + period) % period;
@@ -334,7 +335,9 @@ static int pad_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     for (int i = 0; i < r; i++) begin[i] = pads[i];
   }
   const char *ms = gopt_node_get_string(g, k->node, "mode", "constant");
-  int mode = !strcmp(ms, "reflect") ? PAD_REFLECT : !strcmp(ms, "edge") ? PAD_EDGE : PAD_CONST;
+  int mode = !strcmp(ms, "reflect") ? PAD_REFLECT : !strcmp(ms, "edge") ? PAD_EDGE : !strcmp(ms, "wrap") ? PAD_WRAP : PAD_CONST;
+  if (mode == PAD_CONST && strcmp(ms, "constant"))
+    return ex_node_error(x, k->node, err, GOPT_EINVAL, "unknown mode '%s'", ms);
   size_t es = esize(x, out);
   char cval[16] = {0};
   if (mode == PAD_CONST && k->n_in >= 3 && k->in[2] >= 0 && ex_numel(x, k->in[2]) >= 1)
@@ -477,6 +480,8 @@ static int prep_resize(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   k->fini = free;
   k->run = resize_run;
   const char *mode = gopt_node_get_string(g, k->node, "mode", "nearest");
+  if (gopt_node_get_int(g, k->node, "antialias", 0) && strcmp(mode, "nearest"))
+    return ex_node_error(x, k->node, err, GOPT_EUNSUP, "antialias (the reference kernel runs it)");
   if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) s->linear = 1;
   else if (strcmp(mode, "nearest"))
     return ex_node_error(x, k->node, err, GOPT_EUNSUP, "mode '%s' (nearest and linear are supported)", mode);

@@ -4,7 +4,7 @@
  * enough for every numeric dtype, and slow: the hot ops of real models keep their own kernels
  * (k_dnnl.c, k_elem.c, k_data.c, k_misc.c); these run whatever those do not (trigonometry,
  * losses, arg/top-k, index ops, integer and quantized ops, ConvTranspose, GRU/RNN, Einsum…).
- * The ops themselves are in k_ref_ops.c, k_ref_nn.c and k_ref_more.c. */
+ * The ops themselves are in k_ref_ops.c, k_ref_nn.c, k_ref_more.c, k_ref_llm.c and k_ref_extra.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@ static int dt_ok(int dt) {
     case GOPT_DT_UINT32: case GOPT_DT_UINT64: case GOPT_DT_BOOL: case GOPT_DT_FLOAT16:
     case GOPT_DT_BFLOAT16:
       return 1;
-    default: return 0;
+    default: return gopt_dtype_is_lowbit(dt);
   }
 }
 
@@ -44,9 +44,9 @@ static uint16_t d_to_half(double d) {
   return sign | (uint16_t)(((uint32_t)(e + 14) << 10) | (q - 1024));
 }
 
-/* bfloat16 (the high 16 bits of a float) <-> double. Down: to float (round to nearest), then the
- * low 16 bits are dropped (truncation, as onnx 1.12's Cast reference does: the Cast spec leaves
- * the rounding open); a NaN stays a quiet NaN. */
+/* bfloat16 (the high 16 bits of a float) <-> double. Down: to float (round to nearest), then to
+ * bfloat16 rounding to nearest even (onnx >= 1.14's Cast, and the v1.22.0 node tests); a NaN stays
+ * a quiet NaN. */
 static double bf16_to_d(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
   float f;
@@ -58,7 +58,7 @@ static uint16_t d_to_bf16(double d) {
   uint32_t u;
   memcpy(&u, &f, 4);
   if (isnan(f)) return (uint16_t)((u >> 16) | 0x7fc0);
-  return (uint16_t)(u >> 16);
+  return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
 static void load(double *v, const void *p, int dt, int64_t n) {
@@ -76,14 +76,16 @@ static void load(double *v, const void *p, int dt, int64_t n) {
       case GOPT_DT_UINT64: v[i] = (double)((const uint64_t *)p)[i]; break;
       case GOPT_DT_FLOAT16: v[i] = half_to_d(((const uint16_t *)p)[i]); break;
       case GOPT_DT_BFLOAT16: v[i] = bf16_to_d(((const uint16_t *)p)[i]); break;
-      default: v[i] = 0;
+      default: v[i] = gopt_lowbit_to_double(dt, ((const uint8_t *)p)[i]); break;
     }
   }
 }
 
 /* Stores doubles as dtype dt: integers truncate toward zero (C casts, as ONNX Cast does), bool is
- * v != 0. Values out of an integer type's range wrap through int64 like numpy's astype. */
-static void store(void *p, const double *v, int dt, int64_t n) {
+ * v != 0. Values out of an integer type's range wrap through int64 like numpy's astype. The
+ * low-bit types round to nearest even (gopt_lowbit_from_double with the node's saturate and
+ * round_mode attributes, s). */
+static void store(void *p, const double *v, int dt, int64_t n, const ref_st *s) {
   for (int64_t i = 0; i < n; i++) {
     double d = v[i];
     int64_t q = isfinite(d) && fabs(d) < 9.2e18 ? (int64_t)d : 0;
@@ -103,7 +105,16 @@ static void store(void *p, const double *v, int dt, int64_t n) {
         break;
       case GOPT_DT_FLOAT16: ((uint16_t *)p)[i] = d_to_half(d); break;
       case GOPT_DT_BFLOAT16: ((uint16_t *)p)[i] = d_to_bf16(d); break;
-      default: break;
+      case GOPT_DT_INT4: case GOPT_DT_UINT4: case GOPT_DT_INT2: case GOPT_DT_UINT2: { /* wrap */
+        int bits = gopt_dtype_bits(dt);
+        uint8_t u = (uint8_t)((uint64_t)q & ((1u << bits) - 1));
+        if ((dt == GOPT_DT_INT4 || dt == GOPT_DT_INT2) && (u >> (bits - 1))) u |= (uint8_t)(0xFFu << bits);
+        ((uint8_t *)p)[i] = u;
+        break;
+      }
+      default:
+        ((uint8_t *)p)[i] = gopt_lowbit_from_double(dt, d, s->saturate, s->round_mode);
+        break;
     }
   }
 }
@@ -140,7 +151,7 @@ static int ref_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   if (rc) rc = gopt_error_set(err, rc, "out of memory");
   else rc = s->fn(x, k, in, nin, out, nout, err);
   for (int i = 0; i < nout && !rc; i++)
-    if (out[i].v && out[i].n) store(ex_data(x, k->out[i]), out[i].v, out[i].dt, out[i].n);
+    if (out[i].v && out[i].n && !out[i].written) store(ex_data(x, k->out[i]), out[i].v, out[i].dt, out[i].n, s);
   for (int i = 0; i < nin; i++) free(in[i].v);
   for (int i = 0; i < nout; i++) free(out[i].v);
   return rc;
@@ -148,7 +159,8 @@ static int ref_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 
 static const ref_entry *find(const gopt_exec *x, int32_t n) {
   const char *type = gopt_graph_str(x->g, x->g->nodes.a[n].type);
-  const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table, ex_ref_more_table};
+  const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table, ex_ref_more_table, ex_ref_llm_table,
+                            ex_ref_extra_table};
   for (size_t t = 0; t < sizeof tabs / sizeof *tabs; t++)
     for (const ref_entry *e = tabs[t]; e->name; e++)
       if (!strcmp(e->name, type)) return e;
@@ -180,6 +192,8 @@ int ex_prepare_ref_fn(gopt_exec *x, ex_kernel *k, ref_fn fn, gopt_error *err) {
   ref_st *s = calloc(1, sizeof *s);
   if (!s) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   s->fn = fn;
+  s->saturate = (int)gopt_node_get_int(x->g, k->node, "saturate", 1);
+  s->round_mode = gopt_node_get_string(x->g, k->node, "round_mode", "up");
   k->st = s;
   k->fini = free;
   k->run = ref_run;

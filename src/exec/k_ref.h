@@ -15,6 +15,7 @@ typedef struct rt {
   int64_t d[GOPT_MAX_RANK];
   int64_t n;
   double *v;
+  int written;  /* an op set it: it wrote the output buffer itself (no conversion from v) */
 } rt;
 
 /* An op: reads in[0..nin), fills every out[i].v (zeroed, sized from the static output shape). */
@@ -29,11 +30,15 @@ typedef struct ref_entry {
 
 typedef struct ref_st {
   ref_fn fn;
+  int saturate;           /* the node's saturate attribute (default 1): low-bit float outputs */
+  const char *round_mode; /* its round_mode (default "up"): FLOAT8E8M0 outputs */
 } ref_st;
 
 extern const ref_entry ex_ref_ops_table[];
 extern const ref_entry ex_ref_nn_table[];
 extern const ref_entry ex_ref_more_table[];
+extern const ref_entry ex_ref_llm_table[];
+extern const ref_entry ex_ref_extra_table[];
 
 /* Prepares k to run fn through the reference framework (inputs as doubles, dtypes checked). */
 int ex_prepare_ref_fn(gopt_exec *x, ex_kernel *k, ref_fn fn, gopt_error *err);

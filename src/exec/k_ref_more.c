@@ -28,33 +28,46 @@ static int f_window(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   return GOPT_OK;
 }
 
-/* DFT (opset 17): input [B, ..., N, 1 or 2] along axis (default 1), dft_length input, onesided,
- * inverse; output [..., K, 2]. */
+/* DFT (opsets 17 and 20): input [B, ..., N, 1 or 2] along axis (the attribute, default 1; from
+ * opset 20 the axis input, default -2), dft_length input, onesided, inverse; output [..., K, 2],
+ * or [..., K, 1] for an inverse onesided (real) result, whose missing upper half of the input
+ * spectrum is the conjugate mirror of the lower (X[n] = conj(X[K - n])). */
 static int f_dft(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout;
   int r = in[0].rank, axis, rc;
-  if ((rc = ref_axis(x, NODE, "axis", 1, r - 1, &axis, err))) return rc;
-  int inv = (int)gopt_node_get_int(G, NODE, "inverse", 0);
-  int cplx = in[0].d[r - 1] == 2;
-  int64_t Nin = in[0].d[axis], L = nin > 1 && in[1].v ? (int64_t)in[1].v[0] : Nin, K = out[0].d[axis];
+  if (x->opset >= 20) {
+    int64_t a = nin > 2 && in[2].v ? (int64_t)in[2].v[0] : -2;
+    if (a < 0) a += r;
+    if (a < 0 || a >= r - 1) return ex_node_error(x, NODE, err, GOPT_EINVAL, "axis %lld out of range", (long long)a);
+    axis = (int)a;
+  } else if ((rc = ref_axis(x, NODE, "axis", 1, r - 1, &axis, err))) {
+    return rc;
+  }
+  int inv = (int)gopt_node_get_int(G, NODE, "inverse", 0), one = (int)gopt_node_get_int(G, NODE, "onesided", 0);
+  int cplx = in[0].d[r - 1] == 2, co = out[0].d[r - 1] == 2 ? 2 : 1;
+  int64_t Nin = in[0].d[axis], K = out[0].d[axis];
+  int64_t L = nin > 1 && in[1].v ? (int64_t)in[1].v[0] : inv && one ? K : Nin;
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; i++) outer *= in[0].d[i];
   for (int i = axis + 1; i < r - 1; i++) inner *= in[0].d[i];
-  int ci = cplx ? 2 : 1;
+  int ci = cplx ? 2 : 1, mirror = inv && one;
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++)
       for (int64_t f = 0; f < K; f++) {
         double re = 0, im = 0;
-        for (int64_t n = 0; n < L && n < Nin; n++) {
-          const double *p = in[0].v + ((o * Nin + n) * inner + i) * ci;
+        for (int64_t n = 0; n < L; n++) {
+          int64_t src = n, conj = 0;
+          if (mirror && n >= Nin) src = L - n, conj = 1;
+          if (src >= Nin || src < 0) continue; /* zero padding */
+          const double *p = in[0].v + ((o * Nin + src) * inner + i) * ci;
           double a = (inv ? 2 : -2) * M_PI * (double)f * (double)n / (double)L;
-          double xr = p[0], xi = cplx ? p[1] : 0;
+          double xr = p[0], xi = cplx ? (conj ? -p[1] : p[1]) : 0;
           re += xr * cos(a) - xi * sin(a);
           im += xr * sin(a) + xi * cos(a);
         }
-        double *q = out[0].v + ((o * K + f) * inner + i) * 2;
+        double *q = out[0].v + ((o * K + f) * inner + i) * co;
         q[0] = inv ? re / (double)L : re;
-        q[1] = inv ? im / (double)L : im;
+        if (co == 2) q[1] = inv ? im / (double)L : im;
       }
   return GOPT_OK;
 }

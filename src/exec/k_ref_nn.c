@@ -22,10 +22,29 @@ static void ints_or(const gopt_exec *x, int32_t n, const char *name, int64_t *v,
   for (int i = 0; i < c; i++) v[i] = a && (size_t)i < got ? a[i] : dflt;
 }
 
+/* Clamps v to integer dtype dt's range (floats and unknown types: unchanged). */
 static double sat(double v, int dt) {
-  double lo = dt == GOPT_DT_INT8 ? -128 : dt == GOPT_DT_INT32 ? -2147483648.0 : 0;
-  double hi = dt == GOPT_DT_INT8 ? 127 : dt == GOPT_DT_INT32 ? 2147483647.0 : 255;
+  double lo, hi;
+  switch (dt) {
+    case GOPT_DT_INT8: lo = -128, hi = 127; break;
+    case GOPT_DT_UINT8: lo = 0, hi = 255; break;
+    case GOPT_DT_INT16: lo = -32768, hi = 32767; break;
+    case GOPT_DT_UINT16: lo = 0, hi = 65535; break;
+    case GOPT_DT_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case GOPT_DT_UINT32: lo = 0, hi = 4294967295.0; break;
+    case GOPT_DT_INT4: lo = -8, hi = 7; break;
+    case GOPT_DT_UINT4: lo = 0, hi = 15; break;
+    case GOPT_DT_INT2: lo = -2, hi = 1; break;
+    case GOPT_DT_UINT2: lo = 0, hi = 3; break;
+    default: return v;
+  }
   return v < lo ? lo : v > hi ? hi : v;
+}
+
+static int is_float_dt(int dt) {
+  return dt == GOPT_DT_FLOAT || dt == GOPT_DT_DOUBLE || dt == GOPT_DT_FLOAT16 || dt == GOPT_DT_BFLOAT16 ||
+         (gopt_dtype_is_lowbit(dt) && dt != GOPT_DT_INT4 && dt != GOPT_DT_UINT4 && dt != GOPT_DT_INT2 &&
+          dt != GOPT_DT_UINT2);
 }
 
 /* ---- convolution ---------------------------------------------------------------------------------- */
@@ -134,6 +153,15 @@ static int f_convtranspose(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out,
 }
 
 /* ConvInteger (x, w, x_zp, w_zp) and QLinearConv (x, xs, xzp, w, ws, wzp, ys, yzp, bias). */
+/* Conv of the dtypes oneDNN does not take here (16-bit floats, double): X, W, optional bias. */
+static int f_conv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout, (void)err;
+  conv_p p;
+  conv_params(x, NODE, &in[0], &in[1], &out[0], 0, &p);
+  conv_fwd(&in[0], &in[1], nin > 2 && in[2].v ? in[2].v : NULL, &out[0], &p);
+  return GOPT_OK;
+}
+
 static int f_convq(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout, (void)err;
   int ql = !strcmp(optype(x, NODE), "QLinearConv");
@@ -195,17 +223,42 @@ static int f_matmulq(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
 
 /* ---- quantization --------------------------------------------------------------------------------- */
 
+/* Index into a quantization parameter p (scale or zero point) of x's flat element i: per tensor
+ * (one value), per axis (1-D along axis) or blocked (x's rank, axis dim ceil(d / block)). */
+static int64_t quant_index(const rt *x, const rt *p, int axis, int64_t block, int64_t i) {
+  if (p->n <= 1) return 0;
+  int64_t c[GOPT_MAX_RANK], r = i;
+  for (int d = x->rank - 1; d >= 0; d--) {
+    c[d] = r % x->d[d];
+    r /= x->d[d];
+  }
+  if (p->rank != x->rank || block <= 0) return c[axis];
+  c[axis] /= block;
+  int64_t idx = 0;
+  for (int d = 0; d < x->rank; d++) idx = idx * p->d[d] + (p->d[d] == 1 ? 0 : c[d]);
+  return idx;
+}
+
+/* QuantizeLinear / DequantizeLinear (opsets 10-23): per tensor, per axis or blocked (block_size)
+ * scales; integer outputs round half to even and saturate to the type, float8/float4 outputs round
+ * x / scale to the type (store, with the node's saturate). x / scale is computed in x's precision
+ * (float unless x is double). */
 static int f_quant(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout;
   int q = !strcmp(optype(x, NODE), "QuantizeLinear"), axis = 0, rc;
-  if (in[1].n > 1 && (rc = ref_axis(x, NODE, "axis", 1, in[0].rank, &axis, err))) return rc;
-  int64_t outer, m, inner;
-  ref_split3(&in[0], axis, &outer, &m, &inner);
+  int64_t block = gopt_node_get_int(G, NODE, "block_size", 0);
+  if ((in[1].n > 1 || block > 0) && (rc = ref_axis(x, NODE, "axis", 1, in[0].rank, &axis, err))) return rc;
+  const rt *zp = nin > 2 && in[2].v ? &in[2] : NULL;
+  int fl = is_float_dt(out[0].dt), dbl = in[0].dt == GOPT_DT_DOUBLE;
   for (int64_t i = 0; i < in[0].n; i++) {
-    int64_t c = in[1].n > 1 ? (i / inner) % m : 0;
-    double s = in[1].v[c], z = nin > 2 && in[2].v ? in[2].v[in[2].n > 1 ? c : 0] : 0;
-    if (q) out[0].v[i] = sat(nearbyint((double)(float)(in[0].v[i] / s)) + z, out[0].dt);
-    else out[0].v[i] = (double)(float)((in[0].v[i] - z) * s);
+    int64_t c = quant_index(&in[0], &in[1], axis, block, i);
+    double s = in[1].v[c], z = zp ? zp->v[quant_index(&in[0], zp, axis, block, i)] : 0;
+    if (q) {
+      double v = dbl ? in[0].v[i] / s : (double)(float)(in[0].v[i] / s);
+      out[0].v[i] = fl ? v + z : sat(nearbyint(v) + z, out[0].dt);
+    } else {
+      out[0].v[i] = (in[0].v[i] - z) * s;
+    }
   }
   return GOPT_OK;
 }
@@ -553,10 +606,11 @@ static int f_dropout(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
 
 /* ---- Resize / Upsample ----------------------------------------------------------------------------- */
 
+#define RS_MAX_TAPS 64
 typedef struct rs_tap {
   int64_t n;               /* taps */
-  int64_t ix[4];
-  double w[4];
+  int64_t ix[RS_MAX_TAPS];
+  double w[RS_MAX_TAPS];
   int outside;             /* tf_crop_and_resize: coordinate outside the input */
 } rs_tap;
 
@@ -565,6 +619,30 @@ static double cubic_w(double s, double a) {
   if (s <= 1) return ((a + 2) * s - (a + 3)) * s * s + 1;
   if (s < 2) return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
   return 0;
+}
+
+/* Antialiased taps when downsampling (opset 18 antialias, scale sc < 1): the linear (triangle,
+ * support 1) or cubic (support 2) filter stretched by 1 / sc around input coordinate c, taps at
+ * floor(c) + i with edge clamping (cubic: exclude_outside zeroes those outside), normalised to
+ * sum 1, as onnx's reference. At most RS_MAX_TAPS taps (the caller checks the scale). */
+static void rs_antialias(const gopt_exec *x, int32_t n, int64_t in, double c, double sc, int linear, rs_tap *t) {
+  double a = gopt_node_get_float(x->g, n, "cubic_coeff_a", -0.75), sum = 0;
+  int excl = !linear && gopt_node_get_int(x->g, n, "exclude_outside", 0);
+  int64_t base = (int64_t)floor(c), start = (int64_t)floor((linear ? -1 : -2) / sc) + 1;
+  int64_t cnt = (linear ? 2 : 4) - 2 * start;
+  double ratio = c - (double)base;
+  if (cnt > RS_MAX_TAPS) cnt = RS_MAX_TAPS;
+  t->n = cnt;
+  for (int64_t j = 0; j < cnt; j++) {
+    int64_t ii = base + start + j;
+    double arg = sc * ((double)(start + j) - ratio);
+    double w = linear ? fmax(0, 1 - fabs(arg)) : cubic_w(arg, a);
+    if (excl && (ii < 0 || ii >= in)) w = 0;
+    t->ix[j] = ii < 0 ? 0 : ii >= in ? in - 1 : ii;
+    t->w[j] = w;
+    sum += w;
+  }
+  for (int64_t j = 0; j < cnt && sum != 0; j++) t->w[j] /= sum;
 }
 
 /* Taps of output coordinate o along one axis (in -> out, scale sc, roi [r0, r1]). */
@@ -581,6 +659,10 @@ static void rs_taps(const gopt_exec *x, int32_t n, int64_t in, int64_t out, doub
   else if (!strcmp(ctm, "asymmetric")) c = (double)o / sc;
   else if (!strcmp(ctm, "pytorch_half_pixel")) c = out > 1 ? ((double)o + 0.5) / sc - 0.5 : 0;
   else if (!strcmp(ctm, "tf_half_pixel_for_nn")) c = ((double)o + 0.5) / sc;
+  else if (!strcmp(ctm, "half_pixel_symmetric")) { /* opset 19: half_pixel about the centre */
+    double off = (double)in / 2 * (1 - (double)out / outf);
+    c = off + ((double)o + 0.5) / sc - 0.5;
+  }
   else if (!strcmp(ctm, "tf_crop_and_resize")) {
     c = out > 1 ? r0 * (double)(in - 1) + (double)o * (r1 - r0) * (double)(in - 1) / (double)(out - 1)
                 : 0.5 * (r0 + r1) * (double)(in - 1);
@@ -596,6 +678,8 @@ static void rs_taps(const gopt_exec *x, int32_t n, int64_t in, int64_t out, doub
     t->n = 1;
     t->ix[0] = r < 0 ? 0 : r > (double)(in - 1) ? in - 1 : (int64_t)r;
     t->w[0] = 1;
+  } else if (gopt_node_get_int(x->g, n, "antialias", 0) && sc < 1) {
+    rs_antialias(x, n, in, c, sc, !strcmp(mode, "linear"), t);
   } else if (!strcmp(mode, "linear")) {
     double cc = c < 0 ? 0 : c > (double)(in - 1) ? (double)(in - 1) : c;
     int64_t i0 = (int64_t)floor(cc);
@@ -628,13 +712,26 @@ static int f_resize(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   double sc[GOPT_MAX_RANK], r0[GOPT_MAX_RANK], r1[GOPT_MAX_RANK];
   const rt *scales = x->opset < 11 || !strcmp(optype(x, NODE), "Upsample") ? (nin > 1 ? &in[1] : NULL)
                                                                          : (nin > 2 ? &in[2] : NULL);
-  const rt *roi = x->opset >= 11 && nin > 1 && in[1].v && in[1].n == 2 * r ? &in[1] : NULL;
+  size_t na = 0; /* opset 18 axes: scales and roi hold values for those axes only */
+  const int64_t *axes = gopt_node_get_ints(G, NODE, "axes", &na);
+  int pos[GOPT_MAX_RANK], nv = axes && na ? (int)na : r;
+  for (int i = 0; i < r; i++) pos[i] = axes && na ? -1 : i;
+  for (size_t j = 0; axes && j < na; j++) {
+    int64_t a = axes[j] < 0 ? axes[j] + r : axes[j];
+    if (a < 0 || a >= r) return ex_node_error(x, NODE, err, GOPT_EINVAL, "axis %lld out of range", (long long)axes[j]);
+    pos[a] = (int)j;
+  }
+  const rt *roi = x->opset >= 11 && nin > 1 && in[1].v && in[1].n == 2 * nv ? &in[1] : NULL;
   for (int i = 0; i < r; i++) {
-    sc[i] = scales && scales->v && scales->n == r ? scales->v[i] : (double)out[0].d[i] / (double)in[0].d[i];
-    r0[i] = roi ? roi->v[i] : 0;
-    r1[i] = roi ? roi->v[r + i] : 1;
+    int j = pos[i];
+    sc[i] = j >= 0 && scales && scales->v && scales->n == nv ? scales->v[j] : (double)out[0].d[i] / (double)in[0].d[i];
+    r0[i] = roi && j >= 0 ? roi->v[j] : 0;
+    r1[i] = roi && j >= 0 ? roi->v[nv + j] : 1;
   }
   double ext = gopt_node_get_float(G, NODE, "extrapolation_value", 0);
+  for (int i = 0; i < r && gopt_node_get_int(G, NODE, "antialias", 0); i++)
+    if (sc[i] < 4.0 / (RS_MAX_TAPS - 4))
+      return ex_node_error(x, NODE, err, GOPT_EUNSUP, "antialias at scale %g needs more than %d taps", sc[i], RS_MAX_TAPS);
   rs_tap *taps[GOPT_MAX_RANK] = {0};
   int rc = GOPT_OK;
   for (int i = 0; i < r && !rc; i++) {
@@ -764,7 +861,7 @@ static int f_maxunpool(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int
   return GOPT_OK;
 }
 
-/* ---- GridSample (opset 16: 4-D input, grid [N, Ho, Wo, 2] of (x, y) in [-1, 1]) -------------------- */
+/* ---- GridSample (opset 16: 4-D input, grid [N, Ho, Wo, 2] of (x, y) in [-1, 1]; opset 20: 5-D) ---- */
 
 static double gs_reflect(double v, double lo, double hi) {
   double rng = hi - lo;
@@ -802,10 +899,70 @@ static double gs_pixel(const gs_img *im, int64_t r, int64_t c) {
   return im->p[r * im->W + c];
 }
 
+/* Unnormalised coordinate of grid value g over a dim of n pixels, after the padding mode's
+ * border clamp or reflection (pad 1 / 2). */
+static double gs_coord(double g, int64_t n, int ac, int pad) {
+  double v = ac ? (g + 1) / 2 * (double)(n - 1) : ((g + 1) * (double)n - 1) / 2;
+  if (pad == 1) return fmin(fmax(v, 0), (double)n - 1);
+  if (pad == 2) return gs_reflect(v, ac ? 0 : -0.5, ac ? (double)n - 1 : (double)n - 0.5);
+  return v;
+}
+
+/* Voxel (d, r, c) of the D x H x W volume p: 0 outside with zeros padding, else clamped (reflection
+ * coordinates are already inside). */
+static double gs_voxel(const double *p, const int64_t *dim, int pad, int64_t d, int64_t r, int64_t c) {
+  int64_t q[3] = {d, r, c};
+  for (int i = 0; i < 3; i++) {
+    if (q[i] < 0 || q[i] >= dim[i]) {
+      if (pad == 0) return 0;
+      q[i] = q[i] < 0 ? 0 : dim[i] - 1;
+    }
+  }
+  return p[(q[0] * dim[1] + q[1]) * dim[2] + q[2]];
+}
+
+/* GridSample on 5-D input (opset 20): grid [N, Do, Ho, Wo, 3] of (x, y, z); nearest (half to
+ * even, as numpy's rint) or trilinear. */
+static int gridsample3d(gopt_exec *x, ex_kernel *k, rt *in, rt *out, const char *mode, int pad, int ac,
+                        gopt_error *err) {
+  if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "bilinear"))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "mode '%s' on 5-D input (nearest and linear are supported)", mode);
+  int64_t N = in[0].d[0], C = in[0].d[1], dim[3] = {in[0].d[2], in[0].d[3], in[0].d[4]};
+  int64_t no = out[0].d[2] * out[0].d[3] * out[0].d[4], vol = dim[0] * dim[1] * dim[2];
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++) {
+      const double *p = in[0].v + (n * C + c) * vol;
+      for (int64_t i = 0; i < no; i++) {
+        const double *g = in[1].v + (n * no + i) * 3;
+        double zs = gs_coord(g[2], dim[0], ac, pad), ys = gs_coord(g[1], dim[1], ac, pad), xs = gs_coord(g[0], dim[2], ac, pad);
+        double v = 0;
+        if (!strcmp(mode, "nearest")) {
+          v = gs_voxel(p, dim, pad, (int64_t)nearbyint(zs), (int64_t)nearbyint(ys), (int64_t)nearbyint(xs));
+        } else {
+          int64_t z0 = (int64_t)floor(zs), y0 = (int64_t)floor(ys), x0 = (int64_t)floor(xs);
+          double fz = zs - (double)z0, fy = ys - (double)y0, fx = xs - (double)x0;
+          for (int a = 0; a < 8; a++)
+            v += (a & 4 ? fz : 1 - fz) * (a & 2 ? fy : 1 - fy) * (a & 1 ? fx : 1 - fx) *
+                 gs_voxel(p, dim, pad, z0 + (a >> 2 & 1), y0 + (a >> 1 & 1), x0 + (a & 1));
+        }
+        out[0].v[(n * C + c) * no + i] = v;
+      }
+    }
+  return GOPT_OK;
+}
+
 static int f_gridsample(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nin, (void)nout;
-  if (in[0].rank != 4) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "only 4-D inputs are supported");
   const char *mode = gopt_node_get_string(G, NODE, "mode", "bilinear");
+  if (strcmp(mode, "bilinear") && strcmp(mode, "linear") && strcmp(mode, "nearest") && strcmp(mode, "bicubic") &&
+      strcmp(mode, "cubic"))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "unknown mode '%s'", mode);
+  if (in[0].rank == 5) {
+    const char *pm5 = gopt_node_get_string(G, NODE, "padding_mode", "zeros");
+    return gridsample3d(x, k, in, out, mode, !strcmp(pm5, "border") ? 1 : !strcmp(pm5, "reflection") ? 2 : 0,
+                        (int)gopt_node_get_int(G, NODE, "align_corners", 0), err);
+  }
+  if (in[0].rank != 4) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "only 4-D and 5-D inputs are supported");
   const char *pm = gopt_node_get_string(G, NODE, "padding_mode", "zeros");
   int ac = (int)gopt_node_get_int(G, NODE, "align_corners", 0);
   int64_t N = in[0].d[0], C = in[0].d[1], H = in[0].d[2], W = in[0].d[3], Ho = out[0].d[2], Wo = out[0].d[3];
@@ -829,7 +986,7 @@ static int f_gridsample(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, in
         double v;
         if (!strcmp(mode, "nearest")) {
           v = gs_pixel(&im, (int64_t)nearbyint(ys), (int64_t)nearbyint(xs));
-        } else if (!strcmp(mode, "bicubic")) {
+        } else if (!strcmp(mode, "bicubic") || !strcmp(mode, "cubic")) { /* opset 20 names it cubic */
           int64_t x0 = (int64_t)floor(xs) - 1, y0 = (int64_t)floor(ys) - 1;
           double tx = xs - floor(xs), ty = ys - floor(ys), wx[4], wy[4];
           for (int j = 0; j < 4; j++) wx[j] = cubic_w(tx - (j - 1), -0.75), wy[j] = cubic_w(ty - (j - 1), -0.75);
@@ -852,8 +1009,14 @@ static int claim_dropout(const gopt_exec *x, int32_t n) {
   return x->g->nodes.a[n].n_out > 1 && !ex_dropout_is_copy(x, n);
 }
 
+/* Conv and MatMul run here only on what the oneDNN kernels refuse: inputs other than FLOAT. */
+static int claim_not_f32(const gopt_exec *x, int32_t n) {
+  return ex_dtype(x, gopt_node_input(x->g, n, 0)) != GOPT_DT_FLOAT;
+}
+
 const ref_entry ex_ref_nn_table[] = {
     {"ConvTranspose", f_convtranspose, NULL}, {"ConvInteger", f_convq, NULL},
+    {"Conv", f_conv, claim_not_f32}, {"MatMul", f_matmulq, claim_not_f32},
     {"QLinearConv", f_convq, NULL}, {"MatMulInteger", f_matmulq, NULL},
     {"QLinearMatMul", f_matmulq, NULL}, {"QuantizeLinear", f_quant, NULL},
     {"DequantizeLinear", f_quant, NULL}, {"DynamicQuantizeLinear", f_dynquant, NULL},

@@ -101,7 +101,8 @@ static int f_clip(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
   if (nin > 2 && in[2].v && in[2].n) hi = in[2].v[0];
   for (int64_t i = 0; i < out[0].n; i++) {
     double v = in[0].v[i];
-    out[0].v[i] = v < lo ? lo : v > hi ? hi : v;
+    v = v < lo ? lo : v; /* min(max(v, lo), hi) as numpy.clip: hi wins when lo > hi; NaN stays */
+    out[0].v[i] = v > hi ? hi : v;
   }
   return GOPT_OK;
 }
@@ -392,6 +393,8 @@ static int f_nd(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, 
         if (gather) out[0].v[u] = D->v[p + s];
         else if (!strcmp(red, "add")) out[0].v[p + s] += in[2].v[u];
         else if (!strcmp(red, "mul")) out[0].v[p + s] *= in[2].v[u];
+        else if (!strcmp(red, "max")) out[0].v[p + s] = fmax(out[0].v[p + s], in[2].v[u]);
+        else if (!strcmp(red, "min")) out[0].v[p + s] = fmin(out[0].v[p + s], in[2].v[u]);
         else out[0].v[p + s] = in[2].v[u];
       }
     }
@@ -573,7 +576,8 @@ static int claim_int(const gopt_exec *x, int32_t n) {
 }
 static int claim_f16(const gopt_exec *x, int32_t n) {
   int a = ex_dtype(x, gopt_node_input(x->g, n, 0)), b = ex_dtype(x, gopt_node_output(x->g, n, 0));
-  return a == GOPT_DT_FLOAT16 || b == GOPT_DT_FLOAT16 || a == GOPT_DT_BFLOAT16 || b == GOPT_DT_BFLOAT16;
+  return a == GOPT_DT_FLOAT16 || b == GOPT_DT_FLOAT16 || a == GOPT_DT_BFLOAT16 || b == GOPT_DT_BFLOAT16 ||
+         gopt_dtype_is_lowbit(a) || gopt_dtype_is_lowbit(b);
 }
 static int claim_reduce(const gopt_exec *x, int32_t n) {
   const gopt_graph *g = x->g;

@@ -1,5 +1,6 @@
 /* k_string.c: STRING tensors in the executor and the ops on them: Cast / CastLike between STRING
- * and the numeric types, StringNormalizer, Identity. gopt_dtype_size(STRING) is 0, so a string
+ * and the numeric types, StringNormalizer, Identity, StringConcat, StringSplit, Equal, RegexFullMatch (POSIX
+ * extended expressions with GNU's \w / \b, through regcomp). gopt_dtype_size(STRING) is 0, so a string
  * tensor's buffer in the value table is empty; its strings live in a side table of the executor
  * (x->strs: per tensor, packed (uint32 little-endian length, bytes) records, one per element: the
  * format of STRING constants in the IR and of STRING host tensors). Inputs fill it
@@ -8,6 +9,7 @@
  * value does (the shortest text that reads back to the same float). */
 #include <ctype.h>
 #include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,12 +272,166 @@ static int run_normalizer(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   return rc;
 }
 
+/* ---- StringConcat, Equal, RegexFullMatch ------------------------------------------------------------- */
+
+/* Flat index into tensor t (numpy-broadcast to tensor o's shape) of o's flat index i. */
+static int64_t str_bcast(const gopt_exec *x, int32_t t, int32_t o, int64_t i) {
+  int r = ex_rank(x, o), rt = ex_rank(x, t);
+  const int64_t *od = ex_dims(x, o), *td = ex_dims(x, t);
+  int64_t idx = 0, a = 1;
+  for (int d = r - 1; d >= 0; d--) {
+    int64_t c = i % od[d];
+    i /= od[d];
+    int j = d - (r - rt);
+    if (j < 0) continue;
+    if (td[j] != 1) idx += c * a;
+    a *= td[j];
+  }
+  return idx;
+}
+
+/* StringConcat (a ++ b, broadcast) or Equal on strings (a == b into a BOOL output). */
+static int run_concat_equal(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  strs a = {0}, b = {0};
+  int eq = !strcmp(gopt_node_type(G, NODE), "Equal"), rc = strs_load(x, k->in[0], &a);
+  if (!rc) rc = strs_load(x, k->in[1], &b);
+  int64_t n = ex_numel(x, k->out[0]);
+  char **s = rc || eq ? NULL : calloc((size_t)n + 1, sizeof *s);
+  if (!rc && !eq && !s) rc = GOPT_ENOMEM;
+  for (int64_t i = 0; i < n && !rc; i++) {
+    const char *u = a.s[str_bcast(x, k->in[0], k->out[0], i)], *v = b.s[str_bcast(x, k->in[1], k->out[0], i)];
+    if (eq) {
+      ((uint8_t *)ex_data(x, k->out[0]))[i] = !strcmp(u, v);
+      continue;
+    }
+    size_t lu = strlen(u), lv = strlen(v);
+    if (!(s[i] = malloc(lu + lv + 1))) rc = GOPT_ENOMEM;
+    else memcpy(s[i], u, lu), memcpy(s[i] + lu, v, lv + 1);
+  }
+  if (!rc && !eq) rc = strs_store(x, k->out[0], s, n);
+  strs c = {n, s};
+  if (s) strs_free(&c);
+  strs_free(&a);
+  strs_free(&b);
+  return rc ? gopt_error_set(err, rc, "out of memory") : GOPT_OK;
+}
+
+/* RE2's class escapes as POSIX extended syntax into out (cap >= 16 * strlen(pat) + 8), anchored as
+ * "^(...)$": \d \s (and \D \S) become bracket classes, and inside brackets \w \d \s become
+ * [:alnum:]_ / [:digit:] / [:space:], other escapes their character (an escaped '-' goes last). */
+static void re2_to_posix(const char *pat, char *out) {
+  char *o = out;
+  int br = 0, dash = 0;
+  o += sprintf(o, "^(");
+  for (const char *p = pat; *p; p++) {
+    if (br && *p == ']' && p[-1] != '[' && !(p[-1] == '^' && p[-2] == '[')) {
+      if (dash) *o++ = '-';
+      *o++ = ']';
+      br = dash = 0;
+    } else if (*p == '\\' && p[1]) {
+      char c = *++p;
+      if (br) {
+        if (c == 'w') o += sprintf(o, "[:alnum:]_");
+        else if (c == 'd') o += sprintf(o, "[:digit:]");
+        else if (c == 's') o += sprintf(o, "[:space:]");
+        else if (c == '-') dash = 1;
+        else *o++ = c;
+      } else if (c == 'd' || c == 'D') {
+        o += sprintf(o, c == 'd' ? "[[:digit:]]" : "[^[:digit:]]");
+      } else if (c == 's' || c == 'S') {
+        o += sprintf(o, c == 's' ? "[[:space:]]" : "[^[:space:]]");
+      } else {
+        *o++ = '\\', *o++ = c;
+      }
+    } else {
+      if (*p == '[' && !br) br = 1;
+      *o++ = *p;
+    }
+  }
+  sprintf(o, ")$");
+}
+
+/* RegexFullMatch: whether each string matches the pattern attribute as a whole. */
+static int run_regex(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const char *pat = gopt_node_get_string(G, NODE, "pattern", "");
+  size_t pl = strlen(pat);
+  char *full = malloc(16 * pl + 8);
+  if (!full) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  re2_to_posix(pat, full);
+  regex_t re;
+  int rc = regcomp(&re, full, REG_EXTENDED | REG_NOSUB);
+  free(full);
+  if (rc) return ex_node_error(x, NODE, err, GOPT_EINVAL, "pattern '%.60s' is not a valid regular expression", pat);
+  strs a = {0};
+  rc = strs_load(x, k->in[0], &a);
+  for (int64_t i = 0; i < a.n && !rc; i++) ((uint8_t *)ex_data(x, k->out[0]))[i] = regexec(&re, a.s[i], 0, NULL, 0) == 0;
+  regfree(&re);
+  strs_free(&a);
+  return rc ? gopt_error_set(err, rc, "out of memory") : GOPT_OK;
+}
+
+/* StringSplit: each string split as Python's str.split(delimiter, maxsplit) (no or an empty
+ * delimiter: runs of whitespace, ends dropped) into Y [..., width] padded with "" and the counts
+ * into Z (INT64, X's shape). width is Y's static last dim; more pieces than that is an error. */
+static int run_split(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const char *del = gopt_node_get_string(G, NODE, "delimiter", "");
+  int64_t maxs = gopt_node_get_int(G, NODE, "maxsplit", -1), n = ex_numel(x, k->in[0]);
+  int64_t w = ex_rank(x, k->out[0]) ? ex_dims(x, k->out[0])[ex_rank(x, k->out[0]) - 1] : 1;
+  size_t dl = strlen(del);
+  strs a = {0};
+  int rc = strs_load(x, k->in[0], &a);
+  char **y = rc ? NULL : calloc((size_t)(n * w) + 1, sizeof *y);
+  if (!rc && !y) rc = GOPT_ENOMEM;
+  for (int64_t i = 0; i < n && !rc; i++) {
+    int64_t cnt = 0;
+    const char *p = a.s[i];
+    while (!rc) {
+      const char *e;
+      if (!dl) {
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p) break;
+        e = p;
+        if (maxs < 0 || cnt < maxs)
+          while (*e && !isspace((unsigned char)*e)) e++;
+        else
+          e = p + strlen(p);
+      } else {
+        e = maxs >= 0 && cnt >= maxs ? NULL : strstr(p, del);
+        if (!e) e = p + strlen(p);
+      }
+      if (cnt >= w) {
+        rc = ex_node_error(x, NODE, err, GOPT_ESHAPE, "string %lld splits into more than %lld pieces", (long long)i, (long long)w);
+        break;
+      }
+      char *piece = malloc((size_t)(e - p) + 1);
+      if (!piece) { rc = GOPT_ENOMEM; break; }
+      memcpy(piece, p, (size_t)(e - p));
+      piece[e - p] = 0;
+      y[i * w + cnt++] = piece;
+      if (!*e) break;
+      p = e + (dl ? dl : 0);
+    }
+    if (k->n_out > 1 && k->out[1] >= 0) ((int64_t *)ex_data(x, k->out[1]))[i] = cnt;
+  }
+  for (int64_t i = 0; !rc && i < n * w; i++)
+    if (!y[i] && !(y[i] = calloc(1, 1))) rc = GOPT_ENOMEM;
+  if (!rc) rc = strs_store(x, k->out[0], y, n * w);
+  strs c = {n * w, y};
+  if (y) strs_free(&c);
+  strs_free(&a);
+  if (rc == GOPT_ENOMEM) return gopt_error_set(err, rc, "out of memory");
+  return rc;
+}
+
 /* ---- dispatch (exec.c) ------------------------------------------------------------------------------------ */
 
 int ex_string_handles(const gopt_exec *x, int32_t n) {
   const gopt_node *nd = &x->g->nodes.a[n];
   const char *t = gopt_node_type(x->g, n);
-  if (!strcmp(t, "StringNormalizer")) return 1;
+  if (!strcmp(t, "StringNormalizer") || !strcmp(t, "StringConcat") || !strcmp(t, "RegexFullMatch") ||
+      !strcmp(t, "StringSplit"))
+    return 1;
+  if (!strcmp(t, "Equal")) return nd->n_in == 2 && ex_dtype(x, gopt_node_input(x->g, n, 0)) == GOPT_DT_STRING;
   if (strcmp(t, "Cast") && strcmp(t, "CastLike") && strcmp(t, "Identity")) return 0;
   int32_t in = nd->n_in ? gopt_node_input(x->g, n, 0) : -1, out = nd->n_out ? gopt_node_output(x->g, n, 0) : -1;
   return (in >= 0 && ex_dtype(x, in) == GOPT_DT_STRING) || (out >= 0 && ex_dtype(x, out) == GOPT_DT_STRING);
@@ -286,7 +442,18 @@ int ex_prepare_string(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   if (k->n_in < 1 || k->n_out < 1 || k->in[0] < 0)
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs an input and an output");
   int sin = ex_dtype(x, k->in[0]) == GOPT_DT_STRING, sout = ex_dtype(x, k->out[0]) == GOPT_DT_STRING;
-  if (!strcmp(t, "StringNormalizer")) {
+  if (!strcmp(t, "StringConcat") || !strcmp(t, "Equal")) {
+    if (k->n_in != 2 || k->in[1] < 0 || !sin || ex_dtype(x, k->in[1]) != GOPT_DT_STRING)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs two STRING inputs");
+    k->run = run_concat_equal;
+  } else if (!strcmp(t, "StringSplit")) {
+    if (!sin || !sout) return ex_node_error(x, NODE, err, GOPT_EINVAL, "input and output 0 must be STRING");
+    k->run = run_split;
+  } else if (!strcmp(t, "RegexFullMatch")) {
+    if (!sin || ex_dtype(x, k->out[0]) != GOPT_DT_BOOL)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "input must be STRING and output BOOL");
+    k->run = run_regex;
+  } else if (!strcmp(t, "StringNormalizer")) {
     if (!sin || !sout) return ex_node_error(x, NODE, err, GOPT_EINVAL, "input and output must be STRING");
     k->run = run_normalizer;
   } else if (sin && sout) {

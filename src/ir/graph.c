@@ -9,9 +9,12 @@
 
 static const char *const dtype_names[GOPT_DT_COUNT] = {
     "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING",
-    "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
-static const unsigned char dtype_sizes[GOPT_DT_COUNT] = {0, 4, 1, 1, 2, 2, 4, 8, 0,
-                                                         1, 2, 8, 4, 8, 8, 16, 2};
+    "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+    "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",
+    "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
+/* Bytes per element in memory (the low-bit types one each, see graph.h). */
+static const unsigned char dtype_sizes[GOPT_DT_COUNT] = {0, 4, 1, 1, 2, 2, 4, 8, 0, 1, 2, 8, 4, 8,
+                                                         8, 16, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
 const char *gopt_dtype_name(int dtype) {
   return (dtype >= 0 && dtype < GOPT_DT_COUNT) ? dtype_names[dtype] : "UNDEFINED";

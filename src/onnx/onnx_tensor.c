@@ -166,8 +166,16 @@ static int typed_data(const Onnx__TensorProto *tp, int dtype, int64_t numel, con
     break;
   case GOPT_DT_INT32: case GOPT_DT_INT16: case GOPT_DT_INT8: case GOPT_DT_UINT16:
   case GOPT_DT_UINT8: case GOPT_DT_BOOL: case GOPT_DT_FLOAT16: case GOPT_DT_BFLOAT16:
+  case GOPT_DT_FLOAT8E4M3FN: case GOPT_DT_FLOAT8E4M3FNUZ: case GOPT_DT_FLOAT8E5M2:
+  case GOPT_DT_FLOAT8E5M2FNUZ: case GOPT_DT_FLOAT8E8M0:
     field = "int32_data";
     have = tp->n_int32_data;
+    break;
+  case GOPT_DT_UINT4: case GOPT_DT_INT4: case GOPT_DT_FLOAT4E2M1: case GOPT_DT_UINT2:
+  case GOPT_DT_INT2: /* one packed byte per int32 */
+    field = "int32_data";
+    have = tp->n_int32_data;
+    want = ((size_t)numel * (size_t)gopt_dtype_bits(dtype) + 7) / 8;
     break;
   case GOPT_DT_INT64:
     field = "int64_data";
@@ -237,6 +245,11 @@ static int typed_data(const Onnx__TensorProto *tp, int dtype, int64_t numel, con
       if (n) memcpy(p + 4, tp->string_data[i].data, n);
       p += 4 + n;
     }
+    break;
+  case GOPT_DT_UINT4: case GOPT_DT_INT4: case GOPT_DT_FLOAT4E2M1: case GOPT_DT_UINT2:
+  case GOPT_DT_INT2:
+    for (size_t i = 0; i < have; i++) p[total - have + i] = (unsigned char)tp->int32_data[i];
+    gopt_lowbit_unpack(dtype, p + total - have, numel, p); /* writes stay behind the reads */
     break;
   default: /* int32_data carriers: the value (or bit pattern for 16-bit floats) in the low bytes */
     for (size_t i = 0; i < have; i++, p += es) put_le(p, (uint64_t)(uint32_t)tp->int32_data[i], es);
@@ -335,9 +348,10 @@ int onnx_tensor_import(gopt_graph *g, const Onnx__TensorProto *tp, const char *n
                           tname);
       goto done;
     }
-    if (tp->raw_data.len != want) {
+    size_t packed = (size_t)(((uint64_t)numel * (uint64_t)gopt_dtype_bits(dtype) + 7) / 8);
+    if (tp->raw_data.len != packed) {
       rc = gopt_error_set(err, GOPT_EPARSE, "%s '%s': raw_data has %zu bytes, expected %zu (%s %s)",
-                          what, tname, tp->raw_data.len, want, gopt_dtype_name(dtype),
+                          what, tname, tp->raw_data.len, packed, gopt_dtype_name(dtype),
                           dims_str(tp->dims, tp->n_dims, dbuf, sizeof dbuf));
       goto done;
     }
@@ -347,7 +361,8 @@ int onnx_tensor_import(gopt_graph *g, const Onnx__TensorProto *tp, const char *n
                           want);
       goto done;
     }
-    if (want) memcpy(data, tp->raw_data.data, want);
+    if (packed != want) gopt_lowbit_unpack(dtype, tp->raw_data.data, numel, data);
+    else if (want) memcpy(data, tp->raw_data.data, want);
     nbytes = want;
   } else if (numel == 0 && dtype != GOPT_DT_STRING) {
     data = malloc(1);
@@ -424,6 +439,15 @@ int onnx_tensor_export(const gopt_graph *g, int32_t t, const char *name, onnx_ar
       p += n;
     }
     tp->n_string_data = (size_t)numel;
+  } else if (k->data && gopt_dtype_bits(x->dtype) > 0 && gopt_dtype_bits(x->dtype) < 8) { /* sub-byte: packed */
+    int64_t numel = gopt_tensor_numel(g, t);
+    size_t nb = (size_t)(numel * gopt_dtype_bits(x->dtype) + 7) / 8;
+    uint8_t *packed = onnx_arena_alloc(ar, nb ? nb : 1);
+    if (!packed) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    gopt_lowbit_pack(x->dtype, k->data, numel, packed);
+    tp->has_raw_data = 1;
+    tp->raw_data.len = nb;
+    tp->raw_data.data = packed;
   } else if (k->data) {
     tp->has_raw_data = 1;
     tp->raw_data.len = k->nbytes;

@@ -83,6 +83,20 @@ static double einsum_flops(const gopt_graph *g, int32_t n) {
   return p;
 }
 
+/* Attention: the two matmuls (2 * B*Hq*Sq*St*(D + Dv)) and the softmax (5 per score); sizes from
+ * Q (3-D [B, Sq, Hq*D] or 4-D) and the qk scores' key length St = Sp + Skv. */
+static double attention_flops(const gopt_graph *g, int32_t n) {
+  int32_t q = in_t(g, n, 0), k = in_t(g, n, 1), v = in_t(g, n, 2), pk = in_t(g, n, 4);
+  int r3 = rank(g, q) == 3;
+  double hq = r3 ? (double)gopt_node_get_int(g, n, "q_num_heads", 1) : dim(g, q, 1);
+  double hkv = r3 ? (double)gopt_node_get_int(g, n, "kv_num_heads", 1) : dim(g, k, 1);
+  double b = dim(g, q, 0), sq = dim(g, q, r3 ? 1 : 2), skv = dim(g, k, r3 ? 1 : 2);
+  double d = r3 ? dim(g, q, 2) / (hq > 0 ? hq : 1) : dim(g, q, 3);
+  double dv = r3 ? dim(g, v, 2) / (hkv > 0 ? hkv : 1) : dim(g, v, 3);
+  double st = skv + (pk >= 0 ? dim(g, pk, 2) : 0);
+  return b * hq * sq * st * (2 * (d + dv) + 5);
+}
+
 static int transcendental(int op) {
   switch (op) {
     case GOPT_OP_SIGMOID: case GOPT_OP_TANH: case GOPT_OP_EXP: case GOPT_OP_LOG: case GOPT_OP_ERF:
@@ -155,6 +169,21 @@ void gopt_node_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
     case GOPT_OP_MAX_POOL: case GOPT_OP_AVERAGE_POOL:
       c->flops = ny * kernel_elems(g, n, -1);
       break;
+    case GOPT_OP_LP_POOL: /* |x|^p, the sum and a root per output */
+      c->flops = 2 * ny * kernel_elems(g, n, -1) + 4 * ny;
+      break;
+    case GOPT_OP_ATTENTION:
+      c->flops = attention_flops(g, n);
+      break;
+    case GOPT_OP_RMS_NORM: case GOPT_OP_LP_NORM: /* square, sum, root, scale */
+      c->flops = 4 * nx;
+      break;
+    case GOPT_OP_ROTARY_EMBEDDING: /* two multiplies and an add per rotated element */
+      c->flops = 3 * ny;
+      break;
+    case GOPT_OP_CUMPROD:
+      c->flops = nx;
+      break;
     case GOPT_OP_GLOBAL_AVG_POOL: case GOPT_OP_GLOBAL_MAX_POOL:
     case GOPT_OP_REDUCE_MEAN: case GOPT_OP_REDUCE_SUM: case GOPT_OP_REDUCE_MAX:
     case GOPT_OP_REDUCE_MIN: case GOPT_OP_REDUCE_PROD: case GOPT_OP_ARGMAX: case GOPT_OP_ARGMIN:
@@ -190,7 +219,7 @@ void gopt_node_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
     case GOPT_OP_SCATTER_ELEMENTS: case GOPT_OP_TILE: case GOPT_OP_PAD: case GOPT_OP_DEPTH_TO_SPACE:
     case GOPT_OP_SPACE_TO_DEPTH: case GOPT_OP_TRILU: case GOPT_OP_ONE_HOT:
     case GOPT_OP_CONSTANT_OF_SHAPE: case GOPT_OP_RANGE: case GOPT_OP_IF: case GOPT_OP_LOOP:
-    case GOPT_OP_SCAN: case GOPT_OP_OPAQUE:
+    case GOPT_OP_SCAN: case GOPT_OP_OPAQUE: case GOPT_OP_BITCAST:
       c->flops = 0; /* data movement only */
       break;
     default:

@@ -83,7 +83,7 @@ int32_t ops_in_shape(const ictx *c, int32_t n, int i, oshape *s) {
   const gopt_tensor *x = &c->g->tensors.a[t];
   if (x->flags & GOPT_T_NOSHAPE) return t;
   s->rank = x->rank;
-  memcpy(s->d, gopt_tensor_dims(c->g, t), (size_t)x->rank * sizeof(int64_t));
+  if (x->rank) memcpy(s->d, gopt_tensor_dims(c->g, t), (size_t)x->rank * sizeof(int64_t)); /* dims may be NULL */
   return t;
 }
 

@@ -117,6 +117,9 @@ int ops_is_int_dtype(int dt);
 
 /* ---- shape_rules.c ---- */
 int ops_infer_node(ictx *c, int32_t n);
+/* shape_rules_modern.c: the rules of the opset 13-24 additions (CastLike, BitCast, CumProd,
+ * LpNormalization, RMSNormalization, RotaryEmbedding, Attention); 0 for other ops. */
+int ops_infer_modern(ictx *c, int32_t n, int op);
 
 /* ---- values.c ---- */
 /* Propagates tracked values through node n (outputs' shapes already set). */

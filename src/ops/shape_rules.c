@@ -939,6 +939,7 @@ static int conv_pool(ictx *c, int32_t n, int op) {
     int64_t eff = in + p[i] + p[i + ns];
     int64_t pos = ceil_mode ? (int64_t)ceil((double)(eff - ek) / (double)s[i]) : (eff - ek) / s[i];
     if (eff - ek < 0 && !ceil_mode) pos = -1;
+    if (ceil_mode && pos > 0 && pos * s[i] >= in + p[i]) pos--; /* a last window starting in the end pad */
     if (1 + pos <= 0) {
       char b[160];
       return ops_node_err(c, GOPT_ESHAPE, "kernel %lld (dilated) exceeds padded input %lld on spatial axis %d (input %s)",
@@ -1239,6 +1240,7 @@ int ops_infer_node(ictx *c, int32_t n) {
     case GOPT_OP_BATCH_NORM: return r_batch_norm(c, n);
     case GOPT_OP_GLOBAL_AVG_POOL: case GOPT_OP_GLOBAL_MAX_POOL: return r_global_pool(c, n);
     case GOPT_OP_CONV: case GOPT_OP_MAX_POOL: case GOPT_OP_AVERAGE_POOL: return conv_pool(c, n, op);
+    case GOPT_OP_LP_POOL: return conv_pool(c, n, GOPT_OP_AVERAGE_POOL);
     case GOPT_OP_CONV_TRANSPOSE: return r_conv_transpose(c, n);
     case GOPT_OP_MATMUL: return r_matmul(c, n);
     case GOPT_OP_GEMM: return r_gemm(c, n);
@@ -1246,8 +1248,9 @@ int ops_infer_node(ictx *c, int32_t n) {
     case GOPT_OP_LSTM: return r_rnn(c, n, 4);
     case GOPT_OP_GRU: return r_rnn(c, n, 3);
     case GOPT_OP_RNN: return r_rnn(c, n, 1);
-    case GOPT_OP_IF: case GOPT_OP_LOOP: case GOPT_OP_SCAN:
-    default:
+    case GOPT_OP_IF: case GOPT_OP_LOOP:
       return 0; /* control flow: keep the source's shapes */
+    default:
+      return ops_infer_modern(c, n, op);
   }
 }

@@ -43,7 +43,7 @@ static int64_t static_shape(ictx *c, int32_t t, oshape *s) {
   const gopt_tensor *x = &c->g->tensors.a[t];
   if (x->flags & GOPT_T_NOSHAPE) return -1;
   s->rank = x->rank;
-  memcpy(s->d, gopt_tensor_dims(c->g, t), (size_t)x->rank * sizeof(int64_t));
+  if (x->rank) memcpy(s->d, gopt_tensor_dims(c->g, t), (size_t)x->rank * sizeof(int64_t));
   int64_t n = 1;
   for (int i = 0; i < s->rank; i++) {
     if (s->d[i] < 0) return -1;

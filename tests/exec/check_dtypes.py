@@ -8,7 +8,9 @@ are written to a temporary folder with onnx.helper / numpy (the independent refe
   differ  one element changed well beyond the tolerances (for the 64-bit integers by 1 at 2^60,
           which a comparison through double would miss): --check must fail (exit 1, "check FAILED")
 and a FLOAT model checked against a COMPLEX64 reference must stop with the one-line error naming
-the dtype --check cannot compare. Prints one line per case; exits 1 when any case is wrong.
+the dtype --check cannot compare. An INT4 initializer (packed by hand) through DequantizeLinear
+gives the dequantised values, and `gopt convert` writes it packed again. Prints one line per
+case; exits 1 when any case is wrong.
 Run with Debian's /usr/bin/python3 (needs onnx and numpy).
 """
 import os
@@ -119,6 +121,32 @@ def main():
     report(rc != 0 and len(lines) == 1 and "dtype COMPLEX64 cannot be compared" in lines[0]
            and "output_0.pb" in lines[0],
            f"COMPLEX64 reference: one-line error (exit {rc}): {lines[0] if lines else ''}", err)
+
+    # sub-byte constants: an INT4 initializer (packed two to a byte, low nibble first, built by
+    # hand: onnx 1.12's helper has no INT4) through DequantizeLinear, before and after
+    # `gopt convert` (which must write it packed again)
+    root = os.path.join(tmp, "INT4_const")
+    os.makedirs(os.path.join(root, "test_data_set_0"))
+    w = TensorProto()
+    w.name, w.data_type = "w", 22
+    w.dims.extend([5])
+    w.raw_data = bytes([0x21, 0xF8, 0x07])  # 1, 2, -8, -1, 7
+    g = helper.make_graph([helper.make_node("DequantizeLinear", ["w", "s"], ["y"])], "int4", [],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5])],
+                          [w, helper.make_tensor("s", TensorProto.FLOAT, [], [0.5])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    onnx.save(m, os.path.join(root, "model.onnx"))
+    with open(os.path.join(root, "test_data_set_0", "output_0.pb"), "wb") as f:
+        f.write(tensor("y", TensorProto.FLOAT, np.float32, [0.5, 1.0, -4.0, -0.5, 3.5]).SerializeToString())
+    rc, err = run(gopt, root)
+    report(rc == 0, f"INT4 initializer through DequantizeLinear (exit {rc})", err)
+    conv = subprocess.run([gopt, "convert", os.path.join(root, "model.onnx"), "-o", os.path.join(root, "conv.onnx")],
+                          stderr=subprocess.PIPE)
+    packed = [t.raw_data for t in onnx.load(os.path.join(root, "conv.onnx")).graph.initializer if t.name == "w"] \
+        if conv.returncode == 0 else []
+    report(packed == [bytes([0x21, 0xF8, 0x07])], f"gopt convert writes the INT4 initializer packed: {packed}",
+           conv.stderr.decode(errors="replace"))
 
     subprocess.run(["rm", "-rf", tmp], check=False)
     print(f"check_dtypes: {bad} case(s) wrong" if bad else "check_dtypes: all cases ok")

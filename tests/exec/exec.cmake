@@ -121,18 +121,26 @@ add_test(NAME exec_check_dtypes COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_check_dtypes PROPERTIES LABELS exec TIMEOUT 120)
 
-# ONNX backend node tests (Debian's python-onnx 1.12: 922 one-op models with reference outputs),
-# generated into the build folder by the fixture, all run with `gopt run --check` by one test that
-# prints the pass rate; a failure not listed in tests/exec/node_excluded.txt (with its reason)
-# fails the test, an excluded test that passes is reported so the list stays honest
+# ONNX backend node tests of onnx v1.22.0 (1,765 one-op models with reference outputs, from
+# ../shared/onnx-node-tests-v1.22.0.tar.gz), unpacked into the build folder by the fixture and run
+# with `gopt run --check` in 16 interleaved shards (so that ctest -j runs them in parallel, and each
+# stays quick under ASan); each shard prints its pass count. A failure not listed in
+# tests/exec/node_excluded.txt (with its reason) fails the shard; an excluded test that passes is
+# reported so the list stays honest.
 set(EXEC_NODE ${CMAKE_BINARY_DIR}/onnx-node-tests)
+set(EXEC_NODE_ARCHIVE ${CMAKE_SOURCE_DIR}/../shared/onnx-node-tests-v1.22.0.tar.gz CACHE FILEPATH
+    "the onnx node tests archive that the exec_node_tests shards run")
+set(EXEC_NODE_SHARDS 16)
 add_test(NAME exec_node_tests_data
-         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/node_tests.py generate ${EXEC_NODE})
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/node_tests.py extract ${EXEC_NODE_ARCHIVE} ${EXEC_NODE})
 set_tests_properties(exec_node_tests_data PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_SETUP exec_node)
-add_test(NAME exec_node_tests
-         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/node_tests.py run ${GOPT_BIN} ${EXEC_NODE}
-                 ${CMAKE_SOURCE_DIR}/tests/exec/node_excluded.txt --jobs 2)
-set_tests_properties(exec_node_tests PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_node)
+math(EXPR last_shard "${EXEC_NODE_SHARDS} - 1")
+foreach(i RANGE ${last_shard})
+  add_test(NAME exec_node_tests_${i}
+           COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/node_tests.py run ${GOPT_BIN} ${EXEC_NODE}
+                   ${CMAKE_SOURCE_DIR}/tests/exec/node_excluded.txt --jobs 1 --shard ${i}/${EXEC_NODE_SHARDS})
+  set_tests_properties(exec_node_tests_${i} PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_node)
+endforeach()
 
 # ONNX Runtime as a second, independent oracle (beside PyTorch) on corpus models of different
 # kinds: CNN, attention with masks, recurrent, windowed attention (tools/ort/ort_compare.py)
@@ -152,3 +160,10 @@ add_test(NAME exec_fusion_decisions
                  --models squeezenet1_1,efficientnet_b0,bert_tiny,wavenet --budget 50
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_fusion_decisions PROPERTIES LABELS exec TIMEOUT 300)
+
+# a modern LLM decoder block (opset-23 RMSNormalization, RotaryEmbedding, Attention with causal
+# GQA and a KV cache; random weights built with onnx.helper) equals ONNX Runtime on every output
+add_test(NAME exec_llm_block
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_llm_block.py ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_llm_block PROPERTIES LABELS exec TIMEOUT 120)

@@ -1,37 +1,64 @@
 #!/usr/bin/python3
 """ONNX backend node tests through `gopt run --check`.
 
-  node_tests.py generate DIR
-      writes the ONNX backend node tests of Debian's python-onnx (onnx 1.12: 922 folders
-      DIR/node/test_*/model.onnx + test_data_set_*/) with `onnx.backend.test.cmd_tools
-      generate-data`. onnx 1.12's generators still use numpy's removed aliases np.float, np.int,
-      np.bool and np.object (gone in numpy 1.24), so they are restored first.
-  node_tests.py run GOPT DIR EXCLUDES [--jobs N] [--only SUBSTR] [--report FILE]
-      runs every DIR/node/test_* with `GOPT run model.onnx --check case --threads 1`. EXCLUDES
+  node_tests.py extract ARCHIVE DIR
+      unpacks the node tests of an onnx release (../shared/onnx-node-tests-v1.22.0.tar.gz: 1,765
+      folders onnx/backend/test/data/node/test_*/{model.onnx,test_data_set_0/*.pb}) into
+      DIR/node/test_*. Skips the work when DIR/node/.archive already names the same archive
+      (path, size, mtime). Members outside node/test_* or with '..' are refused.
+  node_tests.py run GOPT DIR EXCLUDES [--jobs N] [--only SUBSTR] [--shard I/N] [--report FILE]
+      runs every DIR/node/test_* (or the I-th of N interleaved shards of them, so that ctest can
+      run the shards in parallel) with `GOPT run model.onnx --check case --threads 1`. EXCLUDES
       (tests/exec/node_excluded.txt) lists `test_name  reason` lines. Exit status 0 only when
       every test that is not excluded passes; excluded tests that now pass are listed (so the
-      list stays honest) but do not fail the run. Prints the pass rate over all tests.
+      list stays honest) but do not fail the run. Prints the pass count over the tests it ran.
 """
 import argparse
 import concurrent.futures
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
 import time
 
+PREFIX = "onnx/backend/test/data/node/"
 
-def generate(out):
-    import numpy as np
-    for alias, typ in (("float", float), ("int", int), ("bool", bool), ("object", object)):
-        if alias not in np.__dict__:
-            setattr(np, alias, typ)
-    from onnx.backend.test.cmd_tools import main as onnx_main
-    os.makedirs(out, exist_ok=True)
-    sys.argv = ["cmd_tools", "generate-data", "-o", out]
-    onnx_main()
-    n = len([d for d in os.listdir(os.path.join(out, "node")) if d.startswith("test_")])
-    print(f"{n} node tests in {os.path.join(out, 'node')}")
-    return 0 if n > 0 else 1
+
+def extract(archive, out):
+    st = os.stat(archive)
+    stamp_text = f"{os.path.abspath(archive)} {st.st_size} {int(st.st_mtime)}\n"
+    node = os.path.join(out, "node")
+    stamp = os.path.join(node, ".archive")
+    if os.path.exists(stamp) and open(stamp).read() == stamp_text:
+        print(f"{node}: already extracted from {archive}")
+        return 0
+    tmp = node + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    n = 0
+    with tarfile.open(archive) as tar:
+        for m in tar:
+            if not m.name.startswith(PREFIX) or (not m.isfile() and not m.isdir()):
+                continue
+            rel = m.name[len(PREFIX):]
+            if not rel or ".." in rel.split("/") or not rel.startswith("test_"):
+                continue
+            dst = os.path.join(tmp, rel)
+            if m.isdir():
+                os.makedirs(dst, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            with tar.extractfile(m) as src, open(dst, "wb") as f:
+                shutil.copyfileobj(src, f)
+            n += 1
+    with open(os.path.join(tmp, ".archive"), "w") as f:
+        f.write(stamp_text)
+    shutil.rmtree(node, ignore_errors=True)
+    os.rename(tmp, node)
+    tests = len([d for d in os.listdir(node) if d.startswith("test_")])
+    print(f"{tests} node tests ({n} files) in {node}")
+    return 0 if tests > 0 else 1
 
 
 def read_excludes(path):
@@ -64,10 +91,15 @@ def run_one(gopt, case):
 def run(args):
     root = os.path.join(args.dir, "node")
     names = sorted(d for d in os.listdir(root) if d.startswith("test_"))
+    ex = read_excludes(args.excludes)
+    unknown = sorted(set(ex) - set(names))
     if args.only:
         names = [n for n in names if args.only in n]
-    ex = read_excludes(args.excludes)
-    unknown = sorted(set(ex) - set(os.listdir(root)))
+    if args.shard:
+        i, n = (int(v) for v in args.shard.split("/"))
+        names = names[i::n]
+        if i:
+            unknown = []
     t0 = time.time()
     res = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -83,7 +115,7 @@ def run(args):
     for n in stale:
         lines.append(f"NOW PASSES (remove from {os.path.basename(args.excludes)}) {n}")
     for n in unknown:
-        lines.append(f"excluded but not generated: {n}")
+        lines.append(f"excluded but not in the archive: {n}")
     rate = 100.0 * len(passed) / max(1, len(names))
     lines.append(f"node tests: {len(passed)}/{len(names)} pass ({rate:.1f}%), "
                  f"{sum(1 for n in names if n in ex and not res[n][0])} excluded fail, "
@@ -100,7 +132,8 @@ def run(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    g = sub.add_parser("generate")
+    g = sub.add_parser("extract")
+    g.add_argument("archive")
     g.add_argument("dir")
     r = sub.add_parser("run")
     r.add_argument("gopt")
@@ -108,9 +141,10 @@ def main():
     r.add_argument("excludes")
     r.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     r.add_argument("--only", default="")
+    r.add_argument("--shard", default="", help="I/N: run names[I::N] only")
     r.add_argument("--report", default="")
     a = ap.parse_args()
-    return generate(a.dir) if a.cmd == "generate" else run(a)
+    return extract(a.archive, a.dir) if a.cmd == "extract" else run(a)
 
 
 if __name__ == "__main__":
