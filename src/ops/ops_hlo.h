@@ -52,6 +52,11 @@ double ops_hlo_conv_kernel_per_out(const gopt_graph *g, int32_t n, int32_t w);
  * operand and result bytes: fills c and returns 1, or returns 0 for other nodes. */
 int ops_hlo_kernel_cost(const gopt_graph *g, int32_t n, const char *op, gopt_cost *c);
 
+/* The JSON list after `key` ("\"lhs_contracting_dimensions\"") in s, as numbers quoted or not
+ * ("[\"1\",2]"), into v[0..max); returns the count, -1 when key is missing or the list is not
+ * numbers or longer than max. */
+int ops_hlo_json_ints(const char *s, const char *key, int64_t *v, int max);
+
 /* Op kind of such a node as the kernel it is: a fusion's dearest body instruction's kind, MatMul
  * for a cuBLAS GEMM, Conv for a cuDNN convolution; -1 when none applies. */
 int ops_hlo_kernel_kind(const gopt_graph *g, int32_t n, const char *op);

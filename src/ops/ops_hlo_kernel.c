@@ -37,9 +37,7 @@ static const gopt_graph *called(const gopt_graph *g, int32_t n, const char *key)
   return a && a->kind == GOPT_ATTR_GRAPH && a->v.graph >= 0 ? g->subgraphs.a[a->v.graph] : NULL;
 }
 
-/* The JSON list after "key":[ in s as numbers ("1" or 1) into v; returns the count, -1 when
- * the key is missing. */
-static int json_ints(const char *s, const char *key, int64_t *v, int max) {
+int ops_hlo_json_ints(const char *s, const char *key, int64_t *v, int max) {
   const char *p = strstr(s, key);
   if (!p || !(p = strchr(p + strlen(key), '['))) return -1;
   int n = 0;
@@ -47,8 +45,8 @@ static int json_ints(const char *s, const char *key, int64_t *v, int max) {
     if (*p == '"' || *p == ',' || *p == ' ') { p++; continue; }
     char *e;
     long long x = strtoll(p, &e, 10);
-    if (e == p) return -1;
-    if (n < max) v[n++] = x;
+    if (e == p || n >= max) return -1;
+    v[n++] = x;
     p = e;
   }
   return n;
@@ -65,7 +63,7 @@ static void drop_workspace(const gopt_graph *g, int32_t n, gopt_cost *c) {
 
 static double gemm_flops(const gopt_graph *g, int32_t n, const char *cfg) {
   int64_t lc[GOPT_MAX_RANK];
-  int k = json_ints(cfg, "\"lhs_contracting_dimensions\"", lc, GOPT_MAX_RANK);
+  int k = ops_hlo_json_ints(cfg, "\"lhs_contracting_dimensions\"", lc, GOPT_MAX_RANK);
   int32_t a = g->nodes.a[n].n_in ? gopt_node_input(g, n, 0) : -1, y = gopt_node_output(g, n, 0);
   if (k < 0 || a < 0) return 0;
   double contracted = 1;
