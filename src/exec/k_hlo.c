@@ -10,9 +10,11 @@
  * an ONNX twin (rsqrt, log-plus-one, exponential-minus-one, atan2, clamp, remainder, shifts,
  * bitwise and/or/xor/not on integers, compare NE, bitcast-convert, is-finite, ...), and the
  * custom-call cuda_threefry2x32 (JAX's counter-based RNG, Random123's Threefry-2x32 with 20
- * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; while runs its condition and body in nested executors; call and fusion run their computation in a
+ * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; while runs its condition and body, conditional the
+ * selected branch, in nested executors; call and fusion run their computation in a
  * nested executor. Semantics as XLA's operation semantics page states them. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -836,6 +838,96 @@ static int prepare_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   return GOPT_OK;
 }
 
+static const gopt_graph *comp_of(const gopt_graph *g, int32_t n, const char *key) {
+  const gopt_attr *a = gopt_node_attr(g, n, key);
+  return a && a->kind == GOPT_ATTR_GRAPH ? g->subgraphs.a[a->v.graph] : NULL;
+}
+
+/* ---- conditional: each branch in a nested executor ------------------------------------------- */
+
+#define HLO_COND_MAX 64
+
+typedef struct hcond {
+  int nb;
+  gopt_exec *br[HLO_COND_MAX];
+  int off[HLO_COND_MAX + 1], cnt[HLO_COND_MAX + 1]; /* per operand (0: the selector): its leaves */
+} hcond;
+
+static void cond_fini(void *st) {
+  hcond *c = st;
+  for (int i = 0; c && i < c->nb; i++) gopt_exec_free(c->br[i]);
+  free(c);
+}
+
+/* Branch b gets operand b + 1's leaves; pred true runs branch 0 (true_computation), an index out
+ * of range the last branch (XLA's semantics). */
+static int run_cond(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  hcond *c = k->st;
+  const void *sel = ex_data(x, k->in[0]);
+  int dt = ex_dtype(x, k->in[0]);
+  int64_t b = dt == GOPT_DT_BOOL ? !*(const uint8_t *)sel : dt == GOPT_DT_INT64 ? *(const int64_t *)sel : *(const int32_t *)sel;
+  if (dt == GOPT_DT_BOOL ? 0 : (b < 0 || b >= c->nb)) b = c->nb - 1;
+  gopt_exec *e = c->br[b];
+  int rc = GOPT_OK;
+  for (int i = 0; i < c->cnt[b + 1] && !rc; i++) {
+    gopt_host_tensor h = ex_host_view(x, k->in[c->off[b + 1] + i]);
+    rc = gopt_exec_set_input(e, (size_t)i, &h, err);
+  }
+  if (!rc) rc = gopt_exec_run(e, err);
+  for (int i = 0; i < k->n_out && !rc; i++) {
+    gopt_host_tensor h = {0};
+    rc = gopt_exec_get_output(e, (size_t)i, &h, err);
+    if (!rc && h.nbytes != tbytes(x, k->out[i])) rc = ex_node_error(x, NODE, err, GOPT_EINVAL, "branch result %d has the wrong size", i);
+    if (!rc) memcpy(ex_data(x, k->out[i]), h.data, h.nbytes);
+    gopt_host_tensor_clear(&h);
+  }
+  return rc;
+}
+
+/* The branches of conditional n in order (true/false, or branch_computations.0...); their count. */
+static int cond_branches(const gopt_graph *g, int32_t n, const gopt_graph **br) {
+  if ((br[0] = comp_of(g, n, "true_computation")) && (br[1] = comp_of(g, n, "false_computation"))) return 2;
+  int nb = 0;
+  char key[48];
+  for (; nb < HLO_COND_MAX; nb++) {
+    snprintf(key, sizeof key, "branch_computations.%d", nb);
+    if (!(br[nb] = comp_of(g, n, key))) break;
+  }
+  return nb;
+}
+
+static int prepare_cond(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const gopt_graph *br[HLO_COND_MAX];
+  int nb = cond_branches(G, NODE, br);
+  size_t nc = 0;
+  const int64_t *cnt = gopt_node_get_ints(G, NODE, "hlo.operands", &nc);
+  if (nb < 1 || (cnt && nc != (size_t)nb + 1) || (!cnt && k->n_in != nb + 1))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "conditional: branches and operands do not match");
+  hcond *c = calloc(1, sizeof *c);
+  if (!c) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = c;
+  k->fini = cond_fini;
+  k->run = run_cond;
+  for (int j = 0, o = 0; j <= nb; j++) {
+    c->off[j] = o;
+    c->cnt[j] = cnt && cnt[j] > 0 ? (int)cnt[j] : 1;
+    o += c->cnt[j];
+  }
+  if (c->cnt[0] != 1 || c->off[nb] + c->cnt[nb] != k->n_in)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "conditional: operand leaves do not add up");
+  gopt_exec_opts o = {0};
+  o.threads = x->threads;
+  o.seed = x->seed;
+  for (; c->nb < nb; c->nb++) {
+    gopt_error sub = {0};
+    int rc = gopt_exec_new(br[c->nb], &o, &c->br[c->nb], NULL, &sub);
+    if (rc) return ex_node_error(x, NODE, err, rc, "branch %d: %s", c->nb, sub.msg);
+    if (gopt_exec_n_inputs(c->br[c->nb]) != (size_t)c->cnt[c->nb + 1] || gopt_exec_n_outputs(c->br[c->nb]) != (size_t)k->n_out)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "branch %d's parameters/results do not match", c->nb);
+  }
+  return GOPT_OK;
+}
+
 /* ---- while: condition and body in nested executors ---------------------------------------- */
 
 #define HLO_WHILE_MAX_TRIPS 100000000LL /* a loop past this many rounds is an error, not a hang */
@@ -850,11 +942,6 @@ static void while_fini(void *st) {
   gopt_exec_free(w->cond);
   gopt_exec_free(w->body);
   free(w);
-}
-
-static const gopt_graph *comp_of(const gopt_graph *g, int32_t n, const char *key) {
-  const gopt_attr *a = gopt_node_attr(g, n, key);
-  return a && a->kind == GOPT_ATTR_GRAPH ? g->subgraphs.a[a->v.graph] : NULL;
 }
 
 /* Feeds the state (the while's result buffers) to e's inputs. */
@@ -951,6 +1038,10 @@ int ex_hlo_handles(const gopt_exec *x, int32_t n) {
   if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element")) return 1;
   if (!strcmp(op, "call") || !strcmp(op, "fusion")) return callee(x->g, n) != NULL;
   if (!strcmp(op, "while")) return comp_of(x->g, n, "condition") && comp_of(x->g, n, "body");
+  if (!strcmp(op, "conditional")) {
+    const gopt_graph *br[HLO_COND_MAX];
+    return cond_branches(x->g, n, br) > 0;
+  }
   return ref_kernel(x->g, n) != NULL;
 }
 
@@ -962,6 +1053,7 @@ int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   }
   if (!strcmp(op, "call") || !strcmp(op, "fusion")) return prepare_sub(x, k, err);
   if (!strcmp(op, "while")) return prepare_while(x, k, err);
+  if (!strcmp(op, "conditional")) return prepare_cond(x, k, err);
   if (!strcmp(op, "reduce") || !strcmp(op, "sort") || !strcmp(op, "scatter")) { /* the computation must be interpretable: say so now */
     const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
     scomp c;

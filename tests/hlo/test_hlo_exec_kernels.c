@@ -1,7 +1,8 @@
 /* test_hlo_exec_kernels.c: the HLO executor's scatter and cuBLAS GEMM custom-call kernels against
  * numpy (values printed by tests/hlo/fixtures/hlo_kernel_refs.py, held below): scatter-add with a
  * repeated index, scatter-replace with an out-of-bounds index dropped, scatter-add of 2-D windows;
- * a GEMM with alpha and beta, and one with a transposed operand and the BIAS_RELU epilogue. */
+ * a GEMM with alpha and beta, and one with a transposed operand and the BIAS_RELU epilogue;
+ * conditional (pred and branch index, a tuple operand) against hand-worked values. */
 #include "check.h"
 #include "hlo_test_util.h"
 
@@ -50,5 +51,17 @@ int main(void) {
               "backend_config={\"gemm_backend_config\":{\"alpha_real\":1,\"beta\":0," DIMS("0")
               ",\"epilogue\":\"BIAS_RELU\"}}\n  ROOT r = f32[2,4] get-tuple-element(g), index=0\n}\n",
               0, gemm_bias_relu, 8);
+  /* conditional: pred true runs true_computation (negate); an index out of range the last branch */
+  static const double neg[] = {-1, 2}, dbl[] = {2, -4};
+#define BR "ng {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n" \
+           "db {\n  t = (f32[2], f32[]) parameter(0)\n  ROOT d = f32[2] add(t#0, t#0)\n}\n"
+  kernel_case("conditional on pred",
+              BR "ENTRY e {\n  c = pred[] constant(true)\n  x = f32[2] constant({1, -2})\n  s = f32[] constant(0)\n"
+              "  t = (f32[2], f32[]) tuple(x, s)\n"
+              "  ROOT r = f32[2] conditional(c, x, t), true_computation=ng, false_computation=db\n}\n", 0, neg, 2);
+  kernel_case("conditional on an index out of range",
+              BR "ENTRY e {\n  c = s32[] constant(7)\n  x = f32[2] constant({1, -2})\n  s = f32[] constant(0)\n"
+              "  t = (f32[2], f32[]) tuple(x, s)\n"
+              "  ROOT r = f32[2] conditional(c, x, t), branch_computations={ng, db}\n}\n", 0, dbl, 2);
   return check_exit("test_hlo_exec_kernels");
 }
