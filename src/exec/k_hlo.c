@@ -668,24 +668,36 @@ static int dot_dims(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, const 
     for (int i = 0; i < in[s].rank; i++)
       if (role[s][i] == -1000) role[s][i] = no++;
   int nc = (int)c[2];
-  int64_t cd[GOPT_MAX_RANK], ci[GOPT_MAX_RANK], nct = 1, oi[GOPT_MAX_RANK], ia[GOPT_MAX_RANK], ib[GOPT_MAX_RANK];
+  if (no != out[0].rank) return ex_node_error(x, NODE, err, GOPT_EINVAL, "dot result rank %d, expected %d", out[0].rank, no);
+  /* strides: per output dim and per contracted index, in each operand */
+  int64_t cd[GOPT_MAX_RANK], ci[GOPT_MAX_RANK], nct = 1, oi[GOPT_MAX_RANK], st[2][GOPT_MAX_RANK];
+  int64_t os[2][GOPT_MAX_RANK] = {{0}}, cs[2][GOPT_MAX_RANK] = {{0}};
   for (int i = 0; i < nc; i++) {
     cd[i] = in[0].d[d[2][i]];
     nct *= cd[i];
   }
-  if (no != out[0].rank) return ex_node_error(x, NODE, err, GOPT_EINVAL, "dot result rank %d, expected %d", out[0].rank, no);
+  for (int s = 0; s < 2; s++) {
+    ref_strides(&in[s], st[s]);
+    for (int i = 0; i < in[s].rank; i++) {
+      if (role[s][i] >= 0) os[s][role[s][i]] += st[s][i];
+      else cs[s][-1 - role[s][i]] = st[s][i];
+    }
+  }
+  const double *A = in[0].v, *B = in[1].v;
   for (int64_t o = 0; o < out[0].n; o++) {
     unravel(&out[0], o, oi);
+    int64_t pa = 0, pb = 0;
+    for (int j = 0; j < no; j++) pa += oi[j] * os[0][j], pb += oi[j] * os[1][j];
     double acc = 0;
+    for (int i = 0; i < nc; i++) ci[i] = 0;
     for (int64_t q = 0; q < nct; q++) {
-      int64_t r = q;
-      for (int i = nc - 1; i >= 0; i--) {
-        ci[i] = r % cd[i];
-        r /= cd[i];
+      acc += A[pa] * B[pb];
+      for (int i = nc - 1; i >= 0; i--) { /* next contracted multi-index, offsets kept in step */
+        pa += cs[0][i], pb += cs[1][i];
+        if (++ci[i] < cd[i]) break;
+        pa -= cs[0][i] * cd[i], pb -= cs[1][i] * cd[i];
+        ci[i] = 0;
       }
-      for (int i = 0; i < in[0].rank; i++) ia[i] = role[0][i] >= 0 ? oi[role[0][i]] : ci[-1 - role[0][i]];
-      for (int i = 0; i < in[1].rank; i++) ib[i] = role[1][i] >= 0 ? oi[role[1][i]] : ci[-1 - role[1][i]];
-      acc += in[0].v[ravel(&in[0], ia)] * in[1].v[ravel(&in[1], ib)];
     }
     out[0].v[o] = acc;
   }
