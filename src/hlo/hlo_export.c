@@ -707,7 +707,8 @@ static int node_line(cx *c, int32_t n, int root) {
     rc = kept_shape(c, &line, &c->v[vi]);
   }
   if (!rc && hlo) {
-    sb_printf(&line, " %s(%s)", type + 5, ops.p ? ops.p : "");
+    const char *lit = strcmp(type, "hlo::constant") ? NULL : gopt_node_get_string(g, n, "hlo.literal", NULL);
+    sb_printf(&line, " %s(%s)", type + 5, lit ? lit : ops.p ? ops.p : ""); /* a tuple constant's literal */
     hlo_attrs(c, &line, n);
   } else if (!rc) {
     sb_printf(&line, " custom-call(%s), custom_call_target=\"gopt.", ops.p ? ops.p : "");

@@ -607,6 +607,8 @@ static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
     if (gopt_node_set_int(g, n, "hlo.leaf_offset", off))
       return gopt_error_set(im->err, GOPT_ENOMEM, "out of memory");
   }
+  if (in->literal && gopt_node_set_string(g, n, "hlo.literal", in->literal))
+    return gopt_error_set(im->err, GOPT_ENOMEM, "out of memory");
   for (int a = 0; a < in->n_attrs && !rc; a++) rc = set_attr(ci, n, in, &in->attrs[a]);
   if (rc) return rc;
   ops_hlo_set_kind(g, n, in->shape.tuple);
@@ -643,9 +645,6 @@ static int add_params(cimp *ci) {
 
 static int add_const(cimp *ci, int i) {
   const hlo_instr *in = &ci->c->ins[i];
-  if (in->shape.tuple)
-    return at(ci->im, in->line, in->col, GOPT_EUNSUP, "constant '%s': tuple constants are not supported%s",
-              in->name, "");
   int rc = instr_leaves(ci, i);
   if (rc) return rc;
   int32_t t = ci->leaves.a[ci->leaf_off[i]];
@@ -830,12 +829,12 @@ static int build_comp(imp *im, int ci_idx, gopt_graph **out) {
     }
   }
   if ((rc = add_params(&ci))) goto done;
-  for (int i = 0; i < c->n && !rc; i++) {
-    if (!strcmp(c->ins[i].opcode, "constant")) rc = add_const(&ci, i);
+  for (int i = 0; i < c->n && !rc; i++) { /* a tuple constant is a node (literal kept as text) */
+    if (!strcmp(c->ins[i].opcode, "constant") && !c->ins[i].shape.tuple) rc = add_const(&ci, i);
     else if (strcmp(c->ins[i].opcode, "parameter")) rc = instr_leaves(&ci, i);
   }
   for (int i = 0; i < c->n && !rc; i++)
-    if (strcmp(c->ins[i].opcode, "constant") && strcmp(c->ins[i].opcode, "parameter"))
+    if ((strcmp(c->ins[i].opcode, "constant") || c->ins[i].shape.tuple) && strcmp(c->ins[i].opcode, "parameter"))
       rc = add_node(&ci, i, ins, 65536);
   if (rc) goto done;
   int root = c->n - 1;

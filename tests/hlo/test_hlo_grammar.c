@@ -2,7 +2,8 @@
  * "x#N" tuple-element operands (nested too), "}, execution_thread=" after a computation, async
  * start/update/done, while/conditional/fusion bodies, sharding, layouts with tiling and memory
  * space (kept for export), attribute keys with '-', JSON backend_config, metadata with
- * stack_frame_id/deduplicated_name/scheduling_name, parameter attributes, the sigil-less style;
+ * stack_frame_id/deduplicated_name/scheduling_name, parameter attributes, the sigil-less style,
+ * tuple constants;
  * the export -> re-import round trip keeps the structural hash; errors are one line. */
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,16 @@ int main(void) {
   text = NULL;
   CHECK_EQ_INT(g ? gopt_hlo_save_mem(g, &text, &len, &err) : -1, 0);
   CHECK(text && !strstr(text, "entry_computation_layout") && strstr(text, "HloModule m\n"));
+  free(text);
+  gopt_graph_free(g);
+
+  /* a tuple constant: one node, its literal written back */
+  static const char tc[] = "HloModule t\nENTRY e {\n  c = (f32[2], (s32[], pred[])) constant(({1, 2}, (3, true)))\n"
+                           "  x = f32[2] parameter(0)\n  ROOT a = f32[2] add(c#0, x)\n}\n";
+  g = load_ok(tc, "tc.hlo");
+  text = NULL;
+  CHECK(g && gopt_hlo_instruction_count(g) == 3 && gopt_hlo_save_mem(g, &text, &len, &err) == 0);
+  CHECK(text && strstr(text, "%c = (f32[2], (s32[], pred[])) constant(({1, 2}, (3, true)))"));
   free(text);
   gopt_graph_free(g);
 
