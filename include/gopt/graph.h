@@ -192,6 +192,12 @@ typedef struct gopt_opset {
   int64_t version;
 } gopt_opset;
 
+/* A property of a whole graph kept from its source (HLO module attributes and header tables):
+ * key and value are string ids. */
+typedef struct gopt_prop {
+  uint32_t key, val;
+} gopt_prop;
+
 #define GOPT_ARRAY(T) struct { T *a; size_t n, cap; }
 
 typedef struct gopt_graph {
@@ -212,6 +218,7 @@ typedef struct gopt_graph {
   GOPT_ARRAY(uint32_t) syms;     /* symbol k -> string id of its name */
   GOPT_ARRAY(struct gopt_graph *) subgraphs;
   GOPT_ARRAY(gopt_opset) opsets;
+  GOPT_ARRAY(gopt_prop) props;   /* source properties, in insertion order (not in the hash) */
   GOPT_ARRAY(int32_t) tensor_of_str; /* string id -> tensor id (-1) for name lookup */
   GOPT_ARRAY(int32_t) sym_of_str;    /* string id -> symbol id (-1) for named symbols */
   int64_t ir_version;              /* of the source format, 0 when none */
@@ -267,6 +274,11 @@ int gopt_graph_set_opset(gopt_graph *g, const char *domain, int64_t version);
  * ("" and "ai.onnx" both name the default domain), or dflt when none. */
 int64_t gopt_graph_opset(const gopt_graph *g, const char *domain, int64_t dflt);
 int gopt_graph_add_output(gopt_graph *g, int32_t t);
+/* Sets property key to val (replacing an earlier value; order of first setting kept). Returns 0
+ * or GOPT_ENOMEM. Properties travel with clones and are not part of gopt_graph_hash. */
+int gopt_graph_set_prop(gopt_graph *g, const char *key, const char *val);
+/* Value of property key, NULL when unset. */
+const char *gopt_graph_get_prop(const gopt_graph *g, const char *key);
 
 /* ---- nodes -------------------------------------------------------------------------------- */
 /* Adds a node of the given op type string ("Conv"); its gopt_op kind is looked up in the op

@@ -5,13 +5,16 @@
  * dimensions, reshape/bitcast/copy, slice, dynamic-slice, dynamic-update-slice, pad (edge and
  * interior, negative edges), iota, reverse, reduce with any scalar computation (interpreted per
  * element by the scalar evaluator below; variadic reduces included), sort (stable, comparator
- * interpreted), gather, dot with dimension numbers, the elementwise ops without
+ * interpreted), gather, scatter (combiner interpreted), dot with dimension numbers, the cuBLAS GEMM
+ * custom-calls of optimised GPU modules (alpha, beta, RELU/BIAS epilogues), the elementwise ops without
  * an ONNX twin (rsqrt, log-plus-one, exponential-minus-one, atan2, clamp, remainder, shifts,
  * bitwise and/or/xor/not on integers, compare NE, bitcast-convert, is-finite, ...), and the
  * custom-call cuda_threefry2x32 (JAX's counter-based RNG, Random123's Threefry-2x32 with 20
- * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; while runs its condition and body in nested executors; call and fusion run their computation in a
+ * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; while runs its condition and body, conditional the
+ * selected branch, in nested executors; call and fusion run their computation in a
  * nested executor. Semantics as XLA's operation semantics page states them. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,6 +227,8 @@ static int scomp_init(scomp *c, const gopt_graph *s, gopt_error *err) {
       case GOPT_DT_INT32: v = *(const int32_t *)d; break;
       case GOPT_DT_INT64: v = (double)*(const int64_t *)d; break;
       case GOPT_DT_UINT32: v = *(const uint32_t *)d; break;
+      case GOPT_DT_INT16: v = *(const int16_t *)d; break;
+      case GOPT_DT_UINT16: v = *(const uint16_t *)d; break;
       case GOPT_DT_BOOL: case GOPT_DT_UINT8: v = *(const uint8_t *)d; break;
       case GOPT_DT_INT8: v = *(const int8_t *)d; break;
       default: return gopt_error_set(err, GOPT_EUNSUP, "computation '%s': constant of dtype %s", gopt_graph_str(s, s->name), gopt_dtype_name(tt->dtype));
@@ -574,14 +579,78 @@ static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   return GOPT_OK;
 }
 
-/* dot with dimension numbers: result dims are batch, lhs free, rhs free (XLA's order). */
-static int f_dot(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
-  (void)nout;
-  const char *key[4] = {"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims"};
-  const int64_t *d[4];
-  size_t c[4];
-  for (int i = 0; i < 4; i++) d[i] = gopt_node_get_ints(G, NODE, key[i], &c[i]);
-  if (nin != 2 || c[0] != c[1] || c[2] != c[3])
+/* scatter (XLA's semantics) of k operands, scatter_indices, k updates (in that order) with
+ * update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims, index_vector_dim and the
+ * to_apply combiner (interpreted per element; applied in update order, so repeated indices
+ * accumulate); an update whose window falls outside the operand is skipped (as XLA's CPU and GPU
+ * backends do). Batching dimensions are not supported. */
+static int f_scatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  size_t nw, ni, nm, nb;
+  const int64_t *uw = gopt_node_get_ints(G, NODE, "update_window_dims", &nw);
+  const int64_t *iw = gopt_node_get_ints(G, NODE, "inserted_window_dims", &ni);
+  const int64_t *sm = gopt_node_get_ints(G, NODE, "scatter_dims_to_operand_dims", &nm);
+  gopt_node_get_ints(G, NODE, "input_batching_dims", &nb);
+  const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
+  int kk = (nin - 1) / 2;
+  if (kk < 1 || kk > 4 || nin != 2 * kk + 1 || nout != kk || nb || !a || a->kind != GOPT_ATTR_GRAPH)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scatter: needs k operands, indices, k updates, to_apply (no batching dims)");
+  const rt *op = &in[0], *ix = &in[kk], *up = &in[kk + 1];
+  int r = op->rank, ri = ix->rank;
+  int64_t ivd = gopt_node_get_int(G, NODE, "index_vector_dim", ri);
+  if (ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && ix->d[ivd] != (int64_t)nm) || nw + ni != (size_t)r)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scatter: unsupported dimension numbers");
+  unsigned char is_win[GOPT_MAX_RANK] = {0}, ins[GOPT_MAX_RANK] = {0};
+  int64_t wsize[GOPT_MAX_RANK]; /* window size per operand dim */
+  for (size_t i = 0; i < nw; i++)
+    if (uw[i] >= 0 && uw[i] < up->rank) is_win[uw[i]] = 1;
+  for (size_t i = 0; i < ni; i++)
+    if (iw[i] >= 0 && iw[i] < r) ins[iw[i]] = 1;
+  for (int d = 0, w = 0; d < r; d++) wsize[d] = ins[d] ? 1 : (w < (int)nw ? up->d[uw[w++]] : 1);
+  scomp c;
+  int rc = scomp_init(&c, G->subgraphs.a[a->v.graph], err);
+  for (int j = 0; j < kk; j++) memcpy(out[j].v, in[j].v, (size_t)in[j].n * sizeof(double));
+  int64_t ui[GOPT_MAX_RANK], si[GOPT_MAX_RANK], st[GOPT_MAX_RANK], oi[GOPT_MAX_RANK];
+  double args[8], res[4];
+  for (int64_t u = 0; u < up->n && !rc; u++) {
+    unravel(up, u, ui);
+    int ns = 0, nwi = 0, skip = 0;
+    for (int d = 0; d < up->rank; d++) /* scatter dims of the update index the indices */
+      if (!is_win[d]) {
+        if (ns == ivd) ns++;
+        si[ns++] = ui[d];
+      }
+    for (int d = 0; d < r; d++) st[d] = 0;
+    for (size_t q = 0; q < nm; q++) {
+      if (ivd < ri) si[ivd] = (int64_t)q;
+      st[sm[q]] = (int64_t)ix->v[ravel(ix, si)];
+    }
+    for (int d = 0; d < r; d++) {
+      skip |= st[d] < 0 || st[d] + wsize[d] > op->d[d];
+      oi[d] = st[d];
+      if (!ins[d]) { /* the next window dim of the update */
+        while (nwi < up->rank && !is_win[nwi]) nwi++;
+        if (nwi < up->rank) oi[d] += ui[nwi++];
+      }
+    }
+    if (skip) continue;
+    int64_t o = ravel(op, oi);
+    for (int j = 0; j < kk; j++) {
+      args[j] = out[j].v[o];
+      args[kk + j] = in[kk + 1 + j].v[u];
+    }
+    scomp_eval(&c, args, res);
+    for (int j = 0; j < kk; j++) out[j].v[o] = res[j];
+  }
+  scomp_free(&c);
+  return rc;
+}
+
+/* dot of in[0], in[1] with dimension numbers d[0..4) (lhs batch, rhs batch, lhs contracting, rhs
+ * contracting; c[i] entries each) into out[0]: result dims are batch, lhs free, rhs free (XLA's
+ * order). */
+static int dot_dims(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, const int64_t *const *d, const size_t *c,
+                    gopt_error *err) {
+  if (nin < 2 || c[0] != c[1] || c[2] != c[3])
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "dot needs two operands and matching dimension numbers");
   int role[2][GOPT_MAX_RANK]; /* per operand dim: output dim (>= 0) or -1 - contracted index */
   int no = (int)c[0];
@@ -599,28 +668,90 @@ static int f_dot(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout,
     for (int i = 0; i < in[s].rank; i++)
       if (role[s][i] == -1000) role[s][i] = no++;
   int nc = (int)c[2];
-  int64_t cd[GOPT_MAX_RANK], ci[GOPT_MAX_RANK], nct = 1, oi[GOPT_MAX_RANK], ia[GOPT_MAX_RANK], ib[GOPT_MAX_RANK];
+  if (no != out[0].rank) return ex_node_error(x, NODE, err, GOPT_EINVAL, "dot result rank %d, expected %d", out[0].rank, no);
+  /* strides: per output dim and per contracted index, in each operand */
+  int64_t cd[GOPT_MAX_RANK], ci[GOPT_MAX_RANK], nct = 1, oi[GOPT_MAX_RANK], st[2][GOPT_MAX_RANK];
+  int64_t os[2][GOPT_MAX_RANK] = {{0}}, cs[2][GOPT_MAX_RANK] = {{0}};
   for (int i = 0; i < nc; i++) {
     cd[i] = in[0].d[d[2][i]];
     nct *= cd[i];
   }
-  if (no != out[0].rank) return ex_node_error(x, NODE, err, GOPT_EINVAL, "dot result rank %d, expected %d", out[0].rank, no);
+  for (int s = 0; s < 2; s++) {
+    ref_strides(&in[s], st[s]);
+    for (int i = 0; i < in[s].rank; i++) {
+      if (role[s][i] >= 0) os[s][role[s][i]] += st[s][i];
+      else cs[s][-1 - role[s][i]] = st[s][i];
+    }
+  }
+  const double *A = in[0].v, *B = in[1].v;
   for (int64_t o = 0; o < out[0].n; o++) {
     unravel(&out[0], o, oi);
+    int64_t pa = 0, pb = 0;
+    for (int j = 0; j < no; j++) pa += oi[j] * os[0][j], pb += oi[j] * os[1][j];
     double acc = 0;
+    for (int i = 0; i < nc; i++) ci[i] = 0;
     for (int64_t q = 0; q < nct; q++) {
-      int64_t r = q;
-      for (int i = nc - 1; i >= 0; i--) {
-        ci[i] = r % cd[i];
-        r /= cd[i];
+      acc += A[pa] * B[pb];
+      for (int i = nc - 1; i >= 0; i--) { /* next contracted multi-index, offsets kept in step */
+        pa += cs[0][i], pb += cs[1][i];
+        if (++ci[i] < cd[i]) break;
+        pa -= cs[0][i] * cd[i], pb -= cs[1][i] * cd[i];
+        ci[i] = 0;
       }
-      for (int i = 0; i < in[0].rank; i++) ia[i] = role[0][i] >= 0 ? oi[role[0][i]] : ci[-1 - role[0][i]];
-      for (int i = 0; i < in[1].rank; i++) ib[i] = role[1][i] >= 0 ? oi[role[1][i]] : ci[-1 - role[1][i]];
-      acc += in[0].v[ravel(&in[0], ia)] * in[1].v[ravel(&in[1], ib)];
     }
     out[0].v[o] = acc;
   }
   return GOPT_OK;
+}
+
+static int f_dot(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  const char *key[4] = {"lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims", "rhs_contracting_dims"};
+  const int64_t *d[4];
+  size_t c[4];
+  for (int i = 0; i < 4; i++) d[i] = gopt_node_get_ints(G, NODE, key[i], &c[i]);
+  return nin == 2 ? dot_dims(x, k, in, nin, out, d, c, err)
+                  : ex_node_error(x, NODE, err, GOPT_EINVAL, "dot needs two operands");
+}
+
+/* custom-call __cublas$gemm / __cublas$lt$matmul (XLA's GPU GEMM): out = alpha * dot(a, b) +
+ * beta * c with the dot_dimension_numbers of backend_config's gemm_backend_config, epilogue
+ * DEFAULT, RELU, BIAS (a vector over the last result dim, the operand after a, b and c) or
+ * BIAS_RELU; the workspace result is left zero. */
+static int f_gemm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  (void)nout;
+  const char *cfg = gopt_node_get_string(G, NODE, "backend_config", "");
+  static const char *const key[4] = {"\"lhs_batch_dimensions\"", "\"rhs_batch_dimensions\"",
+                                     "\"lhs_contracting_dimensions\"", "\"rhs_contracting_dimensions\""};
+  int64_t dv[4][GOPT_MAX_RANK];
+  const int64_t *d[4];
+  size_t c[4];
+  for (int i = 0; i < 4; i++) {
+    int n = ops_hlo_json_ints(cfg, key[i], dv[i], GOPT_MAX_RANK);
+    if (n < 0) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "gemm: backend_config lacks %s", key[i]);
+    d[i] = dv[i];
+    c[i] = (size_t)n;
+  }
+  const char *al = strstr(cfg, "\"alpha_real\":"), *be = strstr(cfg, "\"beta\":"), *ep = strstr(cfg, "\"epilogue\":\"");
+  double alpha = al ? strtod(al + 13, NULL) : 1, beta = be ? strtod(be + 7, NULL) : 0;
+  int relu = 0, bias = 0;
+  if (ep) {
+    ep += 12;
+    relu = !strncmp(ep, "RELU\"", 5) || !strncmp(ep, "BIAS_RELU\"", 10);
+    bias = !strncmp(ep, "BIAS\"", 5) || !strncmp(ep, "BIAS_RELU\"", 10);
+    if (!relu && !bias && strncmp(ep, "DEFAULT\"", 8))
+      return ex_node_error(x, NODE, err, GOPT_EUNSUP, "gemm: epilogue %.12s not supported", ep);
+  }
+  int ci = beta != 0 ? 2 : -1, bi = bias ? (beta != 0 ? 3 : 2) : -1;
+  if ((ci >= 0 && (nin <= ci || in[ci].n != out[0].n)) || (bi >= 0 && (nin <= bi || in[bi].n != out[0].d[out[0].rank - 1])))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "gemm: the beta or bias operand is missing or of the wrong size");
+  int rc = dot_dims(x, k, in, 2, out, d, c, err);
+  for (int64_t o = 0; o < out[0].n && !rc; o++) {
+    double v = alpha * out[0].v[o] + (ci >= 0 ? beta * in[ci].v[o] : 0);
+    if (bi >= 0) v += in[bi].v[o % in[bi].n];
+    out[0].v[o] = relu && v < 0 ? 0 : v;
+  }
+  return rc;
 }
 
 /* Random123's Threefry-2x32, 20 rounds (as jax._src.prng.threefry2x32). */
@@ -719,6 +850,96 @@ static int prepare_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   return GOPT_OK;
 }
 
+static const gopt_graph *comp_of(const gopt_graph *g, int32_t n, const char *key) {
+  const gopt_attr *a = gopt_node_attr(g, n, key);
+  return a && a->kind == GOPT_ATTR_GRAPH ? g->subgraphs.a[a->v.graph] : NULL;
+}
+
+/* ---- conditional: each branch in a nested executor ------------------------------------------- */
+
+#define HLO_COND_MAX 64
+
+typedef struct hcond {
+  int nb;
+  gopt_exec *br[HLO_COND_MAX];
+  int off[HLO_COND_MAX + 1], cnt[HLO_COND_MAX + 1]; /* per operand (0: the selector): its leaves */
+} hcond;
+
+static void cond_fini(void *st) {
+  hcond *c = st;
+  for (int i = 0; c && i < c->nb; i++) gopt_exec_free(c->br[i]);
+  free(c);
+}
+
+/* Branch b gets operand b + 1's leaves; pred true runs branch 0 (true_computation), an index out
+ * of range the last branch (XLA's semantics). */
+static int run_cond(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  hcond *c = k->st;
+  const void *sel = ex_data(x, k->in[0]);
+  int dt = ex_dtype(x, k->in[0]);
+  int64_t b = dt == GOPT_DT_BOOL ? !*(const uint8_t *)sel : dt == GOPT_DT_INT64 ? *(const int64_t *)sel : *(const int32_t *)sel;
+  if (dt == GOPT_DT_BOOL ? 0 : (b < 0 || b >= c->nb)) b = c->nb - 1;
+  gopt_exec *e = c->br[b];
+  int rc = GOPT_OK;
+  for (int i = 0; i < c->cnt[b + 1] && !rc; i++) {
+    gopt_host_tensor h = ex_host_view(x, k->in[c->off[b + 1] + i]);
+    rc = gopt_exec_set_input(e, (size_t)i, &h, err);
+  }
+  if (!rc) rc = gopt_exec_run(e, err);
+  for (int i = 0; i < k->n_out && !rc; i++) {
+    gopt_host_tensor h = {0};
+    rc = gopt_exec_get_output(e, (size_t)i, &h, err);
+    if (!rc && h.nbytes != tbytes(x, k->out[i])) rc = ex_node_error(x, NODE, err, GOPT_EINVAL, "branch result %d has the wrong size", i);
+    if (!rc) memcpy(ex_data(x, k->out[i]), h.data, h.nbytes);
+    gopt_host_tensor_clear(&h);
+  }
+  return rc;
+}
+
+/* The branches of conditional n in order (true/false, or branch_computations.0...); their count. */
+static int cond_branches(const gopt_graph *g, int32_t n, const gopt_graph **br) {
+  if ((br[0] = comp_of(g, n, "true_computation")) && (br[1] = comp_of(g, n, "false_computation"))) return 2;
+  int nb = 0;
+  char key[48];
+  for (; nb < HLO_COND_MAX; nb++) {
+    snprintf(key, sizeof key, "branch_computations.%d", nb);
+    if (!(br[nb] = comp_of(g, n, key))) break;
+  }
+  return nb;
+}
+
+static int prepare_cond(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  const gopt_graph *br[HLO_COND_MAX];
+  int nb = cond_branches(G, NODE, br);
+  size_t nc = 0;
+  const int64_t *cnt = gopt_node_get_ints(G, NODE, "hlo.operands", &nc);
+  if (nb < 1 || (cnt && nc != (size_t)nb + 1) || (!cnt && k->n_in != nb + 1))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "conditional: branches and operands do not match");
+  hcond *c = calloc(1, sizeof *c);
+  if (!c) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = c;
+  k->fini = cond_fini;
+  k->run = run_cond;
+  for (int j = 0, o = 0; j <= nb; j++) {
+    c->off[j] = o;
+    c->cnt[j] = cnt && cnt[j] > 0 ? (int)cnt[j] : 1;
+    o += c->cnt[j];
+  }
+  if (c->cnt[0] != 1 || c->off[nb] + c->cnt[nb] != k->n_in)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "conditional: operand leaves do not add up");
+  gopt_exec_opts o = {0};
+  o.threads = x->threads;
+  o.seed = x->seed;
+  for (; c->nb < nb; c->nb++) {
+    gopt_error sub = {0};
+    int rc = gopt_exec_new(br[c->nb], &o, &c->br[c->nb], NULL, &sub);
+    if (rc) return ex_node_error(x, NODE, err, rc, "branch %d: %s", c->nb, sub.msg);
+    if (gopt_exec_n_inputs(c->br[c->nb]) != (size_t)c->cnt[c->nb + 1] || gopt_exec_n_outputs(c->br[c->nb]) != (size_t)k->n_out)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "branch %d's parameters/results do not match", c->nb);
+  }
+  return GOPT_OK;
+}
+
 /* ---- while: condition and body in nested executors ---------------------------------------- */
 
 #define HLO_WHILE_MAX_TRIPS 100000000LL /* a loop past this many rounds is an error, not a hang */
@@ -733,11 +954,6 @@ static void while_fini(void *st) {
   gopt_exec_free(w->cond);
   gopt_exec_free(w->body);
   free(w);
-}
-
-static const gopt_graph *comp_of(const gopt_graph *g, int32_t n, const char *key) {
-  const gopt_attr *a = gopt_node_attr(g, n, key);
-  return a && a->kind == GOPT_ATTR_GRAPH ? g->subgraphs.a[a->v.graph] : NULL;
 }
 
 /* Feeds the state (the while's result buffers) to e's inputs. */
@@ -817,8 +1033,13 @@ static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
   if (!strcmp(op, "dot")) return f_dot;
   if (!strcmp(op, "sort")) return f_sort;
   if (!strcmp(op, "gather")) return f_gather;
+  if (!strcmp(op, "scatter")) return f_scatter;
   if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "cuda_threefry2x32"))
     return f_threefry;
+  if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "__cublas$") &&
+      (strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "gemm") ||
+       strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "matmul")))
+    return f_gemm;
   if (eop_find(op) >= 0 && g->nodes.a[n].n_out == 1) return f_elementwise;
   return NULL;
 }
@@ -829,6 +1050,10 @@ int ex_hlo_handles(const gopt_exec *x, int32_t n) {
   if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element")) return 1;
   if (!strcmp(op, "call") || !strcmp(op, "fusion")) return callee(x->g, n) != NULL;
   if (!strcmp(op, "while")) return comp_of(x->g, n, "condition") && comp_of(x->g, n, "body");
+  if (!strcmp(op, "conditional")) {
+    const gopt_graph *br[HLO_COND_MAX];
+    return cond_branches(x->g, n, br) > 0;
+  }
   return ref_kernel(x->g, n) != NULL;
 }
 
@@ -840,7 +1065,8 @@ int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   }
   if (!strcmp(op, "call") || !strcmp(op, "fusion")) return prepare_sub(x, k, err);
   if (!strcmp(op, "while")) return prepare_while(x, k, err);
-  if (!strcmp(op, "reduce") || !strcmp(op, "sort")) { /* the computation must be interpretable: say so now */
+  if (!strcmp(op, "conditional")) return prepare_cond(x, k, err);
+  if (!strcmp(op, "reduce") || !strcmp(op, "sort") || !strcmp(op, "scatter")) { /* the computation must be interpretable: say so now */
     const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
     scomp c;
     gopt_error e = {0};

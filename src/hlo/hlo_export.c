@@ -285,37 +285,40 @@ static const char *node_base(const gopt_graph *g, int32_t n, size_t *bl) {
 
 /* ---- operands ---------------------------------------------------------------------------------- */
 
-/* Reference to leaf position p of value vi as a single operand: the value itself when it is a
- * plain array, else get-tuple-element instructions down its path (written to pre). */
-static int leaf_ref(cx *c, sbuf *pre, int32_t vi, int32_t p, const char **out) {
-  val *v = &c->v[vi];
-  if (v->plen[p] == 0) {
-    *out = v->name;
-    return 0;
+/* Writes "%NAME" of value vi, followed by "#i" per entry of path[0..plen) (an element of a
+ * tuple value, as today's XLA writes operands). */
+static void elem_ref(cx *c, sbuf *ref, int32_t vi, const int16_t *path, int plen) {
+  sb_printf(ref, "%%%s", c->v[vi].name);
+  for (int d = 0; d < plen; d++) sb_printf(ref, "#%d", path[d]);
+}
+
+/* Prefix length of the tuple element that holds exactly leaves [p, p + k) of value vi with a
+ * tuple shape (tuple) or as one array (!tuple), -1 when no element does. */
+static int subtree_prefix(const val *v, int32_t p, int k, int tuple) {
+  if (k <= 0 || p + k > v->n) return -1;
+  int len = v->plen[p];
+  for (int i = 1; i < k; i++) { /* longest common prefix */
+    int q = 0;
+    while (q < len && q < v->plen[p + i] && v->path[p + i][q] == v->path[p][q]) q++;
+    len = q;
   }
-  const char *cur = v->name;
-  for (int d = 0; d < v->plen[p]; d++) {
-    int lo = 0, hi = v->n; /* leaves sharing the path prefix [0..d] */
-    while (lo < hi && memcmp(v->path[lo], v->path[p], sizeof(int16_t) * (size_t)(d + 1))) lo++;
-    hi = lo;
-    while (hi < v->n && !memcmp(v->path[hi], v->path[p], sizeof(int16_t) * (size_t)(d + 1))) hi++;
-    char base[40];
-    snprintf(base, sizeof base, "get-tuple-element.gopt%u", ++c->synth);
-    char *nm = unique_name(c, base, strlen(base));
-    if (!nm) return gopt_error_set(c->x->err, GOPT_ENOMEM, "out of memory");
-    sb_printf(pre, "  %%%s = ", nm);
-    int rc = tree_shape(c, pre, v, lo, hi, d + 1);
-    if (rc) return rc;
-    sb_printf(pre, " get-tuple-element(%%%s), index=%d\n", cur, v->path[p][d]);
-    cur = nm;
+  if (tuple) {
+    for (int i = 0; i < k; i++)
+      if (len >= v->plen[p + i]) len = v->plen[p + i] - 1;
+  } else if (k != 1) {
+    return -1;
   }
-  *out = cur;
-  return 0;
+  if (len < 0) return -1;
+  for (int i = 0; i < v->n; i++) { /* exactly the leaves under the prefix */
+    int under = v->plen[i] >= len && !memcmp(v->path[i], v->path[p], sizeof(int16_t) * (size_t)len);
+    if (under != (i >= p && i < p + k)) return -1;
+  }
+  return len;
 }
 
 /* Reference to tensors ts[0..k) as one operand (written to ref; helper instructions to pre): a
- * tuple operand when tuple (the whole value when ts are exactly its leaves, else a new tuple),
- * else the array ts[0]. */
+ * tuple operand when tuple (the whole value, or one element "x#i", when ts are exactly its
+ * leaves, else a new tuple), else the array ts[0] (itself or an element "x#i#j"). */
 static int group_ref(cx *c, sbuf *pre, sbuf *ref, const int32_t *ts, int k, int tuple) {
   const gopt_graph *g = c->g;
   for (int i = 0; i < k; i++)
@@ -324,26 +327,26 @@ static int group_ref(cx *c, sbuf *pre, sbuf *ref, const int32_t *ts, int k, int 
                    ts[i] < 0 ? "(omitted)" : gopt_graph_str(g, g->tensors.a[ts[i]].name),
                    gopt_graph_str(g, g->name));
   int32_t v0 = k > 0 ? c->tval[ts[0]] : -1;
-  int whole = k > 0 && c->v[v0].n == k && c->v[v0].plen[0] > 0;
-  for (int i = 0; i < k && whole; i++) whole = c->tval[ts[i]] == v0 && c->tleaf[ts[i]] == i;
-  if (tuple && whole) {
-    sb_printf(ref, "%%%s", c->v[v0].name);
+  int same = k > 0;
+  for (int i = 0; i < k && same; i++) same = c->tval[ts[i]] == v0 && c->tleaf[ts[i]] == c->tleaf[ts[0]] + i;
+  int pl = same ? subtree_prefix(&c->v[v0], c->tleaf[ts[0]], k, tuple) : -1;
+  if (pl >= 0 && (tuple || k == 1)) {
+    elem_ref(c, ref, v0, c->v[v0].path[c->tleaf[ts[0]]], pl);
     return 0;
   }
   if (!tuple && k == 1) {
-    const char *nm;
-    int rc = leaf_ref(c, pre, v0, c->tleaf[ts[0]], &nm);
-    if (!rc) sb_printf(ref, "%%%s", nm);
-    return rc;
+    const val *v = &c->v[v0];
+    elem_ref(c, ref, v0, v->path[c->tleaf[ts[0]]], v->plen[c->tleaf[ts[0]]]);
+    return 0;
   }
   sbuf parts = {0}, shp = {0};
   int rc = 0;
   sb_puts(&shp, "(");
   for (int i = 0; i < k && !rc; i++) {
-    const char *nm;
-    rc = leaf_ref(c, pre, c->tval[ts[i]], c->tleaf[ts[i]], &nm);
-    if (rc) break;
-    sb_printf(&parts, "%s%%%s", i ? ", " : "", nm);
+    const val *v = &c->v[c->tval[ts[i]]];
+    int32_t p = c->tleaf[ts[i]];
+    if (i) sb_puts(&parts, ", ");
+    elem_ref(c, &parts, c->tval[ts[i]], v->path[p], v->plen[p]);
     if (i) sb_puts(&shp, ", ");
     rc = leaf_shape(c, &shp, ts[i]);
   }
@@ -439,6 +442,101 @@ static void const_literal(cx *c, sbuf *b, int32_t t) {
   }
   size_t i = 0;
   put_lit(b, d, x->dtype, x->rank ? gopt_tensor_dims(g, t) : NULL, x->rank, 0, &i);
+}
+
+/* ---- kept properties ------------------------------------------------------------------------------ */
+
+/* Leaves of sh in order against tensors ts[*i..n): same element types and dims. */
+static int leaves_fit(const gopt_graph *g, const hlo_shape *sh, const int32_t *ts, size_t n, size_t *i) {
+  if (sh->tuple) {
+    for (int e = 0; e < sh->n; e++)
+      if (!leaves_fit(g, &sh->elems[e], ts, n, i)) return 0;
+    return 1;
+  }
+  if (*i >= n) return 0;
+  const gopt_tensor *x = &g->tensors.a[ts[*i]];
+  (*i)++;
+  return x->dtype == sh->dtype && x->rank == sh->rank &&
+         (x->rank == 0 || !memcmp(gopt_tensor_dims(g, ts[*i - 1]), sh->dims, sizeof(int64_t) * (size_t)x->rank));
+}
+
+/* 1 when an entry_computation_layout value "{(PARAMS)->RESULT}" still describes g's inputs and
+ * outputs (a pass or another front end may have changed them). */
+static int layout_fits(const gopt_graph *g, const char *val) {
+  hlo_module m = {0};
+  hlo_shape ps, rs;
+  const char *e;
+  size_t i = 0, j = 0;
+  int ok = *val == '{' && !hlo_parse_shape_str(&m, val + 1, &ps, &e) && ps.tuple;
+  while (ok && (*e == ' ')) e++;
+  ok = ok && e[0] == '-' && e[1] == '>' && !hlo_parse_shape_str(&m, e + 2, &rs, &e);
+  ok = ok && leaves_fit(g, &ps, g->inputs.a, g->inputs.n, &i) && i == g->inputs.n;
+  ok = ok && leaves_fit(g, &rs, g->outputs.a, g->outputs.n, &j) && j == g->outputs.n;
+  hlo_module_free(&m);
+  return ok;
+}
+
+/* Writes ", KEY=VALUE" for each property "PREFIXKEY" of g (an entry_computation_layout only when
+ * it still fits entry). */
+static void put_props(sbuf *b, const gopt_graph *g, const char *prefix, const gopt_graph *entry) {
+  size_t pl = strlen(prefix);
+  for (size_t i = 0; i < g->props.n; i++) {
+    const char *k = gopt_graph_str(g, g->props.a[i].key), *v = gopt_graph_str(g, g->props.a[i].val);
+    if (strncmp(k, prefix, pl) || !k[pl]) continue;
+    if (entry && !strcmp(k + pl, "entry_computation_layout") && !layout_fits(entry, v)) {
+      gopt_warn("HLO export: entry_computation_layout left out (the entry's signature changed)");
+      continue;
+    }
+    sb_printf(b, ", %s=%s", k + pl, v);
+  }
+}
+
+/* The header line and tables of the module g was imported from (properties "hlo.*"), else
+ * "HloModule NAME". */
+static void module_head(sbuf *b, const gopt_graph *g) {
+  const char *nm = gopt_graph_get_prop(g, "hlo.module");
+  if (!nm || !*nm) nm = *gopt_graph_str(g, g->name) ? gopt_graph_str(g, g->name) : "gopt";
+  sb_puts(b, "HloModule ");
+  for (const char *p = nm; *p; p++) sb_add(b, valid_name_ch(*p) ? p : "_", 1);
+  put_props(b, g, "hlo.module_attr.", g);
+  sb_puts(b, "\n\n");
+  for (size_t i = 0; i < g->props.n; i++) {
+    const char *k = gopt_graph_str(g, g->props.a[i].key), *v = gopt_graph_str(g, g->props.a[i].val);
+    if (strncmp(k, "hlo.table.", 10) || !k[10]) continue;
+    sb_printf(b, "%s\n%s%s\n", k + 10, v, *v ? "\n" : "");
+  }
+}
+
+/* Property PREFIX+NAME of g, NULL when none. */
+static const char *name_prop(const gopt_graph *g, const char *prefix, const char *name) {
+  if (!g->props.n) return NULL;
+  size_t n = strlen(prefix) + strlen(name) + 1;
+  char *key = malloc(n);
+  if (!key) return NULL;
+  snprintf(key, n, "%s%s", prefix, name);
+  const char *v = gopt_graph_get_prop(g, key);
+  free(key);
+  return v;
+}
+
+/* v's shape: the text it was imported with (kept for its layouts) when that still fits v's
+ * leaves, else the shape gopt derives. */
+static int kept_shape(cx *c, sbuf *b, const val *v) {
+  const char *t = name_prop(c->g, "hlo.shape.", v->name);
+  if (t) {
+    hlo_module m = {0};
+    hlo_shape sh;
+    const char *e;
+    size_t i = 0;
+    int ok = !hlo_parse_shape_str(&m, t, &sh, &e) && !*e && leaves_fit(c->g, &sh, v->leaves, (size_t)v->n, &i) &&
+             i == (size_t)v->n && (sh.tuple || v->plen[0] == 0);
+    hlo_module_free(&m);
+    if (ok) {
+      sb_puts(b, t);
+      return 0;
+    }
+  }
+  return val_shape(c, b, v);
 }
 
 /* ---- instructions ------------------------------------------------------------------------------- */
@@ -606,10 +704,11 @@ static int node_line(cx *c, int32_t n, int root) {
   int32_t vi = c->node_val[n];
   if (!rc) {
     sb_printf(&line, "  %s%%%s = ", root ? "ROOT " : "", c->v[vi].name);
-    rc = val_shape(c, &line, &c->v[vi]);
+    rc = kept_shape(c, &line, &c->v[vi]);
   }
   if (!rc && hlo) {
-    sb_printf(&line, " %s(%s)", type + 5, ops.p ? ops.p : "");
+    const char *lit = strcmp(type, "hlo::constant") ? NULL : gopt_node_get_string(g, n, "hlo.literal", NULL);
+    sb_printf(&line, " %s(%s)", type + 5, lit ? lit : ops.p ? ops.p : ""); /* a tuple constant's literal */
     hlo_attrs(c, &line, n);
   } else if (!rc) {
     sb_printf(&line, " custom-call(%s), custom_call_target=\"gopt.", ops.p ? ops.p : "");
@@ -682,6 +781,25 @@ static int build_values(cx *c, int32_t *order, int64_t cnt, int32_t *const_ids) 
   return rc;
 }
 
+/* The root instruction when the outputs o[0..k) are one element of a tuple value (group_ref
+ * wrote "x#i" and no instruction): a get-tuple-element of its parent, written to pre. */
+static int root_elem(cx *c, sbuf *pre, const int32_t *o, int k) {
+  int32_t vi = c->tval[o[0]], p = c->tleaf[o[0]];
+  const val *v = &c->v[vi];
+  int pl = k == 1 ? v->plen[p] : subtree_prefix(v, p, k, 1);
+  if (pl < 1) return gopt_error_set(c->x->err, GOPT_EUNSUP, "computation '%s': no root value", gopt_graph_str(c->g, c->g->name));
+  char base[40];
+  snprintf(base, sizeof base, "get-tuple-element.gopt%u", ++c->synth);
+  char *nm = unique_name(c, base, strlen(base));
+  if (!nm) return gopt_error_set(c->x->err, GOPT_ENOMEM, "out of memory");
+  sb_printf(pre, "  %%%s = ", nm);
+  int rc = tree_shape(c, pre, v, p, p + k, pl);
+  sb_puts(pre, " get-tuple-element(");
+  elem_ref(c, pre, vi, v->path[p], pl - 1);
+  sb_printf(pre, "), index=%d\n", v->path[p][pl - 1]);
+  return rc;
+}
+
 static int emit_comp(ex *x, const gopt_graph *g, const char *name, int entry) {
   cx c = {0};
   int rc = 0;
@@ -739,8 +857,13 @@ static int emit_comp(ex *x, const gopt_graph *g, const char *name, int entry) {
   }
   sbuf rpre = {0}, rref = {0};
   if (rv < 0) rc = group_ref(&c, &rpre, &rref, o, k, k != 1);
+  int relem = !rc && rv < 0 && !rpre.p;
+  if (relem) rc = root_elem(&c, &rpre, o, k);
   if (!rc) rc = rv >= 0 ? val_shape(&c, &root, &c.v[rv]) : 0;
-  if (!rc && rv < 0) {
+  if (!rc && relem) { /* the root's shape: the text after "= " up to " get-tuple-element(" */
+    const char *s0 = strstr(rpre.p, " = ") + 3, *s1 = strstr(s0, " get-tuple-element(");
+    sb_add(&root, s0, (size_t)(s1 - s0));
+  } else if (!rc && rv < 0) {
     if (k == 1) rc = leaf_shape(&c, &root, o[0]);
     else {
       sb_puts(&root, "(");
@@ -762,13 +885,15 @@ static int emit_comp(ex *x, const gopt_graph *g, const char *name, int entry) {
       const val *v = &c.v[i];
       if (i >= np && (v->n != 1 || g->tensors.a[v->leaves[0]].producer >= 0)) break; /* nodes */
       sb_printf(&x->out, "  %s%%%s = ", (int32_t)i == rv ? "ROOT " : "", v->name);
-      rc = val_shape(&c, &x->out, v);
-      if (i < np) sb_printf(&x->out, " parameter(%zu)\n", i);
+      rc = kept_shape(&c, &x->out, v);
+      if (i < np) sb_printf(&x->out, " parameter(%zu)", i);
       else {
         sb_puts(&x->out, " constant(");
         const_literal(&c, &x->out, v->leaves[0]);
-        sb_puts(&x->out, ")\n");
+        sb_puts(&x->out, ")");
       }
+      const char *kept = name_prop(g, "hlo.attrs.", v->name);
+      sb_printf(&x->out, "%s\n", kept ? kept : "");
     }
     for (int64_t j = 0; j < cnt && !rc; j++) rc = node_line(&c, order[j], c.node_val[order[j]] == rv);
   }
@@ -783,7 +908,11 @@ static int emit_comp(ex *x, const gopt_graph *g, const char *name, int entry) {
       rc = gopt_error_set(x->err, GOPT_EUNSUP, "computation '%s': no output", name);
     }
   }
-  if (!rc) sb_puts(&x->out, "}\n\n");
+  if (!rc) {
+    sb_puts(&x->out, "}");
+    put_props(&x->out, g, "hlo.comp_attr.", NULL);
+    sb_puts(&x->out, "\n\n");
+  }
   free(rpre.p);
   free(rref.p);
 done:
@@ -804,9 +933,7 @@ int gopt_hlo_save_mem(const gopt_graph *g, char **text, size_t *len, gopt_error 
   x.max_const = (size_t)1 << 16;
   const char *nm = gopt_graph_str(g, g->name);
   sbuf head = {0};
-  sb_puts(&head, "HloModule ");
-  for (const char *p = *nm ? nm : "gopt"; *p; p++) sb_add(&head, valid_name_ch(*p) ? p : "_", 1);
-  sb_puts(&head, "\n\n");
+  module_head(&head, g);
   rc = emit_comp(&x, g, *nm ? nm : "main", 1);
   if (!rc && (x.out.oom || head.oom)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   if (!rc) {

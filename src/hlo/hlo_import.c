@@ -496,6 +496,38 @@ static int64_t shape_leaves(const hlo_shape *s) {
   return k;
 }
 
+/* Resolves operand text "x" or "x#i#j" (element j of element i of tuple x) of instruction in:
+ * x's instruction index, and the element's first leaf (among x's leaves), leaf count and shape. */
+static int operand_ref(cimp *ci, const hlo_instr *in, const char *op, int64_t *idx, int32_t *off,
+                       int32_t *cnt, const hlo_shape **sh) {
+  const char *h = strchr(op, '#');
+  size_t bl = h ? (size_t)(h - op) : strlen(op);
+  char *base = malloc(bl + 1);
+  if (!base) return gopt_error_set(ci->im->err, GOPT_ENOMEM, "out of memory");
+  memcpy(base, op, bl);
+  base[bl] = 0;
+  *idx = onnx_map_get(&ci->names, base);
+  free(base);
+  if (*idx < 0)
+    return at(ci->im, in->line, in->col, GOPT_EGRAPH, "instruction '%s': operand '%s' is not defined", in->name, op);
+  const hlo_shape *s = &ci->c->ins[*idx].shape;
+  int64_t o = 0;
+  while (h) {
+    char *e;
+    long k = strtol(h + 1, &e, 10);
+    if (!s->tuple || k < 0 || k >= s->n)
+      return at(ci->im, in->line, in->col, GOPT_EGRAPH, "instruction '%s': operand '%s' names no tuple element",
+                in->name, op);
+    for (long j = 0; j < k; j++) o += shape_leaves(&s->elems[j]);
+    s = &s->elems[k];
+    h = *e == '#' ? e : NULL;
+  }
+  *off = (int32_t)o;
+  *cnt = (int32_t)shape_leaves(s);
+  *sh = s;
+  return 0;
+}
+
 /* ---- computations ------------------------------------------------------------------------------- */
 
 static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
@@ -506,20 +538,21 @@ static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
   int64_t counts[1024];
   int uneven = 0;
   for (int j = 0; j < in->n_ops; j++) {
-    int64_t o = onnx_map_get(&ci->names, in->ops[j]);
-    if (o < 0)
-      return at(im, in->line, in->col, GOPT_EGRAPH, "instruction '%s': operand '%s' is not defined",
-                in->name, in->ops[j]);
+    int64_t o;
+    int32_t off, cnt;
+    const hlo_shape *osh;
+    int rc = operand_ref(ci, in, in->ops[j], &o, &off, &cnt, &osh);
+    if (rc) return rc;
     if (o == i)
       return at(im, in->line, in->col, GOPT_EGRAPH, "instruction '%s': reads itself%s", in->name, "");
-    for (int32_t l = 0; l < ci->leaf_n[o]; l++) {
+    for (int32_t l = 0; l < cnt; l++) {
       if (k >= max_in)
         return at(im, in->line, in->col, GOPT_EUNSUP, "instruction '%s': too many operands%s", in->name, "");
-      ins[k++] = ci->leaves.a[ci->leaf_off[o] + l];
+      ins[k++] = ci->leaves.a[ci->leaf_off[o] + off + l];
     }
     /* per operand: its leaf count when it is a tuple value, 0 for an array */
-    if (j < 1024) counts[j] = ci->c->ins[o].shape.tuple ? ci->leaf_n[o] : 0;
-    uneven |= ci->c->ins[o].shape.tuple;
+    if (j < 1024) counts[j] = osh->tuple ? cnt : 0;
+    uneven |= osh->tuple;
   }
   if (uneven && in->n_ops > 1024)
     return at(im, in->line, in->col, GOPT_EUNSUP, "instruction '%s': too many tuple operands%s", in->name, "");
@@ -561,7 +594,10 @@ static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
   if (!strcmp(in->opcode, "get-tuple-element") && in->n_ops == 1) {
     /* which of the operand's leaves the element is: the leaves of the elements before it */
     const hlo_attr *ix = find_attr(in, "index");
-    const hlo_shape *os = &ci->c->ins[onnx_map_get(&ci->names, in->ops[0])].shape;
+    const hlo_shape *os;
+    int64_t oi;
+    int32_t ooff, ocnt;
+    if ((rc = operand_ref(ci, in, in->ops[0], &oi, &ooff, &ocnt, &os))) return rc;
     long idx = ix ? strtol(ix->val, NULL, 10) : -1;
     if (!os->tuple || idx < 0 || idx >= os->n)
       return at(im, in->line, in->col, GOPT_EGRAPH, "instruction '%s': index out of range of operand '%s'",
@@ -571,6 +607,8 @@ static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
     if (gopt_node_set_int(g, n, "hlo.leaf_offset", off))
       return gopt_error_set(im->err, GOPT_ENOMEM, "out of memory");
   }
+  if (in->literal && gopt_node_set_string(g, n, "hlo.literal", in->literal))
+    return gopt_error_set(im->err, GOPT_ENOMEM, "out of memory");
   for (int a = 0; a < in->n_attrs && !rc; a++) rc = set_attr(ci, n, in, &in->attrs[a]);
   if (rc) return rc;
   ops_hlo_set_kind(g, n, in->shape.tuple);
@@ -607,9 +645,6 @@ static int add_params(cimp *ci) {
 
 static int add_const(cimp *ci, int i) {
   const hlo_instr *in = &ci->c->ins[i];
-  if (in->shape.tuple)
-    return at(ci->im, in->line, in->col, GOPT_EUNSUP, "constant '%s': tuple constants are not supported%s",
-              in->name, "");
   int rc = instr_leaves(ci, i);
   if (rc) return rc;
   int32_t t = ci->leaves.a[ci->leaf_off[i]];
@@ -693,6 +728,78 @@ static int check_shapes(cimp *ci) {
   return rc;
 }
 
+/* Keeps attributes of a module or computation as properties PREFIX.KEY of g. */
+static int keep_attrs(imp *im, gopt_graph *g, const char *prefix, const hlo_attr *a, int n) {
+  for (int i = 0; i < n; i++) {
+    char key[200];
+    snprintf(key, sizeof key, "%s.%.140s", prefix, a[i].key);
+    if (gopt_graph_set_prop(g, key, a[i].val)) return gopt_error_set(im->err, GOPT_ENOMEM, "out of memory");
+  }
+  return 0;
+}
+
+/* 1 when every layout in a shape's text is the default one (minor_to_major rank-1..0, no
+ * tiling, memory space or other parts) or absent. */
+static int layouts_default(const char *t) {
+  for (const char *p = strchr(t, '['); p; p = strchr(p, '[')) {
+    int rank = 0, any = 0;
+    for (p++; *p && *p != ']'; p++) {
+      if (*p == ',') rank++;
+      else if (*p != ' ') any = 1;
+    }
+    rank += any;
+    if (*p != ']' || p[1] != '{') continue;
+    p += 2;
+    for (int want = rank - 1; want >= 0; want--) {
+      char *e;
+      long v = strtol(p, &e, 10);
+      if (e == p || v != want) return 0;
+      p = e;
+      if (want && *p++ != ',') return 0;
+    }
+    if (*p != '}') return 0;
+  }
+  return 1;
+}
+
+/* Keeps what the graph has no place for, as properties of g named after instruction in: its
+ * shape text when a layout is not the default ("hlo.shape.NAME"), and the attributes of a
+ * parameter or constant (", KEY=VALUE..." in "hlo.attrs.NAME"). */
+static int keep_instr(imp *im, gopt_graph *g, const hlo_instr *in) {
+  size_t nl = strlen(in->name);
+  char *key = malloc(nl + 16), *txt = NULL;
+  int rc = key ? 0 : GOPT_ENOMEM;
+  if (!rc && in->shape_text && !layouts_default(in->shape_text)) {
+    snprintf(key, nl + 16, "hlo.shape.%s", in->name);
+    rc = gopt_graph_set_prop(g, key, in->shape_text);
+  }
+  if (!rc && in->n_attrs && (!strcmp(in->opcode, "parameter") || !strcmp(in->opcode, "constant"))) {
+    size_t len = 1, o = 0;
+    for (int a = 0; a < in->n_attrs; a++) len += strlen(in->attrs[a].key) + strlen(in->attrs[a].val) + 3;
+    if (!(txt = malloc(len))) rc = GOPT_ENOMEM;
+    for (int a = 0; a < in->n_attrs && !rc; a++)
+      o += (size_t)snprintf(txt + o, len - o, ", %s=%s", in->attrs[a].key, in->attrs[a].val);
+    snprintf(key, nl + 16, "hlo.attrs.%s", in->name);
+    if (!rc) rc = gopt_graph_set_prop(g, key, txt);
+  }
+  free(key);
+  free(txt);
+  return rc ? gopt_error_set(im->err, GOPT_ENOMEM, "out of memory") : 0;
+}
+
+/* Keeps the module's name, attributes and header tables as properties of the entry graph g. */
+static int keep_module(imp *im, gopt_graph *g) {
+  const hlo_module *m = im->m;
+  int rc = gopt_graph_set_prop(g, "hlo.module", m->name) ? GOPT_ENOMEM : 0;
+  for (int i = 0; i < m->n_tables && !rc; i++) {
+    char key[160];
+    snprintf(key, sizeof key, "hlo.table.%.140s", m->tables[i].name);
+    rc = gopt_graph_set_prop(g, key, m->tables[i].rows);
+  }
+  if (rc) return gopt_error_set(im->err, GOPT_ENOMEM, "out of memory");
+  return keep_attrs(im, g, "hlo.module_attr", m->attrs, m->n_attrs);
+}
+
 static int build_comp(imp *im, int ci_idx, gopt_graph **out) {
   const hlo_comp *c = &im->m->comps[ci_idx];
   cimp ci = {0};
@@ -722,12 +829,12 @@ static int build_comp(imp *im, int ci_idx, gopt_graph **out) {
     }
   }
   if ((rc = add_params(&ci))) goto done;
-  for (int i = 0; i < c->n && !rc; i++) {
-    if (!strcmp(c->ins[i].opcode, "constant")) rc = add_const(&ci, i);
+  for (int i = 0; i < c->n && !rc; i++) { /* a tuple constant is a node (literal kept as text) */
+    if (!strcmp(c->ins[i].opcode, "constant") && !c->ins[i].shape.tuple) rc = add_const(&ci, i);
     else if (strcmp(c->ins[i].opcode, "parameter")) rc = instr_leaves(&ci, i);
   }
   for (int i = 0; i < c->n && !rc; i++)
-    if (strcmp(c->ins[i].opcode, "constant") && strcmp(c->ins[i].opcode, "parameter"))
+    if ((strcmp(c->ins[i].opcode, "constant") || c->ins[i].shape.tuple) && strcmp(c->ins[i].opcode, "parameter"))
       rc = add_node(&ci, i, ins, 65536);
   if (rc) goto done;
   int root = c->n - 1;
@@ -742,6 +849,9 @@ static int build_comp(imp *im, int ci_idx, gopt_graph **out) {
       rc = gopt_error_set(im->err, GOPT_ENOMEM, "out of memory");
       goto done;
     }
+  if ((rc = keep_attrs(im, ci.g, "hlo.comp_attr", c->attrs, c->n_attrs))) goto done;
+  for (int i = 0; i < c->n && !rc; i++) rc = keep_instr(im, ci.g, &c->ins[i]);
+  if (rc) goto done;
   int32_t *order = malloc((ci.g->nodes.n + 1) * sizeof *order);
   gopt_error e2 = {0};
   if (!order || gopt_graph_topo(ci.g, order, &e2) < 0) {
@@ -805,7 +915,10 @@ int gopt_hlo_load_mem(const char *text, size_t len, const char *label, gopt_grap
                 m.comps[i].col, m.comps[i].name);
   *out = im.graphs[entry];
   im.graphs[entry] = NULL;
-  if (gopt_graph_set_opset(*out, "", 17)) {
+  if ((rc = keep_module(&im, *out))) {
+    gopt_graph_free(*out);
+    *out = NULL;
+  } else if (gopt_graph_set_opset(*out, "", 17)) {
     rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
     gopt_graph_free(*out);
     *out = NULL;

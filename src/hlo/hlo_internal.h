@@ -31,7 +31,8 @@ typedef struct hlo_instr {
   const char *name, *opcode;
   int root;
   hlo_shape shape;
-  const char **ops;          /* operand names (no '%') */
+  const char *shape_text;    /* the shape as written (layouts included) */
+  const char **ops;          /* operand names (no '%'); "x#1#0" names an element of tuple x */
   int n_ops;
   const char *literal;       /* constant: raw literal text; NULL otherwise */
   int64_t param;             /* parameter number */
@@ -45,12 +46,23 @@ typedef struct hlo_comp {
   int entry, line, col;
   hlo_instr *ins;
   int n;
+  hlo_attr *attrs;           /* after the closing '}': ", execution_thread=..." */
+  int n_attrs;
 } hlo_comp;
+
+/* A header table between the HloModule line and the computations ("FileNames", "StackFrames"):
+ * rows "ID VALUE" one per line, kept as text. */
+typedef struct hlo_table {
+  const char *name, *rows;   /* rows: "1 \"a.py\"\n2 {...}" (no trailing newline); "" when empty */
+  int line, col;
+} hlo_table;
 
 typedef struct hlo_module {
   const char *name;
   hlo_attr *attrs;
   int n_attrs;
+  hlo_table *tables;
+  int n_tables;
   hlo_comp *comps;
   int n;
   struct hlo_arena *arena;

@@ -48,6 +48,7 @@ void hlo_module_free(hlo_module *m) {
   if (!m) return;
   for (int i = 0; i < m->n; i++) free(m->comps[i].ins);
   free(m->comps);
+  free(m->tables);
   for (hlo_arena *a = m->arena, *b; a; a = b) {
     b = a->next;
     free(a);
@@ -308,6 +309,13 @@ static int raw_value(lx *l, const char **out) {
       l->p++;
       continue;
     }
+    if (c == '/' && l->p + 1 < l->end && l->p[1] == '*') { /* a comment ("/ *index=5* /") */
+      const char *q = l->p + 2;
+      while (q + 1 < l->end && !(q[0] == '*' && q[1] == '/') && *q != '\n') q++;
+      if (q + 1 >= l->end || *q == '\n') return lx_err(l, "unterminated comment in a value");
+      l->p = q + 2;
+      continue;
+    }
     if (c == '{' || c == '(' || c == '[') depth++;
     if (c == '}' || c == ')' || c == ']') {
       if (depth == 0) break;
@@ -341,7 +349,7 @@ static int parse_attrs(lx *l, hlo_attr **attrs, int *n_attrs) {
     tmp[n].line = l->line;
     tmp[n].col = col(l);
     const char *k = l->p;
-    while (l->p < l->end && (is_name_ch((unsigned char)*l->p) && *l->p != '.' && *l->p != '-')) l->p++;
+    while (l->p < l->end && is_name_ch((unsigned char)*l->p)) l->p++;
     if (l->p == k) return lx_err(l, "expected an attribute name");
     if (!(tmp[n].key = hlo_strndup(l->m, k, (size_t)(l->p - k)))) return lx_err(l, "out of memory");
     if (skip(l, 0)) return -1;
@@ -384,6 +392,13 @@ static int parse_operands(lx *l, hlo_instr *in) {
     const char *s;
     size_t len = lex_name(l, &s);
     if (!len) { rc = lx_err(l, "expected an operand name"); break; }
+    while (peek(l) == '#') { /* "x#1": element 1 of tuple x (and "x#1#0" below it) */
+      const char *d = ++l->p;
+      while (l->p < l->end && *l->p >= '0' && *l->p <= '9' && l->p - d < 9) l->p++;
+      if (l->p == d || (l->p < l->end && *l->p >= '0' && *l->p <= '9')) break;
+      len = (size_t)(l->p - s);
+    }
+    if (s + len != l->p) { rc = lx_err(l, "expected a tuple index after '#'"); break; }
     if (n == cap) {
       cap = cap ? cap * 2 : 8;
       const char **nt = realloc(tmp, sizeof *nt * (size_t)cap);
@@ -451,7 +466,10 @@ static int parse_instr(lx *l, hlo_instr *in) {
   if (skip(l, 0)) return -1;
   if (peek(l) != '=') return lx_err(l, "expected '=' after instruction name '%s'", in->name);
   l->p++;
+  if (skip(l, 0)) return -1;
+  const char *st = l->p;
   if (parse_shape(l, &in->shape, 0)) return -1;
+  if (!(in->shape_text = hlo_strndup(l->m, st, (size_t)(l->p - st)))) return lx_err(l, "out of memory");
   if (skip(l, 0)) return -1;
   s = l->p;
   while (l->p < l->end && ((*l->p >= 'a' && *l->p <= 'z') || *l->p == '-' || *l->p == '_' ||
@@ -530,7 +548,75 @@ static int parse_comp(lx *l, hlo_comp *c) {
     if (parse_instr(l, &c->ins[c->n])) return -1;
     c->n++;
   }
-  return 0;
+  return parse_attrs(l, &c->attrs, &c->n_attrs); /* "}, execution_thread=..." */
+}
+
+/* True when the text at l is a header table's name: a bare word alone on its line. */
+static int at_table(const lx *l) {
+  const char *q = l->p;
+  if (q < l->end && (*q == '%' || (*q >= '0' && *q <= '9'))) return 0;
+  while (q < l->end && is_name_ch((unsigned char)*q)) q++;
+  if (q == l->p || (q - l->p == 5 && !memcmp(l->p, "ENTRY", 5))) return 0;
+  while (q < l->end && (*q == ' ' || *q == '\t' || *q == '\r')) q++;
+  return q >= l->end || *q == '\n';
+}
+
+/* End of the first token of v: a "string" or a balanced {...} (strings inside skipped). */
+static const char *one_token(const char *v) {
+  int depth = 0;
+  do {
+    if (*v == '"') {
+      for (v++; *v && *v != '"'; v++)
+        if (*v == '\\' && v[1]) v++;
+      if (!*v) return v;
+    } else if (*v == '{') {
+      depth++;
+    } else if (*v == '}') {
+      depth--;
+    }
+    v++;
+  } while (*v && depth > 0);
+  return v;
+}
+
+/* A header table: NAME, then rows "ID VALUE" (VALUE a string or {...}) one per line, kept as
+ * text in t->rows. */
+static int parse_table(lx *l, hlo_table *t) {
+  const char *s;
+  t->line = l->line;
+  t->col = col(l);
+  size_t n = lex_name(l, &s);
+  char *rows = NULL;
+  size_t len = 0;
+  int rc = 0;
+  if (!(t->name = hlo_strndup(l->m, s, n))) return lx_err(l, "out of memory");
+  for (;;) {
+    if ((rc = skip(l, 1))) break;
+    if (peek(l) < '0' || peek(l) > '9') break;
+    const char *r0 = l->p, *v;
+    while (l->p < l->end && *l->p >= '0' && *l->p <= '9') l->p++;
+    if (peek(l) != ' ' && peek(l) != '\t') { rc = lx_err(l, "table '%s': expected ' ' after the row id", t->name); break; }
+    if ((rc = skip(l, 0))) break;
+    if (peek(l) != '"' && peek(l) != '{') { rc = lx_err(l, "table '%s': expected a string or {...}", t->name); break; }
+    const char *v0 = l->p;
+    if ((rc = raw_value(l, &v))) break;
+    if (one_token(v) != v + strlen(v) || ((rc = skip(l, 0)) == 0 && peek(l) >= 0 && peek(l) != '\n')) {
+      l->p = v0 + (one_token(v) - v);
+      rc = lx_err(l, "table '%s': expected the end of the row", t->name);
+      break;
+    }
+    size_t rl = (size_t)(l->p - r0);
+    while (rl && (r0[rl - 1] == ' ' || r0[rl - 1] == '\t' || r0[rl - 1] == '\r')) rl--;
+    char *nr = realloc(rows, len + rl + 2);
+    if (!nr) { rc = lx_err(l, "out of memory"); break; }
+    rows = nr;
+    if (len) rows[len++] = '\n';
+    memcpy(rows + len, r0, rl);
+    len += rl;
+  }
+  if (!rc && !(t->rows = hlo_strndup(l->m, rows ? rows : "", len))) rc = lx_err(l, "out of memory");
+  free(rows);
+  return rc ? -1 : 0;
 }
 
 int hlo_parse(const char *text, size_t len, const char *label, hlo_module *m, gopt_error *err) {
@@ -558,7 +644,7 @@ int hlo_parse(const char *text, size_t len, const char *label, hlo_module *m, go
   if (!n) return lx_err(&l, "expected the module name");
   if (!(m->name = hlo_strndup(m, s, n))) return lx_err(&l, "out of memory");
   if (parse_attrs(&l, &m->attrs, &m->n_attrs)) return GOPT_EPARSE;
-  int cap = 0;
+  int cap = 0, tcap = 0;
   for (;;) {
     if (skip(&l, 1)) return GOPT_EPARSE;
     int c = peek(&l);
@@ -566,6 +652,17 @@ int hlo_parse(const char *text, size_t len, const char *label, hlo_module *m, go
     if (m->n > 0 && c != '%' && !is_name_ch(c)) {
       gopt_warn("%s:%d:%d: ignoring the text after the last computation", label, l.line, col(&l));
       break;
+    }
+    if (at_table(&l)) {
+      if (m->n_tables == tcap) {
+        tcap = tcap ? tcap * 2 : 4;
+        hlo_table *nt = realloc(m->tables, sizeof *nt * (size_t)tcap);
+        if (!nt) return lx_err(&l, "out of memory");
+        m->tables = nt;
+      }
+      memset(&m->tables[m->n_tables], 0, sizeof *m->tables);
+      if (parse_table(&l, &m->tables[m->n_tables++])) return GOPT_EPARSE;
+      continue;
     }
     if (m->n == cap) {
       cap = cap ? cap * 2 : 8;

@@ -77,6 +77,7 @@ void gopt_graph_free(gopt_graph *g) {
   GOPT_ARR_FREE(g->syms);
   GOPT_ARR_FREE(g->subgraphs);
   GOPT_ARR_FREE(g->opsets);
+  GOPT_ARR_FREE(g->props);
   GOPT_ARR_FREE(g->tensor_of_str);
   GOPT_ARR_FREE(g->sym_of_str);
   strtab_free(g->strs);
@@ -112,6 +113,7 @@ gopt_graph *gopt_graph_clone(const gopt_graph *g) {
   bad |= CLONE_ARR(c->outputs, g->outputs);
   bad |= CLONE_ARR(c->syms, g->syms);
   bad |= CLONE_ARR(c->opsets, g->opsets);
+  bad |= CLONE_ARR(c->props, g->props);
   bad |= CLONE_ARR(c->tensor_of_str, g->tensor_of_str);
   bad |= CLONE_ARR(c->sym_of_str, g->sym_of_str);
   c->strs = strtab_clone(g->strs);
@@ -365,6 +367,24 @@ int64_t gopt_graph_opset(const gopt_graph *g, const char *domain, int64_t dflt) 
       if (want_default ? is_default : !strcmp(d, domain)) return g->opsets.a[i].version;
     }
   return dflt;
+}
+
+int gopt_graph_set_prop(gopt_graph *g, const char *key, const char *val) {
+  uint32_t k = gopt_graph_intern(g, key), v = gopt_graph_intern(g, val);
+  if (k == UINT32_MAX || v == UINT32_MAX) return GOPT_ENOMEM;
+  for (size_t i = 0; i < g->props.n; i++)
+    if (g->props.a[i].key == k) {
+      g->props.a[i].val = v;
+      return GOPT_OK;
+    }
+  gopt_prop p = {k, v};
+  return GOPT_ARR_PUSH(g->props, p) ? GOPT_ENOMEM : GOPT_OK;
+}
+
+const char *gopt_graph_get_prop(const gopt_graph *g, const char *key) {
+  for (size_t i = 0; i < g->props.n; i++)
+    if (!strcmp(gopt_graph_str(g, g->props.a[i].key), key)) return gopt_graph_str(g, g->props.a[i].val);
+  return NULL;
 }
 
 int gopt_graph_add_output(gopt_graph *g, int32_t t) {
@@ -641,6 +661,7 @@ size_t gopt_graph_memory(const gopt_graph *g, int include_data) {
   m += g->syms.cap * sizeof(uint32_t) + g->tensor_of_str.cap * sizeof(int32_t);
   m += g->sym_of_str.cap * sizeof(int32_t);
   m += g->opsets.cap * sizeof(gopt_opset) + g->subgraphs.cap * sizeof(void *);
+  m += g->props.cap * sizeof(gopt_prop);
   for (size_t i = 0; i < g->subgraphs.n; i++) m += gopt_graph_memory(g->subgraphs.a[i], include_data);
   if (include_data)
     for (size_t i = 0; i < g->consts.n; i++)

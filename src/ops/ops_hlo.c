@@ -96,7 +96,11 @@ void ops_hlo_set_kind(gopt_graph *g, int32_t n, int tuple_result) {
   const ops_hlo_info *info = opcode ? ops_hlo_lookup(opcode) : NULL;
   nd->op = GOPT_OP_OPAQUE;
   nd->flags |= GOPT_N_OPAQUE;
-  if (!info) return;
+  if (!info) {
+    int k = opcode ? ops_hlo_kernel_kind(g, n, opcode) : -1;
+    if (k >= 0) nd->op = (uint16_t)k; /* still opaque: the kind gives the kernel's class */
+    return;
+  }
   nd->op = info->kind;
   int checked = info->checked && nd->n_out == 1 && !tuple_result;
   int out_dt = nd->n_out ? g->tensors.a[gopt_node_output(g, n, 0)].dtype : -1;
@@ -171,8 +175,7 @@ static double dims_product(const gopt_graph *g, int32_t n, int32_t t, const char
   return p;
 }
 
-/* Kernel elements per output feature of a convolution: the kernel's numel over its 'o' dim. */
-static double conv_kernel_per_out(const gopt_graph *g, int32_t n, int32_t w) {
+double ops_hlo_conv_kernel_per_out(const gopt_graph *g, int32_t n, int32_t w) {
   const char *dl = gopt_node_get_string(g, n, "dim_labels", "");
   const char *us = strchr(dl, '_');
   double total = numel(g, w);
@@ -203,6 +206,7 @@ int ops_hlo_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
   int32_t x = nd->n_in ? gopt_node_input(g, n, 0) : -1;
   int32_t y = nd->n_out ? gopt_node_output(g, n, 0) : -1;
   double ny = numel(g, y);
+  if (ops_hlo_kernel_cost(g, n, op, c)) return 1; /* fusion, call, while, cuBLAS, cuDNN, ... */
   if (!strcmp(op, "gather") || !strcmp(op, "dynamic-slice")) {
     double table_bytes = gopt_tensor_bytes(g, x); /* reads only the rows it gathers */
     if (c->bytes_written < table_bytes) c->bytes_read += c->bytes_written - table_bytes;
@@ -211,7 +215,7 @@ int ops_hlo_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
   if (!strcmp(op, "dot")) {
     c->flops = 2 * ny * dims_product(g, n, x, "lhs_contracting_dims");
   } else if (!strcmp(op, "convolution")) {
-    c->flops = 2 * ny * conv_kernel_per_out(g, n, nd->n_in > 1 ? gopt_node_input(g, n, 1) : -1);
+    c->flops = 2 * ny * ops_hlo_conv_kernel_per_out(g, n, nd->n_in > 1 ? gopt_node_input(g, n, 1) : -1);
   } else if (!strcmp(op, "reduce")) {
     for (int i = 0; i < nd->n_in / 2; i++) c->flops += numel(g, gopt_node_input(g, n, i));
   } else if (!strcmp(op, "reduce-window")) {

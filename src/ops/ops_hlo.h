@@ -43,4 +43,22 @@ int ops_hlo_slice(const gopt_graph *g, int32_t n, int rank, int64_t *st, int64_t
  * operand ranks ra, rb: batch dims, then lhs free, then rhs free dims. 0, or -1 when invalid. */
 int ops_hlo_dot_equation(const gopt_graph *g, int32_t n, int ra, int rb, char *eq, size_t cap);
 
+/* Kernel elements per output feature of a convolution (or cuDNN call) n with kernel tensor w: w's
+ * elements over its 'o' dim in dim_labels ("b01f_01io->b01f"); all of w's when no label says. */
+double ops_hlo_conv_kernel_per_out(const gopt_graph *g, int32_t n, int32_t w);
+
+/* Cost of an HLO node that runs other code (fusion, call, async-start, while, conditional,
+ * custom-calls to cuBLAS and cuDNN; ops_hlo_kernel.c), with c already holding the node's own
+ * operand and result bytes: fills c and returns 1, or returns 0 for other nodes. */
+int ops_hlo_kernel_cost(const gopt_graph *g, int32_t n, const char *op, gopt_cost *c);
+
+/* The JSON list after `key` ("\"lhs_contracting_dimensions\"") in s, as numbers quoted or not
+ * ("[\"1\",2]"), into v[0..max); returns the count, -1 when key is missing or the list is not
+ * numbers or longer than max. */
+int ops_hlo_json_ints(const char *s, const char *key, int64_t *v, int max);
+
+/* Op kind of such a node as the kernel it is: a fusion's dearest body instruction's kind, MatMul
+ * for a cuBLAS GEMM, Conv for a cuDNN convolution; -1 when none applies. */
+int ops_hlo_kernel_kind(const gopt_graph *g, int32_t n, const char *op);
+
 #endif

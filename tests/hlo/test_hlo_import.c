@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "hlo_test_util.h"
 #include "gopt/hlo.h"
 #include "gopt/ops.h"
 
@@ -30,15 +31,6 @@ static const char old_syntax[] =
     "  %x = f32[4]{0} get-tuple-element((f32[4]{0}, s32[]) %p), index=0\n"
     "  %c = pred[4]{0} compare(f32[4]{0} %x, f32[4]{0} %x), direction=LT\n"
     "  ROOT %y = f32[4]{0} select(pred[4]{0} %c, f32[4]{0} %x, f32[4]{0} %x)\n}\n";
-
-static void load_err(const char *text, const char *want) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  int rc = gopt_hlo_load_mem(text, strlen(text), "t.hlo", &g, &err);
-  CHECK_MSG(rc != 0 && g == NULL && strstr(err.msg, want) && !strchr(err.msg, '\n'),
-            "want error '%s', got rc %d '%s'", want, rc, err.msg);
-  gopt_graph_free(g);
-}
 
 int main(void) {
   gopt_graph *g = NULL;

@@ -27,7 +27,7 @@ def count(path):
                         entry = m.group(2)
                     depth = 1
                 continue
-            if s == '}':
+            if s == '}' or s.startswith('}, '):  # "}, execution_thread=..." closes too
                 depth = 0
                 continue
             if INSTR.match(line):
