@@ -145,9 +145,10 @@ typedef struct sim_lv {
   int32_t np, nr, nxr, ns;     /* log lengths (pending, act ref, transfer ref, starts) */
   int32_t next_ck;             /* iteration of the next checkpoint */
   uint64_t h;                  /* ready-queue fingerprint (recording runs; sim_delta.c): sum of
-                                  m(u) over waiting units u, ... */
-  uint64_t h1, h2;             /* ... of m(u) * ready time (grid units), of m(u) * ready
-                                  iteration (wrapping): linear in a time / iteration shift */
+                                  m(u) over the waiting units u, ... */
+  uint64_t h1;                 /* ... and over those of them that became ready at `now` (the
+                                  only fact about a waiting unit's ready time a later iteration
+                                  uses: ready_t < start iff ready_t < now or start > now) */
 } sim_lv;
 
 /* Checkpoint header (the device and link records, pending events and dirty lists follow it in
@@ -326,10 +327,6 @@ static inline uint64_t sim_dbits(double v) {
   } x;
   x.d = v;
   return x.u;
-}
-/* A time as a fingerprint term: its grid units below 2^9 s (linear in a shift), else its bits. */
-static inline uint64_t sim_tkey(double t) {
-  return (t >= 0 && t < 0x1p9) ? (uint64_t)sim_fx(t) : sim_dbits(t);
 }
 /* Records a change of unit u for the next evaluation (dev: a device change). */
 void sim_delta_note(gopt_sim_state *st, int32_t u, int dev);

@@ -290,7 +290,7 @@ static void resident_bytes(gopt_sim_state *st) {
 
 /* Fingerprint weight m(u) of unit u waiting in a ready queue: the unit and why it became ready (a
  * unit, or a transfer by its act and destination, so that transfer numbering may differ between
- * runs); its ready time and iteration enter the sums h1 and h2 multiplied by m(u) (sim_lv). */
+ * runs); whether it became ready at `now` is the sum h1 (sim_lv). */
 static inline uint64_t hready(const gopt_sim_state *st, int32_t u, const sim_ur *W) {
   uint64_t dep = (uint64_t)(int64_t)W->dep;
   if (W->dep >= 0 && (W->dep & 1)) {
@@ -335,7 +335,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   st->nev = 0;
   st->evseq = 0;
   resident_bytes(st);
-  uint64_t h = 0, h2 = 0;
+  uint64_t h = 0;
   for (int32_t u = 0; u < U; u++)
     if (st->pend[u] == 0) {
       int d = st->uq[u].dev;
@@ -347,12 +347,11 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
       if (rec) {
         uint64_t m = hready(st, u, &ur[u]);
         h += m;
-        h2 -= m; /* ready_it -1 */
       }
     }
   memset(lv, 0, sizeof *lv);
   lv->h = h;
-  lv->h2 = h2;
+  lv->h1 = h; /* ready at time 0 = now */
   lv->nd = D;
   st->np = st->nr = st->nxr = st->ns = 0;
   if (rec) {
@@ -391,7 +390,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   double now = lv->now, step = lv->step;
   int32_t it = lv->it, done = lv->done, nd = lv->nd, nl = lv->nl, next_ck = lv->next_ck;
   int32_t np = st->np, nr = st->nr, nxr = st->nxr, ns = st->ns;
-  uint64_t hh = lv->h, hh1 = lv->h1, hh2 = lv->h2;
+  uint64_t hh = lv->h, hh1 = lv->h1;
 
 #define MARK_DEV(d_)            \
   do {                          \
@@ -415,8 +414,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
     if (rec) {                               \
       uint64_t m_ = hready(st, cu, (c_));    \
       hh += m_;                              \
-      hh1 += m_ * sim_tkey(now);             \
-      hh2 += m_ * (uint64_t)(int64_t)it;     \
+      hh1 += m_;                             \
     }                                        \
     bm_push(bm_at(st, dv_), uq[cu].rank);       \
     dv[dv_].hn++;                            \
@@ -437,7 +435,6 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       lv->ns = ns;
       lv->h = hh;
       lv->h1 = hh1;
-      lv->h2 = hh2;
       if (st->delta_on && sim_delta_try(st, lv, ev, nev, evseq, nx)) return 1;
       if (it == next_ck) {
         sim_ck_save(st, lv, ev, nev, evseq, nx);
@@ -459,8 +456,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       if (rec) {
         uint64_t m = hready(st, u, W);
         hh -= m;
-        hh1 -= m * sim_tkey(W->ready_t);
-        hh2 -= m * (uint64_t)(int64_t)W->ready_it;
+        if (W->ready_t == now) hh1 -= m;
       }
       W->start = now;
       W->start_it = it;
@@ -512,6 +508,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
     }
     if (nev == 0) break;
     /* process every event at the next instant */
+    if (rec && ev[nev - 1].t != now) hh1 = 0; /* every waiting unit became ready before it */
     now = ev[nev - 1].t;
     while (nev > 0 && ev[nev - 1].t == now) {
       sim_ev e = ev[--nev];
@@ -624,7 +621,6 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   lv->next_ck = next_ck;
   lv->h = hh;
   lv->h1 = hh1;
-  lv->h2 = hh2;
   st->nev = nev;
   st->evseq = evseq;
   st->nx = nx;
