@@ -96,7 +96,8 @@ typedef struct sim_ur {
                                   count, the device and the ready-queue rank are in the state's
                                   pend and uq arrays (dense: the event loop reads them for every
                                   consumer, this line only for the consumers it readies) */
-  int32_t spare1, spare2;
+  uint32_t hm[2];               /* its ready-queue fingerprint weight m(u) (recording runs,
+                                  low and high halves; set when it becomes ready) */
   int32_t dep, cause;          /* SIM_CAUSE: what made it ready; what it started after */
   int32_t ready_it;            /* loop iteration whose processing made it ready (-1: at reset) */
   int32_t fin_it;              /* loop iteration whose processing ended it */

@@ -300,6 +300,15 @@ static inline uint64_t hready(const gopt_sim_state *st, int32_t u, const sim_ur 
   return sim_mix((uint64_t)(uint32_t)u * 0x9E3779B97F4A7C15ULL ^ dep * 0xD6E8FEB86659FD93ULL) | 1;
 }
 
+/* Computes m(u) when u becomes ready and keeps it in its line for its start. */
+static inline uint64_t hready_set(const gopt_sim_state *st, int32_t u, sim_ur *W) {
+  uint64_t m = hready(st, u, W);
+  W->hm[0] = (uint32_t)m;
+  W->hm[1] = (uint32_t)(m >> 32);
+  return m;
+}
+static inline uint64_t hready_get(const sim_ur *W) { return (uint64_t)W->hm[1] << 32 | W->hm[0]; }
+
 /* Resets everything for a run from time 0 and pushes the initially ready units. */
 static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   const int D = st->D, L = st->L;
@@ -345,7 +354,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
       bm_push(bm_at(st, d), st->uq[u].rank);
       st->dv[d].hn++;
       if (rec) {
-        uint64_t m = hready(st, u, &ur[u]);
+        uint64_t m = hready_set(st, u, &ur[u]);
         h += m;
       }
     }
@@ -412,7 +421,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
     (c_)->dep = (why_);                      \
     (c_)->ready_it = it;                     \
     if (rec) {                               \
-      uint64_t m_ = hready(st, cu, (c_));    \
+      uint64_t m_ = hready_set(st, cu, (c_)); \
       hh += m_;                              \
       hh1 += m_;                             \
     }                                        \
@@ -454,7 +463,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       v->hn--;
       if (strict) v->seqpos++;
       if (rec) {
-        uint64_t m = hready(st, u, W);
+        uint64_t m = hready_get(W);
         hh -= m;
         if (W->ready_t == now) hh1 -= m;
       }
