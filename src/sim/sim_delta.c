@@ -14,10 +14,13 @@
  * and per unit / act / transfer the counters and fields a later iteration reads. The first groups
  * are compared exactly (transfers by identity: act, destination and link, since transfer numbers
  * shift when the transfer set changes). Of the per-object state, the ready queues' contents with
- * what a start reads (ready time, ready iteration, cause) are compared through a fingerprint: the
- * sum of a 64-bit mix of each waiting unit's fields, kept by the loop (added when a unit becomes
- * ready, subtracted when it starts), so two runs' sums agree when the sets agree (a false match
- * needs a 64-bit collision between different sets, ~2^-64 per comparison). Everything else is
+ * what a start reads (the cause, and whether the unit became ready at the current instant: a
+ * start compares the ready time only with its own time, later than every earlier instant) are
+ * compared through fingerprints: sums of a 64-bit mix of each waiting unit and its cause, over
+ * all waiting units and over those ready at the current instant, kept by the loop (added when a
+ * unit becomes ready, subtracted when it starts), so two runs' sums agree when the sets agree (a
+ * false match needs a 64-bit collision between different sets, ~2^-64 per comparison). The
+ * ready iterations of waiting units are not compared: the splice keeps the replay's. Everything else is
  * implied: with equal queues, running units and link queues, the set of finished units and of
  * completed transfers is equal (a unit finished in one run only would, walking back through its
  * inputs, show a producer or a transfer still queued, running or waiting in the other, and a

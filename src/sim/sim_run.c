@@ -214,10 +214,13 @@ static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
   const sim_lv *o = &v.h->v;
   sim_ur *ur = st->ur;
   /* undo the decrements made after the checkpoint */
-  for (int32_t i = o->np; i < st->np; i++) {
-    st->pend[st->plog[i]]++;
-    __builtin_prefetch(&ur[st->plog[i]], 1); /* the replay reads these units' lines */
-  }
+  if (st->delta_on) /* the replay may stop soon: most of these units' lines are not read */
+    for (int32_t i = o->np; i < st->np; i++) st->pend[st->plog[i]]++;
+  else
+    for (int32_t i = o->np; i < st->np; i++) {
+      st->pend[st->plog[i]]++;
+      __builtin_prefetch(&ur[st->plog[i]], 1); /* the replay reads these units' lines */
+    }
   for (int32_t i = o->nr; i < st->nr; i++) st->aref[st->rlog[i]]++;
   for (int32_t i = o->nxr; i < st->nxr; i++) st->x[st->xlog[i]].refs++;
   /* devices and links as they were (queues refilled below, dirty flags from the lists) */
