@@ -389,8 +389,8 @@ static void test_replay_point(void) {
  * restored a checkpoint without that unit in its ready queue and failed with "the schedule cannot
  * complete" (a crash in bench_sim on the 80k GNMT). Its input: gnmt:steps=40 on 4xV100-nvlink, the
  * benchmark's block placement (2 % moved) and random walk (xorshift64, seed 1): 300 device moves,
- * then 90 priority changes, each compared field by field with a full evaluation (failed at the
- * 80th priority change). */
+ * then 90 priority changes, each evaluated, every 15th and the last 10 compared field by field
+ * with a full evaluation (the bug failed at the 80th priority change). */
 static void test_reverted_splice(void) {
   gopt_graph *g = sim_test_zoo("gnmt:steps=40");
   if (!g) return;
@@ -438,7 +438,13 @@ static void test_reverted_splice(void) {
       CHECK_EQ_INT(gopt_sim_state_set_priority(st, n, p), 0);
     }
     snprintf(what, sizeof what, "reverted splice input, change %d", k);
-    bad += compare_fresh(s, st, &d, &a, &b, what);
+    if (k % 15 == 14 || k >= 380) { /* every field against a full evaluation */
+      bad += compare_fresh(s, st, &d, &a, &b, what);
+    } else { /* (each comparison costs a fresh state: ~2 s under ASan per 10) */
+      int rc = gopt_sim_evaluate(st, &r, &err);
+      CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
+      bad += rc != 0;
+    }
   }
 #undef XS
   gopt_sim_inc_stats is;
