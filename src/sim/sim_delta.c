@@ -14,10 +14,13 @@
  * and per unit / act / transfer the counters and fields a later iteration reads. The first groups
  * are compared exactly (transfers by identity: act, destination and link, since transfer numbers
  * shift when the transfer set changes). Of the per-object state, the ready queues' contents with
- * what a start reads (ready time, ready iteration, cause) are compared through a fingerprint: the
- * sum of a 64-bit mix of each waiting unit's fields, kept by the loop (added when a unit becomes
- * ready, subtracted when it starts), so two runs' sums agree when the sets agree (a false match
- * needs a 64-bit collision between different sets, ~2^-64 per comparison). Everything else is
+ * what a start reads (the cause, and whether the unit became ready at the current instant: a
+ * start compares the ready time only with its own time, later than every earlier instant) are
+ * compared through fingerprints: sums of a 64-bit mix of each waiting unit and its cause, over
+ * all waiting units and over those ready at the current instant, kept by the loop (added when a
+ * unit becomes ready, subtracted when it starts), so two runs' sums agree when the sets agree (a
+ * false match needs a 64-bit collision between different sets, ~2^-64 per comparison). The
+ * ready iterations of waiting units are not compared: the splice keeps the replay's. Everything else is
  * implied: with equal queues, running units and link queues, the set of finished units and of
  * completed transfers is equal (a unit finished in one run only would, walking back through its
  * inputs, show a producer or a transfer still queued, running or waiting in the other, and a
@@ -53,8 +56,7 @@ struct sim_old {
   unsigned char *ck;         /* [ck_max * ck_size] the recorded checkpoints from ck0 on (the
                                 replay overwrites st->ck with its own) */
   int32_t ck0, kc;           /* first one copied; the one the replay is heading for */
-  double dt;                 /* the converged replay's time shift ... */
-  int64_t dfx;               /* ... in grid units */
+  double dt;                 /* the converged replay's time shift */
 };
 
 /* Recorded checkpoint j (j >= ck0) of the run a replay may converge to. */
@@ -173,7 +175,7 @@ static inline int same_x(const sim_xfer *a, const sim_xfer *b) {
  * kernels done and units started): then the rest of the replay is the recorded tail shifted,
  * since every duration is on the 2^-44 s grid and every time stays below 2^9 s, where sums of
  * grid values are exact (sim_grid), so the loop's arithmetic and its time comparisons commute
- * with the shift; iteration numbers are only stored, never compared. Sets o->dt and o->dfx. */
+ * with the shift; iteration numbers are only stored, never compared. Sets o->dt. */
 static int converged(gopt_sim_state *st, const sim_lv *lv, ck_view k, const sim_ev *ev, int nev) {
   struct sim_old *o = st->old;
   const sim_lv *r = &k.h->v;
@@ -181,11 +183,10 @@ static int converged(gopt_sim_state *st, const sim_lv *lv, ck_view k, const sim_
   if (r->nd != lv->nd || r->nl != lv->nl || k.h->nev != nev) return 0;
   if (!(lv->now >= 0 && lv->now < 0x1p9 && o->step < 0x1p9)) return 0;
   const double dt = lv->now - r->now; /* exact: both on the grid below 2^9 s */
-  if (!(o->step + dt < 0x1p9) || lv->step != r->step + dt) return 0;
-  const int64_t dfx = sim_fx(lv->now) - sim_fx(r->now);
-  const uint64_t dk = (uint64_t)(int64_t)(lv->it - r->it);
-  if (r->h != lv->h || lv->h1 != r->h1 + (uint64_t)dfx * r->h || lv->h2 != r->h2 + dk * r->h)
-    return 0;
+  if (!(o->step + dt < 0x1p9)) return 0;
+  /* the last kernel end so far: the result's step time unless a kernel ends later */
+  if (lv->step != r->step + dt && lv->done >= st->U) return 0;
+  if (r->h != lv->h || r->h1 != lv->h1) return 0;
   for (int32_t i = 0; i < st->nchg; i++) {
     int32_t u = st->chg[i];
     if (o->ofin[i] >= r->it || st->ur[u].fin_it >= lv->it) return 0;
@@ -211,15 +212,16 @@ static int converged(gopt_sim_state *st, const sim_lv *lv, ck_view k, const sim_
     if (a->run >= 0 && !same_x(&st->x[a->run], old_x(st, b->run))) return 0;
     if (a->prev >= 0 && !same_x(&st->x[a->prev], old_x(st, b->prev))) return 0;
     int32_t i = a->qhead, j = b->qhead;
-    while (i >= 0 && j >= 0) { /* queued: same transfers, requested at the shifted times */
-      if (!same_x(&st->x[i], old_x(st, j)) || st->x[i].req != old_x(st, j)->req + dt) return 0;
+    while (i >= 0 && j >= 0) { /* queued: same transfers, requested now in both or before now
+                                  in both (all a dispatch reads of req: req < now) */
+      if (!same_x(&st->x[i], old_x(st, j)) || (st->x[i].req == lv->now) != (old_x(st, j)->req == r->now))
+        return 0;
       i = st->x[i].next_q;
       j = old_next(st, l, j);
     }
     if (i >= 0 || j >= 0) return 0;
   }
   o->dt = dt;
-  o->dfx = dfx;
   return 1;
 }
 
@@ -316,7 +318,6 @@ static void splice_cks(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev 
   const sim_lv r = k.h->v;
   const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, dk = lv->it - r.it;
   const int32_t dp = lv->np - r.np, dr = lv->nr - r.nr, dxr = lv->nxr - r.nxr;
-  const uint64_t ufx = (uint64_t)o->dfx, uk = (uint64_t)(int64_t)dk;
   int32_t tail = o->nck - kc - 1, keep = st->nck;
   if (keep > st->ck_max - 1 - tail) keep = st->ck_max - 1 - tail;
   for (int32_t j = keep; j < st->nck; j++) {
@@ -333,9 +334,7 @@ static void splice_cks(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev 
     sim_lv *w = &v.h->v;
     w->it += dk;
     w->now += o->dt;
-    w->step += o->dt;
-    w->h1 += ufx * w->h;
-    w->h2 += uk * w->h;
+    w->step = w->done > r.done ? w->step + o->dt : lv->step; /* a kernel ended in the tail */
     w->np += dp;
     w->nr += dr;
     w->nxr += dxr;
@@ -375,6 +374,11 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
   }
   /* 0. the units of the tail */
   if (dt != 0 || dk != 0) shift_units(st, &r, dt, dk);
+  else /* units waiting at K keep the replay's ready iteration, which convergence does not
+          compare (only the waiting set): their start-log entries take it (ck_restore reads
+          them; a stale one left a unit out of a restored queue: "never runs") */
+    for (int32_t i = r.ns; i < o->ns; i++)
+      if (st->srit[i] < r.it) st->srit[i] = st->ur[st->slog[i]].ready_it;
   /* 1. transfers waiting or in flight at K: the tail wrote their times and cause in the
    * recorded copies; tail transfers follow the replay's */
   for (int l = 0; l < L; l++) {

@@ -100,7 +100,8 @@ typedef struct sim_ur {
                                   count, the device and the ready-queue rank are in the state's
                                   pend and uq arrays (dense: the event loop reads them for every
                                   consumer, this line only for the consumers it readies) */
-  int32_t spare1, spare2;
+  uint32_t hm[2];               /* its ready-queue fingerprint weight m(u) (recording runs,
+                                  low and high halves; set when it becomes ready) */
   int32_t dep, cause;          /* SIM_CAUSE: what made it ready; what it started after */
   int32_t ready_it;            /* loop iteration whose processing made it ready (-1: at reset) */
   int32_t fin_it;              /* loop iteration whose processing ended it */
@@ -149,9 +150,10 @@ typedef struct sim_lv {
   int32_t np, nr, nxr, ns;     /* log lengths (pending, act ref, transfer ref, starts) */
   int32_t next_ck;             /* iteration of the next checkpoint */
   uint64_t h;                  /* ready-queue fingerprint (recording runs; sim_delta.c): sum of
-                                  m(u) over waiting units u, ... */
-  uint64_t h1, h2;             /* ... of m(u) * ready time (grid units), of m(u) * ready
-                                  iteration (wrapping): linear in a time / iteration shift */
+                                  m(u) over the waiting units u, ... */
+  uint64_t h1;                 /* ... and over those of them that became ready at `now` (the
+                                  only fact about a waiting unit's ready time a later iteration
+                                  uses: ready_t < start iff ready_t < now or start > now) */
 } sim_lv;
 
 /* Checkpoint header (the device and link records, pending events and dirty lists follow it in
@@ -330,10 +332,6 @@ static inline uint64_t sim_dbits(double v) {
   } x;
   x.d = v;
   return x.u;
-}
-/* A time as a fingerprint term: its grid units below 2^9 s (linear in a shift), else its bits. */
-static inline uint64_t sim_tkey(double t) {
-  return (t >= 0 && t < 0x1p9) ? (uint64_t)sim_fx(t) : sim_dbits(t);
 }
 /* Records a change of unit u for the next evaluation (dev: a device change). */
 void sim_delta_note(gopt_sim_state *st, int32_t u, int dev);

@@ -214,10 +214,13 @@ static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
   const sim_lv *o = &v.h->v;
   sim_ur *ur = st->ur;
   /* undo the decrements made after the checkpoint */
-  for (int32_t i = o->np; i < st->np; i++) {
-    st->pend[st->plog[i]]++;
-    __builtin_prefetch(&ur[st->plog[i]], 1); /* the replay reads these units' lines */
-  }
+  if (st->delta_on) /* the replay may stop soon: most of these units' lines are not read */
+    for (int32_t i = o->np; i < st->np; i++) st->pend[st->plog[i]]++;
+  else
+    for (int32_t i = o->np; i < st->np; i++) {
+      st->pend[st->plog[i]]++;
+      __builtin_prefetch(&ur[st->plog[i]], 1); /* the replay reads these units' lines */
+    }
   for (int32_t i = o->nr; i < st->nr; i++) st->aref[st->rlog[i]]++;
   for (int32_t i = o->nxr; i < st->nxr; i++) st->x[st->xlog[i]].refs++;
   /* devices and links as they were (queues refilled below, dirty flags from the lists) */
@@ -290,7 +293,7 @@ static void resident_bytes(gopt_sim_state *st) {
 
 /* Fingerprint weight m(u) of unit u waiting in a ready queue: the unit and why it became ready (a
  * unit, or a transfer by its act and destination, so that transfer numbering may differ between
- * runs); its ready time and iteration enter the sums h1 and h2 multiplied by m(u) (sim_lv). */
+ * runs); whether it became ready at `now` is the sum h1 (sim_lv). */
 static inline uint64_t hready(const gopt_sim_state *st, int32_t u, const sim_ur *W) {
   uint64_t dep = (uint64_t)(int64_t)W->dep;
   if (W->dep >= 0 && (W->dep & 1)) {
@@ -299,6 +302,15 @@ static inline uint64_t hready(const gopt_sim_state *st, int32_t u, const sim_ur 
   }
   return sim_mix((uint64_t)(uint32_t)u * 0x9E3779B97F4A7C15ULL ^ dep * 0xD6E8FEB86659FD93ULL) | 1;
 }
+
+/* Computes m(u) when u becomes ready and keeps it in its line for its start. */
+static inline uint64_t hready_set(const gopt_sim_state *st, int32_t u, sim_ur *W) {
+  uint64_t m = hready(st, u, W);
+  W->hm[0] = (uint32_t)m;
+  W->hm[1] = (uint32_t)(m >> 32);
+  return m;
+}
+static inline uint64_t hready_get(const sim_ur *W) { return (uint64_t)W->hm[1] << 32 | W->hm[0]; }
 
 /* Resets everything for a run from time 0 and pushes the initially ready units. */
 static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
@@ -335,7 +347,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   st->nev = 0;
   st->evseq = 0;
   resident_bytes(st);
-  uint64_t h = 0, h2 = 0;
+  uint64_t h = 0;
   for (int32_t u = 0; u < U; u++)
     if (st->pend[u] == 0) {
       int d = st->uq[u].dev;
@@ -345,14 +357,13 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
       bm_push(bm_at(st, d), st->uq[u].rank);
       st->dv[d].hn++;
       if (rec) {
-        uint64_t m = hready(st, u, &ur[u]);
+        uint64_t m = hready_set(st, u, &ur[u]);
         h += m;
-        h2 -= m; /* ready_it -1 */
       }
     }
   memset(lv, 0, sizeof *lv);
   lv->h = h;
-  lv->h2 = h2;
+  lv->h1 = h; /* ready at time 0 = now */
   lv->nd = D;
   st->np = st->nr = st->nxr = st->ns = 0;
   if (rec) {
@@ -391,7 +402,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   double now = lv->now, step = lv->step;
   int32_t it = lv->it, done = lv->done, nd = lv->nd, nl = lv->nl, next_ck = lv->next_ck;
   int32_t np = st->np, nr = st->nr, nxr = st->nxr, ns = st->ns;
-  uint64_t hh = lv->h, hh1 = lv->h1, hh2 = lv->h2;
+  uint64_t hh = lv->h, hh1 = lv->h1;
 
 #define MARK_DEV(d_)            \
   do {                          \
@@ -413,10 +424,9 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
     (c_)->dep = (why_);                      \
     (c_)->ready_it = it;                     \
     if (rec) {                               \
-      uint64_t m_ = hready(st, cu, (c_));    \
+      uint64_t m_ = hready_set(st, cu, (c_)); \
       hh += m_;                              \
-      hh1 += m_ * sim_tkey(now);             \
-      hh2 += m_ * (uint64_t)(int64_t)it;     \
+      hh1 += m_;                             \
     }                                        \
     bm_push(bm_at(st, dv_), uq[cu].rank);       \
     dv[dv_].hn++;                            \
@@ -437,7 +447,6 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       lv->ns = ns;
       lv->h = hh;
       lv->h1 = hh1;
-      lv->h2 = hh2;
       if (st->delta_on && sim_delta_try(st, lv, ev, nev, evseq, nx)) return 1;
       if (it == next_ck) {
         sim_ck_save(st, lv, ev, nev, evseq, nx);
@@ -457,10 +466,9 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       v->hn--;
       if (strict) v->seqpos++;
       if (rec) {
-        uint64_t m = hready(st, u, W);
+        uint64_t m = hready_get(W);
         hh -= m;
-        hh1 -= m * sim_tkey(W->ready_t);
-        hh2 -= m * (uint64_t)(int64_t)W->ready_it;
+        if (W->ready_t == now) hh1 -= m;
       }
       W->start = now;
       W->start_it = it;
@@ -512,6 +520,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
     }
     if (nev == 0) break;
     /* process every event at the next instant */
+    if (rec && ev[nev - 1].t != now) hh1 = 0; /* every waiting unit became ready before it */
     now = ev[nev - 1].t;
     while (nev > 0 && ev[nev - 1].t == now) {
       sim_ev e = ev[--nev];
@@ -624,7 +633,6 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   lv->next_ck = next_ck;
   lv->h = hh;
   lv->h1 = hh1;
-  lv->h2 = hh2;
   st->nev = nev;
   st->evseq = evseq;
   st->nx = nx;
