@@ -158,10 +158,29 @@ double gopt_device_peak(const gopt_device *d, int dtype) {
   return p > 0 ? p : d->peak_flops[GOPT_DT_FLOAT];
 }
 
+/* A fused group (or any class-level cost) on a measured-GPU device: the count, FLOPs and bytes
+ * terms of the kind its class stands for. */
+static double gpu_class_time(const gopt_device *d, int cls, double flops, double bytes) {
+  int k = cls == GOPT_OPC_CONV ? GOPT_GK_CONV
+          : cls == GOPT_OPC_ELEMWISE || cls == GOPT_OPC_BROADCAST ? GOPT_GK_ELTWISE
+          : cls == GOPT_OPC_REDUCE ? GOPT_GK_NORM : GOPT_GK_MOVE;
+  const double *c = d->gpu_coef + k * GOPT_GF_PER_KIND;
+  return c[GOPT_GF_N] + c[GOPT_GF_FLOPS] * flops + c[GOPT_GF_BYTES] * bytes;
+}
+
+double gopt_device_node_time(const gopt_device *d, const gopt_graph *g, int32_t n,
+                             const uint8_t *dyn, int cls, int dtype, double flops, double bytes) {
+  if (!d->gpu_model || !g) return gopt_device_kernel_time(d, cls, dtype, flops, bytes);
+  double phi[GOPT_GPU_NCOEF] = {0};
+  if (gopt_gpu_node_features(g, n, dyn, phi) < 0) return 0;
+  return gopt_gpu_time(d->gpu_coef, phi);
+}
+
 double gopt_device_kernel_time(const gopt_device *d, int cls, int dtype, double flops,
                                double bytes) {
   if (cls == GOPT_OPC_SHAPE) return 0;
   if (cls < 0 || cls >= GOPT_SIM_NCLASS) cls = GOPT_OPC_OPAQUE;
+  if (d->gpu_model) return gpu_class_time(d, cls, flops, bytes);
   double p = gopt_device_peak(d, dtype), bw = d->mem_bw;
   for (int i = 0; i < 2; i++)
     if (d->cache_bw[i] > 0 && d->cache_bytes[i] > 0 && bytes <= d->cache_bytes[i]) {
@@ -345,6 +364,37 @@ static int class_field(json_t *o, const char *key, double *v, double lo, int lo_
   return 0;
 }
 
+/* Reads the optional measured-GPU model: "gpu_model": {"<kind>.<feature>": seconds per unit >= 0}
+ * (coefficients not named are 0) and "gpu_version": a string. */
+static int gpu_model_field(json_t *o, gopt_device *d, const char *label, const char *where,
+                           gopt_error *err) {
+  json_t *x = json_object_get(o, "gpu_model"), *v = json_object_get(o, "gpu_version");
+  if (v) {
+    if (!json_is_string(v))
+      return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"gpu_version\" must be a string", label, where);
+    snprintf(d->gpu_version, sizeof d->gpu_version, "%s", json_string_value(v));
+  }
+  if (!x) return 0;
+  if (!json_is_object(x))
+    return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"gpu_model\" must be an object "
+                                            "{\"kind.feature\": seconds per unit}", label, where);
+  memset(d->gpu_coef, 0, sizeof d->gpu_coef);
+  const char *k;
+  json_t *y;
+  json_object_foreach(x, k, y) {
+    int j = gopt_gpu_coef_index(k);
+    if (j < 0 || !json_is_number(y) || !(json_number_value(y) >= 0) || !isfinite(json_number_value(y)))
+      return gopt_error_set(err, GOPT_EPARSE,
+                            "%s: %s: gpu_model: \"%s\" needs a name KIND.FEATURE (kinds conv, "
+                            "conv_grouped, conv_dw, gemm, bmm, eltwise, norm, pool, move, rnn, "
+                            "*_bwd, update; features n, flops, waves, bytes) and a number >= 0",
+                            label, where, k);
+    d->gpu_coef[j] = json_number_value(y);
+  }
+  d->gpu_model = 1;
+  return 0;
+}
+
 /* Reads one device object over *d (which holds the preset or zeros). */
 static int parse_device(json_t *o, gopt_device *d, const char *label, const char *where,
                         gopt_error *err) {
@@ -444,6 +494,7 @@ static int parse_device(json_t *o, gopt_device *d, const char *label, const char
     memcpy(d->cache_bytes, cb, sizeof cb);
     memcpy(d->cache_bw, cw, sizeof cw);
   }
+  if ((rc = gpu_model_field(o, d, label, where, err))) return rc;
   for (int c = 0; c < GOPT_SIM_NCLASS; c++)
     if (!(d->eff[c] > 0 && d->eff[c] <= 1))
       return gopt_error_set(err, GOPT_EPARSE, "%s: %s: efficiency of %s must be in (0, 1]", label,
@@ -650,6 +701,18 @@ char *gopt_cluster_to_json(const gopt_cluster *c) {
         json_array_append_new(ca, e);
       }
       json_object_set_new(o, "caches", ca);
+    }
+    if (d->gpu_model) {
+      json_t *gm = json_object();
+      for (int j = 0; j < GOPT_GPU_NCOEF; j++)
+        if (d->gpu_coef[j] > 0) {
+          char key[48];
+          snprintf(key, sizeof key, "%s.%s", gopt_gpu_kind_name(j / GOPT_GF_PER_KIND),
+                   gopt_gpu_feature_name(j % GOPT_GF_PER_KIND));
+          json_object_set_new(gm, key, json_real(d->gpu_coef[j]));
+        }
+      json_object_set_new(o, "gpu_model", gm);
+      if (d->gpu_version[0]) json_object_set_new(o, "gpu_version", json_string(d->gpu_version));
     }
     json_object_set_new(o, "measured", json_boolean(d->measured));
     json_array_append_new(jd, o);
