@@ -2,11 +2,12 @@
  *
  * A node's GPU time is linear in a few per-kernel features, grouped by GPU kernel kind (dense /
  * grouped / depthwise convolution, GEMM, batched matmul, elementwise, normalisation / reduction,
- * pooling, data movement, recurrent, their backward kinds, optimizer updates):
+ * pooling, data movement, recurrent (forward and backward: both sweep the sequence), the
+ * convolutions' backward kinds, optimizer updates):
  *
  *   t(node) = sum_j coef[j] * feature_j(node)
  *
- * with, per kind, four features: the kernel count (its floor: launch inside a CUDA graph plus the
+ * with, per kind, five features: the kernel count (its floor: launch inside a CUDA graph plus the
  * smallest runtime of that kind), FLOPs, "wave K-steps" (GEMM-shaped kernels: ceil(tiles / SMs)
  * * K, the time of a wave of 128x128 output tiles marching over K — what makes a small or skinny
  * matmul or convolution slower than its FLOPs say; for recurrent kinds the sequential time steps)
@@ -30,17 +31,20 @@ extern "C" {
 enum {
   GOPT_GK_CONV, GOPT_GK_CONV_GROUPED, GOPT_GK_CONV_DW, GOPT_GK_GEMM, GOPT_GK_BMM, GOPT_GK_ELTWISE,
   GOPT_GK_NORM, GOPT_GK_POOL, GOPT_GK_MOVE, GOPT_GK_RNN, GOPT_GK_CONV_BWD, GOPT_GK_CONV_GROUPED_BWD,
-  GOPT_GK_CONV_DW_BWD, GOPT_GK_RNN_BWD, GOPT_GK_UPDATE, GOPT_GK_COUNT
+  GOPT_GK_CONV_DW_BWD, GOPT_GK_UPDATE, GOPT_GK_COUNT
 };
-/* Features per kind: kernel count, FLOPs, wave K-steps (recurrent: time steps), bytes. */
-enum { GOPT_GF_N, GOPT_GF_FLOPS, GOPT_GF_WAVES, GOPT_GF_BYTES, GOPT_GF_PER_KIND };
+/* Features per kind: kernel count, FLOPs, wave K-steps (recurrent: time steps), bytes, and the
+ * FLOPs of dense 3x3 stride-1 convolutions apart (cuDNN runs them as Winograd transforms: their
+ * FLOPs, counted directly, are cheaper, above all in the backward pass). */
+enum { GOPT_GF_N, GOPT_GF_FLOPS, GOPT_GF_WAVES, GOPT_GF_BYTES, GOPT_GF_FLOPS_3X3, GOPT_GF_PER_KIND };
 #define GOPT_GPU_NCOEF (GOPT_GK_COUNT * GOPT_GF_PER_KIND)
 /* GPU geometry the wave feature assumes: output tile edge and SM count (H100 SXM: 132). */
 #define GOPT_GPU_TILE 128
 #define GOPT_GPU_SMS 132
 
 /* Name of kind k ("conv", "conv_grouped", ...) and of feature f ("n", "flops", "waves",
- * "bytes"); "" when out of range. Coefficient j is "<kind>.<feature>" with j = k * 4 + f. */
+ * "bytes", "flops_3x3"); "" when out of range. Coefficient j is "<kind>.<feature>" with
+ * j = k * GOPT_GF_PER_KIND + f. */
 const char *gopt_gpu_kind_name(int k);
 const char *gopt_gpu_feature_name(int f);
 /* Index of the coefficient named "<kind>.<feature>", or -1. */
@@ -84,6 +88,8 @@ typedef struct gopt_gpu_row {
   int what;                    /* GOPT_GPU_ROW_* */
   int kind;                    /* kind of the main kernel (layers, micros), -1 for models */
   int count;                   /* how often the model runs this layer (1 otherwise) */
+  int batch;                   /* layer rows: 1 (layers_b1) or 32 (layers_b32) */
+  int folded_bn;               /* model rows: BatchNorm modules the graph folded away, added */
   char label[48];              /* op class for reports ("Conv2d depthwise", "LSTM", ...) */
 } gopt_gpu_row;
 

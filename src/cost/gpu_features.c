@@ -9,8 +9,8 @@
 
 static const char *const kind_names[GOPT_GK_COUNT] = {
     "conv", "conv_grouped", "conv_dw", "gemm", "bmm", "eltwise", "norm", "pool", "move", "rnn",
-    "conv_bwd", "conv_grouped_bwd", "conv_dw_bwd", "rnn_bwd", "update"};
-static const char *const feat_names[GOPT_GF_PER_KIND] = {"n", "flops", "waves", "bytes"};
+    "conv_bwd", "conv_grouped_bwd", "conv_dw_bwd", "update"};
+static const char *const feat_names[GOPT_GF_PER_KIND] = {"n", "flops", "waves", "bytes", "flops_3x3"};
 
 const char *gopt_gpu_kind_name(int k) { return k >= 0 && k < GOPT_GK_COUNT ? kind_names[k] : ""; }
 const char *gopt_gpu_feature_name(int f) {
@@ -83,9 +83,22 @@ static double waves(double batch, double m, double n, double k) {
   return ceil(tiles / GOPT_GPU_SMS) * k;
 }
 
+/* Whether convolution-like node n with weight w is 2-D 3x3, stride 1, dilation 1. */
+static int winograd(const gopt_graph *g, int32_t n, int32_t w) {
+  size_t ns = 0, nd = 0;
+  const int64_t *s = gopt_node_get_ints(g, n, "strides", &ns);
+  const int64_t *d = gopt_node_get_ints(g, n, "dilations", &nd);
+  if (g->tensors.a[w].rank != 4 || dimv(g, w, 2) != 3 || dimv(g, w, 3) != 3) return 0;
+  for (size_t i = 0; s && i < ns; i++)
+    if (s[i] != 1) return 0;
+  for (size_t i = 0; d && i < nd; i++)
+    if (d[i] != 1) return 0;
+  return 1;
+}
+
 /* Convolution-like node: kind by group structure; GEMM view M x N x K per group. dir 0 forward
  * (x = in 0, w = in 1, y = out 0), 1 ConvGradInput (dY, W -> dX), 2 ConvGradWeight (dY, X -> dW). */
-static int conv_kind(const gopt_graph *g, int32_t n, int dir, double *wv) {
+static int conv_kind(const gopt_graph *g, int32_t n, int dir, double *wv, int *w3) {
   int32_t i0 = gopt_node_input(g, n, 0), i1 = g->nodes.a[n].n_in > 1 ? gopt_node_input(g, n, 1) : -1;
   int32_t o = gopt_node_output(g, n, 0);
   double grp = (double)gopt_node_get_int(g, n, "group", 1);
@@ -103,6 +116,7 @@ static int conv_kind(const gopt_graph *g, int32_t n, int dir, double *wv) {
   else *wv = waves(grp, cout / grp, cin / grp * ksz, nb * osp);
   int dw = grp > 1 && grp >= cin && cin / grp <= 1;
   int kind = grp <= 1 ? GOPT_GK_CONV : dw ? GOPT_GK_CONV_DW : GOPT_GK_CONV_GROUPED;
+  *w3 = kind == GOPT_GK_CONV && winograd(g, n, w);
   if (dir) kind += GOPT_GK_CONV_BWD - GOPT_GK_CONV;
   return kind;
 }
@@ -176,23 +190,23 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
   gopt_cost c;
   gopt_node_cost(g, n, &c);
   double wv = 0;
-  int kind;
-  if (op == GOPT_OP_CONV && nd->n_in >= 2) kind = conv_kind(g, n, 0, &wv);
-  else if (op == GOPT_OP_CONV_GRAD_INPUT) kind = conv_kind(g, n, 1, &wv);
-  else if (op == GOPT_OP_CONV_GRAD_WEIGHT) kind = conv_kind(g, n, 2, &wv);
+  int kind, w3 = 0;
+  if (op == GOPT_OP_CONV && nd->n_in >= 2) kind = conv_kind(g, n, 0, &wv, &w3);
+  else if (op == GOPT_OP_CONV_GRAD_INPUT) kind = conv_kind(g, n, 1, &wv, &w3);
+  else if (op == GOPT_OP_CONV_GRAD_WEIGHT) kind = conv_kind(g, n, 2, &wv, &w3);
   else if ((op == GOPT_OP_MATMUL || op == GOPT_OP_GEMM) && nd->n_in >= 2) kind = matmul_kind(g, n, &wv);
   else if (op == GOPT_OP_LSTM || op == GOPT_OP_GRU || op == GOPT_OP_RNN) {
     kind = GOPT_GK_RNN;
     wv = rnn_steps(g, n, gopt_node_input(g, n, 0));
-  } else if (op == GOPT_OP_LSTM_GRAD) {
-    kind = GOPT_GK_RNN_BWD;
+  } else if (op == GOPT_OP_LSTM_GRAD) { /* one more sequential sweep, with its own FLOPs */
+    kind = GOPT_GK_RNN;
     wv = rnn_steps(g, n, gopt_node_input(g, n, 0));
   } else {
     kind = simple_kind(op, cls);
   }
   double *p = phi + kind * GOPT_GF_PER_KIND;
   p[GOPT_GF_N] += 1;
-  p[GOPT_GF_FLOPS] += c.flops;
+  p[w3 ? GOPT_GF_FLOPS_3X3 : GOPT_GF_FLOPS] += c.flops;
   p[GOPT_GF_WAVES] += wv;
   p[GOPT_GF_BYTES] += c.bytes_read + c.bytes_written;
   return kind;

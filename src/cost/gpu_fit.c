@@ -51,7 +51,7 @@ static void layer_label(char *out, size_t cap, const char *layer, int kind) {
   snprintf(out, cap, "%s%s", layer, sub);
 }
 
-static int load_layers(gopt_gpu_data *d, json_t *arr, int model, const char *file,
+static int load_layers(gopt_gpu_data *d, json_t *arr, int model, int batch, const char *file,
                        const char *what, gopt_error *err) {
   if (!json_is_array(arr))
     return gopt_error_set(err, GOPT_EPARSE, "%s: %s: must be an array of layer rows", file, what);
@@ -86,10 +86,30 @@ static int load_layers(gopt_gpu_data *d, json_t *arr, int model, const char *fil
       r->what = bwd ? GOPT_GPU_ROW_FWDBWD : GOPT_GPU_ROW_FWD;
       r->kind = kind;
       r->count = cnt ? (int)json_integer_value(cnt) : 1;
+      r->batch = batch;
       layer_label(r->label, sizeof r->label, json_string_value(json_object_get(row, "layer")), kind);
     }
   }
   return 0;
+}
+
+/* The measured program (PyTorch) runs every BatchNorm module as its own kernels, while an
+ * inference export folds most into the preceding convolution: row r (column k: 0 batch 1,
+ * 1 batch 32, 2 training) gets the features of the model's BatchNorm layer rows (structure only,
+ * not their times) for the share of them its graph (n_bn BatchNormalization nodes) lacks. */
+static void add_folded_bn(gopt_gpu_data *d, gopt_gpu_row *r, int m, int k, int n_bn) {
+  int want = k == 2 ? GOPT_GPU_ROW_FWDBWD : GOPT_GPU_ROW_FWD, batch = k ? 32 : 1;
+  double tot = 0, phi[GOPT_GPU_NCOEF] = {0};
+  for (size_t i = 0; i < d->n; i++) {
+    const gopt_gpu_row *x = &d->rows[i];
+    if (x->model != m || x->what != want || x->batch != batch || strcmp(x->label, "BatchNorm2d")) continue;
+    tot += x->count;
+    for (int j = 0; j < GOPT_GPU_NCOEF; j++) phi[j] += x->count * x->phi[j];
+  }
+  if (tot <= n_bn) return;
+  double share = (tot - n_bn) / tot;
+  for (int j = 0; j < GOPT_GPU_NCOEF; j++) r->phi[j] += share * phi[j];
+  r->folded_bn = (int)(tot - n_bn);
 }
 
 /* The whole-model rows of model m (its ONNX in model_dir). */
@@ -111,11 +131,13 @@ static int load_totals(gopt_gpu_data *d, json_t *mo, int m, const char *model_di
     if (!(ms > 0)) continue;
     gopt_gpu_row *r = add_row(d);
     if (!r) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", file);
-    rc = gopt_gpu_model_features(path, k ? 32 : 1, k == 2, r->phi, err);
+    int nbn = 0;
+    rc = gpu_model_features_ex(path, k ? 32 : 1, k == 2, r->phi, &nbn, err);
     if (rc) {
       d->n--;
       return rc;
     }
+    add_folded_bn(d, r, m, k, nbn);
     r->seconds = ms * 1e-3;
     r->model = m;
     r->what = what[k];
@@ -177,7 +199,7 @@ static int load_models(gopt_gpu_data *d, json_t *models, const char *model_dir, 
       json_t *arr = json_object_get(mo, key);
       char w[128];
       snprintf(w, sizeof w, "models.%s.%s", name, key);
-      int rc = arr ? load_layers(d, arr, m, file, w, err) : 0;
+      int rc = arr ? load_layers(d, arr, m, b ? 32 : 1, file, w, err) : 0;
       if (rc) return rc;
     }
     int rc = model_dir ? load_totals(d, mo, m, model_dir, file, err) : 0;
@@ -222,6 +244,13 @@ int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **
   return rc;
 }
 
+/* Whether any row the fit uses has a kernel of kind k. */
+static int kind_measured(const gopt_gpu_data *d, int exclude, int k) {
+  for (size_t i = 0; i < d->n; i++)
+    if ((exclude < 0 || d->rows[i].model != exclude) && d->rows[i].phi[k * GOPT_GF_PER_KIND] > 0) return 1;
+  return 0;
+}
+
 int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, double *coef,
                  gopt_error *err) {
   size_t m = 0;
@@ -242,6 +271,18 @@ int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, doubl
     b[r++] = w;
   }
   int rc = gopt_nnls(A, b, (int)m, GOPT_GPU_NCOEF, coef, err);
+  /* a kind nothing measured borrows the coefficients of its nearest measured kind */
+  static const int fallback[GOPT_GK_COUNT] = {
+      [GOPT_GK_CONV] = -1, [GOPT_GK_CONV_GROUPED] = GOPT_GK_CONV_DW, [GOPT_GK_CONV_DW] = GOPT_GK_CONV_GROUPED,
+      [GOPT_GK_GEMM] = GOPT_GK_BMM, [GOPT_GK_BMM] = GOPT_GK_GEMM, [GOPT_GK_ELTWISE] = -1,
+      [GOPT_GK_NORM] = GOPT_GK_ELTWISE, [GOPT_GK_POOL] = GOPT_GK_NORM, [GOPT_GK_MOVE] = GOPT_GK_ELTWISE,
+      [GOPT_GK_RNN] = -1, [GOPT_GK_CONV_BWD] = -1, [GOPT_GK_CONV_GROUPED_BWD] = GOPT_GK_CONV_DW_BWD,
+      [GOPT_GK_CONV_DW_BWD] = GOPT_GK_CONV_GROUPED_BWD, [GOPT_GK_UPDATE] = GOPT_GK_ELTWISE};
+  for (int k = 0; !rc && k < GOPT_GK_COUNT; k++) {
+    int f = fallback[k];
+    if (f < 0 || kind_measured(d, exclude, k) || !kind_measured(d, exclude, f)) continue;
+    memcpy(coef + k * GOPT_GF_PER_KIND, coef + f * GOPT_GF_PER_KIND, GOPT_GF_PER_KIND * sizeof *coef);
+  }
   free(A);
   free(b);
   return rc;
