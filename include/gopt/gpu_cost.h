@@ -31,7 +31,8 @@ extern "C" {
 enum {
   GOPT_GK_CONV, GOPT_GK_CONV_GROUPED, GOPT_GK_CONV_DW, GOPT_GK_GEMM, GOPT_GK_BMM, GOPT_GK_ELTWISE,
   GOPT_GK_NORM, GOPT_GK_POOL, GOPT_GK_MOVE, GOPT_GK_RNN, GOPT_GK_CONV_BWD, GOPT_GK_CONV_GROUPED_BWD,
-  GOPT_GK_CONV_DW_BWD, GOPT_GK_UPDATE, GOPT_GK_COUNT
+  GOPT_GK_CONV_DW_BWD, GOPT_GK_UPDATE, GOPT_GK_EPILOGUE,
+  GOPT_GK_EPILOGUE_BWD, GOPT_GK_COUNT
 };
 /* Features per kind: kernel count, FLOPs, wave K-steps (recurrent: time steps), bytes, and the
  * FLOPs of dense 3x3 stride-1 convolutions apart (cuDNN runs them as Winograd transforms: their

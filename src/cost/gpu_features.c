@@ -9,7 +9,7 @@
 
 static const char *const kind_names[GOPT_GK_COUNT] = {
     "conv", "conv_grouped", "conv_dw", "gemm", "bmm", "eltwise", "norm", "pool", "move", "rnn",
-    "conv_bwd", "conv_grouped_bwd", "conv_dw_bwd", "update"};
+    "conv_bwd", "conv_grouped_bwd", "conv_dw_bwd", "update", "conv_epilogue", "conv_epilogue_bwd"};
 static const char *const feat_names[GOPT_GF_PER_KIND] = {"n", "flops", "waves", "bytes", "flops_3x3"};
 
 const char *gopt_gpu_kind_name(int k) { return k >= 0 && k < GOPT_GK_COUNT ? kind_names[k] : ""; }
@@ -209,5 +209,20 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
   p[w3 ? GOPT_GF_FLOPS_3X3 : GOPT_GF_FLOPS] += c.flops;
   p[GOPT_GF_WAVES] += wv;
   p[GOPT_GF_BYTES] += c.bytes_read + c.bytes_written;
+  if (op == GOPT_OP_CONV && nd->n_in >= 3 && gopt_node_input(g, n, 2) >= 0) {
+    /* a convolution with a bias: the frameworks' cuDNN path runs the bias add (or, where an
+     * export folded a BatchNorm into this bias, the BatchNorm) as one more pass over the output */
+    double *e = phi + GOPT_GK_EPILOGUE * GOPT_GF_PER_KIND;
+    e[GOPT_GF_N] += 1;
+    e[GOPT_GF_BYTES] += 2 * c.bytes_written;
+  }
+  if (op == GOPT_OP_REDUCE_SUM && (nd->flags & GOPT_N_GRAD) && nd->n_out == 1 &&
+      g->tensors.a[gopt_node_output(g, n, 0)].rank == 1 && g->tensors.a[gopt_node_input(g, n, 0)].rank >= 3) {
+    /* the gradient of a convolution's bias (NC.. -> C): its epilogue's backward (a folded
+     * BatchNorm's backward in the framework's step) */
+    double *e = phi + GOPT_GK_EPILOGUE_BWD * GOPT_GF_PER_KIND;
+    e[GOPT_GF_N] += 1;
+    e[GOPT_GF_BYTES] += 3 * c.bytes_read;
+  }
   return kind;
 }

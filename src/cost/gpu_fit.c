@@ -137,7 +137,7 @@ static int load_totals(gopt_gpu_data *d, json_t *mo, int m, const char *model_di
       d->n--;
       return rc;
     }
-    add_folded_bn(d, r, m, k, nbn);
+    if (getenv("GPU_FOLDBN")) add_folded_bn(d, r, m, k, nbn);
     r->seconds = ms * 1e-3;
     r->model = m;
     r->what = what[k];
@@ -277,7 +277,8 @@ int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, doubl
       [GOPT_GK_GEMM] = GOPT_GK_BMM, [GOPT_GK_BMM] = GOPT_GK_GEMM, [GOPT_GK_ELTWISE] = -1,
       [GOPT_GK_NORM] = GOPT_GK_ELTWISE, [GOPT_GK_POOL] = GOPT_GK_NORM, [GOPT_GK_MOVE] = GOPT_GK_ELTWISE,
       [GOPT_GK_RNN] = -1, [GOPT_GK_CONV_BWD] = -1, [GOPT_GK_CONV_GROUPED_BWD] = GOPT_GK_CONV_DW_BWD,
-      [GOPT_GK_CONV_DW_BWD] = GOPT_GK_CONV_GROUPED_BWD, [GOPT_GK_UPDATE] = GOPT_GK_ELTWISE};
+      [GOPT_GK_CONV_DW_BWD] = GOPT_GK_CONV_GROUPED_BWD, [GOPT_GK_UPDATE] = GOPT_GK_ELTWISE, [GOPT_GK_EPILOGUE] = GOPT_GK_ELTWISE,
+      [GOPT_GK_EPILOGUE_BWD] = GOPT_GK_NORM};
   for (int k = 0; !rc && k < GOPT_GK_COUNT; k++) {
     int f = fallback[k];
     if (f < 0 || kind_measured(d, exclude, k) || !kind_measured(d, exclude, f)) continue;
