@@ -34,17 +34,20 @@ enum {
   GOPT_GK_CONV_DW_BWD, GOPT_GK_UPDATE, GOPT_GK_EPILOGUE,
   GOPT_GK_EPILOGUE_BWD, GOPT_GK_COUNT
 };
-/* Features per kind: kernel count, FLOPs, wave K-steps (recurrent: time steps), bytes, and the
- * FLOPs of dense 3x3 stride-1 convolutions apart (cuDNN runs them as Winograd transforms: their
- * FLOPs, counted directly, are cheaper, above all in the backward pass). */
-enum { GOPT_GF_N, GOPT_GF_FLOPS, GOPT_GF_WAVES, GOPT_GF_BYTES, GOPT_GF_FLOPS_3X3, GOPT_GF_PER_KIND };
+/* Features per kind: kernel count, FLOPs, wave K-steps (recurrent: time steps; BatchNorm
+ * backward and a convolution bias's gradient: the per-channel reduction length times
+ * ceil(channels / SMs), as one block reduces one channel), bytes, and "alternative" FLOPs:
+ * those of dense 3x3 stride-1 convolutions (cuDNN runs them as Winograd transforms: counted
+ * directly, they are cheaper, above all in the backward pass) and of GEMMs with a transposed
+ * operand (Gemm transA/transB: PyTorch's Linear, x W^T), which cuBLAS runs with other kernels. */
+enum { GOPT_GF_N, GOPT_GF_FLOPS, GOPT_GF_WAVES, GOPT_GF_BYTES, GOPT_GF_FLOPS_ALT, GOPT_GF_PER_KIND };
 #define GOPT_GPU_NCOEF (GOPT_GK_COUNT * GOPT_GF_PER_KIND)
 /* GPU geometry the wave feature assumes: output tile edge and SM count (H100 SXM: 132). */
 #define GOPT_GPU_TILE 128
 #define GOPT_GPU_SMS 132
 
 /* Name of kind k ("conv", "conv_grouped", ...) and of feature f ("n", "flops", "waves",
- * "bytes", "flops_3x3"); "" when out of range. Coefficient j is "<kind>.<feature>" with
+ * "bytes", "flops_alt"); "" when out of range. Coefficient j is "<kind>.<feature>" with
  * j = k * GOPT_GF_PER_KIND + f. */
 const char *gopt_gpu_kind_name(int k);
 const char *gopt_gpu_feature_name(int f);

@@ -52,7 +52,7 @@ static void class_table(const gopt_gpu_data *d, const double *coef) {
   if (getenv("GPU_DEBUG2"))
     for (size_t i = 0; i < d->n; i++) {
       const gopt_gpu_row *r = &d->rows[i];
-      if (r->seconds > 4e-4 && r->what != GOPT_GPU_ROW_MICRO)
+      if (strstr(r->label, getenv("GPU_DEBUG2")))
         fprintf(stderr, "row %s %s what=%d meas %.3f pred %.3f\n", r->model >= 0 ? d->models[r->model] : "-", r->label, r->what, r->seconds * 1e3, gopt_gpu_time(coef, r->phi) * 1e3);
     }
   printf("\n| layer class | rows (fwd / fwd+bwd) | median \\|error\\| fwd | median \\|error\\| fwd+bwd |\n"

@@ -10,7 +10,7 @@
 static const char *const kind_names[GOPT_GK_COUNT] = {
     "conv", "conv_grouped", "conv_dw", "gemm", "bmm", "eltwise", "norm", "pool", "move", "rnn",
     "conv_bwd", "conv_grouped_bwd", "conv_dw_bwd", "update", "conv_epilogue", "conv_epilogue_bwd"};
-static const char *const feat_names[GOPT_GF_PER_KIND] = {"n", "flops", "waves", "bytes", "flops_3x3"};
+static const char *const feat_names[GOPT_GF_PER_KIND] = {"n", "flops", "waves", "bytes", "flops_alt"};
 
 const char *gopt_gpu_kind_name(int k) { return k >= 0 && k < GOPT_GK_COUNT ? kind_names[k] : ""; }
 const char *gopt_gpu_feature_name(int f) {
@@ -123,7 +123,7 @@ static int conv_kind(const gopt_graph *g, int32_t n, int dir, double *wv, int *w
 
 /* MatMul / Gemm: a GEMM when one operand is a 2-D weight-like tensor or both are 2-D, a batched
  * matmul (kind bmm) when both operands carry batch dims. */
-static int matmul_kind(const gopt_graph *g, int32_t n, double *wv) {
+static int matmul_kind(const gopt_graph *g, int32_t n, double *wv, int *alt) {
   int32_t a = gopt_node_input(g, n, 0), b = gopt_node_input(g, n, 1), y = gopt_node_output(g, n, 0);
   int ra = g->tensors.a[a].rank, rb = g->tensors.a[b].rank;
   double ny = numel(g, y);
@@ -131,6 +131,7 @@ static int matmul_kind(const gopt_graph *g, int32_t n, double *wv) {
     int ta = (int)gopt_node_get_int(g, n, "transA", 0);
     double m = dimv(g, y, 0), nn = dimv(g, y, 1), k = dimv(g, a, ta ? 0 : 1);
     *wv = waves(1, m, nn, k);
+    *alt = ta || gopt_node_get_int(g, n, "transB", 0);
     return GOPT_GK_GEMM;
   }
   double k = dimv(g, a, -1), nn = dimv(g, y, -1);
@@ -165,6 +166,14 @@ static int simple_kind(int op, int cls) {
   return GOPT_GK_MOVE;
 }
 
+/* Per-channel reduction of an NC... tensor x, one block per channel: reduction length (N x
+ * spatial) times ceil(C / SMs). */
+static double channel_reduce(const gopt_graph *g, int32_t x) {
+  if (x < 0) return 0;
+  double c = dimv(g, x, 1), len = numel(g, x) / (c > 0 ? c : 1);
+  return len * ceil(c / GOPT_GPU_SMS);
+}
+
 /* Recurrent op (LSTM / GRU / RNN, or LSTMGrad): time steps (sequence x directions). */
 static double rnn_steps(const gopt_graph *g, int32_t n, int32_t x) {
   int layout = (int)gopt_node_get_int(g, n, "layout", 0);
@@ -194,7 +203,7 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
   if (op == GOPT_OP_CONV && nd->n_in >= 2) kind = conv_kind(g, n, 0, &wv, &w3);
   else if (op == GOPT_OP_CONV_GRAD_INPUT) kind = conv_kind(g, n, 1, &wv, &w3);
   else if (op == GOPT_OP_CONV_GRAD_WEIGHT) kind = conv_kind(g, n, 2, &wv, &w3);
-  else if ((op == GOPT_OP_MATMUL || op == GOPT_OP_GEMM) && nd->n_in >= 2) kind = matmul_kind(g, n, &wv);
+  else if ((op == GOPT_OP_MATMUL || op == GOPT_OP_GEMM) && nd->n_in >= 2) kind = matmul_kind(g, n, &wv, &w3);
   else if (op == GOPT_OP_LSTM || op == GOPT_OP_GRU || op == GOPT_OP_RNN) {
     kind = GOPT_GK_RNN;
     wv = rnn_steps(g, n, gopt_node_input(g, n, 0));
@@ -203,10 +212,11 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
     wv = rnn_steps(g, n, gopt_node_input(g, n, 0));
   } else {
     kind = simple_kind(op, cls);
+    if (op == GOPT_OP_BATCH_NORM_GRAD) wv = channel_reduce(g, gopt_node_input(g, n, 1));
   }
   double *p = phi + kind * GOPT_GF_PER_KIND;
   p[GOPT_GF_N] += 1;
-  p[w3 ? GOPT_GF_FLOPS_3X3 : GOPT_GF_FLOPS] += c.flops;
+  p[w3 ? GOPT_GF_FLOPS_ALT : GOPT_GF_FLOPS] += c.flops;
   p[GOPT_GF_WAVES] += wv;
   p[GOPT_GF_BYTES] += c.bytes_read + c.bytes_written;
   if (op == GOPT_OP_CONV && nd->n_in >= 3 && gopt_node_input(g, n, 2) >= 0) {
@@ -222,6 +232,7 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
      * BatchNorm's backward in the framework's step) */
     double *e = phi + GOPT_GK_EPILOGUE_BWD * GOPT_GF_PER_KIND;
     e[GOPT_GF_N] += 1;
+    e[GOPT_GF_WAVES] += channel_reduce(g, gopt_node_input(g, n, 0));
     e[GOPT_GF_BYTES] += 3 * c.bytes_read;
   }
   return kind;

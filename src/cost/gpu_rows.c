@@ -225,11 +225,12 @@ static int build_layer(mb *b, const char *layer, const char *a, json_t *ins, int
       b->rc = gopt_error_set(b->err, GOPT_EPARSE, "cannot read in_features / out_features");
       return 0;
     }
-    int64_t wd[2] = {fi, fo};
-    int32_t in[3] = {mb_in(b, GOPT_DT_FLOAT, rank, xd, grad), mb_param(b, 2, wd), -1};
-    if (rank == 2) {
+    int64_t wd[2] = {fi, fo}, wt[2] = {fo, fi};
+    int32_t in[3] = {mb_in(b, GOPT_DT_FLOAT, rank, xd, grad), mb_param(b, 2, rank == 2 ? wt : wd), -1};
+    if (rank == 2) { /* as exported: Gemm(x, W[out, in], transB=1) */
       if (!has(a, "bias=False")) in[2] = mb_param(b, 1, &fo);
-      mb_node(b, "Gemm", in[2] >= 0 ? 3 : 2, in, 1);
+      int32_t n = mb_node(b, "Gemm", in[2] >= 0 ? 3 : 2, in, 1);
+      if (n >= 0) gopt_node_set_int(b->g, n, "transB", 1);
     } else {
       mb_node(b, "MatMul", 2, in, 1); /* cuBLAS adds the bias in the GEMM's epilogue */
     }
