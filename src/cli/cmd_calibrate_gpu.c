@@ -23,7 +23,7 @@ static const char gpu_help[] =
     "                 times are fitted against those graphs\n"
     "  --loo          leave-one-architecture-out: fit without each model, predict its batch-1,\n"
     "                 batch-32 and training times; prints the markdown tables of docs/SIMULATOR.md\n"
-    "  --model-weight W  weight of a whole-model row against a layer row (default 8)\n";
+    "  --model-weight W  weight of a whole-model row against a layer row (default 15)\n";
 
 /* Median of v[0..n) (sorts v). */
 static double median(double *v, size_t n) {
@@ -181,7 +181,7 @@ static int write_device(const char *outp, const char *devname, const char *versi
 int cli_calibrate_gpu(int argc, char **argv) {
   const char *path = NULL, *outp = NULL, *dir = "corpus", *dev = "H100", *version = "calibrated";
   int do_loo = 0;
-  double mw = 8;
+  double mw = 15;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

@@ -33,6 +33,16 @@ double gopt_gpu_time(const double *coef, const double *phi) {
   return t;
 }
 
+void gopt_gpu_scale(const double *from_coef, double from_peak, double from_bw, double from_launch,
+                    double to_peak, double to_bw, double to_launch, double *to_coef) {
+  for (int j = 0; j < GOPT_GPU_NCOEF; j++) {
+    int f = j % GOPT_GF_PER_KIND;
+    double r = f == GOPT_GF_N ? to_launch / from_launch
+               : f == GOPT_GF_BYTES ? from_bw / to_bw : from_peak / to_peak;
+    to_coef[j] = from_coef[j] * r;
+  }
+}
+
 uint8_t *gopt_gpu_dynamic_tensors(const gopt_graph *g) {
   uint8_t *dyn = calloc(g->tensors.n ? g->tensors.n : 1, 1);
   int32_t *order = malloc((g->nodes.n ? g->nodes.n : 1) * sizeof *order);
@@ -222,7 +232,7 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
   if (op == GOPT_OP_CONV && nd->n_in >= 3 && gopt_node_input(g, n, 2) >= 0) {
     /* a convolution with a bias: the frameworks' cuDNN path runs the bias add (or, where an
      * export folded a BatchNorm into this bias, the BatchNorm) as one more pass over the output */
-    double *e = phi + GOPT_GK_EPILOGUE * GOPT_GF_PER_KIND;
+    double *e = phi + GOPT_GK_CONV_EPILOGUE * GOPT_GF_PER_KIND;
     e[GOPT_GF_N] += 1;
     e[GOPT_GF_BYTES] += 2 * c.bytes_written;
   }
@@ -230,7 +240,7 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
       g->tensors.a[gopt_node_output(g, n, 0)].rank == 1 && g->tensors.a[gopt_node_input(g, n, 0)].rank >= 3) {
     /* the gradient of a convolution's bias (NC.. -> C): its epilogue's backward (a folded
      * BatchNorm's backward in the framework's step) */
-    double *e = phi + GOPT_GK_EPILOGUE_BWD * GOPT_GF_PER_KIND;
+    double *e = phi + GOPT_GK_CONV_EPILOGUE_BWD * GOPT_GF_PER_KIND;
     e[GOPT_GF_N] += 1;
     e[GOPT_GF_WAVES] += channel_reduce(g, gopt_node_input(g, n, 0));
     e[GOPT_GF_BYTES] += 3 * c.bytes_read;

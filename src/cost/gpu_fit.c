@@ -93,25 +93,6 @@ static int load_layers(gopt_gpu_data *d, json_t *arr, int model, int batch, cons
   return 0;
 }
 
-/* The measured program (PyTorch) runs every BatchNorm module as its own kernels, while an
- * inference export folds most into the preceding convolution: row r (column k: 0 batch 1,
- * 1 batch 32, 2 training) gets the features of the model's BatchNorm layer rows (structure only,
- * not their times) for the share of them its graph (n_bn BatchNormalization nodes) lacks. */
-static void add_folded_bn(gopt_gpu_data *d, gopt_gpu_row *r, int m, int k, int n_bn) {
-  int want = k == 2 ? GOPT_GPU_ROW_FWDBWD : GOPT_GPU_ROW_FWD, batch = k ? 32 : 1;
-  double tot = 0, phi[GOPT_GPU_NCOEF] = {0};
-  for (size_t i = 0; i < d->n; i++) {
-    const gopt_gpu_row *x = &d->rows[i];
-    if (x->model != m || x->what != want || x->batch != batch || strcmp(x->label, "BatchNorm2d")) continue;
-    tot += x->count;
-    for (int j = 0; j < GOPT_GPU_NCOEF; j++) phi[j] += x->count * x->phi[j];
-  }
-  if (tot <= n_bn) return;
-  double share = (tot - n_bn) / tot;
-  for (int j = 0; j < GOPT_GPU_NCOEF; j++) r->phi[j] += share * phi[j];
-  r->folded_bn = (int)(tot - n_bn);
-}
-
 /* The whole-model rows of model m (its ONNX in model_dir). */
 static int load_totals(gopt_gpu_data *d, json_t *mo, int m, const char *model_dir,
                        const char *file, gopt_error *err) {
@@ -131,13 +112,11 @@ static int load_totals(gopt_gpu_data *d, json_t *mo, int m, const char *model_di
     if (!(ms > 0)) continue;
     gopt_gpu_row *r = add_row(d);
     if (!r) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", file);
-    int nbn = 0;
-    rc = gpu_model_features_ex(path, k ? 32 : 1, k == 2, r->phi, &nbn, err);
+    rc = gopt_gpu_model_features(path, k ? 32 : 1, k == 2, r->phi, err);
     if (rc) {
       d->n--;
       return rc;
     }
-    if (getenv("GPU_FOLDBN")) add_folded_bn(d, r, m, k, nbn);
     r->seconds = ms * 1e-3;
     r->model = m;
     r->what = what[k];
@@ -273,12 +252,12 @@ int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, doubl
   int rc = gopt_nnls(A, b, (int)m, GOPT_GPU_NCOEF, coef, err);
   /* a kind nothing measured borrows the coefficients of its nearest measured kind */
   static const int fallback[GOPT_GK_COUNT] = {
-      [GOPT_GK_CONV] = -1, [GOPT_GK_CONV_GROUPED] = GOPT_GK_CONV_DW, [GOPT_GK_CONV_DW] = GOPT_GK_CONV_GROUPED,
+      [GOPT_GK_CONV] = -1, [GOPT_GK_CONV_GROUPED] = GOPT_GK_CONV, [GOPT_GK_CONV_DW] = GOPT_GK_CONV_GROUPED,
       [GOPT_GK_GEMM] = GOPT_GK_BMM, [GOPT_GK_BMM] = GOPT_GK_GEMM, [GOPT_GK_ELTWISE] = -1,
       [GOPT_GK_NORM] = GOPT_GK_ELTWISE, [GOPT_GK_POOL] = GOPT_GK_NORM, [GOPT_GK_MOVE] = GOPT_GK_ELTWISE,
-      [GOPT_GK_RNN] = -1, [GOPT_GK_CONV_BWD] = -1, [GOPT_GK_CONV_GROUPED_BWD] = GOPT_GK_CONV_DW_BWD,
-      [GOPT_GK_CONV_DW_BWD] = GOPT_GK_CONV_GROUPED_BWD, [GOPT_GK_UPDATE] = GOPT_GK_ELTWISE, [GOPT_GK_EPILOGUE] = GOPT_GK_ELTWISE,
-      [GOPT_GK_EPILOGUE_BWD] = GOPT_GK_NORM};
+      [GOPT_GK_RNN] = -1, [GOPT_GK_CONV_BWD] = -1, [GOPT_GK_CONV_GROUPED_BWD] = GOPT_GK_CONV_BWD,
+      [GOPT_GK_CONV_DW_BWD] = GOPT_GK_CONV_GROUPED_BWD, [GOPT_GK_UPDATE] = GOPT_GK_ELTWISE, [GOPT_GK_CONV_EPILOGUE] = GOPT_GK_ELTWISE,
+      [GOPT_GK_CONV_EPILOGUE_BWD] = GOPT_GK_NORM};
   for (int k = 0; !rc && k < GOPT_GK_COUNT; k++) {
     int f = fallback[k];
     if (f < 0 || kind_measured(d, exclude, k) || !kind_measured(d, exclude, f)) continue;

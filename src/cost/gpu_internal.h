@@ -25,8 +25,4 @@ int gpu_micro_features(json_t *row, double *phi, int *kind, const char *what, go
  * drops its loss and updates); first_node < 0: every node. */
 void gpu_graph_features(const gopt_graph *g, int32_t first_node, double *phi);
 
-/* gopt_gpu_model_features, also counting the graph's forward BatchNormalization nodes. */
-int gpu_model_features_ex(const char *path, int batch, int training, double *phi, int *n_bn,
-                          gopt_error *err);
-
 #endif

@@ -54,13 +54,6 @@ static int rebatch(gopt_graph *g, int64_t batch) {
 
 int gopt_gpu_model_features(const char *path, int batch, int training, double *phi,
                             gopt_error *err) {
-  int nbn;
-  return gpu_model_features_ex(path, batch, training, phi, &nbn, err);
-}
-
-int gpu_model_features_ex(const char *path, int batch, int training, double *phi, int *n_bn,
-                          gopt_error *err) {
-  *n_bn = 0;
   gopt_graph *g = NULL;
   gopt_onnx_load_opts lo = {.base_dir = NULL, .load_external_data = 0};
   int rc = gopt_onnx_load(path, &lo, &g, err);
@@ -79,8 +72,6 @@ int gpu_model_features_ex(const char *path, int batch, int training, double *phi
     gopt_error_prefix(err, "%s: batch %d%s: ", path, batch, training ? " training" : "");
   } else {
     gpu_graph_features(g, -1, phi);
-    for (size_t n = 0; n < g->nodes.n; n++)
-      *n_bn += gopt_node_alive(g, (int32_t)n) && g->nodes.a[n].op == GOPT_OP_BATCH_NORM;
   }
   gopt_graph_free(g);
   return rc;

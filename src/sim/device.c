@@ -1,6 +1,8 @@
 /* device.c: device presets, cluster shorthands, the cluster JSON format and the analytical
- * roofline kernel time (device.h). Preset numbers are vendor peak figures; efficiencies are
- * conservative defaults that `gopt calibrate` refits for the host. */
+ * kernel time (device.h). Preset numbers are vendor peak figures; the GPU presets carry the
+ * measured-GPU cost model calibrated on an H100 (gopt/gpu_cost.h; V100/A100 scaled from it), the
+ * TPU and host presets the roofline with conservative efficiencies (`gopt calibrate` refits the
+ * host). */
 #include <ctype.h>
 #include <jansson.h>
 #include <math.h>
@@ -99,6 +101,16 @@ static void init_presets(void) {
   mk(&presets[2], "H100", "gpu", 3350e9, 80 * GIB, 3e-6, eff_gpu, "nvswitch", 450e9,
      "NVIDIA H100 SXM5 80 GB: 67 TFLOP/s f32, 989 f16/bf16 (dense), 3350 GB/s");
   set_peaks(&presets[2].d, 67e12, 989e12, 989e12, 34e12, 1979e12);
+  /* GPUs: the measured-GPU cost model calibrated on a real H100 (docs/SIMULATOR.md); V100 and
+   * A100 extrapolate it by their data-sheet peaks, bandwidths and launch overheads */
+  for (int i = 0; i < 3; i++) {
+    gopt_device *d = &presets[i].d;
+    d->gpu_model = 1;
+    gopt_gpu_scale(gopt_gpu_h100_coef, 67e12, 3350e9, 3e-6, d->peak_flops[GOPT_DT_FLOAT], d->mem_bw,
+                   d->launch_s, d->gpu_coef);
+    snprintf(d->gpu_version, sizeof d->gpu_version, "%s%s", gopt_gpu_h100_version,
+             i == 2 ? "" : "-scaled");
+  }
   mk(&presets[3], "TPUv3", "tpu", 450e9, 16 * GIB, 1e-6, eff_tpu, "ici", 70e9,
      "Google TPU v3, one core: 61.5 TFLOP/s bf16 (f32 matmuls ~1/3), 450 GB/s HBM, 16 GB");
   set_peaks(&presets[3].d, 20e12, 61.5e12, 61.5e12, 0, 61.5e12);
