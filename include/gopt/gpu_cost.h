@@ -114,14 +114,15 @@ typedef struct gopt_gpu_data {
   int n_models;
   int *has_model_rows;         /* per model: 1 when its ONNX was found and its totals are rows */
   char device[96];             /* the file's "device" */
+  int batch;                   /* the file's "batch": the large batch of the model rows (32) */
   size_t skipped;              /* layer rows with no kernel or no rule (Dropout, Flatten...) */
 } gopt_gpu_data;
 
 /* Loads a GPU measurements file (the format tools/gpu_profile.py writes) into rows: every micro
  * entry, every layer row's fwd_gpu_ms (and fwdbwd_gpu_ms), and, for each model whose ONNX file
  * model_dir/NAME.onnx exists (model_dir NULL: none), its infer_b1_graph_ms, infer_b32_kernel_ms
- * and train_b32_kernel_ms against the features of that graph at batch 1 / 32 (a fixed-batch-1
- * model is re-batched) and of its training step. Errors: one line naming the file and the entry
+ * and train_b32_kernel_ms against the features of that graph at batch 1 / B (the file's "batch",
+ * default 32; a fixed-batch-1 model is re-batched) and of its training step at batch B. Errors: one line naming the file and the entry
  * (GOPT_EIO, GOPT_EPARSE: malformed, truncated, or not a measurements file). */
 int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **out,
                        gopt_error *err);

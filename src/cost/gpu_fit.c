@@ -112,7 +112,7 @@ static int load_totals(gopt_gpu_data *d, json_t *mo, int m, const char *model_di
     if (!(ms > 0)) continue;
     gopt_gpu_row *r = add_row(d);
     if (!r) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", file);
-    rc = gopt_gpu_model_features(path, k ? 32 : 1, k == 2, r->phi, err);
+    rc = gopt_gpu_model_features(path, k ? d->batch : 1, k == 2, r->phi, err);
     if (rc) {
       d->n--;
       return rc;
@@ -209,8 +209,15 @@ int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **
                         path);
   } else {
     const char *dev = json_string_value(json_object_get(root, "device"));
+    json_t *jb = json_object_get(root, "batch");
+    d->batch = 32;
+    if (jb && (!json_is_integer(jb) || json_integer_value(jb) < 1 || json_integer_value(jb) > 65536))
+      rc = gopt_error_set(err, GOPT_EPARSE, "%s: \"batch\" must be an integer in [1, 65536]", path);
+    else if (jb)
+      d->batch = (int)json_integer_value(jb);
     snprintf(d->device, sizeof d->device, "%s", dev ? dev : "");
-    rc = models ? (json_is_object(models)
+    if (!rc)
+      rc = models ? (json_is_object(models)
                        ? load_models(d, models, model_dir, path, err)
                        : gopt_error_set(err, GOPT_EPARSE, "%s: models: must be an object", path))
                 : 0;
