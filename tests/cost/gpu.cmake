@@ -26,3 +26,11 @@ set_tests_properties(gpu_preset_current PROPERTIES SKIP_RETURN_CODE 77 LABELS "c
 add_test(NAME gpu_profile_dry_run COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_gpu_profile.sh ${GOPT_BIN} ${GOPT_PYTHON}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(gpu_profile_dry_run PROPERTIES LABELS "cost;python" TIMEOUT 240)
+
+# the GPU measurements importer's fuzz seeds (and any fuzz/corpus_gpu/regress-* finding) replayed
+# through the fuzz target's entry point (fuzz/fuzz_gpu_measure.c) in every build
+add_executable(replay_gpu ${CMAKE_SOURCE_DIR}/fuzz/replay_onnx.c ${CMAKE_SOURCE_DIR}/fuzz/fuzz_gpu_measure.c)
+target_link_libraries(replay_gpu PRIVATE gopt m)
+add_test(NAME gpu_fuzz_seed_corpus COMMAND replay_gpu ${CMAKE_SOURCE_DIR}/fuzz/corpus_gpu "*.json"
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(gpu_fuzz_seed_corpus PROPERTIES FAIL_REGULAR_EXPRESSION "runtime error|Sanitizer" LABELS cost)
