@@ -38,7 +38,8 @@ typedef struct gopt_device {
   double cache_bytes[2];              /* cache levels, smallest first (bytes; 0 = none) ... */
   double cache_bw[2];                 /* ... and the bandwidth a working set that fits reaches
                                        * (bytes/s; 0 = mem_bw) */
-  /* Measured-GPU cost model (gopt/gpu_cost.h; gopt calibrate --gpu): when gpu_model is set, a
+  /* Measured-GPU cost model (gopt/gpu_cost.h; gopt calibrate --gpu; python/gopt/_lib.py mirrors
+   * these fields): when gpu_model is set, a
    * node's time is sum gpu_coef[j] * feature_j(node) instead of the roofline above. */
   int gpu_model;
   double gpu_coef[GOPT_GPU_NCOEF];    /* seconds per unit of each feature, >= 0 */
