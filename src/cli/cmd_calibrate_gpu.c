@@ -49,12 +49,6 @@ static void class_table(const gopt_gpu_data *d, const double *coef) {
   }
   double *e = malloc((d->n + 1) * sizeof *e);
   if (!e) return;
-  if (getenv("GPU_DEBUG2"))
-    for (size_t i = 0; i < d->n; i++) {
-      const gopt_gpu_row *r = &d->rows[i];
-      if (strstr(r->label, getenv("GPU_DEBUG2")))
-        fprintf(stderr, "row %s %s what=%d meas %.3f pred %.3f\n", r->model >= 0 ? d->models[r->model] : "-", r->label, r->what, r->seconds * 1e3, gopt_gpu_time(coef, r->phi) * 1e3);
-    }
   printf("\n| layer class | rows (fwd / fwd+bwd) | median \\|error\\| fwd | median \\|error\\| fwd+bwd |\n"
          "|---|---|---|---|\n");
   for (int k = 0; k <= ns; k++) {
@@ -92,27 +86,12 @@ static int loo(const gopt_gpu_data *d, double mw, gopt_error *err) {
   for (int m = 0; m < nm && !rc; m++) {
     if (!d->has_model_rows[m]) continue;
     if ((rc = gopt_gpu_fit(d, m, mw, coef, err))) break;
-    if (getenv("GPU_DEBUG")) {
-      fprintf(stderr, "fold %s:", d->models[m]);
-      for (int j = 0; j < GOPT_GPU_NCOEF; j++)
-        if (coef[j] > 0 && j / GOPT_GF_PER_KIND <= GOPT_GK_BMM) fprintf(stderr, " %s.%s=%.3g", gopt_gpu_kind_name(j / GOPT_GF_PER_KIND), gopt_gpu_feature_name(j % GOPT_GF_PER_KIND), coef[j]);
-      fprintf(stderr, "\n");
-    }
     for (size_t i = 0; i < d->n; i++) {
       const gopt_gpu_row *r = &d->rows[i];
       if (r->model != m || r->what < GOPT_GPU_ROW_B1) continue;
       int c = r->what - GOPT_GPU_ROW_B1;
       pred[m * 3 + c] = gopt_gpu_time(coef, r->phi);
       meas[m * 3 + c] = r->seconds;
-      if (getenv("GPU_DEBUG")) {
-        fprintf(stderr, "%s what=%d meas %.3f pred %.3f:", d->models[m], r->what, r->seconds * 1e3, pred[m * 3 + c] * 1e3);
-        for (int k = 0; k < GOPT_GK_COUNT; k++) {
-          double t = 0;
-          for (int f = 0; f < GOPT_GF_PER_KIND; f++) t += coef[k * GOPT_GF_PER_KIND + f] * r->phi[k * GOPT_GF_PER_KIND + f];
-          if (t > 0) fprintf(stderr, " %s=%.3f(n%.0f,F%.2g)", gopt_gpu_kind_name(k), t * 1e3, r->phi[k * GOPT_GF_PER_KIND], r->phi[k * GOPT_GF_PER_KIND + 1]);
-        }
-        fprintf(stderr, "\n");
-      }
     }
   }
   if (!rc) {
