@@ -33,8 +33,9 @@ def main(argv):
             " * H100 preset's measured-GPU cost model, seconds per unit of each feature. */\n"
             "#include \"gopt/gpu_cost.h\"\n\n"
             "const char gopt_gpu_h100_version[] = \"%s\";\n\n"
+            "const double gopt_gpu_h100_half_speedup = %.17g;\n\n"
             "const double gopt_gpu_h100_coef[GOPT_GPU_NCOEF] = {\n%s\n};\n"
-            % (dev.get("gpu_version", "calibrated"), "\n".join(lines)))
+            % (dev.get("gpu_version", "calibrated"), dev.get("gpu_half_speedup", 0.0), "\n".join(lines)))
     tmp = argv[2] + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)

@@ -44,6 +44,7 @@ typedef struct gopt_device {
   int gpu_model;
   double gpu_coef[GOPT_GPU_NCOEF];    /* seconds per unit of each feature, >= 0 */
   char gpu_version[24];               /* calibration the coefficients come from ("h100-2026-11-27") */
+  double gpu_half_speedup;            /* bf16/fp16 nodes: tensor-core compute terms / this (0: 1) */
 } gopt_device;
 
 /* A link is one shared channel: every transfer routed over it queues FIFO behind the others

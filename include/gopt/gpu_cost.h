@@ -68,6 +68,7 @@ uint8_t *gopt_gpu_dynamic_tensors(const gopt_graph *g);
  * and its version tag. */
 extern const double gopt_gpu_h100_coef[GOPT_GPU_NCOEF];
 extern const char gopt_gpu_h100_version[];
+extern const double gopt_gpu_h100_half_speedup;
 
 /* Scales coefficients calibrated on one GPU to another by data-sheet ratios: FLOP and wave terms
  * by the f32 peaks (from / to), byte terms by the memory bandwidths, kernel floors by the launch
@@ -77,6 +78,10 @@ void gopt_gpu_scale(const double *from_coef, double from_peak, double from_bw, d
 
 /* Time of a feature vector under coefficients coef: sum coef[j] * phi[j]. */
 double gopt_gpu_time(const double *coef, const double *phi);
+/* The same for a half-precision (bf16/fp16) kernel: the FLOP, wave and alternative-FLOP terms of
+ * the tensor-core kinds (dense and grouped convolutions, GEMMs, batched matmuls, recurrences,
+ * the convolutions' backward; not depthwise convolutions) divided by speedup (<= 0: 1). */
+double gopt_gpu_time_half(const double *coef, const double *phi, double speedup);
 
 /* Non-negative least squares: minimises ||A x - b|| subject to x >= 0 (Lawson-Hanson active set,
  * the inner least squares by LAPACK dgels). A is m x n, row-major. Returns 0, or GOPT_ENOMEM /
@@ -93,6 +98,8 @@ enum {
   GOPT_GPU_ROW_B1,      /* whole model, batch 1 (CUDA-graph replay) */
   GOPT_GPU_ROW_B32,     /* whole model, batch 32, sum of kernel times */
   GOPT_GPU_ROW_TRAIN,   /* whole model, batch-32 training step, sum of kernel times */
+  GOPT_GPU_ROW_BF16,    /* whole model, batch 32 under bf16 autocast, sum of kernel times: fits
+                         * only the half-precision speed-up (gopt_gpu_fit_half) */
   GOPT_GPU_ROW_NWHAT
 };
 
@@ -133,6 +140,12 @@ void gopt_gpu_data_free(gopt_gpu_data *d); /* accepts NULL */
  * layer or micro row. */
 int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, double *coef,
                  gopt_error *err);
+
+/* The half-precision speed-up s >= 1 that best predicts the bf16 whole-model rows (all but those
+ * of model exclude) from the fp32 graphs' features under coef: every byte term halved (autocast
+ * keeps activations in bf16), tensor-core compute terms divided by s; least squares on log times
+ * over a log grid of s in [1, 64]. Returns 0 when there is no bf16 row. */
+double gopt_gpu_fit_half(const gopt_gpu_data *d, int exclude, const double *coef);
 
 /* Features of the ONNX model at path at the given batch (re-batching a fixed-batch-1 model when
  * needed), as a training step when training; the whole graph's nodes summed. */

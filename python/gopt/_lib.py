@@ -111,7 +111,7 @@ class Device(ctypes.Structure):
                 ("eff_mem", c_double * GOPT_SIM_NCLASS), ("eff_slope", c_double * GOPT_SIM_NCLASS),
                 ("op_s", c_double * GOPT_SIM_NCLASS), ("serial", c_double), ("cache_bytes", c_double * 2),
                 ("cache_bw", c_double * 2), ("gpu_model", c_int), ("gpu_coef", c_double * GOPT_GPU_NCOEF),
-                ("gpu_version", ctypes.c_char * 24)]
+                ("gpu_version", ctypes.c_char * 24), ("gpu_half_speedup", c_double)]
 
 
 class Link(ctypes.Structure):

@@ -73,9 +73,10 @@ static void class_table(const gopt_gpu_data *d, const double *coef) {
 
 /* Leave-one-architecture-out over the models with whole-model rows. */
 static int loo(const gopt_gpu_data *d, double mw, gopt_error *err) {
-  static const char *const col[3] = {"batch-1 inference", "batch-32 inference", "batch-32 training"};
+  static const char *const col[4] = {"batch-1 inference", "batch-32 inference", "batch-32 training",
+                                     "batch-32 bf16 inference"};
   int nm = d->n_models;
-  double *pred = calloc((size_t)nm * 3, sizeof *pred), *meas = calloc((size_t)nm * 3, sizeof *meas);
+  double *pred = calloc((size_t)nm * 4, sizeof *pred), *meas = calloc((size_t)nm * 4, sizeof *meas);
   double coef[GOPT_GPU_NCOEF];
   if (!pred || !meas) {
     free(pred);
@@ -86,35 +87,40 @@ static int loo(const gopt_gpu_data *d, double mw, gopt_error *err) {
   for (int m = 0; m < nm && !rc; m++) {
     if (!d->has_model_rows[m]) continue;
     if ((rc = gopt_gpu_fit(d, m, mw, coef, err))) break;
+    double half = gopt_gpu_fit_half(d, m, coef);
     for (size_t i = 0; i < d->n; i++) {
       const gopt_gpu_row *r = &d->rows[i];
       if (r->model != m || r->what < GOPT_GPU_ROW_B1) continue;
       int c = r->what - GOPT_GPU_ROW_B1;
-      pred[m * 3 + c] = gopt_gpu_time(coef, r->phi);
-      meas[m * 3 + c] = r->seconds;
+      double phi[GOPT_GPU_NCOEF]; /* bf16: the fp32 graph with halved bytes and faster compute */
+      for (int j = 0; j < GOPT_GPU_NCOEF; j++)
+        phi[j] = r->phi[j] * (c == 3 && j % GOPT_GF_PER_KIND == GOPT_GF_BYTES ? 0.5 : 1);
+      pred[m * 4 + c] = c == 3 ? gopt_gpu_time_half(coef, phi, half) : gopt_gpu_time(coef, phi);
+      meas[m * 4 + c] = r->seconds;
     }
   }
   if (!rc) {
-    printf("| model | %s: measured / predicted ms | %s | %s |\n|---|---|---|---|\n", col[0], col[1], col[2]);
+    printf("| model | %s: measured / predicted ms | %s | %s | %s |\n|---|---|---|---|---|\n", col[0], col[1],
+           col[2], col[3]);
     for (int m = 0; m < nm; m++) {
       if (!d->has_model_rows[m]) continue;
       printf("| %s", d->models[m]);
-      for (int c = 0; c < 3; c++)
-        if (meas[m * 3 + c] > 0)
-          printf(" | %.3f / %.3f (%+.1f %%)", meas[m * 3 + c] * 1e3, pred[m * 3 + c] * 1e3,
-                 (pred[m * 3 + c] / meas[m * 3 + c] - 1) * 100);
+      for (int c = 0; c < 4; c++)
+        if (meas[m * 4 + c] > 0)
+          printf(" | %.3f / %.3f (%+.1f %%)", meas[m * 4 + c] * 1e3, pred[m * 4 + c] * 1e3,
+                 (pred[m * 4 + c] / meas[m * 4 + c] - 1) * 100);
         else
           printf(" | -");
       printf(" |\n");
     }
     printf("\n| column | models | median \\|error\\| | Kendall τ | geomean predicted / measured |\n|---|---|---|---|---|\n");
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < 4; c++) {
       double e[256], x[256], y[256], lg = 0;
       size_t n = 0;
       for (int m = 0; m < nm && n < 256; m++)
-        if (meas[m * 3 + c] > 0) {
-          x[n] = pred[m * 3 + c];
-          y[n] = meas[m * 3 + c];
+        if (meas[m * 4 + c] > 0) {
+          x[n] = pred[m * 4 + c];
+          y[n] = meas[m * 4 + c];
           lg += log(x[n] / y[n]);
           e[n] = fabs(x[n] / y[n] - 1) * 100;
           n++;
@@ -131,7 +137,7 @@ static int loo(const gopt_gpu_data *d, double mw, gopt_error *err) {
 
 /* Writes the calibrated device (the preset's peaks, memory, links; the fitted model) to outp. */
 static int write_device(const char *outp, const char *devname, const char *version,
-                        const double *coef, gopt_error *err) {
+                        const double *coef, double half, gopt_error *err) {
   const gopt_device *p = gopt_device_find_preset(devname);
   gopt_device d;
   if (p) {
@@ -144,6 +150,7 @@ static int write_device(const char *outp, const char *devname, const char *versi
   d.gpu_model = 1;
   memcpy(d.gpu_coef, coef, sizeof d.gpu_coef);
   snprintf(d.gpu_version, sizeof d.gpu_version, "%s", version);
+  d.gpu_half_speedup = half;
   double floor_s = INFINITY;
   for (int k = 0; k < GOPT_GK_COUNT; k++)
     if (coef[k * GOPT_GF_PER_KIND] > 0 && coef[k * GOPT_GF_PER_KIND] < floor_s) floor_s = coef[k * GOPT_GF_PER_KIND];
@@ -190,14 +197,16 @@ int cli_calibrate_gpu(int argc, char **argv) {
   if (!path) return cli_usage_error("calibrate", "--gpu needs a measurements file");
   gopt_error err = {0};
   gopt_gpu_data *d = NULL;
-  double coef[GOPT_GPU_NCOEF];
+  double coef[GOPT_GPU_NCOEF], half = 0;
   int rc = gopt_gpu_data_load(path, dir, &d, &err);
   if (!rc) rc = gopt_gpu_fit(d, -1, mw, coef, &err);
+  if (!rc) half = gopt_gpu_fit_half(d, -1, coef);
   if (!rc) {
     size_t tot = 0;
     for (size_t i = 0; i < d->n; i++) tot += d->rows[i].what >= GOPT_GPU_ROW_B1;
     printf("calibrated %s from %s (%s): %zu rows (%zu whole-model), %zu layer rows skipped (no kernel "
            "or no rule)\n", dev, path, d->device, d->n, tot, d->skipped);
+    if (half > 0) printf("  bf16 tensor-core speed-up over fp32 (compute terms): %.3f\n", half);
     for (int j = 0; j < GOPT_GPU_NCOEF; j++)
       if (coef[j] > 0)
         printf("  %s.%s = %.6g\n", gopt_gpu_kind_name(j / GOPT_GF_PER_KIND),
@@ -209,7 +218,7 @@ int cli_calibrate_gpu(int argc, char **argv) {
     }
   }
   if (!rc && outp) {
-    rc = write_device(outp, dev, version, coef, &err);
+    rc = write_device(outp, dev, version, coef, half, &err);
     if (!rc) printf("written to %s (use --cluster %s)\n", outp, outp);
   }
   if (rc) fprintf(stderr, "gopt calibrate: %s\n", err.msg);

@@ -33,6 +33,23 @@ double gopt_gpu_time(const double *coef, const double *phi) {
   return t;
 }
 
+/* Whether kind k runs on tensor cores in half precision (depthwise convolutions do not: one
+ * input channel per output channel is no matrix product). */
+static int tensor_core_kind(int k) {
+  return k == GOPT_GK_CONV || k == GOPT_GK_CONV_GROUPED || k == GOPT_GK_GEMM || k == GOPT_GK_BMM ||
+         k == GOPT_GK_RNN || k == GOPT_GK_CONV_BWD || k == GOPT_GK_CONV_GROUPED_BWD;
+}
+
+double gopt_gpu_time_half(const double *coef, const double *phi, double speedup) {
+  double t = 0, s = speedup > 0 ? speedup : 1;
+  for (int j = 0; j < GOPT_GPU_NCOEF; j++) {
+    int f = j % GOPT_GF_PER_KIND;
+    int compute = f == GOPT_GF_FLOPS || f == GOPT_GF_WAVES || f == GOPT_GF_FLOPS_ALT;
+    t += coef[j] * phi[j] / (compute && tensor_core_kind(j / GOPT_GF_PER_KIND) ? s : 1);
+  }
+  return t;
+}
+
 void gopt_gpu_scale(const double *from_coef, double from_peak, double from_bw, double from_launch,
                     double to_peak, double to_bw, double to_launch, double *to_coef) {
   for (int j = 0; j < GOPT_GPU_NCOEF; j++) {

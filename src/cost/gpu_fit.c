@@ -96,16 +96,16 @@ static int load_layers(gopt_gpu_data *d, json_t *arr, int model, int batch, cons
 /* The whole-model rows of model m (its ONNX in model_dir). */
 static int load_totals(gopt_gpu_data *d, json_t *mo, int m, const char *model_dir,
                        const char *file, gopt_error *err) {
-  static const char *const keys[3] = {"infer_b1_graph_ms", "infer_b32_kernel_ms",
-                                      "train_b32_kernel_ms"};
-  static const int what[3] = {GOPT_GPU_ROW_B1, GOPT_GPU_ROW_B32, GOPT_GPU_ROW_TRAIN};
+  static const char *const keys[4] = {"infer_b1_graph_ms", "infer_b32_kernel_ms",
+                                      "train_b32_kernel_ms", "infer_b32_bf16_kernel_ms"};
+  static const int what[4] = {GOPT_GPU_ROW_B1, GOPT_GPU_ROW_B32, GOPT_GPU_ROW_TRAIN, GOPT_GPU_ROW_BF16};
   char path[512], w[160];
   snprintf(path, sizeof path, "%s/%s.onnx", model_dir, d->models[m]);
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
   fclose(f);
   snprintf(w, sizeof w, "models.%s", d->models[m]);
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     double ms;
     int rc = time_ms(mo, keys[k], &ms, file, w, err);
     if (rc) return rc;
@@ -240,7 +240,8 @@ static int kind_measured(const gopt_gpu_data *d, int exclude, int k) {
 int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, double *coef,
                  gopt_error *err) {
   size_t m = 0;
-  for (size_t i = 0; i < d->n; i++) m += d->rows[i].model != exclude || exclude < 0;
+  for (size_t i = 0; i < d->n; i++)
+    m += (d->rows[i].model != exclude || exclude < 0) && d->rows[i].what != GOPT_GPU_ROW_BF16;
   double *A = malloc((m ? m : 1) * GOPT_GPU_NCOEF * sizeof *A), *b = malloc((m ? m : 1) * sizeof *b);
   if (!A || !b) {
     free(A);
@@ -252,6 +253,7 @@ int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, doubl
     const gopt_gpu_row *x = &d->rows[i];
     if (exclude >= 0 && x->model == exclude) continue;
     int total = x->what >= GOPT_GPU_ROW_B1;
+    if (x->what == GOPT_GPU_ROW_BF16) continue; /* fitted apart (gopt_gpu_fit_half) */
     double w = total ? model_weight : 1;
     for (int j = 0; j < GOPT_GPU_NCOEF; j++) A[r * GOPT_GPU_NCOEF + j] = w * x->phi[j] / x->seconds;
     b[r++] = w;
@@ -273,4 +275,27 @@ int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, doubl
   free(A);
   free(b);
   return rc;
+}
+
+double gopt_gpu_fit_half(const gopt_gpu_data *d, int exclude, const double *coef) {
+  double best = 0, best_sse = INFINITY;
+  for (int g = 0; g <= 300; g++) {
+    double s = pow(64.0, g / 300.0), sse = 0;
+    int any = 0;
+    for (size_t i = 0; i < d->n; i++) {
+      const gopt_gpu_row *x = &d->rows[i];
+      if (x->what != GOPT_GPU_ROW_BF16 || (exclude >= 0 && x->model == exclude)) continue;
+      double phi[GOPT_GPU_NCOEF];
+      for (int j = 0; j < GOPT_GPU_NCOEF; j++)
+        phi[j] = x->phi[j] * (j % GOPT_GF_PER_KIND == GOPT_GF_BYTES ? 0.5 : 1);
+      double e = log(gopt_gpu_time_half(coef, phi, s) / x->seconds);
+      sse += e * e;
+      any = 1;
+    }
+    if (any && sse < best_sse) {
+      best_sse = sse;
+      best = s;
+    }
+  }
+  return best;
 }

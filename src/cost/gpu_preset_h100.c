@@ -5,6 +5,8 @@
 
 const char gopt_gpu_h100_version[] = "h100-2026-11-27";
 
+const double gopt_gpu_h100_half_speedup = 2.867910496031655;
+
 const double gopt_gpu_h100_coef[GOPT_GPU_NCOEF] = {
     [GOPT_GK_BMM * GOPT_GF_PER_KIND + GOPT_GF_FLOPS] = 3.6685505585549028e-14,
     [GOPT_GK_BMM * GOPT_GF_PER_KIND + GOPT_GF_N] = 2.5404757821665293e-06,

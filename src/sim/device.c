@@ -110,6 +110,10 @@ static void init_presets(void) {
                    d->launch_s, d->gpu_coef);
     snprintf(d->gpu_version, sizeof d->gpu_version, "%s%s", gopt_gpu_h100_version,
              i == 2 ? "" : "-scaled");
+    /* the tensor-core speed-up over f32, scaled by the data-sheet bf16/f32 peak ratios */
+    d->gpu_half_speedup = gopt_gpu_h100_half_speedup *
+                          (d->peak_flops[GOPT_DT_BFLOAT16] / d->peak_flops[GOPT_DT_FLOAT]) / (989e12 / 67e12);
+    if (d->gpu_half_speedup < 1) d->gpu_half_speedup = 1;
   }
   mk(&presets[3], "TPUv3", "tpu", 450e9, 16 * GIB, 1e-6, eff_tpu, "ici", 70e9,
      "Google TPU v3, one core: 61.5 TFLOP/s bf16 (f32 matmuls ~1/3), 450 GB/s HBM, 16 GB");
@@ -185,6 +189,8 @@ double gopt_device_node_time(const gopt_device *d, const gopt_graph *g, int32_t 
   if (!d->gpu_model || !g) return gopt_device_kernel_time(d, cls, dtype, flops, bytes);
   double phi[GOPT_GPU_NCOEF] = {0};
   if (gopt_gpu_node_features(g, n, dyn, phi) < 0) return 0;
+  if (dtype == GOPT_DT_FLOAT16 || dtype == GOPT_DT_BFLOAT16)
+    return gopt_gpu_time_half(d->gpu_coef, phi, d->gpu_half_speedup);
   return gopt_gpu_time(d->gpu_coef, phi);
 }
 
@@ -381,6 +387,12 @@ static int class_field(json_t *o, const char *key, double *v, double lo, int lo_
 static int gpu_model_field(json_t *o, gopt_device *d, const char *label, const char *where,
                            gopt_error *err) {
   json_t *x = json_object_get(o, "gpu_model"), *v = json_object_get(o, "gpu_version");
+  json_t *h = json_object_get(o, "gpu_half_speedup");
+  if (h) {
+    if (!json_is_number(h) || !(json_number_value(h) >= 0) || !isfinite(json_number_value(h)))
+      return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"gpu_half_speedup\" must be a number >= 0", label, where);
+    d->gpu_half_speedup = json_number_value(h);
+  }
   if (v) {
     if (!json_is_string(v))
       return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"gpu_version\" must be a string", label, where);
@@ -725,6 +737,7 @@ char *gopt_cluster_to_json(const gopt_cluster *c) {
         }
       json_object_set_new(o, "gpu_model", gm);
       if (d->gpu_version[0]) json_object_set_new(o, "gpu_version", json_string(d->gpu_version));
+      if (d->gpu_half_speedup > 0) json_object_set_new(o, "gpu_half_speedup", json_real(d->gpu_half_speedup));
     }
     json_object_set_new(o, "measured", json_boolean(d->measured));
     json_array_append_new(jd, o);

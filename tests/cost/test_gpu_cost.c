@@ -5,7 +5,8 @@
  *  - Features against hand arithmetic: a 3x3 stride-1 convolution's FLOPs go to flops_alt, a
  *    depthwise one is its own kind, wave K-steps of a small matmul, an LSTM's time steps.
  *  - Malformed, truncated and foreign measurement files: one line naming the file and the entry.
- *  - The cluster JSON round trip of "gpu_model" and the scaling to another GPU. */
+ *  - The cluster JSON round trip of "gpu_model" / "gpu_half_speedup", a bf16 node's time, and the
+ *    scaling to another GPU. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -226,15 +227,22 @@ static void test_json_and_scaling(void) {
   gopt_error err = {0};
   gopt_cluster *c = NULL, *c2 = NULL;
   CHECK_EQ_INT(gopt_cluster_from_json("{\"devices\": [{\"preset\": \"H100\", \"gpu_model\": {\"conv.n\": 2e-6, "
-                                      "\"gemm.flops\": 2e-14}, \"gpu_version\": \"t1\"}]}", "g.json", &c, &err), 0);
+                                      "\"gemm.flops\": 2e-14}, \"gpu_version\": \"t1\", \"gpu_half_speedup\": 2.5}]}",
+                                      "g.json", &c, &err), 0);
   if (c) {
     const gopt_device *d = &c->devices[0];
-    CHECK(d->gpu_model && !strcmp(d->gpu_version, "t1"));
+    CHECK(d->gpu_model && !strcmp(d->gpu_version, "t1") && d->gpu_half_speedup == 2.5);
+    /* a bf16 GEMM: its FLOP term 2.5x faster, its floor not; a bf16 ReLU unchanged */
+    double phi[GOPT_GPU_NCOEF] = {0};
+    phi[GOPT_GK_GEMM * GOPT_GF_PER_KIND + GOPT_GF_FLOPS] = 1e9;
+    phi[GOPT_GK_CONV * GOPT_GF_PER_KIND + GOPT_GF_N] = 1;
+    CHECK_NEAR(gopt_gpu_time_half(d->gpu_coef, phi, d->gpu_half_speedup), 2e-6 + 2e-14 * 1e9 / 2.5, 1e-18);
     CHECK_NEAR(d->gpu_coef[GOPT_GK_CONV * GOPT_GF_PER_KIND + GOPT_GF_N], 2e-6, 0);
     CHECK_NEAR(d->gpu_coef[GOPT_GK_CONV * GOPT_GF_PER_KIND + GOPT_GF_FLOPS], 0, 0); /* not named: 0 */
     char *txt = gopt_cluster_to_json(c);
     CHECK(txt && gopt_cluster_from_json(txt, "back", &c2, &err) == 0);
-    if (c2) CHECK(memcmp(c2->devices[0].gpu_coef, d->gpu_coef, sizeof d->gpu_coef) == 0);
+    if (c2) CHECK(memcmp(c2->devices[0].gpu_coef, d->gpu_coef, sizeof d->gpu_coef) == 0 &&
+                  c2->devices[0].gpu_half_speedup == 2.5);
     free(txt);
   }
   gopt_cluster_free(c);
