@@ -10,7 +10,7 @@ data=../shared/gpu/h100_corpus.json
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$gopt" calibrate --gpu "$data" --device H100 -o "$tmp/h100.json" > /dev/null
 for spec in "corpus/resnet18.onnx" "corpus/resnet18.onnx --batch 32 --training" "corpus/bert_tiny.onnx --batch 32" \
-            "corpus/mobilenet_v2.onnx" "corpus/lstm_seq2seq.onnx"; do
+            "corpus/mobilenet_v2.onnx --batch 32" "corpus/swin_t.onnx --batch 32 --training" "corpus/lstm_seq2seq.onnx"; do
   "$gopt" simulate $spec --cluster "$tmp/h100.json" --json > "$tmp/a.json" 2>/dev/null
   "$gopt" simulate $spec --cluster H100 --json > "$tmp/b.json" 2>/dev/null
   "$gopt" simulate $spec --cluster V100 --json > "$tmp/v.json" 2>/dev/null

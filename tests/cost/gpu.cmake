@@ -34,3 +34,12 @@ target_link_libraries(replay_gpu PRIVATE gopt m)
 add_test(NAME gpu_fuzz_seed_corpus COMMAND replay_gpu ${CMAKE_SOURCE_DIR}/fuzz/corpus_gpu "*.json"
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(gpu_fuzz_seed_corpus PROPERTIES FAIL_REGULAR_EXPRESSION "runtime error|Sanitizer" LABELS cost)
+
+# --batch on a fixed-batch-1 ONNX export (gopt_graph_rebatch): vgg11 and swin_t (whose Reshape
+# targets fold the batch with the windows) at batch 4 have 4x the FLOPs of batch 1
+add_test(NAME gpu_rebatch_fixed COMMAND bash -c "set -e; for m in vgg11 swin_t shufflenet_v2_x1_0; do \
+a=\$($0 info corpus/\$m.onnx --json 2>/dev/null | $1 -c 'import json,sys; print(json.load(sys.stdin)[\"flops\"])'); \
+b=\$($0 info corpus/\$m.onnx --batch 4 --json 2>/dev/null | $1 -c 'import json,sys; print(json.load(sys.stdin)[\"flops\"])'); \
+$1 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert abs(b / a - 4) < 0.01, (sys.argv[3], a, b); print(\"ok\", sys.argv[3], b / a)' \$a \$b \$m; done" ${GOPT_BIN} ${GOPT_PYTHON}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(gpu_rebatch_fixed PROPERTIES LABELS "cost;cli")
