@@ -236,8 +236,12 @@ def layer_rows(torch, T, ctor, inputs, batch, dev):
             gargs = tuple(a.requires_grad_(True) if hasattr(a, "is_floating_point") and a.is_floating_point()
                           else a for a in args)
 
-            def fb():
-                out = floats(mod(*gargs))
+            inplace = "inplace=True" in r["attrs"]
+
+            def fb():  # an in-place module gets a non-leaf copy (in-place on a leaf is an error)
+                ins = tuple(x * 1 if inplace and hasattr(x, "requires_grad") and x.requires_grad else x
+                            for x in gargs)
+                out = floats(mod(*ins))
                 if out:
                     sum(o.sum() for o in out).backward()
             r["fwdbwd_ms"] = T.eager_ms(fb)
