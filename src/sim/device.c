@@ -110,9 +110,9 @@ static void init_presets(void) {
                    d->launch_s, d->gpu_coef);
     snprintf(d->gpu_version, sizeof d->gpu_version, "%s%s", gopt_gpu_h100_version,
              i == 2 ? "" : "-scaled");
-    /* the tensor-core speed-up over f32, scaled by the data-sheet bf16/f32 peak ratios */
+    /* the tensor-core speed-up over f32, scaled by the data-sheet fp16/f32 peak ratios */
     d->gpu_half_speedup = gopt_gpu_h100_half_speedup *
-                          (d->peak_flops[GOPT_DT_BFLOAT16] / d->peak_flops[GOPT_DT_FLOAT]) / (989e12 / 67e12);
+                          (d->peak_flops[GOPT_DT_FLOAT16] / d->peak_flops[GOPT_DT_FLOAT]) / (989e12 / 67e12);
     if (d->gpu_half_speedup < 1) d->gpu_half_speedup = 1;
   }
   mk(&presets[3], "TPUv3", "tpu", 450e9, 16 * GIB, 1e-6, eff_tpu, "ici", 70e9,
@@ -176,12 +176,17 @@ double gopt_device_peak(const gopt_device *d, int dtype) {
 
 /* A fused group (or any class-level cost) on a measured-GPU device: the count, FLOPs and bytes
  * terms of the kind its class stands for. */
-static double gpu_class_time(const gopt_device *d, int cls, double flops, double bytes) {
+static double gpu_class_time(const gopt_device *d, int cls, int dtype, double flops, double bytes) {
   int k = cls == GOPT_OPC_CONV ? GOPT_GK_CONV
           : cls == GOPT_OPC_ELEMWISE || cls == GOPT_OPC_BROADCAST ? GOPT_GK_ELTWISE
           : cls == GOPT_OPC_REDUCE ? GOPT_GK_NORM : GOPT_GK_MOVE;
-  const double *c = d->gpu_coef + k * GOPT_GF_PER_KIND;
-  return c[GOPT_GF_N] + c[GOPT_GF_FLOPS] * flops + c[GOPT_GF_BYTES] * bytes;
+  double phi[GOPT_GPU_NCOEF] = {0};
+  phi[k * GOPT_GF_PER_KIND + GOPT_GF_N] = 1;
+  phi[k * GOPT_GF_PER_KIND + GOPT_GF_FLOPS] = flops;
+  phi[k * GOPT_GF_PER_KIND + GOPT_GF_BYTES] = bytes;
+  if (dtype == GOPT_DT_FLOAT16 || dtype == GOPT_DT_BFLOAT16)
+    return gopt_gpu_time_half(d->gpu_coef, phi, d->gpu_half_speedup);
+  return gopt_gpu_time(d->gpu_coef, phi);
 }
 
 double gopt_device_node_time(const gopt_device *d, const gopt_graph *g, int32_t n,
@@ -198,7 +203,7 @@ double gopt_device_kernel_time(const gopt_device *d, int cls, int dtype, double 
                                double bytes) {
   if (cls == GOPT_OPC_SHAPE) return 0;
   if (cls < 0 || cls >= GOPT_SIM_NCLASS) cls = GOPT_OPC_OPAQUE;
-  if (d->gpu_model) return gpu_class_time(d, cls, flops, bytes);
+  if (d->gpu_model) return gpu_class_time(d, cls, dtype, flops, bytes);
   double p = gopt_device_peak(d, dtype), bw = d->mem_bw;
   for (int i = 0; i < 2; i++)
     if (d->cache_bw[i] > 0 && d->cache_bytes[i] > 0 && bytes <= d->cache_bytes[i]) {
