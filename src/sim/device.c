@@ -388,7 +388,8 @@ static int class_field(json_t *o, const char *key, double *v, double lo, int lo_
 }
 
 /* Reads the optional measured-GPU model: "gpu_model": {"<kind>.<feature>": seconds per unit >= 0}
- * (coefficients not named are 0) and "gpu_version": a string. */
+ * (coefficients not named are 0) or false (off: the roofline, e.g. a GPU preset as it was before
+ * the measured model), "gpu_version": a string, "gpu_half_speedup": a number >= 0. */
 static int gpu_model_field(json_t *o, gopt_device *d, const char *label, const char *where,
                            gopt_error *err) {
   json_t *x = json_object_get(o, "gpu_model"), *v = json_object_get(o, "gpu_version");
@@ -404,8 +405,12 @@ static int gpu_model_field(json_t *o, gopt_device *d, const char *label, const c
     snprintf(d->gpu_version, sizeof d->gpu_version, "%s", json_string_value(v));
   }
   if (!x) return 0;
+  if (json_is_false(x) || json_is_null(x)) { /* off: the roofline with the entry's efficiencies */
+    d->gpu_model = 0;
+    return 0;
+  }
   if (!json_is_object(x))
-    return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"gpu_model\" must be an object "
+    return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"gpu_model\" must be false or an object "
                                             "{\"kind.feature\": seconds per unit}", label, where);
   memset(d->gpu_coef, 0, sizeof d->gpu_coef);
   const char *k;

@@ -17,6 +17,7 @@
 #include "check.h"
 #include "gopt/device.h"
 #include "gopt/gpu_cost.h"
+#include "gopt/ops.h"
 
 static char tmpdir[] = "/tmp/gopt_gpu_cost_XXXXXX";
 
@@ -251,6 +252,15 @@ static void test_json_and_scaling(void) {
   CHECK(gopt_cluster_from_json("{\"devices\": [{\"preset\": \"H100\", \"gpu_model\": {\"conv.speed\": 1}}]}", "b.json",
                                &c, &err) != 0 &&
         strstr(err.msg, "b.json: devices[0]: gpu_model: \"conv.speed\""));
+  gopt_cluster_free(c);
+  c = NULL; /* "gpu_model": false turns the model off: the roofline */
+  CHECK_EQ_INT(gopt_cluster_from_json("{\"devices\": [{\"preset\": \"V100\", \"gpu_model\": false}]}", "r.json", &c,
+                                      &err), 0);
+  if (c) {
+    const gopt_device *r = &c->devices[0];
+    CHECK(!r->gpu_model);
+    CHECK_NEAR(gopt_device_kernel_time(r, GOPT_OPC_CONV, GOPT_DT_FLOAT, 15.7e12, 0), r->launch_s + 1.0 / r->eff[GOPT_OPC_CONV], 1e-9);
+  }
   gopt_cluster_free(c);
   /* presets: H100 carries the shipped calibration, V100 the same scaled by its data sheet */
   const gopt_device *h = gopt_device_find_preset("H100"), *v = gopt_device_find_preset("V100");
