@@ -16,8 +16,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
 CC=${CC:-clang} cmake -S "$root" -B "$build" -DGOPT_FUZZ=ON -DGOPT_SANITIZE=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" --target fuzz_onnx_import fuzz_hlo_import fuzz_sqlite_load -j2
+cmake --build "$build" --target fuzz_onnx_import fuzz_hlo_import fuzz_sqlite_load fuzz_gpu_measure -j2
 mkdir -p "$build/fuzz_work/corpus" "$build/fuzz_work/corpus_hlo" "$build/fuzz_work/corpus_sqlite" \
+  "$build/fuzz_work/corpus_gpu" \
   "$root/fuzz/findings"
 cd "$build/fuzz_work"
 onnx_secs=$((secs * 2 / 5))
@@ -37,4 +38,8 @@ rc=0
 "$build/fuzz/fuzz_sqlite_load" -max_total_time="$sqlite_secs" -rss_limit_mb=2048 -max_len=65536 \
   -timeout=20 -print_final_stats=1 -artifact_prefix="$root/fuzz/findings/sqlite-" \
   "$build/fuzz_work/corpus_sqlite" "$root/fuzz/corpus_sqlite" || rc=$?
+# the GPU measurements loader (gopt calibrate --gpu): a few seconds on top of SECONDS
+"$build/fuzz/fuzz_gpu_measure" -max_total_time="$((sqlite_secs / 2 + 1))" -rss_limit_mb=2048 -max_len=65536 \
+  -timeout=20 -print_final_stats=1 -artifact_prefix="$root/fuzz/findings/gpu-" \
+  "$build/fuzz_work/corpus_gpu" "$root/fuzz/corpus_gpu" || rc=$?
 exit $rc

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "gopt/error.h"
+#include "gopt/gpu_cost.h"
 #include "gopt/graph.h"
 
 #ifdef __cplusplus
@@ -37,6 +38,13 @@ typedef struct gopt_device {
   double cache_bytes[2];              /* cache levels, smallest first (bytes; 0 = none) ... */
   double cache_bw[2];                 /* ... and the bandwidth a working set that fits reaches
                                        * (bytes/s; 0 = mem_bw) */
+  /* Measured-GPU cost model (gopt/gpu_cost.h; gopt calibrate --gpu; python/gopt/_lib.py mirrors
+   * these fields): when gpu_model is set, a
+   * node's time is sum gpu_coef[j] * feature_j(node) instead of the roofline above. */
+  int gpu_model;
+  double gpu_coef[GOPT_GPU_NCOEF];    /* seconds per unit of each feature, >= 0 */
+  char gpu_version[24];               /* calibration the coefficients come from ("h100-2026-11-27") */
+  double gpu_half_speedup;            /* bf16/fp16 nodes: tensor-core compute terms / this (0: 1) */
 } gopt_device;
 
 /* A link is one shared channel: every transfer routed over it queues FIFO behind the others
@@ -98,6 +106,14 @@ double gopt_device_peak(const gopt_device *d, int dtype);
  * opaque. */
 double gopt_device_kernel_time(const gopt_device *d, int cls, int dtype, double flops,
                                double bytes);
+/* With a measured-GPU model (d->gpu_model) gopt_device_kernel_time uses, for what it is given
+ * (a fused group: class, FLOPs, bytes), the kind of the class (conv -> conv, elemwise/broadcast ->
+ * eltwise, injective -> move, reduce -> norm, opaque -> move): count + FLOPs + bytes terms.
+ * gopt_device_node_time costs one node: with a GPU model from the node's own features
+ * (gopt_gpu_node_features; dyn from gopt_gpu_dynamic_tensors, may be NULL), otherwise
+ * gopt_device_kernel_time of its class, dtype, FLOPs and bytes. */
+double gopt_device_node_time(const gopt_device *d, const gopt_graph *g, int32_t n,
+                             const uint8_t *dyn, int cls, int dtype, double flops, double bytes);
 
 #ifdef __cplusplus
 }

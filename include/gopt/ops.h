@@ -69,6 +69,14 @@ size_t gopt_graph_bind_symbol(gopt_graph *g, const char *name, int64_t v);
 /* The symbolic leading dim of the first graph input that has one (the batch dim), or NULL. */
 const char *gopt_graph_batch_symbol(const gopt_graph *g);
 
+/* Runs a fixed-batch-1 graph (shapes inferred with constant folding) at batch size `batch`: dim 0
+ * of every input whose dim 0 is 1 becomes batch, the constant Reshape targets of activations are
+ * scaled to match (a leading 1 becomes the batch; a leading dim that folds the batch with others,
+ * e.g. Swin's [64, 49, 96] windows x tokens, is multiplied by it; a target shared by several
+ * Reshapes changes once), and shapes are inferred again. Returns 0, GOPT_EINVAL (no input of
+ * batch 1) or the shape error of a graph whose batch is baked in elsewhere. */
+int gopt_graph_rebatch(gopt_graph *g, int64_t batch, gopt_error *err);
+
 /* Cost facts of node n (shapes must be inferred; symbolic dims count as 1). */
 void gopt_node_cost(const gopt_graph *g, int32_t n, gopt_cost *c);
 

@@ -14,6 +14,7 @@ c_char_p, c_void_p, POINTER = ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER
 
 GOPT_DT_COUNT = 27  # include/gopt/graph.h: ONNX dtypes 0..26 (the 8-, 4- and 2-bit types included)
 GOPT_SIM_NCLASS = 7
+GOPT_GPU_NCOEF = 16 * 5  # gopt/gpu_cost.h: GOPT_GK_COUNT (16) kinds x GOPT_GF_PER_KIND (5) features
 GOPT_ENV_NFEAT = 24
 
 
@@ -109,7 +110,8 @@ class Device(ctypes.Structure):
                 ("launch_s", c_double), ("eff", c_double * GOPT_SIM_NCLASS), ("measured", c_int),
                 ("eff_mem", c_double * GOPT_SIM_NCLASS), ("eff_slope", c_double * GOPT_SIM_NCLASS),
                 ("op_s", c_double * GOPT_SIM_NCLASS), ("serial", c_double), ("cache_bytes", c_double * 2),
-                ("cache_bw", c_double * 2)]
+                ("cache_bw", c_double * 2), ("gpu_model", c_int), ("gpu_coef", c_double * GOPT_GPU_NCOEF),
+                ("gpu_version", ctypes.c_char * 24), ("gpu_half_speedup", c_double)]
 
 
 class Link(ctypes.Structure):

@@ -14,6 +14,8 @@
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 
 int cli_info(int argc, char **argv);
+/* gopt calibrate --gpu (cmd_calibrate_gpu.c), reached through cli_calibrate. */
+int cli_calibrate_gpu(int argc, char **argv);
 int cli_zoo(int argc, char **argv);
 int cli_dot(int argc, char **argv);
 int cli_convert(int argc, char **argv);

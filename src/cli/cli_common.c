@@ -94,20 +94,25 @@ gopt_graph *cli_load_model(const char *model, const cli_model_opts *o) {
     rc = gopt_zoo_build(model, &g, &err);
   }
   if (rc != GOPT_OK) goto fail;
+  int fixed_batch = 0; /* --batch on a fixed-batch-1 export: re-batched after inference */
   if (o && o->batch > 0) {
     const char *sym = gopt_graph_batch_symbol(g);
-    if (!sym) {
+    if (sym) {
+      gopt_graph_bind_symbol(g, sym, o->batch);
+    } else if (!hlo && looks_like_file(model)) {
+      fixed_batch = 1;
+    } else {
       rc = gopt_error_set(&err, GOPT_EINVAL,
                           "%s: --batch: the model has no symbolic batch dimension", model);
       goto fail;
     }
-    gopt_graph_bind_symbol(g, sym, o->batch);
   } else if (o && o->default_batch > 0) {
     const char *sym = gopt_graph_batch_symbol(g);
     if (sym) gopt_graph_bind_symbol(g, sym, o->default_batch);
   }
   gopt_infer_opts io = {.fold_constants = !(o && o->no_fold) && !hlo, .keep_source_shapes = 1};
   rc = gopt_infer_shapes(g, &io, &err);
+  if (rc == GOPT_OK && fixed_batch) rc = gopt_graph_rebatch(g, o->batch, &err);
   if (rc != GOPT_OK) {
     gopt_error_prefix(&err, "%s: ", model);
     goto fail;

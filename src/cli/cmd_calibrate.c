@@ -16,6 +16,8 @@
 
 static const char cal_help[] =
     "usage: gopt calibrate --costdb FILE [MODEL...] [-o host.json] [--samples F.csv] [--json]\n"
+    "       gopt calibrate --gpu MEASUREMENTS.json [--device NAME] [-o dev.json] [--loo] ...\n"
+    "         (a measured GPU; see gopt calibrate --gpu --help)\n"
     "  fits the host device (launch overhead, per-op-class efficiency) to measured op times;\n"
     "  MODELs give each signature's FLOPs and bytes (default: corpus/*.onnx)\n"
     "  -o FILE   write the calibrated host as a cluster JSON file (use it as --cluster FILE)\n"
@@ -68,6 +70,11 @@ int cli_calibrate(int argc, char **argv) {
   char *text = NULL;
   gopt_error err = {0};
   if (!models) return 1;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--gpu")) {
+      free(models);
+      return cli_calibrate_gpu(argc, argv);
+    }
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(cal_help, stdout);

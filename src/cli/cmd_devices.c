@@ -45,6 +45,7 @@ int cli_devices(int argc, char **argv) {
         json_object_set_new(ef, gopt_op_class_name(k), json_real(d->eff[k]));
       json_object_set_new(e, "efficiency", ef);
       json_object_set_new(e, "measured", json_boolean(d->measured));
+      if (d->gpu_model) json_object_set_new(e, "gpu_cost_model", json_string(d->gpu_version));
       json_array_append_new(arr, e);
     }
     for (size_t i = 0; i < gopt_cluster_shorthand_count(); i++)
@@ -65,6 +66,10 @@ int cli_devices(int argc, char **argv) {
            d->mem_bw / 1e9, d->mem_bytes / (1024.0 * 1024 * 1024), d->launch_s * 1e6,
            d->eff[GOPT_OPC_CONV], d->eff[GOPT_OPC_ELEMWISE]);
     printf("       %s\n", gopt_device_preset_note(i));
+    if (d->gpu_model)
+      printf("       cost model: measured-GPU %s%s\n", d->gpu_version,
+             strstr(d->gpu_version, "-scaled") ? " (extrapolated from the H100 by data-sheet peaks)"
+                                               : " (calibrated on a real GPU)");
   }
   printf("\ncluster shorthands ([N x]PRESET[-LINK]; LINK: nvlink nvswitch pcie ici shm eth):");
   for (size_t i = 0; i < gopt_cluster_shorthand_count(); i++)

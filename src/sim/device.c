@@ -1,6 +1,8 @@
 /* device.c: device presets, cluster shorthands, the cluster JSON format and the analytical
- * roofline kernel time (device.h). Preset numbers are vendor peak figures; efficiencies are
- * conservative defaults that `gopt calibrate` refits for the host. */
+ * kernel time (device.h). Preset numbers are vendor peak figures; the GPU presets carry the
+ * measured-GPU cost model calibrated on an H100 (gopt/gpu_cost.h; V100/A100 scaled from it), the
+ * TPU and host presets the roofline with conservative efficiencies (`gopt calibrate` refits the
+ * host). */
 #include <ctype.h>
 #include <jansson.h>
 #include <math.h>
@@ -99,6 +101,20 @@ static void init_presets(void) {
   mk(&presets[2], "H100", "gpu", 3350e9, 80 * GIB, 3e-6, eff_gpu, "nvswitch", 450e9,
      "NVIDIA H100 SXM5 80 GB: 67 TFLOP/s f32, 989 f16/bf16 (dense), 3350 GB/s");
   set_peaks(&presets[2].d, 67e12, 989e12, 989e12, 34e12, 1979e12);
+  /* GPUs: the measured-GPU cost model calibrated on a real H100 (docs/SIMULATOR.md); V100 and
+   * A100 extrapolate it by their data-sheet peaks, bandwidths and launch overheads */
+  for (int i = 0; i < 3; i++) {
+    gopt_device *d = &presets[i].d;
+    d->gpu_model = 1;
+    gopt_gpu_scale(gopt_gpu_h100_coef, 67e12, 3350e9, 3e-6, d->peak_flops[GOPT_DT_FLOAT], d->mem_bw,
+                   d->launch_s, d->gpu_coef);
+    snprintf(d->gpu_version, sizeof d->gpu_version, "%s%s", gopt_gpu_h100_version,
+             i == 2 ? "" : "-scaled");
+    /* the tensor-core speed-up over f32, scaled by the data-sheet fp16/f32 peak ratios */
+    d->gpu_half_speedup = gopt_gpu_h100_half_speedup *
+                          (d->peak_flops[GOPT_DT_FLOAT16] / d->peak_flops[GOPT_DT_FLOAT]) / (989e12 / 67e12);
+    if (d->gpu_half_speedup < 1) d->gpu_half_speedup = 1;
+  }
   mk(&presets[3], "TPUv3", "tpu", 450e9, 16 * GIB, 1e-6, eff_tpu, "ici", 70e9,
      "Google TPU v3, one core: 61.5 TFLOP/s bf16 (f32 matmuls ~1/3), 450 GB/s HBM, 16 GB");
   set_peaks(&presets[3].d, 20e12, 61.5e12, 61.5e12, 0, 61.5e12);
@@ -158,10 +174,36 @@ double gopt_device_peak(const gopt_device *d, int dtype) {
   return p > 0 ? p : d->peak_flops[GOPT_DT_FLOAT];
 }
 
+/* A fused group (or any class-level cost) on a measured-GPU device: the count, FLOPs and bytes
+ * terms of the kind its class stands for. */
+static double gpu_class_time(const gopt_device *d, int cls, int dtype, double flops, double bytes) {
+  int k = cls == GOPT_OPC_CONV ? GOPT_GK_CONV
+          : cls == GOPT_OPC_ELEMWISE || cls == GOPT_OPC_BROADCAST ? GOPT_GK_ELTWISE
+          : cls == GOPT_OPC_REDUCE ? GOPT_GK_NORM : GOPT_GK_MOVE;
+  double phi[GOPT_GPU_NCOEF] = {0};
+  phi[k * GOPT_GF_PER_KIND + GOPT_GF_N] = 1;
+  phi[k * GOPT_GF_PER_KIND + GOPT_GF_FLOPS] = flops;
+  phi[k * GOPT_GF_PER_KIND + GOPT_GF_BYTES] = bytes;
+  if (dtype == GOPT_DT_FLOAT16 || dtype == GOPT_DT_BFLOAT16)
+    return gopt_gpu_time_half(d->gpu_coef, phi, d->gpu_half_speedup);
+  return gopt_gpu_time(d->gpu_coef, phi);
+}
+
+double gopt_device_node_time(const gopt_device *d, const gopt_graph *g, int32_t n,
+                             const uint8_t *dyn, int cls, int dtype, double flops, double bytes) {
+  if (!d->gpu_model || !g) return gopt_device_kernel_time(d, cls, dtype, flops, bytes);
+  double phi[GOPT_GPU_NCOEF] = {0};
+  if (gopt_gpu_node_features(g, n, dyn, phi) < 0) return 0;
+  if (dtype == GOPT_DT_FLOAT16 || dtype == GOPT_DT_BFLOAT16)
+    return gopt_gpu_time_half(d->gpu_coef, phi, d->gpu_half_speedup);
+  return gopt_gpu_time(d->gpu_coef, phi);
+}
+
 double gopt_device_kernel_time(const gopt_device *d, int cls, int dtype, double flops,
                                double bytes) {
   if (cls == GOPT_OPC_SHAPE) return 0;
   if (cls < 0 || cls >= GOPT_SIM_NCLASS) cls = GOPT_OPC_OPAQUE;
+  if (d->gpu_model) return gpu_class_time(d, cls, dtype, flops, bytes);
   double p = gopt_device_peak(d, dtype), bw = d->mem_bw;
   for (int i = 0; i < 2; i++)
     if (d->cache_bw[i] > 0 && d->cache_bytes[i] > 0 && bytes <= d->cache_bytes[i]) {
@@ -345,6 +387,48 @@ static int class_field(json_t *o, const char *key, double *v, double lo, int lo_
   return 0;
 }
 
+/* Reads the optional measured-GPU model: "gpu_model": {"<kind>.<feature>": seconds per unit >= 0}
+ * (coefficients not named are 0) or false (off: the roofline, e.g. a GPU preset as it was before
+ * the measured model), "gpu_version": a string, "gpu_half_speedup": a number >= 0. */
+static int gpu_model_field(json_t *o, gopt_device *d, const char *label, const char *where,
+                           gopt_error *err) {
+  json_t *x = json_object_get(o, "gpu_model"), *v = json_object_get(o, "gpu_version");
+  json_t *h = json_object_get(o, "gpu_half_speedup");
+  if (h) {
+    if (!json_is_number(h) || !(json_number_value(h) >= 0) || !isfinite(json_number_value(h)))
+      return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"gpu_half_speedup\" must be a number >= 0", label, where);
+    d->gpu_half_speedup = json_number_value(h);
+  }
+  if (v) {
+    if (!json_is_string(v))
+      return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"gpu_version\" must be a string", label, where);
+    snprintf(d->gpu_version, sizeof d->gpu_version, "%s", json_string_value(v));
+  }
+  if (!x) return 0;
+  if (json_is_false(x) || json_is_null(x)) { /* off: the roofline with the entry's efficiencies */
+    d->gpu_model = 0;
+    return 0;
+  }
+  if (!json_is_object(x))
+    return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"gpu_model\" must be false or an object "
+                                            "{\"kind.feature\": seconds per unit}", label, where);
+  memset(d->gpu_coef, 0, sizeof d->gpu_coef);
+  const char *k;
+  json_t *y;
+  json_object_foreach(x, k, y) {
+    int j = gopt_gpu_coef_index(k);
+    if (j < 0 || !json_is_number(y) || !(json_number_value(y) >= 0) || !isfinite(json_number_value(y)))
+      return gopt_error_set(err, GOPT_EPARSE,
+                            "%s: %s: gpu_model: \"%s\" needs a name KIND.FEATURE (kinds conv, "
+                            "conv_grouped, conv_dw, gemm, bmm, eltwise, norm, pool, move, rnn, "
+                            "*_bwd, update; features n, flops, waves, bytes) and a number >= 0",
+                            label, where, k);
+    d->gpu_coef[j] = json_number_value(y);
+  }
+  d->gpu_model = 1;
+  return 0;
+}
+
 /* Reads one device object over *d (which holds the preset or zeros). */
 static int parse_device(json_t *o, gopt_device *d, const char *label, const char *where,
                         gopt_error *err) {
@@ -444,6 +528,7 @@ static int parse_device(json_t *o, gopt_device *d, const char *label, const char
     memcpy(d->cache_bytes, cb, sizeof cb);
     memcpy(d->cache_bw, cw, sizeof cw);
   }
+  if ((rc = gpu_model_field(o, d, label, where, err))) return rc;
   for (int c = 0; c < GOPT_SIM_NCLASS; c++)
     if (!(d->eff[c] > 0 && d->eff[c] <= 1))
       return gopt_error_set(err, GOPT_EPARSE, "%s: %s: efficiency of %s must be in (0, 1]", label,
@@ -650,6 +735,19 @@ char *gopt_cluster_to_json(const gopt_cluster *c) {
         json_array_append_new(ca, e);
       }
       json_object_set_new(o, "caches", ca);
+    }
+    if (d->gpu_model) {
+      json_t *gm = json_object();
+      for (int j = 0; j < GOPT_GPU_NCOEF; j++)
+        if (d->gpu_coef[j] > 0) {
+          char key[48];
+          snprintf(key, sizeof key, "%s.%s", gopt_gpu_kind_name(j / GOPT_GF_PER_KIND),
+                   gopt_gpu_feature_name(j % GOPT_GF_PER_KIND));
+          json_object_set_new(gm, key, json_real(d->gpu_coef[j]));
+        }
+      json_object_set_new(o, "gpu_model", gm);
+      if (d->gpu_version[0]) json_object_set_new(o, "gpu_version", json_string(d->gpu_version));
+      if (d->gpu_half_speedup > 0) json_object_set_new(o, "gpu_half_speedup", json_real(d->gpu_half_speedup));
     }
     json_object_set_new(o, "measured", json_boolean(d->measured));
     json_array_append_new(jd, o);

@@ -176,11 +176,15 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
     goto oom;
   int use_db = o.costdb && o.costs != GOPT_SIM_COSTS_ANALYTICAL;
   int any_measured_dev = 0;
+  int any_gpu_model = 0;
   for (int d = 0; d < D; d++) any_measured_dev |= c->devices[d].measured;
   if (use_db && any_measured_dev) {
     if (GOPT_ALLOC(s->nsig, s->n)) goto oom;
     s->db = o.costdb;
   }
+  for (int d = 0; d < D; d++) any_gpu_model |= c->devices[d].gpu_model;
+  /* measured-GPU models cost a node from its own features; nodes of constants cost nothing */
+  uint8_t *dyn = any_gpu_model && !o.cost_fn ? gopt_gpu_dynamic_tensors(g) : NULL;
   for (int32_t p = 0; p < s->n; p++) {
     int32_t nid = s->order[p];
     const gopt_node *nd = &g->nodes.a[nid];
@@ -202,9 +206,10 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
       s->ncost[(size_t)d * s->n + p] = sim_grid(
           (meas >= 0 && c->devices[d].measured)
               ? meas
-              : gopt_device_kernel_time(&c->devices[d], s->ncls[p], s->ndt[p], s->nflops[p],
-                                        s->nbytes[p]));
+              : gopt_device_node_time(&c->devices[d], o.cost_fn ? NULL : g, nid, dyn,
+                                      s->ncls[p], s->ndt[p], s->nflops[p], s->nbytes[p]));
   }
+  free(dyn);
   /* default priority: bottom level on device 0, normalised */
   double mx = 0;
   for (int32_t p = s->n - 1; p >= 0; p--) {

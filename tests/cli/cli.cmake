@@ -26,7 +26,7 @@ cli_error(unknown_flag "gopt info: unknown flag '--frobnicate'" info resnet50 --
 cli_error(bad_batch "gopt info: --batch: expected an integer" info resnet50 --batch abc)
 cli_error(zero_batch "gopt info: --batch: expected an integer" info resnet50 --batch 0)
 cli_error(missing_batch "gopt info: --batch: expected an integer" info resnet50 --batch)
-cli_error(no_symbolic_batch "vgg11.onnx: --batch: the model has no symbolic batch dimension" info corpus/vgg11.onnx --batch 4)
+cli_error(no_symbolic_batch "resnet50: --batch: the model has no symbolic batch dimension" info resnet50 --batch 4)
 cli_error(no_model "gopt info: missing MODEL" info)
 cli_error(two_models "gopt info: more than one MODEL" info resnet50 bert)
 cli_error(unknown_zoo "frobnet" info frobnet)

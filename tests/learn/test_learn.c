@@ -52,8 +52,11 @@ static int fix_make2(fix *f, gopt_graph *g, const char *cluster, int task, int f
   gopt_env_opts o = {.task = task, .threads = 2};
   int rc = gopt_cluster_parse(cluster, &f->c, &err);
   if (!rc && fast1) {
-    for (int t = 0; t < GOPT_DT_COUNT; t++) f->c->devices[1].peak_flops[t] *= 2;
-    f->c->devices[1].mem_bw *= 2;
+    gopt_device *d1 = &f->c->devices[1];
+    for (int t = 0; t < GOPT_DT_COUNT; t++) d1->peak_flops[t] *= 2;
+    d1->mem_bw *= 2;
+    /* the measured-GPU cost model of the GPU presets: its FLOP and byte terms twice as fast */
+    if (d1->gpu_model) gopt_gpu_scale(d1->gpu_coef, 1, 1, 1, 2, 2, 1, d1->gpu_coef);
   }
   rc = rc ? rc : gopt_env_new(f->g, f->c, &o, &f->e, &err);
   CHECK_MSG(rc == 0, "%s", err.msg);

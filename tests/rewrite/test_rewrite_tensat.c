@@ -191,8 +191,10 @@ static void test_batched_matmul(const gopt_ruleset *rs) {
     gopt_graph_free(h);
     gopt_graph_free(g);
   }
-  /* BERT's shape: 64 rows. One batched kernel and a free Split on axis 0 beat two kernels, which
-   * beat one MatMul plus a Split on the last axis that copies (merge_parallel_matmul). */
+  /* BERT's shape: 64 rows. One batched kernel and a free Split on axis 0 beat one MatMul plus a
+   * Split on the last axis that copies (merge_parallel_matmul), which beats two kernels: at 64
+   * rows the kernel floors dominate (the measured-GPU model of the GPU presets; under the old
+   * roofline presets the copy cost more than the second kernel). */
   gopt_graph *g = mm_graph(64, 256, 256, 0);
   gopt_graph *b = apply_first(g, rs, "merge_parallel_matmul_batched");
   gopt_graph *p = apply_first(g, rs, "merge_parallel_matmul");
@@ -200,7 +202,7 @@ static void test_batched_matmul(const gopt_ruleset *rs) {
   CHECK(gopt_rewrite_cost(g, NULL, &c0, NULL) == 0);
   CHECK(b && gopt_rewrite_cost(b, NULL, &cb, NULL) == 0);
   CHECK(p && gopt_rewrite_cost(p, NULL, &cp, NULL) == 0);
-  CHECK_MSG(cb < c0 && c0 < cp, "batched %g, two MatMuls %g, last-axis Split %g", cb, c0, cp);
+  CHECK_MSG(cb < cp && cp < c0, "batched %g, two MatMuls %g, last-axis Split %g", cb, c0, cp);
   gopt_graph_free(b);
   gopt_graph_free(p);
   gopt_graph_free(g);

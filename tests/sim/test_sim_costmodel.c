@@ -1,7 +1,7 @@
 /* test_sim_costmodel.c: the optional refinements of the analytical kernel time (device.h): each
  * term against hand arithmetic (per-class overhead, separate memory efficiency, efficiency slope
  * over arithmetic intensity, compute/memory overlap, cache bandwidths); presets keep the plain
- * roofline (refinements zero); the cluster JSON round trip of the new fields and one-line errors
+ * roofline (refinements zero; the GPU presets use the measured-GPU model's class-level cost); the cluster JSON round trip of the new fields and one-line errors
  * for bad values; and the calibration fit recovering a refined truth device from its own times
  * (predictions within a few %, the serial share and slopes near the truth) while a plain-roofline
  * truth still comes back as a plain roofline. */
@@ -73,10 +73,16 @@ static void test_terms(void) {
       zero &= p->eff_mem[c] == 0 && p->eff_slope[c] == 0 && p->op_s[c] == 0;
     CHECK_MSG(zero, "preset %s has refinements set", p->model);
     if (strcmp(p->kind, "cpu")) CHECK(p->cache_bytes[0] == 0 && p->cache_bytes[1] == 0);
-    /* the plain roofline, exactly */
     double f = 3e9, b = 7e8, pk = gopt_device_peak(p, GOPT_DT_FLOAT), tf = f / pk, tb = b / p->mem_bw;
-    CHECK(gopt_device_kernel_time(p, C, GOPT_DT_FLOAT, f, b) ==
-          p->launch_s + (tf > tb ? tf : tb) / p->eff[C]);
+    if (p->gpu_model) { /* GPUs: the measured-GPU model's conv kind for a class-level cost */
+      const double *k = p->gpu_coef + GOPT_GK_CONV * GOPT_GF_PER_KIND;
+      CHECK(!strcmp(p->kind, "gpu"));
+      CHECK(gopt_device_kernel_time(p, C, GOPT_DT_FLOAT, f, b) ==
+            k[GOPT_GF_N] + k[GOPT_GF_FLOPS] * f + k[GOPT_GF_BYTES] * b);
+    } else { /* the plain roofline, exactly */
+      CHECK(gopt_device_kernel_time(p, C, GOPT_DT_FLOAT, f, b) ==
+            p->launch_s + (tf > tb ? tf : tb) / p->eff[C]);
+    }
   }
 }
 

@@ -308,13 +308,25 @@ static void test_clusters(void) {
     CHECK(gopt_cluster_from_json(badjson[i], "c.json", &c, &err) != 0 && c == NULL);
     CHECK_MSG(strstr(err.msg, wantj[i]) && !strncmp(err.msg, "c.json", 6), "%s -> %s", badjson[i], err.msg);
   }
-  /* kernel time: roofline + launch; shape class free */
-  const gopt_device *v = gopt_device_find_preset("v100");
-  CHECK(v != NULL);
+  /* kernel time: roofline + launch (the V100 preset without its measured-GPU model); shape class
+   * free */
+  const gopt_device *vp = gopt_device_find_preset("v100");
+  CHECK(vp != NULL && vp->gpu_model);
+  gopt_device vr = *vp;
+  vr.gpu_model = 0;
+  const gopt_device *v = &vr;
   CHECK_NEAR(gopt_device_kernel_time(v, GOPT_OPC_CONV, GOPT_DT_FLOAT, 15.7e12, 0), 5e-6 + 1.0 / 0.6, 1e-9);
   CHECK_NEAR(gopt_device_kernel_time(v, GOPT_OPC_ELEMWISE, GOPT_DT_FLOAT16, 0, 900e9), 5e-6 + 1.0 / 0.75, 1e-9);
   CHECK_NEAR(gopt_device_kernel_time(v, GOPT_OPC_CONV, GOPT_DT_FLOAT16, 125e12, 0), 5e-6 + 1.0 / 0.6, 1e-9);
   CHECK(gopt_device_kernel_time(v, GOPT_OPC_SHAPE, GOPT_DT_FLOAT, 1e9, 1e9) == 0);
+  /* with the model: the conv kind's terms; an fp16 conv's FLOP term divided by the speed-up */
+  const double *k = vp->gpu_coef + GOPT_GK_CONV * GOPT_GF_PER_KIND;
+  CHECK_NEAR(gopt_device_kernel_time(vp, GOPT_OPC_CONV, GOPT_DT_FLOAT, 1e12, 1e6),
+             k[GOPT_GF_N] + k[GOPT_GF_FLOPS] * 1e12 + k[GOPT_GF_BYTES] * 1e6, 1e-12);
+  CHECK(vp->gpu_half_speedup > 1);
+  CHECK_NEAR(gopt_device_kernel_time(vp, GOPT_OPC_CONV, GOPT_DT_FLOAT16, 1e12, 0),
+             k[GOPT_GF_N] + k[GOPT_GF_FLOPS] * 1e12 / vp->gpu_half_speedup, 1e-12);
+  CHECK(gopt_device_kernel_time(vp, GOPT_OPC_SHAPE, GOPT_DT_FLOAT, 1e9, 1e9) == 0);
 }
 
 static void test_fit_stats(void) {

@@ -1,0 +1,227 @@
+/* cmd_calibrate_gpu.c: `gopt calibrate --gpu MEASUREMENTS.json --device NAME [-o dev.json]
+ * [--models DIR] [--loo] [--model-weight W]`: fits the measured-GPU cost model (gopt/gpu_cost.h)
+ * to a GPU measurements file (tools/gpu_profile.py), writes a one-device cluster file for
+ * --cluster, and with --loo reports the leave-one-architecture-out table of docs/SIMULATOR.md. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "gopt/device.h"
+#include "gopt/gpu_cost.h"
+#include "gopt/sim.h"
+#include "gopt/util.h"
+
+static const char gpu_help[] =
+    "usage: gopt calibrate --gpu MEASUREMENTS.json [--device NAME] [-o dev.json] [--models DIR]\n"
+    "                      [--loo] [--model-weight W] [--version TAG]\n"
+    "  fits the measured-GPU cost model to a measurements file (tools/gpu_profile.py writes one)\n"
+    "  --device NAME  preset whose peaks, memory and links the written device keeps (default H100)\n"
+    "  -o FILE        write the calibrated device as a cluster JSON file (--cluster FILE)\n"
+    "  --models DIR   where MODEL.onnx of each measured model is (default corpus): whole-model\n"
+    "                 times are fitted against those graphs\n"
+    "  --loo          leave-one-architecture-out: fit without each model, predict its batch-1,\n"
+    "                 batch-32 and training times; prints the markdown tables of docs/SIMULATOR.md\n"
+    "  --model-weight W  weight of a whole-model row against a layer row (default 15)\n";
+
+/* Median of v[0..n) (sorts v). */
+static double median(double *v, size_t n) {
+  if (!n) return NAN;
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Per layer class: median |error| of the fitted predictions of the layer rows (fwd and fwd+bwd). */
+static void class_table(const gopt_gpu_data *d, const double *coef) {
+  char seen[64][48];
+  int ns = 0;
+  for (size_t i = 0; i < d->n && ns < 64; i++) {
+    if (d->rows[i].what != GOPT_GPU_ROW_FWD) continue;
+    int k = 0;
+    while (k < ns && strcmp(seen[k], d->rows[i].label)) k++;
+    if (k == ns) snprintf(seen[ns++], sizeof seen[0], "%s", d->rows[i].label);
+  }
+  double *e = malloc((d->n + 1) * sizeof *e);
+  if (!e) return;
+  printf("\n| layer class | rows (fwd / fwd+bwd) | median \\|error\\| fwd | median \\|error\\| fwd+bwd |\n"
+         "|---|---|---|---|\n");
+  for (int k = 0; k <= ns; k++) {
+    double med[2];
+    size_t cnt[2];
+    for (int w = 0; w < 2; w++) {
+      size_t n = 0;
+      for (size_t i = 0; i < d->n; i++) {
+        const gopt_gpu_row *r = &d->rows[i];
+        if (r->what != (w ? GOPT_GPU_ROW_FWDBWD : GOPT_GPU_ROW_FWD)) continue;
+        if (k < ns && strcmp(r->label, seen[k])) continue;
+        e[n++] = fabs(gopt_gpu_time(coef, r->phi) / r->seconds - 1) * 100;
+      }
+      cnt[w] = n;
+      med[w] = median(e, n);
+    }
+    printf("| %s | %zu / %zu | %.1f %% | %.1f %% |\n", k < ns ? seen[k] : "**all layers**", cnt[0],
+           cnt[1], med[0], med[1]);
+  }
+  free(e);
+}
+
+/* Leave-one-architecture-out over the models with whole-model rows. */
+static int loo(const gopt_gpu_data *d, double mw, gopt_error *err) {
+  static const char *const col[4] = {"batch-1 inference", "batch-32 inference", "batch-32 training",
+                                     "batch-32 bf16 inference"};
+  int nm = d->n_models;
+  double *pred = calloc((size_t)nm * 4, sizeof *pred), *meas = calloc((size_t)nm * 4, sizeof *meas);
+  double coef[GOPT_GPU_NCOEF];
+  if (!pred || !meas) {
+    free(pred);
+    free(meas);
+    return gopt_error_set(err, GOPT_ENOMEM, "calibrate: out of memory");
+  }
+  int rc = 0;
+  for (int m = 0; m < nm && !rc; m++) {
+    if (!d->has_model_rows[m]) continue;
+    if ((rc = gopt_gpu_fit(d, m, mw, coef, err))) break;
+    double half = gopt_gpu_fit_half(d, m, coef);
+    for (size_t i = 0; i < d->n; i++) {
+      const gopt_gpu_row *r = &d->rows[i];
+      if (r->model != m || r->what < GOPT_GPU_ROW_B1) continue;
+      int c = r->what - GOPT_GPU_ROW_B1;
+      double phi[GOPT_GPU_NCOEF]; /* bf16: the fp32 graph with halved bytes and faster compute */
+      for (int j = 0; j < GOPT_GPU_NCOEF; j++)
+        phi[j] = r->phi[j] * (c == 3 && j % GOPT_GF_PER_KIND == GOPT_GF_BYTES ? 0.5 : 1);
+      pred[m * 4 + c] = c == 3 ? gopt_gpu_time_half(coef, phi, half) : gopt_gpu_time(coef, phi);
+      meas[m * 4 + c] = r->seconds;
+    }
+  }
+  if (!rc) {
+    printf("| model | %s: measured / predicted ms | %s | %s | %s |\n|---|---|---|---|---|\n", col[0], col[1],
+           col[2], col[3]);
+    for (int m = 0; m < nm; m++) {
+      if (!d->has_model_rows[m]) continue;
+      printf("| %s", d->models[m]);
+      for (int c = 0; c < 4; c++)
+        if (meas[m * 4 + c] > 0)
+          printf(" | %.3f / %.3f (%+.1f %%)", meas[m * 4 + c] * 1e3, pred[m * 4 + c] * 1e3,
+                 (pred[m * 4 + c] / meas[m * 4 + c] - 1) * 100);
+        else
+          printf(" | -");
+      printf(" |\n");
+    }
+    printf("\n| column | models | median \\|error\\| | Kendall τ | geomean predicted / measured |\n|---|---|---|---|---|\n");
+    for (int c = 0; c < 4; c++) {
+      double e[256], x[256], y[256], lg = 0;
+      size_t n = 0;
+      for (int m = 0; m < nm && n < 256; m++)
+        if (meas[m * 4 + c] > 0) {
+          x[n] = pred[m * 4 + c];
+          y[n] = meas[m * 4 + c];
+          lg += log(x[n] / y[n]);
+          e[n] = fabs(x[n] / y[n] - 1) * 100;
+          n++;
+        }
+      double tau = gopt_sim_kendall_tau(x, y, n);
+      printf("| %s | %zu | %.1f %% | %.3f | %.3f |\n", col[c], n, median(e, n), tau,
+             n ? exp(lg / (double)n) : NAN);
+    }
+  }
+  free(pred);
+  free(meas);
+  return rc;
+}
+
+/* Writes the calibrated device (the preset's peaks, memory, links; the fitted model) to outp. */
+static int write_device(const char *outp, const char *devname, const char *version,
+                        const double *coef, double half, gopt_error *err) {
+  const gopt_device *p = gopt_device_find_preset(devname);
+  gopt_device d;
+  if (p) {
+    d = *p;
+  } else {
+    d = *gopt_device_find_preset("H100");
+    snprintf(d.name, sizeof d.name, "%s", devname);
+    snprintf(d.model, sizeof d.model, "%s", devname);
+  }
+  d.gpu_model = 1;
+  memcpy(d.gpu_coef, coef, sizeof d.gpu_coef);
+  snprintf(d.gpu_version, sizeof d.gpu_version, "%s", version);
+  d.gpu_half_speedup = half;
+  double floor_s = INFINITY;
+  for (int k = 0; k < GOPT_GK_COUNT; k++)
+    if (coef[k * GOPT_GF_PER_KIND] > 0 && coef[k * GOPT_GF_PER_KIND] < floor_s) floor_s = coef[k * GOPT_GF_PER_KIND];
+  if (isfinite(floor_s)) d.launch_s = floor_s; /* informational: the smallest kernel floor */
+  gopt_cluster *c = gopt_cluster_single(&d);
+  char *text = c ? gopt_cluster_to_json(c) : NULL;
+  int rc = text ? gopt_file_write_atomic(outp, text, strlen(text), err)
+                : gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", outp);
+  free(text);
+  gopt_cluster_free(c);
+  return rc;
+}
+
+int cli_calibrate_gpu(int argc, char **argv) {
+  const char *path = NULL, *outp = NULL, *dir = "corpus", *dev = "H100", *version = "calibrated";
+  int do_loo = 0;
+  double mw = 15;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(gpu_help, stdout);
+      return 0;
+    } else if (!strcmp(a, "--loo")) {
+      do_loo = 1;
+    } else if (!strcmp(a, "--gpu") || !strcmp(a, "-o") || !strcmp(a, "--models") ||
+               !strcmp(a, "--device") || !strcmp(a, "--model-weight") || !strcmp(a, "--version")) {
+      if (i + 1 >= argc) return cli_usage_error("calibrate", "%s needs a value", a);
+      const char *v = argv[++i];
+      if (!strcmp(a, "--gpu")) path = v;
+      else if (!strcmp(a, "-o")) outp = v;
+      else if (!strcmp(a, "--models")) dir = v;
+      else if (!strcmp(a, "--device")) dev = v;
+      else if (!strcmp(a, "--version")) version = v;
+      else {
+        char *end;
+        mw = strtod(v, &end);
+        if (*end || !(mw > 0) || mw > 1e6)
+          return cli_usage_error("calibrate", "--model-weight '%s': expected a number > 0", v);
+      }
+    } else {
+      return cli_usage_error("calibrate", "unknown argument '%s' with --gpu (see gopt calibrate --gpu --help)", a);
+    }
+  }
+  if (!path) return cli_usage_error("calibrate", "--gpu needs a measurements file");
+  gopt_error err = {0};
+  gopt_gpu_data *d = NULL;
+  double coef[GOPT_GPU_NCOEF], half = 0;
+  int rc = gopt_gpu_data_load(path, dir, &d, &err);
+  if (!rc) rc = gopt_gpu_fit(d, -1, mw, coef, &err);
+  if (!rc) half = gopt_gpu_fit_half(d, -1, coef);
+  if (!rc) {
+    size_t tot = 0;
+    for (size_t i = 0; i < d->n; i++) tot += d->rows[i].what >= GOPT_GPU_ROW_B1;
+    printf("calibrated %s from %s (%s): %zu rows (%zu whole-model), %zu layer rows skipped (no kernel "
+           "or no rule)\n", dev, path, d->device, d->n, tot, d->skipped);
+    if (half > 0) printf("  bf16 tensor-core speed-up over fp32 (compute terms): %.3f\n", half);
+    for (int j = 0; j < GOPT_GPU_NCOEF; j++)
+      if (coef[j] > 0)
+        printf("  %s.%s = %.6g\n", gopt_gpu_kind_name(j / GOPT_GF_PER_KIND),
+               gopt_gpu_feature_name(j % GOPT_GF_PER_KIND), coef[j]);
+    class_table(d, coef);
+    if (do_loo) {
+      printf("\n");
+      rc = loo(d, mw, &err);
+    }
+  }
+  if (!rc && outp) {
+    rc = write_device(outp, dev, version, coef, half, &err);
+    if (!rc) printf("written to %s (use --cluster %s)\n", outp, outp);
+  }
+  if (rc) fprintf(stderr, "gopt calibrate: %s\n", err.msg);
+  gopt_gpu_data_free(d);
+  return rc ? 1 : 0;
+}

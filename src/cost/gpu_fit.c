@@ -1,0 +1,301 @@
+/* gpu_fit.c: the GPU measurements file (what tools/gpu_profile.py writes) read into feature rows,
+ * with one-line errors naming the file and the entry, and the non-negative least-squares fit of
+ * the GPU cost model's coefficients to them (gopt/gpu_cost.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/gpu_internal.h"
+
+void gopt_gpu_data_free(gopt_gpu_data *d) {
+  if (!d) return;
+  free(d->rows);
+  free(d->models);
+  free(d->has_model_rows);
+  free(d);
+}
+
+static gopt_gpu_row *add_row(gopt_gpu_data *d) {
+  if (d->n == d->cap) {
+    size_t cap = d->cap ? 2 * d->cap : 256;
+    gopt_gpu_row *r = realloc(d->rows, cap * sizeof *r);
+    if (!r) return NULL;
+    d->rows = r;
+    d->cap = cap;
+  }
+  gopt_gpu_row *r = &d->rows[d->n++];
+  memset(r, 0, sizeof *r);
+  r->count = 1;
+  return r;
+}
+
+/* A measured time in ms at key: absent (0, *ms = 0), or a finite number > 0 (else an error). */
+static int time_ms(json_t *o, const char *key, double *ms, const char *file, const char *what,
+                   gopt_error *err) {
+  json_t *x = json_object_get(o, key);
+  *ms = 0;
+  if (!x) return 0;
+  if (!json_is_number(x) || !(json_number_value(x) > 0) || !isfinite(json_number_value(x)))
+    return gopt_error_set(err, GOPT_EPARSE, "%s: %s: \"%s\" must be a number > 0 (milliseconds)",
+                          file, what, key);
+  *ms = json_number_value(x);
+  return 0;
+}
+
+/* Row label of a layer: the module type, convolutions by group structure. */
+static void layer_label(char *out, size_t cap, const char *layer, int kind) {
+  const char *sub = kind == GOPT_GK_CONV ? " dense" : kind == GOPT_GK_CONV_GROUPED ? " grouped"
+                    : kind == GOPT_GK_CONV_DW ? " depthwise" : "";
+  if (strncmp(layer, "Conv", 4)) sub = "";
+  snprintf(out, cap, "%s%s", layer, sub);
+}
+
+static int load_layers(gopt_gpu_data *d, json_t *arr, int model, int batch, const char *file,
+                       const char *what, gopt_error *err) {
+  if (!json_is_array(arr))
+    return gopt_error_set(err, GOPT_EPARSE, "%s: %s: must be an array of layer rows", file, what);
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *row = json_array_get(arr, i);
+    char w[160];
+    snprintf(w, sizeof w, "%s: %s[%zu]", file, what, i);
+    if (!json_is_object(row)) return gopt_error_set(err, GOPT_EPARSE, "%s: must be an object", w);
+    double fwd, fb;
+    json_t *cnt = json_object_get(row, "count");
+    if (cnt && (!json_is_integer(cnt) || json_integer_value(cnt) < 1))
+      return gopt_error_set(err, GOPT_EPARSE, "%s: \"count\" must be an integer >= 1", w);
+    int rc = time_ms(row, "fwd_gpu_ms", &fwd, file, w + strlen(file) + 2, err);
+    if (!rc) rc = time_ms(row, "fwdbwd_gpu_ms", &fb, file, w + strlen(file) + 2, err);
+    if (rc) return rc;
+    for (int bwd = 0; bwd < 2; bwd++) {
+      double ms = bwd ? fb : fwd;
+      if (!(ms > 0)) continue;
+      double phi[GOPT_GPU_NCOEF] = {0};
+      int kind = -1;
+      rc = gpu_layer_features(row, bwd, phi, &kind, w, err);
+      if (rc < 0) return rc;
+      if (rc == 0) {
+        d->skipped++;
+        break;
+      }
+      gopt_gpu_row *r = add_row(d);
+      if (!r) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", file);
+      memcpy(r->phi, phi, sizeof phi);
+      r->seconds = ms * 1e-3;
+      r->model = model;
+      r->what = bwd ? GOPT_GPU_ROW_FWDBWD : GOPT_GPU_ROW_FWD;
+      r->kind = kind;
+      r->count = cnt ? (int)json_integer_value(cnt) : 1;
+      r->batch = batch;
+      layer_label(r->label, sizeof r->label, json_string_value(json_object_get(row, "layer")), kind);
+    }
+  }
+  return 0;
+}
+
+/* The whole-model rows of model m (its ONNX in model_dir). */
+static int load_totals(gopt_gpu_data *d, json_t *mo, int m, const char *model_dir,
+                       const char *file, gopt_error *err) {
+  static const char *const keys[4] = {"infer_b1_graph_ms", "infer_b32_kernel_ms",
+                                      "train_b32_kernel_ms", "infer_b32_bf16_kernel_ms"};
+  static const int what[4] = {GOPT_GPU_ROW_B1, GOPT_GPU_ROW_B32, GOPT_GPU_ROW_TRAIN, GOPT_GPU_ROW_BF16};
+  char path[512], w[160];
+  snprintf(path, sizeof path, "%s/%s.onnx", model_dir, d->models[m]);
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  fclose(f);
+  snprintf(w, sizeof w, "models.%s", d->models[m]);
+  for (int k = 0; k < 4; k++) {
+    double ms;
+    int rc = time_ms(mo, keys[k], &ms, file, w, err);
+    if (rc) return rc;
+    if (!(ms > 0)) continue;
+    gopt_gpu_row *r = add_row(d);
+    if (!r) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", file);
+    rc = gopt_gpu_model_features(path, k ? d->batch : 1, k == 2, r->phi, err);
+    if (rc) {
+      d->n--;
+      return rc;
+    }
+    r->seconds = ms * 1e-3;
+    r->model = m;
+    r->what = what[k];
+    r->kind = -1;
+    snprintf(r->label, sizeof r->label, "%s", d->models[m]);
+    d->has_model_rows[m] = 1;
+  }
+  return 0;
+}
+
+static int load_micro(gopt_gpu_data *d, json_t *arr, const char *file, gopt_error *err) {
+  if (!arr) return 0;
+  if (!json_is_array(arr))
+    return gopt_error_set(err, GOPT_EPARSE, "%s: micro: must be an array", file);
+  for (size_t i = 0; i < json_array_size(arr); i++) {
+    json_t *row = json_array_get(arr, i);
+    char w[96];
+    snprintf(w, sizeof w, "%s: micro[%zu]", file, i);
+    if (!json_is_object(row)) return gopt_error_set(err, GOPT_EPARSE, "%s: must be an object", w);
+    double ms;
+    int rc = time_ms(row, "gpu_ms", &ms, file, w + strlen(file) + 2, err);
+    if (rc) return rc;
+    if (!(ms > 0)) return gopt_error_set(err, GOPT_EPARSE, "%s: missing \"gpu_ms\"", w);
+    double phi[GOPT_GPU_NCOEF] = {0};
+    int kind = -1;
+    rc = gpu_micro_features(row, phi, &kind, w, err);
+    if (rc < 0) return rc;
+    if (rc == 0) {
+      d->skipped++;
+      continue;
+    }
+    gopt_gpu_row *r = add_row(d);
+    if (!r) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", file);
+    memcpy(r->phi, phi, sizeof phi);
+    r->seconds = ms * 1e-3;
+    r->model = -1;
+    r->what = GOPT_GPU_ROW_MICRO;
+    r->kind = kind;
+    snprintf(r->label, sizeof r->label, "micro %s", json_string_value(json_object_get(row, "op")));
+  }
+  return 0;
+}
+
+static int load_models(gopt_gpu_data *d, json_t *models, const char *model_dir, const char *file,
+                       gopt_error *err) {
+  size_t nm = json_object_size(models);
+  d->models = calloc(nm ? nm : 1, sizeof *d->models);
+  d->has_model_rows = calloc(nm ? nm : 1, sizeof *d->has_model_rows);
+  if (!d->models || !d->has_model_rows) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", file);
+  const char *name;
+  json_t *mo;
+  json_object_foreach(models, name, mo) {
+    int m = d->n_models++;
+    snprintf(d->models[m], sizeof d->models[m], "%s", name);
+    if (!json_is_object(mo))
+      return gopt_error_set(err, GOPT_EPARSE, "%s: models.%s: must be an object", file, name);
+    for (int b = 0; b < 2; b++) {
+      const char *key = b ? "layers_b32" : "layers_b1";
+      json_t *arr = json_object_get(mo, key);
+      char w[128];
+      snprintf(w, sizeof w, "models.%s.%s", name, key);
+      int rc = arr ? load_layers(d, arr, m, b ? 32 : 1, file, w, err) : 0;
+      if (rc) return rc;
+    }
+    int rc = model_dir ? load_totals(d, mo, m, model_dir, file, err) : 0;
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **out,
+                       gopt_error *err) {
+  *out = NULL;
+  json_error_t je;
+  json_t *root = json_load_file(path, 0, &je);
+  if (!root) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return gopt_error_set(err, GOPT_EIO, "%s: cannot open", path);
+    fclose(f);
+    return gopt_error_set(err, GOPT_EPARSE, "%s: line %d: %s", path, je.line, je.text);
+  }
+  json_t *models = json_object_get(root, "models"), *micro = json_object_get(root, "micro");
+  int rc = 0;
+  gopt_gpu_data *d = calloc(1, sizeof *d);
+  if (!d) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", path);
+  } else if (!json_is_object(root) || (!json_is_object(models) && !json_is_array(micro))) {
+    rc = gopt_error_set(err, GOPT_EPARSE, "%s: not a GPU measurements file (needs a \"models\" "
+                                          "object or a \"micro\" array; see gopt calibrate --help)",
+                        path);
+  } else {
+    const char *dev = json_string_value(json_object_get(root, "device"));
+    json_t *jb = json_object_get(root, "batch");
+    d->batch = 32;
+    if (jb && (!json_is_integer(jb) || json_integer_value(jb) < 1 || json_integer_value(jb) > 65536))
+      rc = gopt_error_set(err, GOPT_EPARSE, "%s: \"batch\" must be an integer in [1, 65536]", path);
+    else if (jb)
+      d->batch = (int)json_integer_value(jb);
+    snprintf(d->device, sizeof d->device, "%s", dev ? dev : "");
+    if (!rc)
+      rc = models ? (json_is_object(models)
+                       ? load_models(d, models, model_dir, path, err)
+                       : gopt_error_set(err, GOPT_EPARSE, "%s: models: must be an object", path))
+                : 0;
+    if (!rc) rc = load_micro(d, micro, path, err);
+    if (!rc && !d->n) rc = gopt_error_set(err, GOPT_EPARSE, "%s: no measured entry gopt can use", path);
+  }
+  json_decref(root);
+  if (rc) gopt_gpu_data_free(d);
+  else *out = d;
+  return rc;
+}
+
+/* Whether any row the fit uses has a kernel of kind k. */
+static int kind_measured(const gopt_gpu_data *d, int exclude, int k) {
+  for (size_t i = 0; i < d->n; i++)
+    if ((exclude < 0 || d->rows[i].model != exclude) && d->rows[i].phi[k * GOPT_GF_PER_KIND] > 0) return 1;
+  return 0;
+}
+
+int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, double *coef,
+                 gopt_error *err) {
+  size_t m = 0;
+  for (size_t i = 0; i < d->n; i++)
+    m += (d->rows[i].model != exclude || exclude < 0) && d->rows[i].what != GOPT_GPU_ROW_BF16;
+  double *A = malloc((m ? m : 1) * GOPT_GPU_NCOEF * sizeof *A), *b = malloc((m ? m : 1) * sizeof *b);
+  if (!A || !b) {
+    free(A);
+    free(b);
+    return gopt_error_set(err, GOPT_ENOMEM, "calibrate: out of memory");
+  }
+  size_t r = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const gopt_gpu_row *x = &d->rows[i];
+    if (exclude >= 0 && x->model == exclude) continue;
+    int total = x->what >= GOPT_GPU_ROW_B1;
+    if (x->what == GOPT_GPU_ROW_BF16) continue; /* fitted apart (gopt_gpu_fit_half) */
+    double w = total ? model_weight : 1;
+    for (int j = 0; j < GOPT_GPU_NCOEF; j++) A[r * GOPT_GPU_NCOEF + j] = w * x->phi[j] / x->seconds;
+    b[r++] = w;
+  }
+  int rc = gopt_nnls(A, b, (int)m, GOPT_GPU_NCOEF, coef, err);
+  /* a kind nothing measured borrows the coefficients of its nearest measured kind */
+  static const int fallback[GOPT_GK_COUNT] = {
+      [GOPT_GK_CONV] = -1, [GOPT_GK_CONV_GROUPED] = GOPT_GK_CONV, [GOPT_GK_CONV_DW] = GOPT_GK_CONV_GROUPED,
+      [GOPT_GK_GEMM] = GOPT_GK_BMM, [GOPT_GK_BMM] = GOPT_GK_GEMM, [GOPT_GK_ELTWISE] = -1,
+      [GOPT_GK_NORM] = GOPT_GK_ELTWISE, [GOPT_GK_POOL] = GOPT_GK_NORM, [GOPT_GK_MOVE] = GOPT_GK_ELTWISE,
+      [GOPT_GK_RNN] = -1, [GOPT_GK_CONV_BWD] = -1, [GOPT_GK_CONV_GROUPED_BWD] = GOPT_GK_CONV_BWD,
+      [GOPT_GK_CONV_DW_BWD] = GOPT_GK_CONV_GROUPED_BWD, [GOPT_GK_UPDATE] = GOPT_GK_ELTWISE, [GOPT_GK_CONV_EPILOGUE] = GOPT_GK_ELTWISE,
+      [GOPT_GK_CONV_EPILOGUE_BWD] = GOPT_GK_NORM};
+  for (int k = 0; !rc && k < GOPT_GK_COUNT; k++) {
+    int f = fallback[k];
+    if (f < 0 || kind_measured(d, exclude, k) || !kind_measured(d, exclude, f)) continue;
+    memcpy(coef + k * GOPT_GF_PER_KIND, coef + f * GOPT_GF_PER_KIND, GOPT_GF_PER_KIND * sizeof *coef);
+  }
+  free(A);
+  free(b);
+  return rc;
+}
+
+double gopt_gpu_fit_half(const gopt_gpu_data *d, int exclude, const double *coef) {
+  double best = 0, best_sse = INFINITY;
+  for (int g = 0; g <= 300; g++) {
+    double s = pow(64.0, g / 300.0), sse = 0;
+    int any = 0;
+    for (size_t i = 0; i < d->n; i++) {
+      const gopt_gpu_row *x = &d->rows[i];
+      if (x->what != GOPT_GPU_ROW_BF16 || (exclude >= 0 && x->model == exclude)) continue;
+      double phi[GOPT_GPU_NCOEF];
+      for (int j = 0; j < GOPT_GPU_NCOEF; j++)
+        phi[j] = x->phi[j] * (j % GOPT_GF_PER_KIND == GOPT_GF_BYTES ? 0.5 : 1);
+      double e = log(gopt_gpu_time_half(coef, phi, s) / x->seconds);
+      sse += e * e;
+      any = 1;
+    }
+    if (any && sse < best_sse) {
+      best_sse = sse;
+      best = s;
+    }
+  }
+  return best;
+}
