@@ -227,10 +227,15 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
   gopt_node_cost(g, n, &c);
   double wv = 0;
   int kind, w3 = 0;
-  if (op == GOPT_OP_CONV && nd->n_in >= 2) kind = conv_kind(g, n, 0, &wv, &w3);
+  /* the GEMM/conv views read inputs 0 and 1 and output 0: an empty optional name (-1) there
+   * leaves the node to its class's kind */
+  int io2 = nd->n_in >= 2 && nd->n_out >= 1 && gopt_node_input(g, n, 0) >= 0 &&
+            gopt_node_input(g, n, 1) >= 0 && gopt_node_output(g, n, 0) >= 0;
+  if (!io2) kind = simple_kind(op, cls);
+  else if (op == GOPT_OP_CONV) kind = conv_kind(g, n, 0, &wv, &w3);
   else if (op == GOPT_OP_CONV_GRAD_INPUT) kind = conv_kind(g, n, 1, &wv, &w3);
   else if (op == GOPT_OP_CONV_GRAD_WEIGHT) kind = conv_kind(g, n, 2, &wv, &w3);
-  else if ((op == GOPT_OP_MATMUL || op == GOPT_OP_GEMM) && nd->n_in >= 2) kind = matmul_kind(g, n, &wv, &w3);
+  else if (op == GOPT_OP_MATMUL || op == GOPT_OP_GEMM) kind = matmul_kind(g, n, &wv, &w3);
   else if (op == GOPT_OP_LSTM || op == GOPT_OP_GRU || op == GOPT_OP_RNN) {
     kind = GOPT_GK_RNN;
     wv = rnn_steps(g, n, gopt_node_input(g, n, 0));
@@ -253,7 +258,8 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
     e[GOPT_GF_N] += 1;
     e[GOPT_GF_BYTES] += 2 * c.bytes_written;
   }
-  if (op == GOPT_OP_REDUCE_SUM && (nd->flags & GOPT_N_GRAD) && nd->n_out == 1 &&
+  if (op == GOPT_OP_REDUCE_SUM && (nd->flags & GOPT_N_GRAD) && nd->n_out == 1 && nd->n_in >= 1 &&
+      gopt_node_output(g, n, 0) >= 0 && gopt_node_input(g, n, 0) >= 0 &&
       g->tensors.a[gopt_node_output(g, n, 0)].rank == 1 && g->tensors.a[gopt_node_input(g, n, 0)].rank >= 3) {
     /* the gradient of a convolution's bias (NC.. -> C): its epilogue's backward (a folded
      * BatchNorm's backward in the framework's step) */

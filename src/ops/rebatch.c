@@ -20,12 +20,17 @@ static int rebatch_consts(gopt_graph *g, int64_t batch) {
     int32_t t = g->inputs.a[i];
     gopt_tensor *x = &g->tensors.a[t];
     if ((x->flags & GOPT_T_NOSHAPE) || x->rank < 1) continue;
-    int64_t d[8];
-    int r = x->rank > 8 ? 8 : x->rank;
+    int64_t d[GOPT_MAX_RANK];
+    int r = x->rank;
     memcpy(d, gopt_tensor_dims(g, t), (size_t)r * sizeof *d);
     if (d[0] != 1) continue;
     d[0] = batch;
-    gopt_tensor_set_shape(g, t, r, d);
+    int rc = gopt_tensor_set_shape(g, t, r, d);
+    if (rc) {
+      free(done);
+      free(dyn);
+      return rc;
+    }
   }
   /* Reshape targets (constants once folded) of activations: the leading dim carries the batch
    * (alone, or folded with other dims as in [64, 49, 96] = windows x tokens); -1 adapts alone */
