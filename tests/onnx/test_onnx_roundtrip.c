@@ -2,8 +2,9 @@
  * gives the same graph (node names, op types, attributes, tensor names, dtypes, shapes, constant
  * bytes, flags, gopt_graph_hash), and exporting the re-imported graph reproduces the same bytes.
  * Also checks that export skips dead nodes and unused constants and keeps structure-only constants
- * as external references (sub-byte ones reserved at their packed size). With `--export DIR` it instead writes the exported fixtures to DIR for
- * tests/onnx/check_exported.py (onnx.checker and a comparison with the originals, via onnx). */
+ * as external references (sub-byte ones reserved at their packed size). With `--export DIR` it
+ * instead writes the exported fixtures to DIR for tests/onnx/check_exported.py (onnx.checker and a
+ * comparison with the originals, via onnx). */
 #include <dirent.h>
 #include <sys/stat.h>
 
