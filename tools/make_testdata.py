@@ -504,6 +504,83 @@ def error_models(out):
                           [helper.make_tensor_value_info("y", f, [2])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     onnx.save_model(m, os.path.join(out, "if_bad_shape.onnx"))
+    scan_error_models(out)
+    llm_error_models(out)
+
+
+def scan_error_models(out):
+    """Scans whose axes or stacked rank do not fit (outputs undeclared, so the body is inferred)."""
+    f = TensorProto.FLOAT
+
+    def scan(name, xshape, body_nodes, body_in_shape, body_out_rank, **attrs):
+        body = helper.make_graph(body_nodes, "body", [helper.make_tensor_value_info("xi", f, body_in_shape)],
+                                 [helper.make_tensor_value_info("yo", f, None)])
+        node = helper.make_node("Scan", ["x"], ["y"], body=body, num_scan_inputs=1, name=name, **attrs)
+        g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", f, xshape)],
+                              [helper.make_tensor_value_info("y", f, None)])
+        onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]),
+                        os.path.join(out, name + ".onnx"))
+
+    ident = [helper.make_node("Identity", ["xi"], ["yo"], name="id")]
+    scan("scan_input_axis", [2, 3], ident, None, 1, scan_input_axes=[2])
+    scan("scan_output_axis", [2, 3], ident, None, 1, scan_output_axes=[3])
+    # a rank-16 input: the body's slice is 15-D, unsqueezed to 16-D, stacked to 17-D
+    ax = helper.make_tensor("ax", TensorProto.INT64, [1], [0])
+    unsq = [helper.make_node("Constant", [], ["a"], value=ax, name="k"),
+            helper.make_node("Unsqueeze", ["xi", "a"], ["yo"], name="unsq")]
+    scan("scan_rank_overflow", [1] * 16, unsq, None, 16)
+
+
+def llm_error_models(out):
+    """Attention / RotaryEmbedding / LinearAttention / CausalConvWithState with inputs whose shapes
+    do not fit each other."""
+    f = TensorProto.FLOAT
+
+    def model(name, op, ins, opset, yshape=None, **attrs):  # yshape: for ops without a shape rule
+        node = helper.make_node(op, [n for n, _ in ins], ["y"], name=name, **attrs)
+        g = helper.make_graph([node], name, [helper.make_tensor_value_info(n, *ts) for n, ts in ins
+                                             if n], [helper.make_tensor_value_info("y", f, yshape)])
+        onnx.save_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
+                        os.path.join(out, name + ".onnx"))
+
+    q = ("q", (f, [2, 2, 3, 4]))
+    k1, v1 = ("k", (f, [1, 2, 3, 4])), ("v", (f, [1, 2, 3, 4]))
+    model("attn_kv_batch", "Attention", [q, k1, v1], 23)
+    q1 = ("q", (f, [1, 2, 3, 4]))
+    model("attn_mask_dim", "Attention", [q1, k1, v1, ("mask", (f, [2, 3]))], 23)
+    model("attn_mask_rank", "Attention", [q1, k1, v1, ("mask", (f, [1, 1, 1, 3, 3]))], 23)
+    q3, k3, v3 = ("q", (f, [3, 2, 3, 4])), ("k", (f, [3, 2, 3, 4])), ("v", (f, [3, 2, 3, 4]))
+    model("attn_nonpad", "Attention", [q3, k3, v3, ("", None), ("", None), ("", None),
+                                       ("len", (TensorProto.INT64, [2]))], 24)
+    model("attn_past_heads", "Attention", [q1, k1, v1, ("", None), ("pk", (f, [1, 1, 2, 4])),
+                                           ("pv", (f, [1, 1, 2, 4]))], 23)
+    x = ("x", (f, [1, 2, 3, 4]))
+    model("rotary_sin_cache", "RotaryEmbedding", [x, ("cos", (f, [1, 3, 2])), ("sin", (f, [1, 2, 2]))], 23)
+    model("rotary_position_ids", "RotaryEmbedding", [x, ("cos", (f, [8, 2])), ("sin", (f, [8, 2])),
+                                                     ("pos", (TensorProto.INT64, [1, 2]))], 23)
+    model("linattn_k_batch", "LinearAttention", [("q", (f, [2, 3, 8])), ("k", (f, [1, 3, 8])), ("v", (f, [2, 3, 8]))],
+          27, [2, 3, 8], q_num_heads=2, kv_num_heads=2, update_rule="linear")
+    model("causalconv_past", "CausalConvWithState", [("x", (f, [1, 2, 5])), ("w", (f, [2, 1, 3])),
+                                                     ("", None), ("p", (f, [1, 2, 1]))], 27, [1, 2, 5])
+
+
+def lowbit_cases(out):
+    """BitCast between INT4 and UINT4 (as held one per byte, INT4 sign-extended), checked through a
+    Cast to INT32: -1, -8, 0, 3, 7 <-> 15, 8, 0, 3, 7."""
+    d = os.path.join(out, "BitCast_int4")
+    s = np.array([-1, -8, 0, 3, 7], np.int32)
+    u = s & 15
+    x = helper.make_tensor("w", TensorProto.INT32, [5], s.tolist())
+    nodes = [helper.make_node("Constant", [], ["c32"], value=x, name="k"),
+             helper.make_node("Cast", ["c32"], ["c4"], to=22, name="to_int4"),
+             helper.make_node("BitCast", ["c4"], ["u4"], to=21, name="bc_u"),
+             helper.make_node("Cast", ["u4"], ["yu"], to=TensorProto.INT32, name="out_u"),
+             helper.make_node("BitCast", ["u4"], ["s4"], to=22, name="bc_s"),
+             helper.make_node("Cast", ["s4"], ["ys"], to=TensorProto.INT32, name="out_s")]
+    g = helper.make_graph(nodes, "bitcast_int4", [], [helper.make_tensor_value_info("yu", TensorProto.INT32, [5]),
+                                                     helper.make_tensor_value_info("ys", TensorProto.INT32, [5])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 26)])
+    write_case(d, m, [], [("yu", u), ("ys", s)], stamp=False)
 
 
 def io_cases(out):
@@ -562,6 +639,7 @@ def main():
                 json.dump(d, f)
                 f.write("\n")
         error_models(os.path.join(args.out, "_errors"))
+        lowbit_cases(args.out)
         print(f"make_testdata: op cases in {args.out}")
 
 

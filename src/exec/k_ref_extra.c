@@ -17,11 +17,22 @@
 static const char *optype(const gopt_exec *x, int32_t n) { return gopt_graph_str(x->g, x->g->nodes.a[n].type); }
 
 /* BitCast: the input's bytes reinterpreted as the output dtype (same element size): copied as
- * bytes, not through doubles. */
+ * bytes, not through doubles. Sub-byte types are held one per byte (INT4/INT2 sign-extended):
+ * each keeps its low `bits` bits, sign-extended when the output is signed. */
 static int f_bitcast(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
-  (void)in, (void)nin, (void)nout, (void)err;
+  (void)nin, (void)nout, (void)err;
   size_t nb = (size_t)out[0].n * gopt_dtype_size(out[0].dt);
-  if (nb) memcpy(ex_data(x, k->out[0]), ex_data(x, k->in[0]), nb);
+  uint8_t *dst = ex_data(x, k->out[0]);
+  if (nb) memcpy(dst, ex_data(x, k->in[0]), nb);
+  int bits = gopt_dtype_bits(out[0].dt);
+  if (bits > 0 && bits < 8 && gopt_dtype_bits(in[0].dt) == bits) {
+    uint8_t mask = (uint8_t)((1u << bits) - 1), sign = (uint8_t)(1u << (bits - 1));
+    int sgn = out[0].dt == GOPT_DT_INT4 || out[0].dt == GOPT_DT_INT2;
+    for (size_t i = 0; i < nb; i++) {
+      uint8_t v = dst[i] & mask;
+      dst[i] = sgn && (v & sign) ? (uint8_t)(v | ~mask) : v;
+    }
+  }
   out[0].written = 1;
   return GOPT_OK;
 }

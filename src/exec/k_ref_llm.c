@@ -30,6 +30,11 @@ static double at4(const rt *t, int r3, int64_t H, int64_t S, int64_t Dh, int64_t
   return t->v[((b * H + h) * S + s) * Dh + d];
 }
 
+/* Whether t is 4-D [d0, d1, d2, d3]. */
+static int ref_dims_are(const rt *t, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+  return t->rank == 4 && t->d[0] == d0 && t->d[1] == d1 && t->d[2] == d2 && t->d[3] == d3;
+}
+
 static int attn_shape(gopt_exec *x, ex_kernel *k, rt *in, attn_dims *a, gopt_error *err) {
   const rt *q = &in[0], *kk = &in[1], *v = &in[2];
   if ((q->rank != 3 && q->rank != 4) || kk->rank != q->rank || v->rank != q->rank)
@@ -53,8 +58,29 @@ static int attn_shape(gopt_exec *x, ex_kernel *k, rt *in, attn_dims *a, gopt_err
   if (a->Hkv <= 0 || a->Hq % a->Hkv)
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "q heads (%lld) are not a multiple of kv heads (%lld)",
                          (long long)a->Hq, (long long)a->Hkv);
+  int64_t vs = a->r3 ? v->d[1] : v->d[2];
+  if (kk->d[0] != a->B || v->d[0] != a->B || vs != a->Skv)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "K/V batch (%lld, %lld) or sequence (%lld, %lld) do not match Q's batch %lld",
+                         (long long)kk->d[0], (long long)v->d[0], (long long)a->Skv, (long long)vs, (long long)a->B);
+  if ((in[4].v != NULL) != (in[5].v != NULL))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "past_key and past_value must be given together");
   a->Sp = in[4].v ? in[4].d[2] : 0;
   a->St = a->Sp + a->Skv;
+  if (in[4].v && !ref_dims_are(&in[4], a->B, a->Hkv, a->Sp, a->D))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "past_key must be [B, kv heads, past, head size]");
+  if (in[5].v && !ref_dims_are(&in[5], a->B, a->Hkv, a->Sp, a->Dv))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "past_value must be [B, kv heads, past, v head size] like past_key");
+  const rt *m = &in[3];
+  int64_t full[4] = {a->B, a->Hq, a->Sq, a->St};
+  if (m->v && (m->rank < 1 || m->rank > 4))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "attn_mask must be 1-D to 4-D, it is %d-D", m->rank);
+  for (int i = 0; m->v && i < m->rank - 1; i++)
+    if (m->d[i] != 1 && m->d[i] != full[4 - m->rank + i])
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "attn_mask dim %d is %lld, neither 1 nor %lld", i,
+                           (long long)m->d[i], (long long)full[4 - m->rank + i]);
+  if (in[6].v && in[6].n != 1 && in[6].n != a->B)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "nonpad_kv_seqlen has %lld values, neither 1 nor the batch %lld",
+                         (long long)in[6].n, (long long)a->B);
   return GOPT_OK;
 }
 
@@ -209,6 +235,11 @@ static int f_rotary(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
   } else {
     H = X->d[1], S = X->d[2], Dh = X->d[3];
   }
+  if (cs->rank < 1 || sn->rank != cs->rank || memcmp(cs->d, sn->d, (size_t)cs->rank * sizeof *cs->d))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "cos_cache and sin_cache must have one shape of rank >= 1");
+  if (pos && pos->n != S && pos->n != B * S)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "position_ids has %lld values, expected %lld or %lld",
+                         (long long)pos->n, (long long)S, (long long)(B * S));
   int64_t rot = gopt_node_get_int(G, NODE, "rotary_embedding_dim", 0);
   if (rot <= 0) rot = Dh;
   int il = (int)gopt_node_get_int(G, NODE, "interleaved", 0);
@@ -244,6 +275,17 @@ static int f_rotary(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
  * [Dk, Dv] (past_state or zeros) runs over t: gated rules scale S's rows by exp(decay); delta rules
  * write k (x) beta (v - S^T k), the others k (x) v; query head h (of Hq / Hkv per kv head) reads
  * scale * q^T S. Outputs [B, T, Hq*Dv] and the final states. */
+/* Whether LinearAttention's k, v and optional past_state / decay / beta fit q's B, T and heads. */
+static int linattn_shapes_ok(const rt *in, int64_t B, int64_t T, int64_t Hkv, int64_t Dk, int64_t Dv, const rt *past,
+                             const rt *dec, const rt *beta) {
+  for (int i = 1; i < 3; i++)
+    if (in[i].d[0] != B || in[i].d[1] != T) return 0;
+  if (in[1].d[2] != Hkv * Dk || (past && !ref_dims_are(past, B, Hkv, Dk, Dv))) return 0;
+  if (dec && (dec->rank != 3 || dec->d[0] != B || dec->d[1] != T || (dec->d[2] != Hkv && dec->d[2] != Hkv * Dk)))
+    return 0;
+  return !beta || (beta->rank == 3 && beta->d[0] == B && beta->d[1] == T && (beta->d[2] == Hkv || beta->d[2] == 1));
+}
+
 static int f_linattn(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   int64_t Hq = gopt_node_get_int(G, NODE, "q_num_heads", 0), Hkv = gopt_node_get_int(G, NODE, "kv_num_heads", 0);
   const char *rule = gopt_node_get_string(G, NODE, "update_rule", "gated_delta");
@@ -255,6 +297,11 @@ static int f_linattn(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
   int delta = !strcmp(rule, "delta") || !strcmp(rule, "gated_delta");
   const rt *past = nin > 3 && in[3].v ? &in[3] : NULL, *dec = nin > 4 && in[4].v ? &in[4] : NULL;
   const rt *beta = nin > 5 && in[5].v ? &in[5] : NULL;
+  if (!linattn_shapes_ok(in, B, T, Hkv, Dk, Dv, past, dec, beta))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL,
+                         "k [B, T, kv heads * %lld], v [B, T, ...], past_state [B, kv heads, %lld, %lld], decay "
+                         "[B, T, kv heads (* %lld)] or beta [B, T, kv heads or 1] does not match q",
+                         (long long)Dk, (long long)Dk, (long long)Dv, (long long)Dk);
   double scale = gopt_node_get_float(G, NODE, "scale", 1.0 / sqrt((double)Dk));
   int64_t dw = dec ? dec->d[2] / Hkv : 0, bw = beta ? beta->d[2] : 0; /* decay per key dim or per head */
   double *S = calloc((size_t)(Dk * Dv + 1), sizeof *S), *r = calloc((size_t)(Dv + 1), sizeof *r);
@@ -311,6 +358,10 @@ static int f_causalconv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, in
   const char *act = gopt_node_get_string(G, NODE, "activation", "none");
   int silu = !strcmp(act, "silu") || !strcmp(act, "swish");
   const rt *bias = nin > 2 && in[2].v ? &in[2] : NULL, *past = nin > 3 && in[3].v ? &in[3] : NULL;
+  if (K < 1 || (bias && (bias->rank != 1 || bias->d[0] != C)) ||
+      (past && (past->rank != 3 || past->d[0] != B || past->d[1] != C || past->d[2] != P)))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs kernel size >= 1, bias [%lld] and past_state [%lld, %lld, %lld]",
+                         (long long)C, (long long)B, (long long)C, (long long)P);
   for (int64_t b = 0; b < B; b++)
     for (int64_t c = 0; c < C; c++) {
       const double *xv = in[0].v + (b * C + c) * L, *pv = past ? past->v + (b * C + c) * P : NULL;

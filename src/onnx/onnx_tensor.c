@@ -81,6 +81,18 @@ static int resolve_inside(const char *base_dir, const char *path, const char *lo
 
 /* Reads nbytes at off of base_dir/loc into *data. *missing = 1 (and 0 returned) when the file does
  * not exist. A location that resolves (through symbolic links) outside base_dir is an error. */
+/* Replaces *data, numel elements of sub-byte dtype in ONNX's packed form, with their one-per-byte
+ * form (want bytes). */
+static int unpack_lowbit(int dtype, int64_t numel, size_t want, void **data, const char *what,
+                         const char *tname, gopt_error *err) {
+  uint8_t *u = malloc(want ? want : 1);
+  if (!u) return gopt_error_set(err, GOPT_ENOMEM, "%s '%s': out of memory for %zu bytes", what, tname, want);
+  gopt_lowbit_unpack(dtype, *data, numel, u);
+  free(*data);
+  *data = u;
+  return GOPT_OK;
+}
+
 static int read_external(const char *base_dir, const char *loc, int64_t off, size_t nbytes,
                          const char *what, const char *tname, void **data, int *missing,
                          gopt_error *err) {
@@ -325,16 +337,20 @@ int onnx_tensor_import(gopt_graph *g, const Onnx__TensorProto *tp, const char *n
                           what, tname, loc ? loc : "");
       goto done;
     }
-    if (ext_len >= 0 && (uint64_t)ext_len != (uint64_t)want) {
+    /* The file holds ONNX's packed form: sub-byte types two or four to a byte. */
+    size_t packed = (size_t)(((uint64_t)numel * (uint64_t)gopt_dtype_bits(dtype) + 7) / 8);
+    if (ext_len >= 0 && (uint64_t)ext_len != (uint64_t)packed) {
       rc = gopt_error_set(err, GOPT_EPARSE,
                           "%s '%s': external data length %lld does not match %s %s (%zu bytes)",
                           what, tname, (long long)ext_len, gopt_dtype_name(dtype),
-                          dims_str(tp->dims, tp->n_dims, dbuf, sizeof dbuf), want);
+                          dims_str(tp->dims, tp->n_dims, dbuf, sizeof dbuf), packed);
       goto done;
     }
     nbytes = want;
     if (ext->load && ext->base_dir) {
-      rc = read_external(ext->base_dir, loc, ext_off, want, what, tname, &data, &missing, err);
+      rc = read_external(ext->base_dir, loc, ext_off, packed, what, tname, &data, &missing, err);
+      if (rc) goto done;
+      if (data && packed != want) rc = unpack_lowbit(dtype, numel, want, &data, what, tname, err);
       if (rc) goto done;
     } else {
       missing = ext->load; /* load wanted but no directory to read from */
@@ -457,7 +473,7 @@ int onnx_tensor_export(const gopt_graph *g, int32_t t, const char *name, onnx_ar
     int64_t off = k->ext_offset, length = k->ext_length;
     if (!k->external) {
       /* No source file: reserve the next range of the structure-only data file. */
-      length = gopt_tensor_numel(g, t) * (int64_t)gopt_dtype_size(x->dtype);
+      length = (gopt_tensor_numel(g, t) * gopt_dtype_bits(x->dtype) + 7) / 8; /* packed, as written */
       off = eo->next;
       eo->next += (length + 63) / 64 * 64;
     }

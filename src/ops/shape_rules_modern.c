@@ -99,6 +99,13 @@ static int r_scan(ictx *c, int32_t n) {
   const int64_t *ax = gopt_node_get_ints(g, n, "scan_input_axes", &na);
   int st = nin - m, rc = 0;
   int32_t t0 = ops_in(c, n, st);
+  for (int i = st; i < nin; i++) { /* each scan input's axis within its rank */
+    int r = g->tensors.a[ops_in(c, n, i)].rank;
+    int64_t ai = ax && (size_t)(i - st) < na ? ax[i - st] : 0;
+    if (ai < -r || ai >= r)
+      return ops_node_err(c, GOPT_EINVAL, "scan_input_axes value %lld is out of range for scan input %d of rank %d",
+                          (long long)ai, i - st, r);
+  }
   int64_t a0 = ax && na ? ax[0] : 0;
   if (a0 < 0) a0 += g->tensors.a[t0].rank;
   int64_t T = gopt_tensor_dims(g, t0)[a0];
@@ -134,6 +141,13 @@ static int r_scan(ictx *c, int32_t n) {
       oshape s;
       int r = b->tensors.a[bo].rank, k = 0;
       int64_t oa = i >= st && oax && (size_t)(i - st) < no ? oax[i - st] : 0;
+      if (i >= st && r + 1 > GOPT_MAX_RANK)
+        rc = ops_node_err(c, GOPT_EINVAL, "scan output %d would have rank %d, beyond the maximum %d", i - st, r + 1,
+                          GOPT_MAX_RANK);
+      else if (i >= st && (oa < -(r + 1) || oa > r))
+        rc = ops_node_err(c, GOPT_EINVAL, "scan_output_axes value %lld is out of range for scan output %d of rank %d",
+                          (long long)oa, i - st, r + 1);
+      if (rc) break;
       if (oa < 0) oa += r + 1;
       s.rank = i < st ? r : r + 1;
       for (int j = 0; j < s.rank; j++)

@@ -60,6 +60,26 @@ exec_error(check_not_dir "--check .*: not a folder" ${EXEC_OPS}/Relu/model.onnx 
 exec_error(bad_layouts "--layouts: expected auto or plain, got .nchw." ${EXEC_OPS}/Relu/model.onnx --layouts nchw)
 exec_error(input_rank "input .src.: expected INT64\\[batch,12\\], got FLOAT\\[2,3,4\\]" corpus/lstm_seq2seq.onnx
            --inputs ${EXEC_OPS}/Shape/test_data_set_0/input_0.pb,${EXEC_OPS}/Shape/test_data_set_0/input_0.pb)
+# malformed Scan axes / ranks and transformer-op inputs whose shapes do not fit each other
+foreach(case
+    "scan_input_axis|scan_input_axes value 2 is out of range for scan input 0 of rank 2"
+    "scan_output_axis|scan_output_axes value 3 is out of range for scan output 0 of rank 2"
+    "scan_rank_overflow|scan output 0 would have rank 17, beyond the maximum 16"
+    "attn_kv_batch|\\(Attention\\): K/V batch \\(1, 1\\) or sequence \\(3, 3\\) do not match Q's batch 2"
+    "attn_mask_dim|\\(Attention\\): attn_mask dim 0 is 2, neither 1 nor 3"
+    "attn_mask_rank|\\(Attention\\): attn_mask must be 1-D to 4-D, it is 5-D"
+    "attn_nonpad|\\(Attention\\): nonpad_kv_seqlen has 2 values, neither 1 nor the batch 3"
+    "attn_past_heads|\\(Attention\\): past_key must be \\[B, kv heads, past, head size\\]"
+    "rotary_sin_cache|\\(RotaryEmbedding\\): cos_cache and sin_cache must have one shape"
+    "rotary_position_ids|\\(RotaryEmbedding\\): position_ids has 2 values, expected 3"
+    "linattn_k_batch|\\(LinearAttention\\): k \\[B, T, kv heads \\* 4\\].* does not match q"
+    "causalconv_past|\\(CausalConvWithState\\): needs kernel size >= 1, bias \\[2\\] and past_state \\[1, 2, 2\\]")
+  string(FIND "${case}" "|" bar)
+  string(SUBSTRING "${case}" 0 ${bar} name)
+  math(EXPR bar "${bar} + 1")
+  string(SUBSTRING "${case}" ${bar} -1 regex)
+  exec_error(${name} "node '${name}' .*${regex}" ${EXEC_OPS}/_errors/${name}.onnx)
+endforeach()
 
 add_test(NAME exec_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/exec/check_exec_cli.sh ${GOPT_BIN}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

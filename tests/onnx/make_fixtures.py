@@ -151,6 +151,24 @@ def external_models():
         save(helper.make_model(g, opset_imports=OP13), fname, check=False)
 
 
+def external_lowbit_model():
+    """W [5] INT4 (-8, -1, 0, 3, 7) in ext_int4.data, packed two to a byte (low nibble first)."""
+    q = [-8, -1, 0, 3, 7]
+    nib = [v & 15 for v in q] + [0]
+    with open(os.path.join(DATA, "ext_int4.data"), "wb") as f:
+        f.write(bytes(nib[i] | nib[i + 1] << 4 for i in range(0, 6, 2)))
+    t = TensorProto()
+    t.name, t.data_type = "W", 22  # INT4 (onnx >= 1.16 names it)
+    t.dims.extend([5])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "ext_int4.data"), ("offset", "0"), ("length", "3")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    nodes = [helper.make_node("Cast", ["W"], ["y"], name="cast", to=TensorProto.FLOAT)]
+    g = helper.make_graph(nodes, "ext_int4", [], [vi("y", TensorProto.FLOAT, [5])], [t])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]), "ext_int4.onnx", check=False)
+
+
 def constants_model():
     """Every Constant attribute form, each feeding an Identity so the value stays used."""
     c_tensor = helper.make_tensor("ignored_name", TensorProto.FLOAT, [2, 2], [val(i) for i in range(4)])
@@ -300,6 +318,7 @@ def main():
     save(init_model(True), "init_raw.onnx", check=True)
     save(init_model(False), "init_typed.onnx", check=True)
     external_models()
+    external_lowbit_model()
     constants_model()
     if_model()
     opaque_models()

@@ -194,6 +194,17 @@ static void test_external(void) {
   gopt_set_warn_handler(NULL, NULL);
   gopt_graph_free(g);
   free(buf);
+
+  /* Sub-byte external data: the file holds 5 INT4 values packed in 3 bytes, unpacked on load. */
+  w.n = 0;
+  g = load(FIX "ext_int4.onnx", NULL, &w);
+  CHECK_EQ_INT(w.n, 0);
+  int32_t Q = g ? gopt_graph_find_tensor(g, "W") : -1;
+  const int8_t *dq = Q >= 0 ? gopt_tensor_data(g, Q) : NULL;
+  static const int8_t want_q[5] = {-8, -1, 0, 3, 7};
+  CHECK(dq != NULL && g->consts.a[g->tensors.a[Q].cdata].nbytes == 5);
+  for (int i = 0; dq && i < 5; i++) CHECK_EQ_INT(dq[i], want_q[i]);
+  gopt_graph_free(g);
 }
 
 /* Copies file src to dst; 0 on success. */

@@ -2,8 +2,9 @@
  * gives the same graph (node names, op types, attributes, tensor names, dtypes, shapes, constant
  * bytes, flags, gopt_graph_hash), and exporting the re-imported graph reproduces the same bytes.
  * Also checks that export skips dead nodes and unused constants and keeps structure-only constants
- * as external references. With `--export DIR` it instead writes the exported fixtures to DIR for
- * tests/onnx/check_exported.py (onnx.checker and a comparison with the originals, via onnx). */
+ * as external references (sub-byte ones reserved at their packed size). With `--export DIR` it
+ * instead writes the exported fixtures to DIR for tests/onnx/check_exported.py (onnx.checker and a
+ * comparison with the originals, via onnx). */
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -93,6 +94,32 @@ static void test_export_pruning(void) {
   gopt_graph_free(h);
 }
 
+/* A structure-only INT4 [5] constant without a source file is reserved in the data file at its
+ * packed size, 3 bytes, as ONNX stores it (and as the importer reads it back). */
+static void test_export_reserved_lowbit(void) {
+  gopt_error err = {0};
+  gopt_graph *g = gopt_graph_new("lowbit"), *h = NULL;
+  void *buf = NULL;
+  size_t len = 0;
+  int64_t d5 = 5;
+  int32_t q = gopt_graph_add_tensor(g, "q", GOPT_DT_INT4, 1, &d5, &err);
+  int32_t y = gopt_graph_add_tensor(g, "y", GOPT_DT_INT4, 1, &d5, &err);
+  CHECK(q >= 0 && y >= 0 && gopt_tensor_set_const(g, q, NULL, 5, &err) == 0);
+  CHECK(gopt_graph_add_node(g, "Identity", "id", 1, &q, 1, &y, &err) >= 0);
+  CHECK(gopt_graph_add_output(g, y) == 0);
+  int rc = gopt_onnx_save_mem(g, &buf, &len, &err);
+  CHECK_MSG(rc == 0, "%s", err.msg);
+  gopt_onnx_load_opts so = {NULL, 0};
+  if (rc == 0) rc = gopt_onnx_load_mem(buf, len, "lowbit.onnx", &so, &h, &err);
+  CHECK_MSG(rc == 0, "%s", err.msg);
+  int32_t t = h ? gopt_graph_find_tensor(h, "q") : -1;
+  CHECK(t >= 0);
+  if (t >= 0) CHECK_EQ_INT(h->consts.a[h->tensors.a[t].cdata].ext_length, 3);
+  free(buf);
+  gopt_graph_free(g);
+  gopt_graph_free(h);
+}
+
 /* Writes every fixture, exported, to dir/NAME. */
 static int export_all(const char *dir) {
   mkdir(dir, 0755);
@@ -134,6 +161,7 @@ int main(int argc, char **argv) {
   }
   fprintf(stderr, "round-tripped %d corpus models\n", n_corpus);
   test_export_pruning();
+  test_export_reserved_lowbit();
   gopt_set_warn_handler(NULL, NULL);
   return check_exit("test_onnx_roundtrip");
 }
