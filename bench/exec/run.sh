@@ -99,9 +99,9 @@ for m in ew_chain wavenet gpt2_tiny; do
   $PY -c "u,f=$u,$f; print(f'| $m | $ng | {u*1e3:.2f} ms | {f*1e3:.2f} ms | {u/f:.2f}x | $tt |')"
 done
 echo
-echo "### ONNX backend node tests (onnx 1.12, \`gopt run --check\` on each; exclusions with reasons in tests/exec/node_excluded.txt)"
+echo "### ONNX backend node tests (onnx v1.22.0 from ../shared, \`gopt run --check\` on each; exclusions with reasons in tests/exec/node_excluded.txt)"
 echo
-$PY tests/exec/node_tests.py generate "$DATA/onnx-node-tests" >/dev/null 2>&1
+$PY tests/exec/node_tests.py extract "${NODE_ARCHIVE:-../shared/onnx-node-tests-v1.22.0.tar.gz}" "$DATA/onnx-node-tests" >/dev/null
 $PY tests/exec/node_tests.py run "$GOPT" "$DATA/onnx-node-tests" tests/exec/node_excluded.txt --jobs "$(nproc)" | tail -1 || true
 echo
 isa_section
