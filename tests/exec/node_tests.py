@@ -26,7 +26,13 @@ PREFIX = "onnx/backend/test/data/node/"
 
 
 def extract(archive, out):
-    st = os.stat(archive)
+    try:
+        st = os.stat(archive)
+    except OSError as e:
+        print(f"node_tests: {archive}: cannot read the node-test archive ({e.strerror}); "
+              f"it is ../shared/onnx-node-tests-v1.22.0.tar.gz beside the checkout "
+              f"(cmake -DEXEC_NODE_ARCHIVE=PATH names another)", file=sys.stderr)
+        return 2
     stamp_text = f"{os.path.abspath(archive)} {st.st_size} {int(st.st_mtime)}\n"
     node = os.path.join(out, "node")
     stamp = os.path.join(node, ".archive")
