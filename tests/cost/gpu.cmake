@@ -2,22 +2,12 @@
 # measurement files and flags; the shipped H100 preset equals a fresh calibration on the committed
 # data (../shared/gpu/h100_corpus.json; skipped when absent); gpu_profile.py's --help, argument
 # checks and a CPU --dry-run whose file gopt calibrate --gpu loads.
-set(EXPECT ${CMAKE_SOURCE_DIR}/tests/cli/expect_error.sh)
 set(gpu_err_cases
   "missing|gopt calibrate: nope.json: cannot open|calibrate --gpu nope.json"
   "foreign|cluster_mixed.json: not a GPU measurements file|calibrate --gpu tests/sim/fixtures/cluster_mixed.json"
   "weight|--model-weight 'x': expected a number > 0|calibrate --gpu a.json --model-weight x"
   "flag|unknown argument '--bogus' with --gpu|calibrate --gpu a.json --bogus")
-foreach(case ${gpu_err_cases})
-  string(REPLACE "|" ";" parts "${case}")
-  list(GET parts 0 name)
-  list(GET parts 1 regex)
-  list(GET parts 2 args)
-  separate_arguments(args UNIX_COMMAND "${args}")
-  add_test(NAME gpu_err_${name} COMMAND bash ${EXPECT} "${regex}" ${GOPT_BIN} ${args}
-           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(gpu_err_${name} PROPERTIES LABELS "cost;sim")
-endforeach()
+gopt_error_tests(gpu_err "cost;sim" ${gpu_err_cases})
 
 add_test(NAME gpu_preset_current COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_gpu_preset.sh ${GOPT_BIN} ${GOPT_PYTHON}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

@@ -6,7 +6,6 @@ add_test(NAME sim_cli_models COMMAND bash ${SIM_DIR}/check_sim_cli.sh ${GOPT_BIN
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(sim_cli_models PROPERTIES TIMEOUT 300 LABELS sim)
 
-set(EXPECT ${CMAKE_SOURCE_DIR}/tests/cli/expect_error.sh)
 set(sim_err_cases
   "bad_cluster|unknown device 'V999'|simulate resnet50 --cluster 4xV999"
   "bad_link|unknown link 'fiber'|simulate resnet50 --cluster 2xV100-fiber"
@@ -22,16 +21,7 @@ set(sim_err_cases
   "devices_flag|unknown argument '--x'|devices --x"
   "fidelity_nodb|needs MODEL... and --costdb|fidelity resnet50"
   "calibrate_nodb|missing --costdb|calibrate resnet50")
-foreach(case ${sim_err_cases})
-  string(REPLACE "|" ";" parts "${case}")
-  list(GET parts 0 name)
-  list(GET parts 1 regex)
-  list(GET parts 2 args)
-  separate_arguments(args UNIX_COMMAND "${args}")
-  add_test(NAME sim_err_${name} COMMAND bash ${EXPECT} "${regex}" ${GOPT_BIN} ${args}
-           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(sim_err_${name} PROPERTIES LABELS sim)
-endforeach()
+gopt_error_tests(sim_err "sim" ${sim_err_cases})
 
 # calibration self-consistency (calibrate + fidelity CLI on the synthetic db): the calibrated host
 # predicts the db it was fitted on (nearly) exactly; says nothing about real-hardware fidelity

@@ -6,7 +6,6 @@ add_test(NAME task_optimize_compare COMMAND bash ${TASK_DIR}/check_optimize.sh $
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(task_optimize_compare PROPERTIES TIMEOUT 300 LABELS task)
 
-set(TASK_EXPECT ${CMAKE_SOURCE_DIR}/tests/cli/expect_error.sh)
 set(task_err_cases
   "bad_task|--task: unknown task 'placment'|optimize resnet50 --task placment --cluster V100 --method metis"
   "no_task|missing --task|optimize resnet50 --cluster V100 --method metis"
@@ -25,13 +24,4 @@ set(task_err_cases
   "cmp_not_applicable|method 'xla' does not apply to the placement task|compare resnet50 --task placement --cluster 2xV100 --methods metis,xla"
   "cmp_bad_budget|--budget: expected an integer|compare resnet50 --task placement --cluster 2xV100 --budget -5"
   "cmp_no_cluster|missing --cluster|compare resnet50 --task placement")
-foreach(case ${task_err_cases})
-  string(REPLACE "|" ";" parts "${case}")
-  list(GET parts 0 name)
-  list(GET parts 1 regex)
-  list(GET parts 2 args)
-  separate_arguments(args UNIX_COMMAND "${args}")
-  add_test(NAME task_err_${name} COMMAND bash ${TASK_EXPECT} "${regex}" ${GOPT_BIN} ${args}
-           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(task_err_${name} PROPERTIES LABELS task)
-endforeach()
+gopt_error_tests(task_err "task" ${task_err_cases})
