@@ -303,6 +303,13 @@ static int64_t pad_map(int64_t o, int64_t n, int64_t b, int mode) {
   return i < n ? i : period - i;
 }
 
+/* A no-op Pad on a oneDNN layout: its input's buffer as it is. */
+static int copy_bytes_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  (void)err;
+  memcpy(ex_data(x, k->out[0]), ex_data(x, k->in[0]), ex_layout_nbytes(x, k->in[0]));
+  return GOPT_OK;
+}
+
 static int pad_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   const gopt_graph *g = x->g;
   int32_t in = k->in[0], out = k->out[0];
@@ -606,7 +613,16 @@ int ex_prepare_data(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     case GOPT_OP_CONCAT: return prep_cat(x, k, k->out[0], 0, err);
     case GOPT_OP_SPLIT: return prep_cat(x, k, k->in[0], 1, err);
     case GOPT_OP_GATHER: return prep_gather(x, k, err);
-    case GOPT_OP_PAD: k->run = pad_run; return GOPT_OK;
+    case GOPT_OP_PAD:
+      k->run = pad_run;
+      if (x->lay && ex_layout_md(x, k->in[0]) && ex_layout_nop_pad(x, k->node, NULL)) {
+        /* pads nothing and its input is in a oneDNN layout: the output keeps it (exec_layout.c) */
+        if (ex_layout_set_md(x, k->out[0], ex_layout_md(x, k->in[0])))
+          return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+        ex_layout_note(x, k->node, 0, 0);
+        k->run = copy_bytes_run;
+      }
+      return GOPT_OK;
     case GOPT_OP_RESIZE: return prep_resize(x, k, err);
     case GOPT_OP_TILE: k->run = tile_run; return GOPT_OK;
     case GOPT_OP_SHAPE_OF: k->run = shape_run; return GOPT_OK;

@@ -86,7 +86,7 @@ int ex_dnnl_handles(int op) {
   }
 }
 
-#define DN_MAX_ARGS 8
+#define DN_MAX_ARGS (EX_CONCAT_MAX + 8)
 
 /* A primitive and the memories of its arguments. tensor[i] >= 0: the memory points at that
  * tensor's buffer on each run; -1: fixed memory (reordered weights, owned by the cache of
@@ -883,6 +883,12 @@ static int prep_bnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   int32_t X = k->in[0], Y = k->out[0];
   int r = ex_rank(x, X);
   if (r < 2) return ex_node_error(x, k->node, err, GOPT_ESHAPE, "rank < 2");
+  if (!ex_layout_md(x, X)) { /* a plain source: k_misc.c's loop (oneDNN's is scalar C++ there) */
+    dn_free(s);
+    k->st = NULL;
+    k->fini = NULL;
+    return ex_prepare_bn_plain(x, k, err);
+  }
   dnnl_memory_desc_t md, cm;
   tensor_md(x, X, &md); /* plain, or the layout the pass kept it in */
   md_plain(&cm, 1, &ex_dims(x, X)[1]);
@@ -990,6 +996,48 @@ static int prep_binary(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   return dn_build_io(x, k, s, st, &bd, "binary", X, Y, args, 1, err);
 }
 
+/* Under the pass: a unary activation on a kept tensor, in that tensor's layout. */
+static int prep_eltwise(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  int32_t X = k->in[0], Y = k->out[0];
+  int alg;
+  float alpha, beta;
+  if (!ex_layout_eltwise_of(x, k->node, &alg, &alpha, &beta))
+    return ex_node_error(x, k->node, err, GOPT_EUNSUP, "not a oneDNN activation");
+  dnnl_memory_desc_t md;
+  tensor_md(x, X, &md);
+  dnnl_eltwise_desc_t ed;
+  dnnl_status_t st = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, (dnnl_alg_kind_t)alg, &md, alpha, beta);
+  return dn_build_io(x, k, s, st, &ed, "eltwise", X, Y, NULL, 0, err);
+}
+
+/* Under the pass: a channel Concat whose inputs or output are kept: oneDNN's concat reads each
+ * input in its own layout and writes the layout it picks from them (recorded when the output is
+ * kept; else plain). */
+static int prep_concat(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  ex_dnnl *d = x->dnnl;
+  int32_t Y = k->out[0];
+  int n = k->n_in, rc = GOPT_OK;
+  if (n > EX_CONCAT_MAX) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "more than %d inputs", EX_CONCAT_MAX);
+  dnnl_memory_desc_t src[EX_CONCAT_MAX], ymd;
+  for (int i = 0; i < n; i++) tensor_md(x, k->in[i], &src[i]);
+  md_plain(&ymd, ex_rank(x, Y), ex_dims(x, Y));
+  int keep = ex_layout_keep(x, Y);
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t st = dnnl_concat_primitive_desc_create(&pd, keep ? NULL : &ymd, n, 1, src, NULL, d->eng);
+  if (st != dnnl_success) {
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return dn_fail(x, k, err, "concat", st);
+  }
+  dnnl_memory_desc_t pdst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  if ((st = dn_make(s, pd)) != dnnl_success) return dn_fail(x, k, err, "concat primitive", st); /* destroys pd */
+  if (keep && ex_layout_set_md(x, Y, &pdst)) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int i = 0; i < n; i++) DN(dn_add(s, d, DNNL_ARG_MULTIPLE_SRC + i, &src[i], k->in[i], NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_DST, keep ? &pdst : &ymd, Y, NULL), "memory");
+  ex_layout_note(x, k->node, 0, 0);
+done:
+  return rc;
+}
+
 int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   int rc = float_io(x, k, err);
   if (rc) return rc;
@@ -1009,6 +1057,10 @@ int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     case GOPT_OP_SOFTMAX: case GOPT_OP_LOG_SOFTMAX: return prep_softmax(x, k, s, err);
     case GOPT_OP_GLOBAL_AVG_POOL: return prep_gap(x, k, s, err);
     case GOPT_OP_MUL: case GOPT_OP_ADD: return prep_binary(x, k, s, err);
+    case GOPT_OP_CONCAT: return prep_concat(x, k, s, err);
+    case GOPT_OP_RELU: case GOPT_OP_LEAKY_RELU: case GOPT_OP_SIGMOID: case GOPT_OP_TANH: case GOPT_OP_HARD_SWISH:
+    case GOPT_OP_CLIP:
+      return prep_eltwise(x, k, s, err);
     default: return ex_node_error(x, k->node, err, GOPT_EUNSUP, "not a oneDNN op");
   }
 }
