@@ -388,7 +388,10 @@ int ex_layout_nop_pad(const gopt_exec *x, int32_t n, const int32_t *group) {
 static int layout_use(const gopt_exec *x, const ex_layout *l, int32_t c, int slot, int32_t t,
                       const int32_t *group) {
   int32_t h = l->absorbed_by[c];
-  if (h >= 0) return l->chains[l->chain_of[h]].residual == t;
+  if (h >= 0) { /* the head's primitive reads a residual, or a folded Pad's input, in any layout */
+    const ex_chain *ch = &l->chains[l->chain_of[h]];
+    return ch->residual == t || ch->pad == c;
+  }
   if (ex_layout_binary_slot(x, c, group) == slot) return 1;
   if (ex_layout_concat_ok(x, c, group)) return 1; /* every input */
   if (slot != 0) return 0;
@@ -404,7 +407,7 @@ static int32_t layout_producer(const gopt_exec *x, const ex_layout *l, int32_t t
   if (p < 0 || !gopt_node_alive(x->g, p)) return -1;
   int32_t h = l->absorbed_by[p] >= 0 ? l->absorbed_by[p] : p;
   if (l->absorbed_by[p] >= 0 || l->chain_of[p] >= 0) /* only a chain's final tensor leaves its step */
-    return l->chains[l->chain_of[h]].out == t && conv_ok(x, h, group) ? h : -1; /* matmuls write plain */
+    return l->chains[l->chain_of[h]].out == t && (conv_ok(x, h, group) || window_ok(x, h, group)) ? h : -1; /* matmuls write plain */
   return conv_ok(x, p, group) || window_ok(x, p, group) || gap_ok(x, p, group) ||
                  ex_layout_binary_slot(x, p, group) >= 0 || ex_layout_nop_pad(x, p, group) ||
                  ex_layout_eltwise_ok(x, p, group) || ex_layout_concat_ok(x, p, group)
@@ -450,6 +453,28 @@ static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
   }
 }
 
+/* Under the pass, an AveragePool (ceil_mode 0, count_include_pad 1 or no pads of its own) right after
+ * a zero Pad of its spatial dims takes the Pad as its own padding, counted in the average
+ * (inception_v3's nine Pad -> AveragePool pairs): a chain of the pool alone with ch->pad set.
+ * Returns whether it built one. */
+static int pool_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  if (g->nodes.a[n].op != GOPT_OP_AVERAGE_POOL || !window_ok(x, n, u->group) ||
+      gopt_node_get_int(g, n, "ceil_mode", 0))
+    return 0;
+  size_t np = 0;
+  const int64_t *pads = gopt_node_get_ints(g, n, "pads", &np);
+  int own = 0;
+  for (size_t i = 0; pads && i < np; i++) own |= pads[i] != 0;
+  if (own && !gopt_node_get_int(g, n, "count_include_pad", 0)) return 0;
+  memset(ch, 0, sizeof *ch);
+  ch->residual = ch->bias = ch->pad = -1;
+  ch->nodes[ch->n_nodes++] = n;
+  pre_pad(x, ch, n, u);
+  ch->out = gopt_node_output(g, n, 0);
+  return ch->pad >= 0;
+}
+
 /* Builds into ch the post-op chain of head n (conv_ok or mm_ok) over the nodes u allows: a zero
  * Pad before a conv, then the longest run of post-ops chain_step accepts. Returns the number of
  * nodes the chain's step runs besides the head (0: no chain). */
@@ -485,11 +510,13 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
   /* post-op chains, heads in execution order (a later conv never absorbs an earlier node) */
   for (size_t i = 0; i < n_order; i++) {
     int32_t n = order[i];
-    if (l->absorbed_by[n] >= 0 || !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
-    if (chains_only && (!group || group[n] < 0)) continue; /* --layouts plain: the groups' chains only */
+    if (l->absorbed_by[n] >= 0) continue;
     ex_chain *ch = &l->chains[l->n_chains];
     ex_unit u = {group, NULL, 0};
-    if (!chain_build(x, ch, n, &u)) continue;
+    int pool = !chains_only && pool_chain_build(x, ch, n, &u);
+    if (!pool && !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
+    if (chains_only && (!group || group[n] < 0)) continue; /* --layouts plain: the groups' chains only */
+    if (!pool && !chain_build(x, ch, n, &u)) continue;
     l->chain_of[n] = (int32_t)l->n_chains++;
     for (int j = 1; j < ch->n_nodes; j++) l->absorbed_by[ch->nodes[j]] = n;
     if (ch->pad >= 0) l->absorbed_by[ch->pad] = n;

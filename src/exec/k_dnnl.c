@@ -861,6 +861,12 @@ static int prep_pool(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
       return ex_node_error(x, k->node, err, GOPT_EUNSUP,
                            "ceil_mode with count_include_pad=1 is not supported");
   }
+  const ex_chain *ch = ex_layout_chain(x, k->node);
+  if (ch && ch->pad >= 0) { /* the zero Pad before it is its padding, counted in the average */
+    X = k->in[0] = gopt_node_input(g, ch->pad, 0);
+    include = 1;
+    for (int i = 0; i < sp; i++) pl[i] += ch->pad_l[i], pr[i] += ch->pad_r[i];
+  }
   dnnl_memory_desc_t src_md, dst_md;
   tensor_md(x, X, &src_md); /* plain, or the layout the pass kept it in */
   if (x->lay) md_any(&dst_md, r, yd);
