@@ -185,37 +185,38 @@ def dense_cnn(tmp):
     return net.save(tmp, "dense", x, [1, 16, 6, 6], y)
 
 
+def check_small(gopt, tmp, name, built):
+    """Runs a built (model, inputs, PyTorch output) in both modes; returns auto's layouts (or None)."""
+    path, inp, want = built
+    auto = None
+    for mode in ("plain", "auto"):
+        od = os.path.join(tmp, f"{name}_{mode}")
+        os.makedirs(od)
+        lay, outs = run(gopt, path, inp, od, mode)
+        if lay is None:
+            continue
+        if close(f"{name} CNN --layouts {mode} vs PyTorch", outs[0], want, 1e-3, 1e-4):
+            print(f"ok: {name} CNN --layouts {mode} matches PyTorch; {lay}")
+        if mode == "auto":
+            auto = lay
+    return auto
+
+
 def main():
     gopt = sys.argv[1]
     data = sys.argv[2] if len(sys.argv) > 2 else None
     with tempfile.TemporaryDirectory() as tmp:
-        path, inp, want = small_cnn(tmp)
-        for mode in ("plain", "auto"):
-            od = os.path.join(tmp, "small_" + mode)
-            os.makedirs(od)
-            lay, outs = run(gopt, path, inp, od, mode)
-            if lay is None:
-                continue
-            if close(f"small CNN --layouts {mode} vs PyTorch", outs[0], want, 1e-3, 1e-4):
-                print(f"ok: small CNN --layouts {mode} matches PyTorch; {lay}")
-            if mode == "auto":
-                # Relu, Clip, Add, Sigmoid+Mul, LeakyRelu+Add+Tanh, HardSwish, Relu, Sigmoid, Sigmoid
-                if lay["post_op_nodes"] != 12:
-                    fails.append(f"small CNN: {lay['post_op_nodes']} post-op nodes, expected 12")
-                if "ap" not in lay["tensors"] or "sx" not in lay["tensors"] or lay["reorders"] >= lay["reorders_plain"]:
-                    fails.append(f"small CNN: layouts not kept: {lay}")
-        path, inp, want = dense_cnn(tmp)
-        for mode in ("plain", "auto"):
-            od = os.path.join(tmp, "dense_" + mode)
-            os.makedirs(od)
-            lay, outs = run(gopt, path, inp, od, mode)
-            if lay is None:
-                continue
-            if close(f"dense CNN --layouts {mode} vs PyTorch", outs[0], want, 1e-3, 1e-4):
-                print(f"ok: dense CNN --layouts {mode} matches PyTorch; reorders {lay['reorders']}")
-            # auto: only the input's reorders into its two convs' layout and the output's back
-            if mode == "auto" and (lay["reorders"] > 3 or not all(t in lay["tensors"] for t in ("cat", "bn", "rb", "ap", "p0"))):
-                fails.append(f"dense CNN: Concat / BatchNorm / Relu / Pad+AveragePool / Pad left oneDNN's layout: {lay}")
+        lay = check_small(gopt, tmp, "small", small_cnn(tmp))
+        if lay is not None:
+            # Relu, Clip, Add, Sigmoid+Mul, LeakyRelu+Add+Tanh, HardSwish, Relu, Sigmoid, Sigmoid
+            if lay["post_op_nodes"] != 12:
+                fails.append(f"small CNN: {lay['post_op_nodes']} post-op nodes, expected 12")
+            if "ap" not in lay["tensors"] or "sx" not in lay["tensors"] or lay["reorders"] >= lay["reorders_plain"]:
+                fails.append(f"small CNN: layouts not kept: {lay}")
+        lay = check_small(gopt, tmp, "dense", dense_cnn(tmp))
+        # auto: only the input's reorders into its two convs' layout and the output's back
+        if lay is not None and (lay["reorders"] > 3 or not all(t in lay["tensors"] for t in ("cat", "bn", "rb", "ap", "p0"))):
+            fails.append(f"dense CNN: Concat / BatchNorm / Relu / Pad+AveragePool / Pad left oneDNN's layout: {lay}")
         for m in ("resnet18", "mobilenet_v2", "efficientnet_b0") if data else ():
             d = os.path.join(data, m)
             res = {}
