@@ -110,8 +110,9 @@ int ex_is_const(const gopt_exec *x, int32_t t);
 int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* Conv, MatMul, Gemm, pools, BN, LN, Softmax */
 int ex_prepare_elem(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* elementwise / broadcast */
 int ex_prepare_data(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* layout, indexing, shape ops */
-/* Inference BatchNormalization of a plain [N, C, ...] float source (k_misc.c). */
-int ex_prepare_bn_plain(gopt_exec *x, ex_kernel *k, gopt_error *err);
+/* Inference BatchNormalization of a plain [N, C, ...] float source, a Relu after it when relu
+ * (k_misc.c). */
+int ex_prepare_bn_plain(gopt_exec *x, ex_kernel *k, int relu, gopt_error *err);
 int ex_prepare_misc(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* reductions, LSTM, pooling extras */
 /* Whether ex_prepare_X handles op (used for dispatch). */
 int ex_dnnl_handles(int op);

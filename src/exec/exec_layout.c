@@ -475,6 +475,28 @@ static int pool_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit
   return ch->pad >= 0;
 }
 
+/* Under the pass, an inference BatchNormalization whose output only a Relu reads takes the Relu
+ * (oneDNN's fuse_norm_relu flag; the plain-source loop applies it too): densenet's 62 norm ->
+ * relu pairs are one pass each. A chain of the BatchNorm and the Relu. Returns whether it built one. */
+static int bn_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  if (g->nodes.a[n].op != GOPT_OP_BATCH_NORM || !window_ok(x, n, u->group)) return 0;
+  int32_t Y = gopt_node_output(g, n, 0), un[2];
+  int us[2];
+  if (Y < 0 || is_output(x, Y) || uses(x, Y, un, us, 2) != 1) return 0;
+  int32_t c = un[0];
+  const gopt_node *nd = &g->nodes.a[c];
+  if (nd->op != GOPT_OP_RELU || opaque(x, c) || !in_unit(u, n, c) || absorbed(x, c) || nd->n_out != 1 ||
+      !is_float(x, gopt_node_output(g, c, 0)))
+    return 0;
+  memset(ch, 0, sizeof *ch);
+  ch->residual = ch->bias = ch->pad = -1;
+  ch->nodes[ch->n_nodes++] = n;
+  ch->nodes[ch->n_nodes++] = c;
+  ch->out = gopt_node_output(g, c, 0);
+  return 1;
+}
+
 /* Builds into ch the post-op chain of head n (conv_ok or mm_ok) over the nodes u allows: a zero
  * Pad before a conv, then the longest run of post-ops chain_step accepts. Returns the number of
  * nodes the chain's step runs besides the head (0: no chain). */
@@ -513,7 +535,7 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
     if (l->absorbed_by[n] >= 0) continue;
     ex_chain *ch = &l->chains[l->n_chains];
     ex_unit u = {group, NULL, 0};
-    int pool = !chains_only && pool_chain_build(x, ch, n, &u);
+    int pool = !chains_only && (pool_chain_build(x, ch, n, &u) || bn_chain_build(x, ch, n, &u));
     if (!pool && !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
     if (chains_only && (!group || group[n] < 0)) continue; /* --layouts plain: the groups' chains only */
     if (!pool && !chain_build(x, ch, n, &u)) continue;

@@ -886,6 +886,12 @@ static int prep_bnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   if (k->n_in < 5) return ex_node_error(x, k->node, err, GOPT_EINVAL, "needs 5 inputs");
   if (gopt_node_get_int(g, k->node, "training_mode", 0) || (k->n_out > 1 && k->out[1] >= 0))
     return ex_node_error(x, k->node, err, GOPT_EUNSUP, "training mode is not supported");
+  const ex_chain *ch = ex_layout_chain(x, k->node); /* BatchNorm -> Relu (exec_layout.c) */
+  int relu = ch && ch->n_nodes == 2;
+  if (relu) {
+    k->out[0] = ch->out;
+    ex_layout_note(x, k->node, 0, 0);
+  }
   int32_t X = k->in[0], Y = k->out[0];
   int r = ex_rank(x, X);
   if (r < 2) return ex_node_error(x, k->node, err, GOPT_ESHAPE, "rank < 2");
@@ -893,7 +899,7 @@ static int prep_bnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
     dn_free(s);
     k->st = NULL;
     k->fini = NULL;
-    return ex_prepare_bn_plain(x, k, err);
+    return ex_prepare_bn_plain(x, k, relu, err);
   }
   dnnl_memory_desc_t md, cm;
   tensor_md(x, X, &md); /* plain, or the layout the pass kept it in */
@@ -901,7 +907,8 @@ static int prep_bnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   float eps = (float)gopt_node_get_float(g, k->node, "epsilon", 1e-5);
   dnnl_batch_normalization_desc_t bd;
   dnnl_status_t st = dnnl_batch_normalization_forward_desc_init(
-      &bd, dnnl_forward_inference, &md, eps, dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+      &bd, dnnl_forward_inference, &md, eps,
+      dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift | (relu ? dnnl_fuse_norm_relu : 0));
   const dn_arg args[] = {{DNNL_ARG_SCALE, &cm, k->in[1]}, {DNNL_ARG_SHIFT, &cm, k->in[2]},
                          {DNNL_ARG_MEAN, &cm, k->in[3]}, {DNNL_ARG_VARIANCE, &cm, k->in[4]}};
   return dn_build_io(x, k, s, st, &bd, "batch normalization", X, Y, args, 4, err);

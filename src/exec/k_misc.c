@@ -296,7 +296,19 @@ static int prep_lstm(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 /* X [N, C, ...] plain: y = x a[c] + b[c], a = scale / sqrt(var + eps), b = B - mean a (per run:
  * C values). oneDNN's only implementation for a plain NCHW source is a scalar C++ loop
  * (ncsp_bnorm), 5-10x slower than this one; densenet's BatchNorms after each Concat read plain
- * tensors. Blocked and NHWC sources stay with oneDNN (k_dnnl.c). */
+ * tensors. Blocked and NHWC sources stay with oneDNN (k_dnnl.c). With relu, max(y, 0) (the layout
+ * pass's BatchNorm -> Relu chain). */
+typedef struct bn_st {
+  int relu;  /* a Relu after it runs here (exec_layout.c's BatchNorm -> Relu chain) */
+  float *ab; /* [2C]: a, then b */
+} bn_st;
+
+static void bn_free(void *p) {
+  bn_st *s = p;
+  if (s) free(s->ab);
+  free(s);
+}
+
 static int bn_plain_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   (void)err;
   const int64_t *d = ex_dims(x, k->in[0]);
@@ -305,7 +317,9 @@ static int bn_plain_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   for (int i = 2; i < r; i++) inner *= d[i];
   const float *X = ex_data(x, k->in[0]), *sc = ex_data(x, k->in[1]), *bi = ex_data(x, k->in[2]);
   const float *mu = ex_data(x, k->in[3]), *var = ex_data(x, k->in[4]);
-  float *Y = ex_data(x, k->out[0]), *ab = k->st;
+  bn_st *st = k->st;
+  float *Y = ex_data(x, k->out[0]), *ab = st->ab;
+  int relu = st->relu;
   float eps = (float)gopt_node_get_float(x->g, k->node, "epsilon", 1e-5);
   for (int64_t c = 0; c < C; c++) {
     ab[c] = sc[c] / sqrtf(var[c] + eps);
@@ -316,12 +330,15 @@ static int bn_plain_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     const float a = ab[nc % C], b = ab[C + nc % C];
     const float *restrict xs = X + nc * inner;
     float *restrict ys = Y + nc * inner;
-    for (int64_t i = 0; i < inner; i++) ys[i] = xs[i] * a + b;
+    if (relu)
+      for (int64_t i = 0; i < inner; i++) ys[i] = fmaxf(xs[i] * a + b, 0.0f);
+    else
+      for (int64_t i = 0; i < inner; i++) ys[i] = xs[i] * a + b;
   }
   return GOPT_OK;
 }
 
-int ex_prepare_bn_plain(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+int ex_prepare_bn_plain(gopt_exec *x, ex_kernel *k, int relu, gopt_error *err) {
   int r = ex_rank(x, k->in[0]);
   if (k->n_in < 5 || r < 2) return ex_node_error(x, k->node, err, GOPT_EINVAL, "needs 5 inputs and rank >= 2");
   int64_t C = ex_dims(x, k->in[0])[1];
@@ -329,8 +346,12 @@ int ex_prepare_bn_plain(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     if (ex_numel(x, k->in[i]) != C)
       return ex_node_error(x, k->node, err, GOPT_ESHAPE, "input %d has %lld values, not C = %lld", i,
                            (long long)ex_numel(x, k->in[i]), (long long)C);
-  if (!(k->st = malloc((size_t)(2 * C + 1) * sizeof(float)))) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-  k->fini = free;
+  bn_st *st = calloc(1, sizeof *st);
+  if (!st) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = st;
+  k->fini = bn_free;
+  st->relu = relu;
+  if (!(st->ab = malloc((size_t)(2 * C + 1) * sizeof(float)))) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   k->run = bn_plain_run;
   return GOPT_OK;
 }
