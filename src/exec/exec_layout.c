@@ -438,7 +438,8 @@ static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
   for (int changed = 1; changed;) {
     changed = 0;
     for (size_t n = 0; n < g->nodes.n; n++) {
-      if (!gopt_node_alive(g, (int32_t)n) || g->nodes.a[n].op != GOPT_OP_PAD) continue;
+      if (!gopt_node_alive(g, (int32_t)n) || g->nodes.a[n].op != GOPT_OP_PAD || l->absorbed_by[n] >= 0)
+        continue; /* a Pad folded into its pool or conv has no step (its output is never made) */
       int32_t X = gopt_node_input(g, (int32_t)n, 0), Y = gopt_node_output(g, (int32_t)n, 0);
       if (X < 0 || Y < 0 || l->keep[X] == l->keep[Y] || !ex_layout_nop_pad(x, (int32_t)n, group)) continue;
       l->keep[X] = l->keep[Y] = 0;
