@@ -1037,6 +1037,12 @@ static int prep_concat(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   int keep = ex_layout_keep(x, Y);
   dnnl_primitive_desc_t pd = NULL;
   dnnl_status_t st = dnnl_concat_primitive_desc_create(&pd, keep ? NULL : &ymd, n, 1, src, NULL, d->eng);
+  if (st != dnnl_success && keep) { /* no layout oneDNN picks for these inputs: write it plain */
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    pd = NULL;
+    keep = 0;
+    st = dnnl_concat_primitive_desc_create(&pd, &ymd, n, 1, src, NULL, d->eng);
+  }
   if (st != dnnl_success) {
     if (pd) dnnl_primitive_desc_destroy(pd);
     return dn_fail(x, k, err, "concat", st);
