@@ -546,6 +546,8 @@ def llm_error_models(out):
     q = ("q", (f, [2, 2, 3, 4]))
     k1, v1 = ("k", (f, [1, 2, 3, 4])), ("v", (f, [1, 2, 3, 4]))
     model("attn_kv_batch", "Attention", [q, k1, v1], 23)
+    # K's head size 5 against Q's 4: the shape rule rejects it (it used to infer a shape)
+    model("attn_head_size", "Attention", [("q", (f, [1, 2, 3, 4])), ("k", (f, [1, 2, 3, 5])), v1], 23)
     q1 = ("q", (f, [1, 2, 3, 4]))
     model("attn_mask_dim", "Attention", [q1, k1, v1, ("mask", (f, [2, 3]))], 23)
     model("attn_mask_rank", "Attention", [q1, k1, v1, ("mask", (f, [1, 1, 1, 3, 3]))], 23)

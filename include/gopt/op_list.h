@@ -133,4 +133,7 @@ GOPT_OP(RMS_NORM, "RMSNormalization", REDUCE)
 GOPT_OP(ROTARY_EMBEDDING, "RotaryEmbedding", BROADCAST)
 GOPT_OP(ATTENTION, "Attention", OPAQUE)
 GOPT_OP(LP_POOL, "LpPool", CONV)
+/* ai.onnx.ml (the domain is part of the type name) */
+GOPT_OP(LABEL_ENCODER, "ai.onnx.ml::LabelEncoder", OPAQUE)
+GOPT_OP(TREE_ENSEMBLE, "ai.onnx.ml::TreeEnsemble", OPAQUE)
 #undef GOPT_OP

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "exec/k_vec.h"
 #include "gopt/costdb.h"
 #include "gopt/util.h"
 #include "util/util_internal.h"
@@ -79,19 +80,6 @@ int ex_read_ints(const gopt_exec *x, int32_t t, int64_t *v, size_t cap, size_t *
   }
   *count = (size_t)n;
   return GOPT_OK;
-}
-
-size_t ex_count_nonfinite(const float *p, int64_t n, size_t *n_nan) {
-  size_t bad = 0, nan = 0;
-  for (int64_t i = 0; i < n; i++) {
-    float v = p[i];
-    if (!isfinite(v)) {
-      bad++;
-      if (isnan(v)) nan++;
-    }
-  }
-  *n_nan = nan;
-  return bad;
 }
 
 /* ---- buffer pool ------------------------------------------------------------------------------------ */
@@ -713,6 +701,7 @@ void gopt_exec_free(gopt_exec *x) {
   free(x->inputs);
   free(x->last_use);
   ex_str_free(x);
+  free(x->nan_const);
   free(x->vals);
   free(x);
 }
@@ -807,7 +796,7 @@ static uint8_t scan_flags(const gopt_exec *x, int32_t t) {
   if (ex_dtype(x, t) != GOPT_DT_FLOAT || !ex_data(x, t)) return 0;
   size_t nan = 0;
   int64_t n = ex_layout_nbytes(x, t) ? (int64_t)(ex_layout_nbytes(x, t) / sizeof(float)) : ex_numel(x, t);
-  size_t bad = ex_count_nonfinite(ex_data(x, t), n, &nan);
+  size_t bad = ex_vec_ops_for(x->isa)->count_nonfinite(ex_data(x, t), n, &nan);
   return (uint8_t)((nan ? 1 : 0) | (bad > nan ? 2 : 0));
 }
 
@@ -829,7 +818,7 @@ static void nan_check(gopt_exec *x, ex_kernel *k, nan_state *ns) {
     }
     if (what) {
       size_t nan = 0;
-      size_t bad = ex_count_nonfinite(ex_data(x, t), ex_numel(x, t), &nan);
+      size_t bad = ex_vec_ops_for(x->isa)->count_nonfinite(ex_data(x, t), ex_numel(x, t), &nan);
       gopt_warn("node '%s' (%s) is the first op to produce %s: output '%s' has %zu non-finite of "
                 "%lld values (its inputs had none)",
                 gopt_node_name(x->g, k->node),
@@ -837,6 +826,22 @@ static void nan_check(gopt_exec *x, ex_kernel *k, nan_state *ns) {
                 gopt_graph_str(x->g, x->g->tensors.a[t].name), bad, (long long)ex_numel(x, t));
     }
   }
+}
+
+/* The NaN check's flags at the start of a run: constants' from their one scan (they do not change
+ * between runs; weights can be hundreds of MB), the graph inputs' scanned now. */
+static int nan_flags_init(gopt_exec *x, nan_state *ns, gopt_error *err) {
+  size_t nt = x->g->tensors.n;
+  if (!x->nan_const) {
+    if (!(x->nan_const = calloc(nt + 1, 1))) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    for (size_t t = 0; t < nt; t++)
+      if (x->vals[t].kind == EX_V_CONST) x->nan_const[t] = scan_flags(x, (int32_t)t);
+  }
+  if (!(ns->flags = malloc(nt + 1))) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  memcpy(ns->flags, x->nan_const, nt + 1);
+  for (size_t t = 0; t < nt; t++)
+    if (x->vals[t].kind == EX_V_INPUT) ns->flags[t] = scan_flags(x, (int32_t)t);
+  return GOPT_OK;
 }
 
 /* Whether step k's input j gave its buffer to one of the step's outputs (in place). */
@@ -863,12 +868,7 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
                             gopt_graph_str(x->g, x->g->tensors.a[x->inputs[i]].name));
   omp_set_num_threads(x->threads);
   ex_release_acts(x);
-  if (x->check_nan) {
-    ns.flags = calloc(x->g->tensors.n + 1, 1);
-    if (!ns.flags) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-    for (size_t t = 0; t < x->g->tensors.n; t++)
-      if (x->vals[t].kind != EX_V_ACT) ns.flags[t] = scan_flags(x, (int32_t)t);
-  }
+  if (x->check_nan && (rc = nan_flags_init(x, &ns, err))) return rc;
   x->live_bytes = 0;
   for (size_t i = 0; i < x->n_inputs; i++)
     if (x->last_use[x->inputs[i]] >= 0) x->live_bytes += x->vals[x->inputs[i]].nbytes;

@@ -66,6 +66,8 @@ struct gopt_exec {
   ex_layout *lay;            /* layout-assignment pass (exec_layout.c); NULL: plain layouts */
   size_t reorders;           /* activation reorders per run without the pass */
   int isa;                   /* EX_ISA_* of the vector kernels (exec_isa.c) */
+  uint8_t *nan_const;        /* per tensor: NaN (1) / Inf (2) flags of constants and inputs for
+                                the NaN check; constants scanned at the first checked run only */
   size_t n_inplace;          /* outputs planned to take a dying input's buffer (exec_inplace.c) */
   size_t n_hoisted;          /* nodes run once at plan time on constants (exec_hoist.c) */
   size_t live_plain, peak_plain; /* live/peak bytes as if nothing ran in place */
@@ -108,6 +110,9 @@ int ex_is_const(const gopt_exec *x, int32_t t);
 int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* Conv, MatMul, Gemm, pools, BN, LN, Softmax */
 int ex_prepare_elem(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* elementwise / broadcast */
 int ex_prepare_data(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* layout, indexing, shape ops */
+/* Inference BatchNormalization of a plain [N, C, ...] float source, a Relu after it when relu
+ * (k_misc.c). */
+int ex_prepare_bn_plain(gopt_exec *x, ex_kernel *k, int relu, gopt_error *err);
 int ex_prepare_misc(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* reductions, LSTM, pooling extras */
 /* Whether ex_prepare_X handles op (used for dispatch). */
 int ex_dnnl_handles(int op);
@@ -228,6 +233,15 @@ void ex_layout_note(gopt_exec *x, int32_t node, int reorders, int reorders_plain
  * input slot of such a Mul/Add (-1: not one). */
 int ex_layout_dnnl_claims(const gopt_exec *x, int32_t n);
 int ex_layout_binary_slot(const gopt_exec *x, int32_t n, const int32_t *group);
+/* Under the pass, oneDNN runs a unary activation (eltwise) or a channel Concat of at most
+ * EX_CONCAT_MAX inputs that reads or writes a kept tensor, on the layouts it is given. */
+#define EX_CONCAT_MAX 64
+int ex_layout_eltwise_ok(const gopt_exec *x, int32_t n, const int32_t *group);
+/* The oneDNN eltwise algorithm (dnnl_alg_kind_t) and alpha/beta of unary node n; 0: not one. */
+int ex_layout_eltwise_of(const gopt_exec *x, int32_t n, int *alg, float *alpha, float *beta);
+int ex_layout_concat_ok(const gopt_exec *x, int32_t n, const int32_t *group);
+/* Whether n is a float Pad that pads nothing, run under the pass as a copy in any layout. */
+int ex_layout_nop_pad(const gopt_exec *x, int32_t n, const int32_t *group);
 /* Buffer bytes of t in its recorded layout (0: plain, numel x dtype size). */
 size_t ex_layout_nbytes(const gopt_exec *x, int32_t t);
 /* Around each step's preparation: the end checks that the step applied its chain and can read
@@ -240,6 +254,5 @@ int ex_layout_step_end(gopt_exec *x, const ex_kernel *k, gopt_error *err);
 
 /* ---- NaN / Inf scan --------------------------------------------------------------------------------- */
 /* Counts non-finite floats in n elements. */
-size_t ex_count_nonfinite(const float *p, int64_t n, size_t *n_nan);
 
 #endif

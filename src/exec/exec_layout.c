@@ -234,6 +234,43 @@ static int eltwise_of(const gopt_exec *x, int32_t c, int *alg, float *alpha, flo
   }
 }
 
+int ex_layout_eltwise_of(const gopt_exec *x, int32_t n, int *alg, float *alpha, float *beta) {
+  return eltwise_of(x, n, alg, alpha, beta);
+}
+
+/* Under the pass, a unary activation oneDNN's eltwise primitive runs on the layout it is given
+ * (Relu, LeakyRelu, Sigmoid, Tanh, HardSwish, constant Clip; not a post-op of a chain, in no
+ * fusion group): densenet's BatchNorm -> Relu -> Conv stays in the conv's layout. */
+int ex_layout_eltwise_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_node *nd = &x->g->nodes.a[n];
+  int alg;
+  float a, b;
+  if (opaque(x, n) || !ungrouped(group, n) || absorbed(x, n) || nd->n_in < 1 || !eltwise_of(x, n, &alg, &a, &b))
+    return 0;
+  int32_t X = gopt_node_input(x->g, n, 0), Y = gopt_node_output(x->g, n, 0);
+  return is_float(x, X) && is_float(x, Y) && ex_rank(x, X) >= 3 && ex_rank(x, X) <= 5;
+}
+
+/* Under the pass, a float Concat along the channels (axis 1) of 3-5-D activations, at most
+ * EX_CONCAT_MAX inputs: oneDNN's concat primitive reads each input in its layout and writes the
+ * output in the layout the inputs share (densenet's and inception's branches joined). */
+int ex_layout_concat_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (nd->op != GOPT_OP_CONCAT || opaque(x, n) || !ungrouped(group, n) || nd->n_in < 1 || nd->n_in > EX_CONCAT_MAX ||
+      nd->n_out != 1)
+    return 0;
+  int32_t Y = gopt_node_output(g, n, 0);
+  int r = Y >= 0 ? ex_rank(x, Y) : 0;
+  int64_t axis = gopt_node_get_int(g, n, "axis", 0);
+  if (!is_float(x, Y) || r < 3 || r > 5 || (axis < 0 ? axis + r : axis) != 1) return 0;
+  for (int i = 0; i < nd->n_in; i++) {
+    int32_t t = gopt_node_input(g, n, i);
+    if (!is_float(x, t) || ex_rank(x, t) != r || ex_is_const(x, t)) return 0;
+  }
+  return 1;
+}
+
 /* Extends chain ch of conv n by one post-op reading cur; returns the tensor it writes, or -1. */
 static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const ex_unit *u) {
   const gopt_graph *g = x->g;
@@ -329,15 +366,37 @@ static void pre_pad(const gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *
   ch->pad = p;
 }
 
+/* A float Pad that pads nothing (constant pads, all zero: torchvision's densenet exports one before
+ * each transition's AveragePool): under the pass a copy of its input's buffer in whatever layout
+ * that has (k_data.c), so it neither ends a kept layout nor costs a reorder. */
+int ex_layout_nop_pad(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  const gopt_node *pd = &g->nodes.a[n];
+  if (pd->op != GOPT_OP_PAD || opaque(x, n) || !ungrouped(group, n) || pd->n_in < 2 || pd->n_out != 1) return 0;
+  int32_t X = gopt_node_input(g, n, 0), P = gopt_node_input(g, n, 1), Y = gopt_node_output(g, n, 0);
+  if (!is_float(x, X) || !is_float(x, Y) || !same_shape(x, X, Y) || P < 0 || !ex_is_const(x, P)) return 0;
+  int64_t pads[2 * GOPT_MAX_RANK];
+  size_t np = 0;
+  if (ex_read_ints(x, P, pads, 2 * GOPT_MAX_RANK, &np) || np != (size_t)(2 * ex_rank(x, X))) return 0;
+  for (size_t i = 0; i < np; i++)
+    if (pads[i]) return 0;
+  return 1;
+}
+
 /* Whether the step that reads t through node c at input slot reads it through oneDNN with any
  * layout: input 0 of a Conv/pooling/BatchNorm step, or the residual of a conv's sum post-op. */
 static int layout_use(const gopt_exec *x, const ex_layout *l, int32_t c, int slot, int32_t t,
                       const int32_t *group) {
   int32_t h = l->absorbed_by[c];
-  if (h >= 0) return l->chains[l->chain_of[h]].residual == t;
+  if (h >= 0) { /* the head's primitive reads a residual, or a folded Pad's input, in any layout */
+    const ex_chain *ch = &l->chains[l->chain_of[h]];
+    return ch->residual == t || ch->pad == c;
+  }
   if (ex_layout_binary_slot(x, c, group) == slot) return 1;
+  if (ex_layout_concat_ok(x, c, group)) return 1; /* every input */
   if (slot != 0) return 0;
-  return conv_ok(x, c, group) || window_ok(x, c, group) || gap_ok(x, c, group);
+  return conv_ok(x, c, group) || window_ok(x, c, group) || gap_ok(x, c, group) || ex_layout_nop_pad(x, c, group) ||
+         ex_layout_eltwise_ok(x, c, group);
 }
 
 /* ---- the pass ------------------------------------------------------------------------------------ */
@@ -348,9 +407,10 @@ static int32_t layout_producer(const gopt_exec *x, const ex_layout *l, int32_t t
   if (p < 0 || !gopt_node_alive(x->g, p)) return -1;
   int32_t h = l->absorbed_by[p] >= 0 ? l->absorbed_by[p] : p;
   if (l->absorbed_by[p] >= 0 || l->chain_of[p] >= 0) /* only a chain's final tensor leaves its step */
-    return l->chains[l->chain_of[h]].out == t && conv_ok(x, h, group) ? h : -1; /* matmuls write plain */
+    return l->chains[l->chain_of[h]].out == t && (conv_ok(x, h, group) || window_ok(x, h, group)) ? h : -1; /* matmuls write plain */
   return conv_ok(x, p, group) || window_ok(x, p, group) || gap_ok(x, p, group) ||
-                 ex_layout_binary_slot(x, p, group) >= 0
+                 ex_layout_binary_slot(x, p, group) >= 0 || ex_layout_nop_pad(x, p, group) ||
+                 ex_layout_eltwise_ok(x, p, group) || ex_layout_concat_ok(x, p, group)
              ? p
              : -1;
 }
@@ -373,9 +433,18 @@ static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
     l->keep[t] = (uint8_t)(ok && any);
   }
   /* a sum post-op accumulates into the conv's destination: the residual and the chain's output
-   * must share a layout, so both stay in the oneDNN layout or neither does */
+   * must share a layout, so both stay in the oneDNN layout or neither does; so do a no-op Pad's
+   * input and output (it copies the buffer as it is) */
   for (int changed = 1; changed;) {
     changed = 0;
+    for (size_t n = 0; n < g->nodes.n; n++) {
+      if (!gopt_node_alive(g, (int32_t)n) || g->nodes.a[n].op != GOPT_OP_PAD || l->absorbed_by[n] >= 0)
+        continue; /* a Pad folded into its pool or conv has no step (its output is never made) */
+      int32_t X = gopt_node_input(g, (int32_t)n, 0), Y = gopt_node_output(g, (int32_t)n, 0);
+      if (X < 0 || Y < 0 || l->keep[X] == l->keep[Y] || !ex_layout_nop_pad(x, (int32_t)n, group)) continue;
+      l->keep[X] = l->keep[Y] = 0;
+      changed = 1;
+    }
     for (size_t i = 0; i < l->n_chains; i++) {
       ex_chain *ch = &l->chains[i];
       if (ch->residual < 0 || l->keep[ch->residual] == l->keep[ch->out]) continue;
@@ -383,6 +452,50 @@ static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
       changed = 1;
     }
   }
+}
+
+/* Under the pass, an AveragePool (ceil_mode 0, count_include_pad 1 or no pads of its own) right after
+ * a zero Pad of its spatial dims takes the Pad as its own padding, counted in the average
+ * (inception_v3's nine Pad -> AveragePool pairs): a chain of the pool alone with ch->pad set.
+ * Returns whether it built one. */
+static int pool_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  if (g->nodes.a[n].op != GOPT_OP_AVERAGE_POOL || !window_ok(x, n, u->group) ||
+      gopt_node_get_int(g, n, "ceil_mode", 0))
+    return 0;
+  size_t np = 0;
+  const int64_t *pads = gopt_node_get_ints(g, n, "pads", &np);
+  int own = 0;
+  for (size_t i = 0; pads && i < np; i++) own |= pads[i] != 0;
+  if (own && !gopt_node_get_int(g, n, "count_include_pad", 0)) return 0;
+  memset(ch, 0, sizeof *ch);
+  ch->residual = ch->bias = ch->pad = -1;
+  ch->nodes[ch->n_nodes++] = n;
+  pre_pad(x, ch, n, u);
+  ch->out = gopt_node_output(g, n, 0);
+  return ch->pad >= 0;
+}
+
+/* Under the pass, an inference BatchNormalization whose output only a Relu reads takes the Relu
+ * (oneDNN's fuse_norm_relu flag; the plain-source loop applies it too): densenet's 62 norm ->
+ * relu pairs are one pass each. A chain of the BatchNorm and the Relu. Returns whether it built one. */
+static int bn_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  if (g->nodes.a[n].op != GOPT_OP_BATCH_NORM || !window_ok(x, n, u->group)) return 0;
+  int32_t Y = gopt_node_output(g, n, 0), un[2];
+  int us[2];
+  if (Y < 0 || is_output(x, Y) || uses(x, Y, un, us, 2) != 1) return 0;
+  int32_t c = un[0];
+  const gopt_node *nd = &g->nodes.a[c];
+  if (nd->op != GOPT_OP_RELU || opaque(x, c) || !in_unit(u, n, c) || absorbed(x, c) || nd->n_out != 1 ||
+      !is_float(x, gopt_node_output(g, c, 0)))
+    return 0;
+  memset(ch, 0, sizeof *ch);
+  ch->residual = ch->bias = ch->pad = -1;
+  ch->nodes[ch->n_nodes++] = n;
+  ch->nodes[ch->n_nodes++] = c;
+  ch->out = gopt_node_output(g, c, 0);
+  return 1;
 }
 
 /* Builds into ch the post-op chain of head n (conv_ok or mm_ok) over the nodes u allows: a zero
@@ -420,11 +533,13 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
   /* post-op chains, heads in execution order (a later conv never absorbs an earlier node) */
   for (size_t i = 0; i < n_order; i++) {
     int32_t n = order[i];
-    if (l->absorbed_by[n] >= 0 || !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
-    if (chains_only && (!group || group[n] < 0)) continue; /* --layouts plain: the groups' chains only */
+    if (l->absorbed_by[n] >= 0) continue;
     ex_chain *ch = &l->chains[l->n_chains];
     ex_unit u = {group, NULL, 0};
-    if (!chain_build(x, ch, n, &u)) continue;
+    int pool = !chains_only && (pool_chain_build(x, ch, n, &u) || bn_chain_build(x, ch, n, &u));
+    if (!pool && !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
+    if (chains_only && (!group || group[n] < 0)) continue; /* --layouts plain: the groups' chains only */
+    if (!pool && !chain_build(x, ch, n, &u)) continue;
     l->chain_of[n] = (int32_t)l->n_chains++;
     for (int j = 1; j < ch->n_nodes; j++) l->absorbed_by[ch->nodes[j]] = n;
     if (ch->pad >= 0) l->absorbed_by[ch->pad] = n;
@@ -470,6 +585,15 @@ int ex_layout_dnnl_claims(const gopt_exec *x, int32_t n) {
   const ex_layout *l = x->lay;
   if (!l) return 0;
   int op = x->g->nodes.a[n].op;
+  if (ex_layout_eltwise_ok(x, n, l->group) || ex_layout_concat_ok(x, n, l->group)) {
+    const gopt_node *nd = &x->g->nodes.a[n]; /* when it reads or writes a kept tensor */
+    int kept = l->keep[gopt_node_output(x->g, n, 0)];
+    for (int i = 0; i < nd->n_in; i++) {
+      int32_t t = gopt_node_input(x->g, n, i);
+      if (t >= 0) kept |= l->keep[t];
+    }
+    return kept;
+  }
   if (op != GOPT_OP_GLOBAL_AVG_POOL && op != GOPT_OP_MUL && op != GOPT_OP_ADD) return 0;
   int slot = op == GOPT_OP_GLOBAL_AVG_POOL ? (gap_ok(x, n, l->group) ? 0 : -1) : ex_layout_binary_slot(x, n, l->group);
   if (slot < 0) return 0;

@@ -303,6 +303,13 @@ static int64_t pad_map(int64_t o, int64_t n, int64_t b, int mode) {
   return i < n ? i : period - i;
 }
 
+/* A no-op Pad on a oneDNN layout: its input's buffer as it is. */
+static int copy_bytes_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  (void)err;
+  memcpy(ex_data(x, k->out[0]), ex_data(x, k->in[0]), ex_layout_nbytes(x, k->in[0]));
+  return GOPT_OK;
+}
+
 static int pad_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   const gopt_graph *g = x->g;
   int32_t in = k->in[0], out = k->out[0];
@@ -446,6 +453,23 @@ static int resize_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   int64_t H = r >= 2 ? id[r - 2] : 1, W = id[r - 1], OH = r >= 2 ? od[r - 2] : 1, OW = od[r - 1];
   double sh = r >= 2 ? scale[r - 2] : 1.0, sw = scale[r - 1];
   int64_t planes = ex_numel(x, in) / (H * W);
+  /* the columns' source indices and weights, once per run (the same for every row and plane) */
+  int64_t *xi = malloc((size_t)(2 * OW + 1) * sizeof *xi);
+  float *wxs = malloc((size_t)(OW + 1) * sizeof *wxs);
+  if (!xi || !wxs) {
+    free(xi);
+    free(wxs);
+    return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  }
+  for (int64_t ox = 0; ox < OW; ox++) {
+    double fx = OW == W ? (double)ox : resize_coord(ox, W, OW, sw, s->ct);
+    if (fx < 0) fx = 0;
+    if (fx > (double)(W - 1)) fx = (double)(W - 1);
+    int64_t x0 = (int64_t)fx;
+    xi[2 * ox] = x0;
+    xi[2 * ox + 1] = x0 + 1 < W ? x0 + 1 : W - 1;
+    wxs[ox] = (float)(fx - (double)x0);
+  }
 #pragma omp parallel for schedule(static) if (planes * OH * OW > 32768)
   for (int64_t p = 0; p < planes * OH; p++) {
     int64_t pl = p / OH, oy = p % OH;
@@ -454,19 +478,18 @@ static int resize_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     if (fy > (double)(H - 1)) fy = (double)(H - 1);
     int64_t y0 = (int64_t)fy, y1 = y0 + 1 < H ? y0 + 1 : H - 1;
     float wy = (float)(fy - (double)y0);
-    const float *a = src + (size_t)(pl * H * W);
+    const float *r0 = src + (size_t)(pl * H * W + y0 * W), *r1 = src + (size_t)(pl * H * W + y1 * W);
     float *o = dst + (size_t)(pl * OH * OW + oy * OW);
     for (int64_t ox = 0; ox < OW; ox++) {
-      double fx = OW == W ? (double)ox : resize_coord(ox, W, OW, sw, s->ct);
-      if (fx < 0) fx = 0;
-      if (fx > (double)(W - 1)) fx = (double)(W - 1);
-      int64_t x0 = (int64_t)fx, x1 = x0 + 1 < W ? x0 + 1 : W - 1;
-      float wx = (float)(fx - (double)x0);
-      float top = a[y0 * W + x0] * (1 - wx) + a[y0 * W + x1] * wx;
-      float bot = a[y1 * W + x0] * (1 - wx) + a[y1 * W + x1] * wx;
+      int64_t x0 = xi[2 * ox], x1 = xi[2 * ox + 1];
+      float wx = wxs[ox];
+      float top = r0[x0] * (1 - wx) + r0[x1] * wx;
+      float bot = r1[x0] * (1 - wx) + r1[x1] * wx;
       o[ox] = top * (1 - wy) + bot * wy;
     }
   }
+  free(xi);
+  free(wxs);
   return GOPT_OK;
 }
 
@@ -606,7 +629,16 @@ int ex_prepare_data(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     case GOPT_OP_CONCAT: return prep_cat(x, k, k->out[0], 0, err);
     case GOPT_OP_SPLIT: return prep_cat(x, k, k->in[0], 1, err);
     case GOPT_OP_GATHER: return prep_gather(x, k, err);
-    case GOPT_OP_PAD: k->run = pad_run; return GOPT_OK;
+    case GOPT_OP_PAD:
+      k->run = pad_run;
+      if (x->lay && ex_layout_md(x, k->in[0]) && ex_layout_nop_pad(x, k->node, NULL)) {
+        /* pads nothing and its input is in a oneDNN layout: the output keeps it (exec_layout.c) */
+        if (ex_layout_set_md(x, k->out[0], ex_layout_md(x, k->in[0])))
+          return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+        ex_layout_note(x, k->node, 0, 0);
+        k->run = copy_bytes_run;
+      }
+      return GOPT_OK;
     case GOPT_OP_RESIZE: return prep_resize(x, k, err);
     case GOPT_OP_TILE: k->run = tile_run; return GOPT_OK;
     case GOPT_OP_SHAPE_OF: k->run = shape_run; return GOPT_OK;

@@ -86,7 +86,7 @@ int ex_dnnl_handles(int op) {
   }
 }
 
-#define DN_MAX_ARGS 8
+#define DN_MAX_ARGS (EX_CONCAT_MAX + 8)
 
 /* A primitive and the memories of its arguments. tensor[i] >= 0: the memory points at that
  * tensor's buffer on each run; -1: fixed memory (reordered weights, owned by the cache of
@@ -861,6 +861,12 @@ static int prep_pool(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
       return ex_node_error(x, k->node, err, GOPT_EUNSUP,
                            "ceil_mode with count_include_pad=1 is not supported");
   }
+  const ex_chain *ch = ex_layout_chain(x, k->node);
+  if (ch && ch->pad >= 0) { /* the zero Pad before it is its padding, counted in the average */
+    X = k->in[0] = gopt_node_input(g, ch->pad, 0);
+    include = 1;
+    for (int i = 0; i < sp; i++) pl[i] += ch->pad_l[i], pr[i] += ch->pad_r[i];
+  }
   dnnl_memory_desc_t src_md, dst_md;
   tensor_md(x, X, &src_md); /* plain, or the layout the pass kept it in */
   if (x->lay) md_any(&dst_md, r, yd);
@@ -880,16 +886,29 @@ static int prep_bnorm(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   if (k->n_in < 5) return ex_node_error(x, k->node, err, GOPT_EINVAL, "needs 5 inputs");
   if (gopt_node_get_int(g, k->node, "training_mode", 0) || (k->n_out > 1 && k->out[1] >= 0))
     return ex_node_error(x, k->node, err, GOPT_EUNSUP, "training mode is not supported");
+  const ex_chain *ch = ex_layout_chain(x, k->node); /* BatchNorm -> Relu (exec_layout.c) */
+  int relu = ch && ch->n_nodes == 2;
+  if (relu) {
+    k->out[0] = ch->out;
+    ex_layout_note(x, k->node, 0, 0);
+  }
   int32_t X = k->in[0], Y = k->out[0];
   int r = ex_rank(x, X);
   if (r < 2) return ex_node_error(x, k->node, err, GOPT_ESHAPE, "rank < 2");
+  if (!ex_layout_md(x, X)) { /* a plain source: k_misc.c's loop (oneDNN's is scalar C++ there) */
+    dn_free(s);
+    k->st = NULL;
+    k->fini = NULL;
+    return ex_prepare_bn_plain(x, k, relu, err);
+  }
   dnnl_memory_desc_t md, cm;
   tensor_md(x, X, &md); /* plain, or the layout the pass kept it in */
   md_plain(&cm, 1, &ex_dims(x, X)[1]);
   float eps = (float)gopt_node_get_float(g, k->node, "epsilon", 1e-5);
   dnnl_batch_normalization_desc_t bd;
   dnnl_status_t st = dnnl_batch_normalization_forward_desc_init(
-      &bd, dnnl_forward_inference, &md, eps, dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift);
+      &bd, dnnl_forward_inference, &md, eps,
+      dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift | (relu ? dnnl_fuse_norm_relu : 0));
   const dn_arg args[] = {{DNNL_ARG_SCALE, &cm, k->in[1]}, {DNNL_ARG_SHIFT, &cm, k->in[2]},
                          {DNNL_ARG_MEAN, &cm, k->in[3]}, {DNNL_ARG_VARIANCE, &cm, k->in[4]}};
   return dn_build_io(x, k, s, st, &bd, "batch normalization", X, Y, args, 4, err);
@@ -990,6 +1009,54 @@ static int prep_binary(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   return dn_build_io(x, k, s, st, &bd, "binary", X, Y, args, 1, err);
 }
 
+/* Under the pass: a unary activation on a kept tensor, in that tensor's layout. */
+static int prep_eltwise(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  int32_t X = k->in[0], Y = k->out[0];
+  int alg;
+  float alpha, beta;
+  if (!ex_layout_eltwise_of(x, k->node, &alg, &alpha, &beta))
+    return ex_node_error(x, k->node, err, GOPT_EUNSUP, "not a oneDNN activation");
+  dnnl_memory_desc_t md;
+  tensor_md(x, X, &md);
+  dnnl_eltwise_desc_t ed;
+  dnnl_status_t st = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, (dnnl_alg_kind_t)alg, &md, alpha, beta);
+  return dn_build_io(x, k, s, st, &ed, "eltwise", X, Y, NULL, 0, err);
+}
+
+/* Under the pass: a channel Concat whose inputs or output are kept: oneDNN's concat reads each
+ * input in its own layout and writes the layout it picks from them (recorded when the output is
+ * kept; else plain). */
+static int prep_concat(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
+  ex_dnnl *d = x->dnnl;
+  int32_t Y = k->out[0];
+  int n = k->n_in, rc = GOPT_OK;
+  if (n > EX_CONCAT_MAX) return ex_node_error(x, k->node, err, GOPT_EUNSUP, "more than %d inputs", EX_CONCAT_MAX);
+  dnnl_memory_desc_t src[EX_CONCAT_MAX], ymd;
+  for (int i = 0; i < n; i++) tensor_md(x, k->in[i], &src[i]);
+  md_plain(&ymd, ex_rank(x, Y), ex_dims(x, Y));
+  int keep = ex_layout_keep(x, Y);
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t st = dnnl_concat_primitive_desc_create(&pd, keep ? NULL : &ymd, n, 1, src, NULL, d->eng);
+  if (st != dnnl_success && keep) { /* no layout oneDNN picks for these inputs: write it plain */
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    pd = NULL;
+    keep = 0;
+    st = dnnl_concat_primitive_desc_create(&pd, &ymd, n, 1, src, NULL, d->eng);
+  }
+  if (st != dnnl_success) {
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return dn_fail(x, k, err, "concat", st);
+  }
+  dnnl_memory_desc_t pdst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  if ((st = dn_make(s, pd)) != dnnl_success) return dn_fail(x, k, err, "concat primitive", st); /* destroys pd */
+  if (keep && ex_layout_set_md(x, Y, &pdst)) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int i = 0; i < n; i++) DN(dn_add(s, d, DNNL_ARG_MULTIPLE_SRC + i, &src[i], k->in[i], NULL), "memory");
+  DN(dn_add(s, d, DNNL_ARG_DST, keep ? &pdst : &ymd, Y, NULL), "memory");
+  ex_layout_note(x, k->node, 0, 0);
+done:
+  return rc;
+}
+
 int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   int rc = float_io(x, k, err);
   if (rc) return rc;
@@ -1009,6 +1076,10 @@ int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     case GOPT_OP_SOFTMAX: case GOPT_OP_LOG_SOFTMAX: return prep_softmax(x, k, s, err);
     case GOPT_OP_GLOBAL_AVG_POOL: return prep_gap(x, k, s, err);
     case GOPT_OP_MUL: case GOPT_OP_ADD: return prep_binary(x, k, s, err);
+    case GOPT_OP_CONCAT: return prep_concat(x, k, s, err);
+    case GOPT_OP_RELU: case GOPT_OP_LEAKY_RELU: case GOPT_OP_SIGMOID: case GOPT_OP_TANH: case GOPT_OP_HARD_SWISH:
+    case GOPT_OP_CLIP:
+      return prep_eltwise(x, k, s, err);
     default: return ex_node_error(x, k->node, err, GOPT_EUNSUP, "not a oneDNN op");
   }
 }

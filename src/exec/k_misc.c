@@ -1,7 +1,8 @@
 /* k_misc.c: reductions (ReduceMean/Sum/Max/Min/Prod/L2/SumSquare), global pooling, and the ONNX
- * LSTM (all gates at once with OpenBLAS sgemm: the input projection for every step in one call,
- * the recurrent one per step; gate order i, o, f, c as ONNX defines it). A reduction over contiguous
- * axes and the LSTM cell's gate math run the vector loops of k_vec.inc for the executor's
+ * LSTM (all gates at once: the input projection for every step in one product, the recurrent one
+ * per step, against weights transposed once at plan time; gate order i, o, f, c as ONNX defines
+ * it). A reduction over contiguous
+ * axes, the LSTM's small products and its cell's gate math run the vector loops of k_vec.inc for the executor's
  * instruction set. */
 #include <cblas.h>
 #undef I /* complex.h (through cblas.h) defines I */
@@ -121,42 +122,62 @@ static int prep_reduce(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 typedef struct lstm_st {
   int64_t T, B, I, H;
   int dirs, reverse, layout;
-  ex_lstm_cell_fn cell; /* the ISA's gate math (k_vec.inc) */
-  float *xw;            /* [T*B, 4H] scratch: input projection plus biases, then the gates */
-  float *h, *c;         /* [B, H] */
+  ex_lstm_cell_fn cell;  /* the ISA's gate math (k_vec.inc) */
+  ex_gemm_acc_fn gemm;   /* the ISA's small matrix product (k_vec.inc) */
+  int packed;            /* wt/rt hold the constant W, R transposed (at plan time) */
+  float *wt, *rt;        /* [dirs, I, 4H], [dirs, H, 4H]: W and R transposed */
+  float *xw;             /* [T*B, 4H] scratch: input projection plus biases, then the gates */
+  float *h, *c;          /* [B, H] */
 } lstm_st;
 
 static void lstm_free(void *p) {
   lstm_st *s = p;
   if (!s) return;
+  free(s->wt);
+  free(s->rt);
   free(s->xw);
   free(s->h);
   free(s->c);
   free(s);
 }
 
+/* dst [D, K, N] = src [D, N, K] transposed per direction. */
+static void lstm_transpose(float *dst, const float *src, int64_t D, int64_t N, int64_t K) {
+  for (int64_t d = 0; d < D; d++)
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t k = 0; k < K; k++) dst[(d * K + k) * N + n] = src[(d * N + n) * K + k];
+}
+
+/* C [M, N] (row stride ldc) += A [M, K] B^T, B [N, K], Bt its transpose [K, N]. The ISA's own
+ * product when the rows are few or Bt fits in L2 (OpenBLAS's packing dominates there, and on CPUs it
+ * does not recognise it runs its SSE3 kernels), else OpenBLAS sgemm. */
+static void lstm_gemm(const lstm_st *s, float *C, int64_t ldc, const float *A, const float *B, const float *Bt,
+                      int64_t M, int64_t N, int64_t K) {
+  if (M <= 4 || (size_t)(K * N) * sizeof(float) <= ((size_t)1 << 20)) {
+    if (ldc == N) s->gemm(C, A, Bt, M, N, K);
+    else
+      for (int64_t m = 0; m < M; m++) s->gemm(C + m * ldc, A + m * K, Bt, 1, N, K);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, A, (int)K, B, (int)K, 1.0f,
+              C, (int)ldc);
+}
+
 /* xw[r] = X[r] W^T + Bw + Br for the T*B rows of one direction (time-major rows t*B+b). */
-static void lstm_project(const lstm_st *s, const float *X, const float *W, const float *Bw, const float *Br) {
+static void lstm_project(const lstm_st *s, const float *X, const float *W, const float *Wt, const float *Bw,
+                         const float *Br) {
   int64_t T = s->T, B = s->B, I = s->I, G = 4 * s->H;
-  if (Bw) {
-    for (int64_t j = 0; j < G; j++) s->xw[j] = Bw[j] + Br[j];
-    for (int64_t r = 1; r < T * B; r++) memcpy(s->xw + r * G, s->xw, (size_t)G * sizeof(float));
-  }
-  float beta = Bw ? 1.0f : 0.0f;
-  if (s->layout == 0) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(T * B), (int)G, (int)I, 1.0f, X, (int)I, W,
-                (int)I, beta, s->xw, (int)G);
-  } else {
-    for (int64_t b = 0; b < B; b++)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)G, (int)I, 1.0f, X + (size_t)b * T * I,
-                  (int)I, W, (int)I, beta, s->xw + (size_t)b * G, (int)(B * G));
-  }
+  for (int64_t j = 0; j < G; j++) s->xw[j] = Bw ? Bw[j] + Br[j] : 0.0f;
+  for (int64_t r = 1; r < T * B; r++) memcpy(s->xw + r * G, s->xw, (size_t)G * sizeof(float));
+  if (s->layout == 0) lstm_gemm(s, s->xw, G, X, W, Wt, T * B, G, I);
+  else
+    for (int64_t b = 0; b < B; b++) lstm_gemm(s, s->xw + b * G, B * G, X + b * T * I, W, Wt, T, G, I);
 }
 
 /* lstm_forward for one direction d: X [T,B,I] (or [B,T,I] with layout 1), W [4H,I], R [4H,H],
  * Bias [8H] or NULL, P [3H] or NULL, h0/c0 [B,H] or NULL; writes Y (may be NULL), Yh, Yc.
- * The input part of every step's gates is one sgemm over the whole sequence (biases folded in);
- * each step adds h R^T in place (one sgemm) and runs the vectorised cell. */
+ * The input part of every step's gates is one product over the whole sequence (biases folded
+ * in); each step adds h R^T in place and runs the vectorised cell. */
 static int lstm_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   lstm_st *s = k->st;
   (void)err;
@@ -170,12 +191,17 @@ static int lstm_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   float *Y = k->n_out > 0 && k->out[0] >= 0 ? ex_data(x, k->out[0]) : NULL;
   float *Yh = k->n_out > 1 && k->out[1] >= 0 ? ex_data(x, k->out[1]) : NULL;
   float *Yc = k->n_out > 2 && k->out[2] >= 0 ? ex_data(x, k->out[2]) : NULL;
+  if (!s->packed) {
+    lstm_transpose(s->wt, Wa, s->dirs, G, I);
+    lstm_transpose(s->rt, Ra, s->dirs, G, H);
+  }
   for (int d = 0; d < s->dirs; d++) {
     const float *W = Wa + (size_t)d * G * I, *R = Ra + (size_t)d * G * H;
+    const float *Wt = s->wt + (size_t)d * G * I, *Rt = s->rt + (size_t)d * G * H;
     const float *Bw = Ba ? Ba + (size_t)d * 2 * G : NULL, *Br = Ba ? Bw + G : NULL;
     const float *P = Pa ? Pa + (size_t)d * 3 * H : NULL;
     int rev = s->reverse || (s->dirs == 2 && d == 1);
-    lstm_project(s, X, W, Bw, Br);
+    lstm_project(s, X, W, Wt, Bw, Br);
     for (int64_t i = 0; i < B * H; i++) {
       s->h[i] = h0 ? h0[(size_t)d * B * H + i] : 0.0f;
       s->c[i] = c0 ? c0[(size_t)d * B * H + i] : 0.0f;
@@ -183,8 +209,7 @@ static int lstm_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     for (int64_t step = 0; step < T; step++) {
       int64_t t = rev ? T - 1 - step : step;
       float *gates = s->xw + (size_t)t * B * G;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)G, (int)H, 1.0f, s->h, (int)H, R, (int)H,
-                  1.0f, gates, (int)G);
+      lstm_gemm(s, gates, G, s->h, R, Rt, B, G, H);
       s->cell(gates, s->c, s->h, P, B, H);
       if (Y)
         for (int64_t b = 0; b < B; b++) {
@@ -248,10 +273,86 @@ static int prep_lstm(gopt_exec *x, ex_kernel *k, gopt_error *err) {
       if (v[i] != s->T) return ex_node_error(x, n, err, GOPT_EUNSUP, "ragged sequence_lens");
   }
   size_t G = (size_t)(4 * s->H);
+  s->gemm = ex_vec_ops_for(x->isa)->gemm_acc;
+  s->wt = malloc((size_t)(s->dirs * s->I) * G * sizeof(float) + 64);
+  s->rt = malloc((size_t)(s->dirs * s->H) * G * sizeof(float) + 64);
   s->xw = malloc((size_t)(s->T * s->B) * G * sizeof(float) + 64);
   s->h = malloc((size_t)(s->B * s->H) * sizeof(float) + 64);
   s->c = malloc((size_t)(s->B * s->H) * sizeof(float) + 64);
-  if (!s->xw || !s->h || !s->c) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if (!s->xw || !s->h || !s->c || !s->wt || !s->rt) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  const int64_t *rd = ex_dims(x, k->in[2]);
+  if (ex_rank(x, k->in[2]) != 3 || rd[0] != s->dirs || rd[1] != 4 * s->H || rd[2] != s->H)
+    return ex_node_error(x, n, err, GOPT_ESHAPE, "R shape does not match");
+  if (ex_is_const(x, k->in[1]) && ex_is_const(x, k->in[2])) { /* transposed once, at plan time */
+    lstm_transpose(s->wt, ex_data(x, k->in[1]), s->dirs, (int64_t)G, s->I);
+    lstm_transpose(s->rt, ex_data(x, k->in[2]), s->dirs, (int64_t)G, s->H);
+    s->packed = 1;
+  }
+  return GOPT_OK;
+}
+
+/* ---- BatchNormalization (inference) on a plain buffer ---------------------------------------------- */
+
+/* X [N, C, ...] plain: y = x a[c] + b[c], a = scale / sqrt(var + eps), b = B - mean a (per run:
+ * C values). oneDNN's only implementation for a plain NCHW source is a scalar C++ loop
+ * (ncsp_bnorm), 5-10x slower than this one; densenet's BatchNorms after each Concat read plain
+ * tensors. Blocked and NHWC sources stay with oneDNN (k_dnnl.c). With relu, max(y, 0) (the layout
+ * pass's BatchNorm -> Relu chain). */
+typedef struct bn_st {
+  int relu;  /* a Relu after it runs here (exec_layout.c's BatchNorm -> Relu chain) */
+  float *ab; /* [2C]: a, then b */
+} bn_st;
+
+static void bn_free(void *p) {
+  bn_st *s = p;
+  if (s) free(s->ab);
+  free(s);
+}
+
+static int bn_plain_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  (void)err;
+  const int64_t *d = ex_dims(x, k->in[0]);
+  int r = ex_rank(x, k->in[0]);
+  int64_t N = d[0], C = d[1], inner = 1;
+  for (int i = 2; i < r; i++) inner *= d[i];
+  const float *X = ex_data(x, k->in[0]), *sc = ex_data(x, k->in[1]), *bi = ex_data(x, k->in[2]);
+  const float *mu = ex_data(x, k->in[3]), *var = ex_data(x, k->in[4]);
+  bn_st *st = k->st;
+  float *Y = ex_data(x, k->out[0]), *ab = st->ab;
+  int relu = st->relu;
+  float eps = (float)gopt_node_get_float(x->g, k->node, "epsilon", 1e-5);
+  for (int64_t c = 0; c < C; c++) {
+    ab[c] = sc[c] / sqrtf(var[c] + eps);
+    ab[C + c] = bi[c] - mu[c] * ab[c];
+  }
+#pragma omp parallel for schedule(static) if (N * C * inner > 32768)
+  for (int64_t nc = 0; nc < N * C; nc++) {
+    const float a = ab[nc % C], b = ab[C + nc % C];
+    const float *restrict xs = X + nc * inner;
+    float *restrict ys = Y + nc * inner;
+    if (relu)
+      for (int64_t i = 0; i < inner; i++) ys[i] = fmaxf(xs[i] * a + b, 0.0f);
+    else
+      for (int64_t i = 0; i < inner; i++) ys[i] = xs[i] * a + b;
+  }
+  return GOPT_OK;
+}
+
+int ex_prepare_bn_plain(gopt_exec *x, ex_kernel *k, int relu, gopt_error *err) {
+  int r = ex_rank(x, k->in[0]);
+  if (k->n_in < 5 || r < 2) return ex_node_error(x, k->node, err, GOPT_EINVAL, "needs 5 inputs and rank >= 2");
+  int64_t C = ex_dims(x, k->in[0])[1];
+  for (int i = 1; i < 5; i++)
+    if (ex_numel(x, k->in[i]) != C)
+      return ex_node_error(x, k->node, err, GOPT_ESHAPE, "input %d has %lld values, not C = %lld", i,
+                           (long long)ex_numel(x, k->in[i]), (long long)C);
+  bn_st *st = calloc(1, sizeof *st);
+  if (!st) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = st;
+  k->fini = bn_free;
+  st->relu = relu;
+  if (!(st->ab = malloc((size_t)(2 * C + 1) * sizeof(float)))) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->run = bn_plain_run;
   return GOPT_OK;
 }
 

@@ -160,7 +160,7 @@ static int ref_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 static const ref_entry *find(const gopt_exec *x, int32_t n) {
   const char *type = gopt_graph_str(x->g, x->g->nodes.a[n].type);
   const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table, ex_ref_more_table, ex_ref_llm_table,
-                            ex_ref_extra_table};
+                            ex_ref_extra_table, ex_ref_ml_table};
   for (size_t t = 0; t < sizeof tabs / sizeof *tabs; t++)
     for (const ref_entry *e = tabs[t]; e->name; e++)
       if (!strcmp(e->name, type)) return e;
@@ -201,6 +201,33 @@ int ex_prepare_ref_fn(gopt_exec *x, ex_kernel *k, ref_fn fn, gopt_error *err) {
 }
 
 /* ---- helpers shared by the op files ---------------------------------------------------------------- */
+
+double *ref_attr_values(const gopt_exec *x, int32_t n, const char *name, int64_t *count) {
+  const gopt_attr *a = gopt_node_attr(x->g, n, name);
+  size_t c = 0;
+  *count = 0;
+  if (!a) return NULL;
+  if (a->kind == GOPT_ATTR_TENSOR && a->v.tensor >= 0) {
+    int32_t t = a->v.tensor;
+    const void *p = gopt_tensor_data(x->g, t);
+    int64_t m = ex_numel(x, t);
+    int dt = x->g->tensors.a[t].dtype;
+    if (!p || m < 0 || !dt_ok(dt)) return NULL;
+    double *v = malloc((size_t)(m + 1) * sizeof *v);
+    if (!v) return *count = -1, NULL;
+    load(v, p, dt, m);
+    *count = m;
+    return v;
+  }
+  const float *f = a->kind == GOPT_ATTR_FLOATS ? gopt_node_get_floats(x->g, n, name, &c) : NULL;
+  const int64_t *iv = a->kind == GOPT_ATTR_INTS ? gopt_node_get_ints(x->g, n, name, &c) : NULL;
+  if (!f && !iv) return NULL;
+  double *v = malloc((c + 1) * sizeof *v);
+  if (!v) return *count = -1, NULL;
+  for (size_t i = 0; i < c; i++) v[i] = f ? f[i] : (double)iv[i];
+  *count = (int64_t)c;
+  return v;
+}
 
 void ref_strides(const rt *t, int64_t *st) {
   int64_t a = 1;

@@ -39,10 +39,15 @@ extern const ref_entry ex_ref_nn_table[];
 extern const ref_entry ex_ref_more_table[];
 extern const ref_entry ex_ref_llm_table[];
 extern const ref_entry ex_ref_extra_table[];
+extern const ref_entry ex_ref_ml_table[];
 
 /* Prepares k to run fn through the reference framework (inputs as doubles, dtypes checked). */
 int ex_prepare_ref_fn(gopt_exec *x, ex_kernel *k, ref_fn fn, gopt_error *err);
 
+/* The values of node n's attribute name as doubles (malloc'd, *count of them): a numeric TENSOR
+ * attribute, FLOATS or INTS. NULL with *count 0 when absent or of another kind, -1 when out of
+ * memory. */
+double *ref_attr_values(const gopt_exec *x, int32_t n, const char *name, int64_t *count);
 /* Row-major strides of t. */
 void ref_strides(const rt *t, int64_t *st);
 /* Flat index into in (numpy-broadcast to out's shape) of out's flat index o. */

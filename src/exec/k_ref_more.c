@@ -1,6 +1,6 @@
 /* k_ref_more.c: reference kernels (k_ref.h) for signal, detection and training ops: the window
  * functions (Hann, Hamming, Blackman), DFT, STFT, MelWeightMatrix, BatchNormalization in training
- * mode, InstanceNormalization, Unique, NonMaxSuppression, RoiAlign (avg), TfIdfVectorizer (integer input), and the
+ * mode, InstanceNormalization, Unique, NonMaxSuppression, RoiAlign (avg and max), TfIdfVectorizer (integer input), and the
  * ai.onnx.preview.training optimisers (Adagrad, Momentum, Adam). ONNX semantics as the operator
  * specification states them; double precision. */
 #include <math.h>
@@ -98,9 +98,12 @@ static int f_stft(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
   return GOPT_OK;
 }
 
-/* RoiAlign (avg; half_pixel or output_half_pixel): X [N,C,H,W], rois [R,4] (x1,y1,x2,y2),
- * batch_indices [R] -> [R, C, oh, ow]; each bin averages bilinear samples on a grid. */
-static double roi_bilinear(const double *p, int64_t H, int64_t W, double y, double x) {
+/* RoiAlign (avg or max; half_pixel or output_half_pixel): X [N,C,H,W], rois [R,4] (x1,y1,x2,y2),
+ * batch_indices [R] -> [R, C, oh, ow]; each bin takes bilinear samples on a grid: avg averages
+ * the interpolated values; max takes, per sample, the largest of the four weighted corner
+ * terms and the largest of those over the bin (ONNX's reference and ONNX Runtime do this, not
+ * the max of the interpolated values). A sample more than a pixel outside gives 0. */
+static double roi_sample(const double *p, int64_t H, int64_t W, double y, double x, int max) {
   if (y < -1.0 || y > (double)H || x < -1.0 || x > (double)W) return 0;
   y = y < 0 ? 0 : y;
   x = x < 0 ? 0 : x;
@@ -110,13 +113,17 @@ static double roi_bilinear(const double *p, int64_t H, int64_t W, double y, doub
   if (xl >= W - 1) xh = xl = W - 1, x = (double)xl;
   else xh = xl + 1;
   double ly = y - (double)yl, lx = x - (double)xl, hy = 1 - ly, hx = 1 - lx;
-  return hy * hx * p[yl * W + xl] + hy * lx * p[yl * W + xh] + ly * hx * p[yh * W + xl] + ly * lx * p[yh * W + xh];
+  double t[4] = {hy * hx * p[yl * W + xl], hy * lx * p[yl * W + xh], ly * hx * p[yh * W + xl], ly * lx * p[yh * W + xh]};
+  if (!max) return t[0] + t[1] + t[2] + t[3];
+  return fmax(fmax(t[0], t[1]), fmax(t[2], t[3]));
 }
 
 static int f_roialign(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nin, (void)nout;
-  if (strcmp(gopt_node_get_string(G, NODE, "mode", "avg"), "avg"))
-    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "mode 'max' is not supported");
+  const char *mode = gopt_node_get_string(G, NODE, "mode", "avg");
+  int max = !strcmp(mode, "max");
+  if (!max && strcmp(mode, "avg"))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "mode '%s' is neither avg nor max", mode);
   int half = !strcmp(gopt_node_get_string(G, NODE, "coordinate_transformation_mode", "half_pixel"), "half_pixel");
   double sc = gopt_node_get_float(G, NODE, "spatial_scale", 1.0), off = half ? 0.5 : 0;
   int64_t sr = gopt_node_get_int(G, NODE, "sampling_ratio", 0);
@@ -134,14 +141,15 @@ static int f_roialign(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int 
       const double *p = in[0].v + (bi * C + c) * H * W;
       for (int64_t ph = 0; ph < oh; ph++)
         for (int64_t pw = 0; pw < ow; pw++) {
-          double sum = 0;
+          double acc = 0;
           for (int64_t iy = 0; iy < gh; iy++)
             for (int64_t ix = 0; ix < gw; ix++) {
               double yy = y0 + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
               double xx = x0 + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
-              sum += roi_bilinear(p, H, W, yy, xx);
+              double v = roi_sample(p, H, W, yy, xx, max);
+              acc = !max ? acc + v : (iy || ix) ? fmax(acc, v) : v;
             }
-          out[0].v[((r * C + c) * oh + ph) * ow + pw] = sum / cnt;
+          out[0].v[((r * C + c) * oh + ph) * ow + pw] = max ? acc : acc / cnt;
         }
     }
   }

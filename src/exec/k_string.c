@@ -1,6 +1,7 @@
 /* k_string.c: STRING tensors in the executor and the ops on them: Cast / CastLike between STRING
  * and the numeric types, StringNormalizer, Identity, StringConcat, StringSplit, Equal, RegexFullMatch (POSIX
- * extended expressions with GNU's \w / \b, through regcomp). gopt_dtype_size(STRING) is 0, so a string
+ * extended expressions with GNU's \w / \b, through regcomp), and ai.onnx.ml's LabelEncoder (string or
+ * numeric keys and values). gopt_dtype_size(STRING) is 0, so a string
  * tensor's buffer in the value table is empty; its strings live in a side table of the executor
  * (x->strs: per tensor, packed (uint32 little-endian length, bytes) records, one per element: the
  * format of STRING constants in the IR and of STRING host tensors). Inputs fill it
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "exec/k_ref.h"
 
 #define NODE (k->node)
 #define G (x->g)
@@ -429,7 +431,7 @@ int ex_string_handles(const gopt_exec *x, int32_t n) {
   const gopt_node *nd = &x->g->nodes.a[n];
   const char *t = gopt_node_type(x->g, n);
   if (!strcmp(t, "StringNormalizer") || !strcmp(t, "StringConcat") || !strcmp(t, "RegexFullMatch") ||
-      !strcmp(t, "StringSplit"))
+      !strcmp(t, "StringSplit") || !strcmp(t, "ai.onnx.ml::LabelEncoder"))
     return 1;
   if (!strcmp(t, "Equal")) return nd->n_in == 2 && ex_dtype(x, gopt_node_input(x->g, n, 0)) == GOPT_DT_STRING;
   if (strcmp(t, "Cast") && strcmp(t, "CastLike") && strcmp(t, "Identity")) return 0;
@@ -437,12 +439,139 @@ int ex_string_handles(const gopt_exec *x, int32_t n) {
   return (in >= 0 && ex_dtype(x, in) == GOPT_DT_STRING) || (out >= 0 && ex_dtype(x, out) == GOPT_DT_STRING);
 }
 
+/* ---- ai.onnx.ml LabelEncoder ------------------------------------------------------------------------------ */
+
+/* One side of LabelEncoder's map (keys, values or the default): strings or numbers. */
+typedef struct le_side {
+  int is_str;
+  strs s;   /* is_str */
+  double *v;
+  int64_t n;
+} le_side;
+
+static void le_free(le_side *a) {
+  strs_free(&a->s);
+  free(a->v);
+}
+
+/* Reads the attribute <p>_strings / <p>_int64s / <p>_floats / <p>_tensor (default: <p>_string /
+ * _int64 / _float / _tensor, single values) into *a; a->n = 0 when none is given. */
+static int le_load(gopt_exec *x, ex_kernel *k, const char *p, int single, le_side *a) {
+  char nm[48];
+  const gopt_attr *at;
+  memset(a, 0, sizeof *a);
+  snprintf(nm, sizeof nm, "%s_tensor", p);
+  if ((at = gopt_node_attr(G, NODE, nm)) && at->kind == GOPT_ATTR_TENSOR && at->v.tensor >= 0) {
+    if (G->tensors.a[at->v.tensor].dtype == GOPT_DT_STRING) {
+      a->is_str = 1;
+      int rc = strs_load(x, at->v.tensor, &a->s);
+      a->n = a->s.n;
+      return rc;
+    }
+    a->v = ref_attr_values(x, NODE, nm, &a->n);
+    return a->n < 0 ? GOPT_ENOMEM : GOPT_OK;
+  }
+  snprintf(nm, sizeof nm, single ? "%s_string" : "%s_strings", p);
+  if ((at = gopt_node_attr(G, NODE, nm))) {
+    a->is_str = 1;
+    a->n = a->s.n = at->kind == GOPT_ATTR_STRINGS ? (int64_t)at->n : 1;
+    if (!(a->s.s = calloc((size_t)a->n + 1, sizeof *a->s.s))) return GOPT_ENOMEM;
+    for (int64_t i = 0; i < a->n; i++) {
+      const char *str = at->kind == GOPT_ATTR_STRINGS ? gopt_graph_str(G, G->strids.a[at->v.off + (size_t)i])
+                                                      : gopt_node_get_string(G, NODE, nm, "");
+      if (!(a->s.s[i] = strdup(str))) return GOPT_ENOMEM;
+    }
+    return GOPT_OK;
+  }
+  const char *num[2] = {single ? "%s_int64" : "%s_int64s", single ? "%s_float" : "%s_floats"};
+  for (int j = 0; j < 2; j++) {
+    snprintf(nm, sizeof nm, num[j], p);
+    if (!(at = gopt_node_attr(G, NODE, nm))) continue;
+    if (at->kind == GOPT_ATTR_INT || at->kind == GOPT_ATTR_FLOAT) {
+      if (!(a->v = malloc(sizeof *a->v))) return GOPT_ENOMEM;
+      a->v[0] = at->kind == GOPT_ATTR_INT ? (double)gopt_node_get_int(G, NODE, nm, 0) : gopt_node_get_float(G, NODE, nm, 0);
+      a->n = 1;
+      return GOPT_OK;
+    }
+    a->v = ref_attr_values(x, NODE, nm, &a->n);
+    return a->n < 0 ? GOPT_ENOMEM : GOPT_OK;
+  }
+  return GOPT_OK;
+}
+
+/* Element i of numeric tensor data d of dtype dt, and storing v there. */
+static double num_get(const void *d, int dt, int64_t i) {
+  switch (dt) {
+    case GOPT_DT_FLOAT: return ((const float *)d)[i];
+    case GOPT_DT_DOUBLE: return ((const double *)d)[i];
+    case GOPT_DT_INT16: return ((const int16_t *)d)[i];
+    case GOPT_DT_INT32: return ((const int32_t *)d)[i];
+    default: return (double)((const int64_t *)d)[i];
+  }
+}
+static void num_put(void *d, int dt, int64_t i, double v) {
+  switch (dt) {
+    case GOPT_DT_FLOAT: ((float *)d)[i] = (float)v; break;
+    case GOPT_DT_DOUBLE: ((double *)d)[i] = v; break;
+    case GOPT_DT_INT16: ((int16_t *)d)[i] = (int16_t)v; break;
+    case GOPT_DT_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
+    default: ((int64_t *)d)[i] = (int64_t)v; break;
+  }
+}
+
+/* LabelEncoder (ai.onnx.ml 2-4): each element of X looked up among the keys (strings or numbers;
+ * NaN matches a NaN key), replaced by the value at the same index, or by the default (default_*
+ * attributes; else "_Unused", -1 or -0.0 by the output's type). Y has X's shape. */
+static int run_label_encoder(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  le_side key, val, def;
+  strs in = {0}, outs = {0};
+  int32_t X = k->in[0], Y = k->out[0];
+  int idt = ex_dtype(x, X), odt = ex_dtype(x, Y), sin = idt == GOPT_DT_STRING, sout = odt == GOPT_DT_STRING;
+  int64_t n = ex_numel(x, X);
+  int rc = le_load(x, k, "keys", 0, &key);
+  if (!rc) rc = le_load(x, k, "values", 0, &val);
+  if (!rc) rc = le_load(x, k, "default", 1, &def);
+  if (!rc && sin) rc = strs_load(x, X, &in);
+  if (!rc && sout && !(outs.s = calloc((size_t)n + 1, sizeof *outs.s))) rc = GOPT_ENOMEM;
+  outs.n = sout ? n : 0;
+  if (rc) goto done;
+  if (key.n != val.n || key.is_str != sin || val.is_str != sout || (def.n && def.is_str != sout)) {
+    rc = ex_node_error(x, NODE, err, GOPT_EINVAL,
+                       "keys (%lld) and values (%lld) must be as many, of the input's and the output's types",
+                       (long long)key.n, (long long)val.n);
+    goto done;
+  }
+  const void *xd = sin ? NULL : ex_data(x, X);
+  for (int64_t i = 0; i < n && !rc; i++) {
+    int64_t hit = -1;
+    double xv = sin ? 0 : num_get(xd, idt, i);
+    for (int64_t j = 0; j < key.n && hit < 0; j++)
+      if (sin ? !strcmp(in.s[i], key.s.s[j]) : (key.v[j] == xv || (isnan(key.v[j]) && isnan(xv)))) hit = j;
+    if (sout) {
+      const char *v = hit >= 0 ? val.s.s[hit] : def.n ? def.s.s[0] : "_Unused";
+      if (!(outs.s[i] = strdup(v))) rc = GOPT_ENOMEM;
+    } else {
+      num_put(ex_data(x, Y), odt, i, hit >= 0 ? val.v[hit] : def.n ? def.v[0] : odt == GOPT_DT_FLOAT || odt == GOPT_DT_DOUBLE ? -0.0 : -1);
+    }
+  }
+  if (!rc && sout) rc = strs_store(x, Y, outs.s, n);
+done:
+  le_free(&key);
+  le_free(&val);
+  le_free(&def);
+  strs_free(&in);
+  strs_free(&outs);
+  return rc == GOPT_ENOMEM ? gopt_error_set(err, rc, "out of memory") : rc;
+}
+
 int ex_prepare_string(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   const char *t = gopt_node_type(G, NODE);
   if (k->n_in < 1 || k->n_out < 1 || k->in[0] < 0)
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs an input and an output");
   int sin = ex_dtype(x, k->in[0]) == GOPT_DT_STRING, sout = ex_dtype(x, k->out[0]) == GOPT_DT_STRING;
-  if (!strcmp(t, "StringConcat") || !strcmp(t, "Equal")) {
+  if (!strcmp(t, "ai.onnx.ml::LabelEncoder")) {
+    k->run = run_label_encoder;
+  } else if (!strcmp(t, "StringConcat") || !strcmp(t, "Equal")) {
     if (k->n_in != 2 || k->in[1] < 0 || !sin || ex_dtype(x, k->in[1]) != GOPT_DT_STRING)
       return ex_node_error(x, NODE, err, GOPT_EINVAL, "needs two STRING inputs");
     k->run = run_concat_equal;

@@ -6,6 +6,7 @@
 #define GOPT_EXEC_K_VEC_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gopt/ops.h"
@@ -98,10 +99,19 @@ enum { EX_ISA_BASELINE = 0, EX_ISA_AVX2 = 1, EX_ISA_AVX512 = 2, EX_ISA_COUNT = 3
  * previous state and updated in place; P [3H] holds the peepholes (i, o, f) or is NULL. */
 typedef void (*ex_lstm_cell_fn)(float *g, float *c, float *h, const float *P, int64_t B, int64_t H);
 
+/* gemm_acc: C [M, N] += A [M, K] Bt [K, N] (row-major, contiguous): the LSTM's projections,
+ * small enough that a library call's packing costs more than the product. */
+typedef void (*ex_gemm_acc_fn)(float *C, const float *A, const float *Bt, int64_t M, int64_t N, int64_t K);
+
+/* count_nonfinite: how many of p[0..n) are Inf or NaN; *n_nan how many of them NaN. */
+typedef size_t (*ex_count_nonfinite_fn)(const float *p, int64_t n, size_t *n_nan);
+
 typedef struct ex_vec_ops {
   fx_block_fn fx_block;
   ex_reduce_fn reduce;
   ex_lstm_cell_fn lstm_cell;
+  ex_gemm_acc_fn gemm_acc;
+  ex_count_nonfinite_fn count_nonfinite;
 } ex_vec_ops;
 
 /* The kernels of isa (EX_ISA_*). */
@@ -116,5 +126,11 @@ void ex_reduce_avx512(float *out, const float *in, int op, int64_t outer, int64_
 void ex_lstm_cell_base(float *g, float *c, float *h, const float *P, int64_t B, int64_t H);
 void ex_lstm_cell_avx2(float *g, float *c, float *h, const float *P, int64_t B, int64_t H);
 void ex_lstm_cell_avx512(float *g, float *c, float *h, const float *P, int64_t B, int64_t H);
+void ex_gemm_acc_base(float *C, const float *A, const float *Bt, int64_t M, int64_t N, int64_t K);
+void ex_gemm_acc_avx2(float *C, const float *A, const float *Bt, int64_t M, int64_t N, int64_t K);
+void ex_gemm_acc_avx512(float *C, const float *A, const float *Bt, int64_t M, int64_t N, int64_t K);
+size_t ex_count_nonfinite_base(const float *p, int64_t n, size_t *n_nan);
+size_t ex_count_nonfinite_avx2(const float *p, int64_t n, size_t *n_nan);
+size_t ex_count_nonfinite_avx512(const float *p, int64_t n, size_t *n_nan);
 
 #endif

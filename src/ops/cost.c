@@ -184,6 +184,17 @@ void gopt_node_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
     case GOPT_OP_CUMPROD:
       c->flops = nx;
       break;
+    case GOPT_OP_LABEL_ENCODER: /* one look-up (a hash probe, counted as 1) per element */
+      c->flops = nx;
+      break;
+    case GOPT_OP_TREE_ENSEMBLE: { /* per row and tree, one comparison per level: at most every node */
+      size_t nn = 0, nr = 0;
+      gopt_node_get_ints(g, n, "nodes_featureids", &nn);
+      gopt_node_get_ints(g, n, "tree_roots", &nr);
+      double rows = dim(g, x, 0), depth = nr ? (double)nn / (double)nr : 0;
+      c->flops = rows * (double)nr * depth + ny;
+      break;
+    }
     case GOPT_OP_GLOBAL_AVG_POOL: case GOPT_OP_GLOBAL_MAX_POOL:
     case GOPT_OP_REDUCE_MEAN: case GOPT_OP_REDUCE_SUM: case GOPT_OP_REDUCE_MAX:
     case GOPT_OP_REDUCE_MIN: case GOPT_OP_REDUCE_PROD: case GOPT_OP_ARGMAX: case GOPT_OP_ARGMIN:

@@ -1,5 +1,6 @@
 /* shape_rules_modern.c: shape rules of the ops that opsets 13-24 added (CastLike, BitCast,
- * CumProd, LpNormalization, RMSNormalization, RotaryEmbedding, Attention), beside the older
+ * CumProd, LpNormalization, RMSNormalization, RotaryEmbedding, Attention, ai.onnx.ml's LabelEncoder and
+ * TreeEnsemble), beside the older
  * ones in shape_rules.c, and Scan's (opset >= 9) from its body. */
 #include <string.h>
 
@@ -22,9 +23,44 @@ static int r_bitcast(ictx *c, int32_t n) {
   return same_shape(c, n, to);
 }
 
+/* Whether dims a and b are known to differ (both concrete; a symbol may be either). */
+static int dims_differ(int64_t a, int64_t b) { return a >= 0 && b >= 0 && a != b; }
+
+/* Attention's inputs must fit each other as the kernel (k_ref_llm.c) requires: K/V batch and
+ * sequence as Q's batch and K's, K's head size as Q's, V's heads as K's (4-D), q heads a multiple
+ * of kv heads, hidden sizes divisible by the head counts (3-D), past_key/value [B, Hkv, Sp, D/Dv].
+ * Concrete dims only; one error naming the node, with the kernel's wording. */
+static int attention_fit(ictx *c, int32_t n, const oshape *q, const oshape *k, const oshape *v, int64_t hq,
+                         int64_t hkv, int64_t d, int64_t dv) {
+  int r3 = q->rank == 3;
+  int64_t qd = r3 ? (hq > 0 && q->d[2] >= 0 && q->d[2] % hq == 0 ? q->d[2] / hq : -1) : q->d[3];
+  if (r3 && ((q->d[2] >= 0 && q->d[2] % hq) || (k->d[2] >= 0 && k->d[2] % hkv) || (v->d[2] >= 0 && v->d[2] % hkv)))
+    return ops_node_err(c, GOPT_EINVAL, "3-D inputs need q_num_heads and kv_num_heads dividing the hidden sizes");
+  if (dims_differ(d, qd)) return ops_node_err(c, GOPT_EINVAL, r3 ? "K's head size differs from Q's" : "K/V heads or head size do not match Q's");
+  if (!r3 && dims_differ(v->d[1], hkv)) return ops_node_err(c, GOPT_EINVAL, "K/V heads or head size do not match Q's");
+  if (hq >= 0 && hkv > 0 && hq % hkv)
+    return ops_node_err(c, GOPT_EINVAL, "q heads (%lld) are not a multiple of kv heads (%lld)", (long long)hq, (long long)hkv);
+  int64_t skv = r3 ? k->d[1] : k->d[2], vs = r3 ? v->d[1] : v->d[2];
+  if (dims_differ(k->d[0], q->d[0]) || dims_differ(v->d[0], q->d[0]) || dims_differ(vs, skv))
+    return ops_node_err(c, GOPT_EINVAL, "K/V batch (%lld, %lld) or sequence (%lld, %lld) do not match Q's batch %lld",
+                        (long long)k->d[0], (long long)v->d[0], (long long)skv, (long long)vs, (long long)q->d[0]);
+  oshape pk, pv;
+  ops_in_shape(c, n, 4, &pk);
+  ops_in_shape(c, n, 5, &pv);
+  if ((ops_in(c, n, 4) >= 0) != (ops_in(c, n, 5) >= 0))
+    return ops_node_err(c, GOPT_EINVAL, "past_key and past_value must be given together");
+  if (pk.rank >= 0 && (pk.rank != 4 || dims_differ(pk.d[0], q->d[0]) || dims_differ(pk.d[1], hkv) || dims_differ(pk.d[3], d)))
+    return ops_node_err(c, GOPT_EINVAL, "past_key must be [B, kv heads, past, head size]");
+  if (pv.rank >= 0 && (pv.rank != 4 || dims_differ(pv.d[0], q->d[0]) || dims_differ(pv.d[1], hkv) ||
+                       dims_differ(pv.d[2], pk.rank == 4 ? pk.d[2] : -1) || dims_differ(pv.d[3], dv)))
+    return ops_node_err(c, GOPT_EINVAL, "past_value must be [B, kv heads, past, v head size] like past_key");
+  return GOPT_OK;
+}
+
 /* Attention (opset 23): Q [B, Hq, Sq, D] or [B, Sq, Hq * D], K/V [B, Hkv, Skv, D/Dv] or 3-D,
  * past_key/value [B, Hkv, Sp, D/Dv]. Y has Q's layout with V's head size; present_key/value are
- * [B, Hkv, Sp + Skv, D/Dv]; the qk output is [B, Hq, Sq, Sp + Skv]. */
+ * [B, Hkv, Sp + Skv, D/Dv]; the qk output is [B, Hq, Sq, Sp + Skv]. Inputs that do not fit each
+ * other are an error (attention_fit). */
 static int r_attention(ictx *c, int32_t n) {
   oshape q, k, v, pk, y, pres_k, pres_v, qk;
   int dt = ops_in_dtype(c, n, 0), rc;
@@ -44,6 +80,7 @@ static int r_attention(ictx *c, int32_t n) {
     int64_t sq = r3 ? q.d[1] : q.d[2], skv = r3 ? k.d[1] : k.d[2];
     int64_t d = r3 ? ops_dim_div(c, k.d[2], hkv, &ok) : k.d[3];
     int64_t dv = r3 ? ops_dim_div(c, v.d[2], hkv, &ok) : v.d[3];
+    if ((rc = attention_fit(c, n, &q, &k, &v, r3 ? hq : q.d[1], hkv, d, dv))) return rc;
     int64_t st = pk.rank == 4 ? ops_dim_add(c, pk.d[2], skv) : skv;
     y = q;
     if (r3) y.d[2] = ops_dim_mul(c, hq, dv);
@@ -60,6 +97,31 @@ static int r_attention(ictx *c, int32_t n) {
       (rc = ops_set_out(c, n, 2, dt, &pres_v)))
     return rc;
   return ops_set_out(c, n, 3, dt, &qk);
+}
+
+/* ai.onnx.ml LabelEncoder: X's shape, the values' type (values_strings: STRING, values_int64s:
+ * INT64, values_floats: FLOAT, values_tensor: its dtype). */
+static int r_label_encoder(ictx *c, int32_t n) {
+  const gopt_attr *t = gopt_node_attr(c->g, n, "values_tensor");
+  int dt = t && t->kind == GOPT_ATTR_TENSOR && t->v.tensor >= 0 ? c->g->tensors.a[t->v.tensor].dtype
+           : gopt_node_attr(c->g, n, "values_strings") ? GOPT_DT_STRING
+           : gopt_node_attr(c->g, n, "values_int64s") ? GOPT_DT_INT64
+           : gopt_node_attr(c->g, n, "values_floats") ? GOPT_DT_FLOAT : 0;
+  if (!dt) return ops_node_err(c, GOPT_EINVAL, "needs values_strings, values_int64s, values_floats or values_tensor");
+  return same_shape(c, n, dt);
+}
+
+/* ai.onnx.ml TreeEnsemble: X [N, F] -> [N, n_targets] of X's type. */
+static int r_tree_ensemble(ictx *c, int32_t n) {
+  oshape x, y;
+  ops_in_shape(c, n, 0, &x);
+  int64_t t = gopt_node_get_int(c->g, n, "n_targets", 0);
+  if (t <= 0) return ops_node_err(c, GOPT_EINVAL, "n_targets must be positive");
+  if (x.rank >= 0 && x.rank != 2) return ops_node_err(c, GOPT_EINVAL, "X must be 2-D [N, F], it is %d-D", x.rank);
+  y.rank = 2;
+  y.d[0] = x.rank == 2 ? x.d[0] : ops_fresh(c, GOPT_OP_TREE_ENSEMBLE, n, 0, 0);
+  y.d[1] = t;
+  return ops_set_out(c, n, 0, ops_in_dtype(c, n, 0), &y);
 }
 
 /* Whether every dim of parent tensor t is concrete. */
@@ -166,6 +228,8 @@ int ops_infer_modern(ictx *c, int32_t n, int op) {
     case GOPT_OP_CUMPROD: case GOPT_OP_LP_NORM: case GOPT_OP_RMS_NORM: case GOPT_OP_ROTARY_EMBEDDING:
       return same_shape(c, n, 0);
     case GOPT_OP_ATTENTION: return r_attention(c, n);
+    case GOPT_OP_LABEL_ENCODER: return r_label_encoder(c, n);
+    case GOPT_OP_TREE_ENSEMBLE: return r_tree_ensemble(c, n);
     case GOPT_OP_SCAN: return r_scan(c, n);
     default: return 0;
   }

@@ -65,6 +65,7 @@ foreach(case
     "scan_input_axis|scan_input_axes value 2 is out of range for scan input 0 of rank 2"
     "scan_output_axis|scan_output_axes value 3 is out of range for scan output 0 of rank 2"
     "scan_rank_overflow|scan output 0 would have rank 17, beyond the maximum 16"
+    "attn_head_size|\\(Attention\\): K/V heads or head size do not match Q's"
     "attn_kv_batch|\\(Attention\\): K/V batch \\(1, 1\\) or sequence \\(3, 3\\) do not match Q's batch 2"
     "attn_mask_dim|\\(Attention\\): attn_mask dim 0 is 2, neither 1 nor 3"
     "attn_mask_rank|\\(Attention\\): attn_mask must be 1-D to 4-D, it is 5-D"
