@@ -73,6 +73,8 @@ struct gopt_exec {
   void *strs;                /* STRING tensors' values (k_string.c); NULL when none */
   int graph_only;            /* a graph-level check (gopt_exec_group_kind, gopt_exec_auto_plan): no
                                 values; constants are read from the graph or count as present */
+  double *step_sec;          /* NULL, or per step: the profiler clock's seconds of the step in the last
+                                run (its outputs' allocation, kernel and frees; in-context profiling) */
 };
 
 /* ---- helpers (exec.c) ---------------------------------------------------------------------------- */
@@ -241,6 +243,9 @@ int ex_layout_step_begin(gopt_exec *x);
  * signatures, and a step that reads or writes a oneDNN layout is marked as such. */
 uint64_t ex_layout_step_sig(const gopt_exec *x, const ex_kernel *k);
 int ex_layout_step_end(gopt_exec *x, const ex_kernel *k, gopt_error *err);
+
+/* The profiler's clock (exec_profile.c): with one thread the process's CPU clock, else wall time. */
+double ex_prof_now(const gopt_exec *x);
 
 /* ---- NaN / Inf scan --------------------------------------------------------------------------------- */
 /* Counts non-finite floats in n elements. */
