@@ -4,8 +4,9 @@
  * every post-op chain of the executor's own plan (gopt_exec_auto_plan) whole, and runs with outputs
  * equal to the unfused run's bit for bit (the loops compute the same float ops in the same order;
  * the chains are the plan's own, or extended by binary post-ops, the same float ops), except where
- * a chain takes a GELU (oneDNN's erf, not gopt's: then within 1e-4 + 1e-3|x|). On a GPU preset (XLA's rules) the all-ones bits give groups the
- * executor could not run, so the two targets' legalities differ. Corpus models of three kinds:
+ * a chain takes a GELU (oneDNN's erf, not gopt's: then within 1e-4 + 1e-3|x|). On a GPU preset
+ * (XLA's rules) the all-ones bits give groups the executor could not run, so the two targets'
+ * legalities differ. Corpus models of three kinds:
  * efficientnet_b0 (conv + swish + squeeze-excitation), bert_tiny (attention, GELU, LayerNorm),
  * wavenet (dilated convs with pads, gated Tanh * Sigmoid). */
 #include <math.h>
@@ -56,7 +57,7 @@ static int has_gelu(const gopt_graph *g, const gopt_decisions *d) {
 }
 
 /* Whether a and b are float tensors within 1e-4 + 1e-3|b| everywhere (bitwise when exact). */
-static int close(const gopt_host_tensor *a, const gopt_host_tensor *b, int exact) {
+static int outputs_close(const gopt_host_tensor *a, const gopt_host_tensor *b, int exact) {
   if (a->nbytes != b->nbytes) return 0;
   if (exact || a->dtype != GOPT_DT_FLOAT) return !memcmp(a->data, b->data, a->nbytes);
   const float *p = a->data, *q = b->data;
@@ -124,8 +125,8 @@ static void test_model(const char *path) {
     CHECK_EQ_INT(n_out, n_ref);
     int exact = d.group && !has_gelu(g, &d);
     for (size_t i = 0; i < n_out && i < n_ref; i++)
-      CHECK_MSG(close(&out[i], &ref[i], exact), "%s: density %d/4: output %zu differs from the unfused run%s", path,
-                dens, i, exact ? " (expected bitwise equal)" : "");
+      CHECK_MSG(outputs_close(&out[i], &ref[i], exact), "%s: density %d/4: output %zu differs from the unfused run%s",
+                path, dens, i, exact ? " (expected bitwise equal)" : "");
     free_outs(out, n_out);
     gopt_decisions_clear(&d);
   }
