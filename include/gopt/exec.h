@@ -51,7 +51,9 @@ int gopt_exec_fusable(const gopt_graph *g, int32_t n);
  *   GOPT_EXEC_GROUP_CHAIN  a float Conv or MatMul with constant weights and exactly the post-op
  *                          chain the layout pass builds from it (MatMul bias Add, Relu, LeakyRelu,
  *                          Clip with constant bounds, Sigmoid, Tanh, HardSwish, x*Sigmoid(x), one
- *                          residual Add as oneDNN sum; a zero Pad before a Conv) as one oneDNN step;
+ *                          residual Add as oneDNN sum; a zero Pad before a Conv) as one oneDNN step,
+ *                          or that chain extended by post-ops only a group takes (oneDNN binary
+ *                          Add/Mul/Sub/Div/Max/Min with a broadcast operand, PyTorch's GELU);
  *   GOPT_EXEC_GROUP_NONE   anything else, and groups of fewer than two nodes.
  * Constants without data (structure-only files) count as present (the executor makes them up),
  * except Clip bounds, whose values must be known. Graph only: no executor needed. */
