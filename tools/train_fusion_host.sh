@@ -5,8 +5,8 @@
 # target"), its costs the host preset's with the executor's post-op chains as fused groups. Same
 # training set as tools/train_policies.sh (zoo models at several sizes and the corpus models it
 # trains on; wavenet, Transformer-XL, densenet121, efficientnet_b0 and shufflenet_v2_x1_0 held
-# out). ITERS (default 300), SAMPLES (8), THREADS (1: the shared 2-core host), SEED (1) and
-# IMITATE (default 50: a warm start imitating each graph's best baseline) override the settings.
+# out). ITERS (default 600), SAMPLES (8), THREADS (1: the shared 2-core host), SEED (1) and
+# IMITATE (default 150: a warm start imitating each graph's best baseline) override the settings.
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
 gopt="${1:-$here/build/bin/gopt}"
@@ -17,6 +17,6 @@ graphs+=";gpt2:layers=2;gnmt:layers=2,steps=10;amoebanet:cells=2;rnnlm:steps=10"
 graphs+=";$c/resnet18.onnx;$c/vgg11.onnx;$c/mobilenet_v2.onnx;$c/squeezenet1_1.onnx;$c/bert_tiny.onnx"
 graphs+=";$c/gpt2_tiny.onnx;$c/lstm_seq2seq.onnx;$c/lraspp_mobilenet_v3_large.onnx"
 start=$(date +%s)
-"$gopt" train --task fusion --cluster host --graphs "$graphs" -o "$out" --iters "${ITERS:-300}" \
-  --imitate "${IMITATE:-50}" --samples "${SAMPLES:-8}" --threads "${THREADS:-1}" --seed "${SEED:-1}" --no-history
+"$gopt" train --task fusion --cluster host --graphs "$graphs" -o "$out" --iters "${ITERS:-600}" \
+  --imitate "${IMITATE:-150}" --samples "${SAMPLES:-8}" --threads "${THREADS:-1}" --seed "${SEED:-1}" --no-history
 echo "fusion (host): $(( $(date +%s) - start )) s"

@@ -3,15 +3,24 @@
 unfused? (issue 29; docs/BENCHMARKS.md "Host fusion").
 
 One command, one table. Per corpus model: the host fusion decision of METHOD (`gopt optimize
---task fusion --cluster host`), then `gopt run --profile --threads 1 --costdb DB` without and with
-`--fusion` (per-op and per-fused-group medians into the cost database; `--costdb` runs use plain
-layouts, so the post-op chains the executor runs are only the decision's), then `gopt simulate
---cluster CLUSTER --costdb DB` without and with the decision (a measured device prices each op and
-each fused group from the database), against the measured step: `gopt run --time --layouts plain`
-(CPU time per run, median of REPS: the shared host's load is not counted; wall time beside it).
+--task fusion --cluster host`), then `gopt run --profile --steps STEPS --threads 1 --costdb DB`
+without and with `--fusion` (per-op and per-fused-group medians into the model's cost database;
+`--costdb` runs use plain layouts, so the post-op chains the executor runs are only the
+decision's), then `gopt simulate --cluster CLUSTER --costdb DB` without and with the decision (a
+measured device prices each op and each fused group from the database), against the measured
+step in two ways: (1) "profile": the end-to-end median of the same `--profile` call (its
+whole-run CPU time, 32 runs just before the steps are timed: the same load as the database's
+times); (2) "time": `gopt run --time --layouts plain` in separate processes (CPU time per run: the
+shared host's waits for a core are not counted; wall time beside it), unfused and fused
+interleaved in ROUNDS rounds of REPS runs, the median of the round medians (ROUNDS 0: skipped).
+On a loaded host (2) also measures how the load drifted between the profile and the timing. STEPS: context (default) times each step inside whole runs, so
+the database holds what a step costs in the run (its cache state, the executor's allocation and
+frees around it); isolated re-runs each step alone on warm inputs, as TASO does (steps then sum
+to 75-90 % of the run). Each model gets a fresh database (DB: one file for all, reused).
 Prints per model the predicted and measured ms and the error, and the median |error| of each column.
 
-usage: sim_fidelity.py GOPT [--models a,b] [--method go] [--cluster host] [--reps 15] [--db FILE]
+usage: sim_fidelity.py GOPT [--models a,b] [--method go] [--cluster host] [--reps 15] [--rounds 3]
+                       [--steps context|isolated] [--db FILE]
 """
 import argparse
 import json
@@ -38,17 +47,20 @@ def main():
     ap.add_argument("--method", default="go")
     ap.add_argument("--cluster", default="host")
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", choices=["context", "isolated"], default="context")
     ap.add_argument("--db", default="")
     a = ap.parse_args()
     g = a.gopt
-    errs = {"unfused": [], "fused": []}
-    print(f"cluster {a.cluster}, decisions: --method {a.method}; measured: CPU ms per run, median of {a.reps}, "
-          f"1 thread, --layouts plain (wall ms in brackets)\n")
-    print("| model | unfused pred | unfused meas | err % | fused pred | fused meas | err % | groups |")
-    print("|---|---|---|---|---|---|---|---|")
+    errs = {(k, w): [] for k in ("unfused", "fused") for w in ("profile", "time")}
+    print(f"cluster {a.cluster}, decisions: --method {a.method}, profile --steps {a.steps}; measured: CPU ms per "
+          f"run, median of {a.rounds} rounds' medians of {a.reps}, 1 thread, --layouts plain (wall ms in brackets)\n")
+    print("| model | unfused pred | meas (profile) | err % | meas (time) | err % | fused pred | meas (profile) | "
+          "err % | meas (time) | err % | groups |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        db = a.db or os.path.join(tmp, "costdb.json")
         for m in a.models.split(","):
+            db = a.db or os.path.join(tmp, m + ".costdb.json")
             model = os.path.join("corpus", m + ".onnx")
             f = os.path.join(tmp, m + ".json")
             gopt([g, "optimize", model, "--task", "fusion", "--cluster", "host", "--method", a.method,
@@ -59,19 +71,39 @@ def main():
                                 stderr=subprocess.PIPE, text=True).stderr
             batch = [] if "no symbolic batch" in nb else ["--batch", "1"]
             row = []
-            for kind, extra in (("unfused", []), ("fused", ["--fusion", f])):
-                gopt([g, "run", model, "--profile", "--threads", "1", "--costdb", db] + extra)
+            kinds = (("unfused", []), ("fused", ["--fusion", f]))
+            pred, prof = {}, {}
+            for kind, extra in kinds:
+                p = json.loads(gopt([g, "run", model, "--profile", "--steps", a.steps, "--threads", "1", "--costdb", db,
+                                     "--json"] + extra))
+                prof[kind] = p["profile"]["seconds"]
                 sim = json.loads(gopt([g, "simulate", model, "--cluster", a.cluster, "--costdb", db, "--json"] + batch
                                       + extra))
-                t = json.loads(gopt([g, "run", model, "--time", "--threads", "1", "--layouts", "plain", "--warmup", "2",
-                                     "--reps", str(a.reps), "--json"] + extra))["time"]
-                pred, meas = sim["step_time_s"], t["cpu_seconds"]
-                err = (pred / meas - 1) * 100
-                errs[kind].append(abs(err))
-                row += [f"{pred * 1e3:.3f}", f"{meas * 1e3:.3f} ({t['seconds'] * 1e3:.3f})", f"{err:+.1f}"]
+                pred[kind] = sim["step_time_s"]
+            cpu = {k: [] for k, _ in kinds}
+            wall = {k: [] for k, _ in kinds}
+            for _ in range(a.rounds):
+                for kind, extra in kinds:
+                    t = json.loads(gopt([g, "run", model, "--time", "--threads", "1", "--layouts", "plain", "--warmup",
+                                         "2", "--reps", str(a.reps), "--json"] + extra))["time"]
+                    cpu[kind].append(t["cpu_seconds"])
+                    wall[kind].append(t["seconds"])
+            for kind, _ in kinds:
+                e1 = (pred[kind] / prof[kind] - 1) * 100
+                errs[(kind, "profile")].append(abs(e1))
+                row += [f"{pred[kind] * 1e3:.3f}", f"{prof[kind] * 1e3:.3f}", f"{e1:+.1f}"]
+                if a.rounds:
+                    meas, w = statistics.median(cpu[kind]), statistics.median(wall[kind])
+                    e2 = (pred[kind] / meas - 1) * 100
+                    errs[(kind, "time")].append(abs(e2))
+                    row += [f"{meas * 1e3:.3f} ({w * 1e3:.3f})", f"{e2:+.1f}"]
+                else:
+                    row += ["-", "-"]
             print(f"| {m} | {' | '.join(row)} | {ngroups} |", flush=True)
-    print(f"\nmedian |error|: unfused {statistics.median(errs['unfused']):.1f} %, "
-          f"fused {statistics.median(errs['fused']):.1f} %")
+    for w in ("profile", "time"):
+        if errs[("unfused", w)]:
+            print(f"\nmedian |error| against the {w} measure: unfused "
+                  f"{statistics.median(errs[('unfused', w)]):.1f} %, fused {statistics.median(errs[('fused', w)]):.1f} %")
     return 0
 
 

@@ -51,7 +51,9 @@ int gopt_exec_fusable(const gopt_graph *g, int32_t n);
  *   GOPT_EXEC_GROUP_CHAIN  a float Conv or MatMul with constant weights and exactly the post-op
  *                          chain the layout pass builds from it (MatMul bias Add, Relu, LeakyRelu,
  *                          Clip with constant bounds, Sigmoid, Tanh, HardSwish, x*Sigmoid(x), one
- *                          residual Add as oneDNN sum; a zero Pad before a Conv) as one oneDNN step;
+ *                          residual Add as oneDNN sum; a zero Pad before a Conv) as one oneDNN step,
+ *                          or that chain extended by post-ops only a group takes (oneDNN binary
+ *                          Add/Mul/Sub/Div/Max/Min with a broadcast operand, PyTorch's GELU);
  *   GOPT_EXEC_GROUP_NONE   anything else, and groups of fewer than two nodes.
  * Constants without data (structure-only files) count as present (the executor makes them up),
  * except Clip bounds, whose values must be known. Graph only: no executor needed. */
@@ -199,6 +201,13 @@ typedef struct gopt_exec_profile {
  * host the wall time; on a loaded one without the waits for a core), else wall time. */
 int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db,
                           gopt_exec_profile *p, gopt_error *err);
+/* The same with the steps timed in one of two ways: GOPT_EXEC_PROFILE_ISOLATED (as above: each step
+ * re-run alone on its inputs, TASO's way) or GOPT_EXEC_PROFILE_CONTEXT (each step timed inside
+ * `reps` whole runs, its output allocation and frees included, and a signature's samples over all
+ * its steps pooled: what the step costs in this run, so the steps add up to the whole run). */
+enum { GOPT_EXEC_PROFILE_ISOLATED = 0, GOPT_EXEC_PROFILE_CONTEXT = 1 };
+int gopt_exec_profile_run_mode(gopt_exec *x, int warmup, int reps, int mode, gopt_costdb *db,
+                               gopt_exec_profile *p, gopt_error *err);
 void gopt_exec_profile_clear(gopt_exec_profile *p); /* accepts NULL */
 /* End-to-end time only: `warmup` runs, then the median of `reps` timed runs into *seconds. */
 int gopt_exec_time_run(gopt_exec *x, int warmup, int reps, double *seconds, gopt_error *err);

@@ -37,6 +37,8 @@ static const char run_help[] =
     "  --batch N           bind the symbolic batch dimension when no inputs are given (default 1)\n"
     "  --threads N         OpenMP threads (default: all cores)\n"
     "  --profile           time each op (warm-ups, then the median of timed runs) and the whole run\n"
+    "  --steps isolated|context  how --profile times each op: re-run alone on its inputs (default,\n"
+    "                      as TASO) or inside the whole runs (allocation and cache state of the run)\n"
     "  --time              end-to-end time only (warm-ups, then the median of timed runs)\n"
     "  --warmup N --reps N warm-up and timed runs of --profile and --time (8, 32, as TASO)\n"
     "  --costdb FILE       measured-cost database: ops found there are not measured again; new\n"
@@ -53,7 +55,7 @@ static const char run_help[] =
     "  --no-nan-check      do not look for the first op that produced NaN/Inf\n";
 
 typedef struct run_opts {
-  const char *model, *inputs, *outputs, *check, *costdb, *order, *fusion, *format, *layouts;
+  const char *model, *inputs, *outputs, *check, *costdb, *order, *fusion, *format, *layouts, *steps;
   double rtol, atol;
   long seed, batch, threads, warmup, reps;
   int profile, time, json, no_fold, no_nan;
@@ -531,7 +533,8 @@ static int run_profile(gopt_exec *x, const gopt_graph *g, const run_opts *o, jso
       if (!db) return -1;
     }
   }
-  if (gopt_exec_profile_run(x, (int)o->warmup, (int)o->reps, db, &p, &err)) {
+  int mode = o->steps && !strcmp(o->steps, "context") ? GOPT_EXEC_PROFILE_CONTEXT : GOPT_EXEC_PROFILE_ISOLATED;
+  if (gopt_exec_profile_run_mode(x, (int)o->warmup, (int)o->reps, mode, db, &p, &err)) {
     fprintf(stderr, "gopt run: %s: %s\n", o->model, err.msg);
     goto done;
   }
@@ -656,6 +659,7 @@ int cli_run(int argc, char **argv) {
     STR_FLAG("--fusion", fusion)
     STR_FLAG("--format", format)
     STR_FLAG("--layouts", layouts)
+    STR_FLAG("--steps", steps)
     LONG_FLAG("--seed", seed, 0, 1L << 62)
     LONG_FLAG("--batch", batch, 1, 1L << 30)
     LONG_FLAG("--threads", threads, 1, 4096)
@@ -682,6 +686,8 @@ int cli_run(int argc, char **argv) {
     return cli_usage_error("run", "--format: expected pb or npy, got '%s'", o.format);
   if (o.layouts && strcmp(o.layouts, "auto") && strcmp(o.layouts, "plain"))
     return cli_usage_error("run", "--layouts: expected auto or plain, got '%s'", o.layouts);
+  if (o.steps && strcmp(o.steps, "isolated") && strcmp(o.steps, "context"))
+    return cli_usage_error("run", "--steps: expected isolated or context, got '%s'", o.steps);
   if (o.check && o.inputs) return cli_usage_error("run", "--check reads its own inputs; drop --inputs");
   if (o.check && !is_dir(o.check))
     return cli_usage_error("run", "--check %s: not a folder", o.check);

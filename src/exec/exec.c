@@ -876,6 +876,7 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
   x->live_plain = x->peak_plain = x->live_bytes;
   for (size_t s = 0; s < x->n_steps; s++) {
     ex_kernel *k = &x->steps[s];
+    double t_step = x->step_sec ? ex_prof_now(x) : 0;
     for (int j = 0; j < k->n_out; j++) {
       int32_t t = k->out[j];
       ex_val *v = &x->vals[t];
@@ -924,6 +925,7 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
         v->data = NULL;
       }
     }
+    if (x->step_sec) x->step_sec[s] = ex_prof_now(x) - t_step;
   }
   x->ran = 1;
 done:

@@ -75,6 +75,8 @@ struct gopt_exec {
   void *strs;                /* STRING tensors' values (k_string.c); NULL when none */
   int graph_only;            /* a graph-level check (gopt_exec_group_kind, gopt_exec_auto_plan): no
                                 values; constants are read from the graph or count as present */
+  double *step_sec;          /* NULL, or per step: the profiler clock's seconds of the step in the last
+                                run (its outputs' allocation, kernel and frees; in-context profiling) */
 };
 
 /* ---- helpers (exec.c) ---------------------------------------------------------------------------- */
@@ -181,21 +183,25 @@ void ex_dnnl_fini(gopt_exec *x);
 void ex_release_acts(gopt_exec *x);
 
 /* ---- layout assignment (exec_layout.c) ------------------------------------------------------------- */
-/* One post-op of a convolution: a oneDNN eltwise (alg = dnnl_alg_kind_t, alpha, beta) or the sum
- * with the chain's residual tensor. */
-#define EX_MAX_POST 4
+/* One post-op of a convolution: a oneDNN eltwise (alg = dnnl_alg_kind_t, alpha, beta), the sum
+ * with the chain's residual tensor, or (in a --fusion group only, ex_chain's extended post-ops) a
+ * oneDNN binary op (bin = dnnl_alg_kind_t) with tensor src1 broadcast to the output. */
+#define EX_MAX_POST 6
+#define EX_MAX_CHAIN_NODES (2 + 5 * EX_MAX_POST) /* head, Pad aside; GELU takes 5 nodes */
 typedef struct ex_post {
   int sum;
   int alg;
   float alpha, beta;
+  int bin;       /* dnnl binary alg, 0: not a binary post-op */
+  int32_t src1;  /* the binary op's other operand */
 } ex_post;
 /* A Conv, or a MatMul with constant 2-D weights, and the nodes its step runs as post-ops (nodes[0]
  * is the head; the step runs at the last node's position, writes out and reads residual (-1: none)
- * besides the head's inputs). */
+ * and every binary post-op's src1 besides the head's inputs). */
 typedef struct ex_chain {
   int n_post, n_nodes;
   ex_post post[EX_MAX_POST];
-  int32_t nodes[2 + 2 * EX_MAX_POST];
+  int32_t nodes[EX_MAX_CHAIN_NODES];
   int32_t residual, out;
   int32_t bias;       /* a MatMul chain's constant bias (its first Add; the matmul's bias), or -1 */
   int32_t pad;        /* a Conv's zero Pad node before it, folded into its padding, or -1 */
@@ -251,6 +257,9 @@ int ex_layout_step_begin(gopt_exec *x);
  * signatures, and a step that reads or writes a oneDNN layout is marked as such. */
 uint64_t ex_layout_step_sig(const gopt_exec *x, const ex_kernel *k);
 int ex_layout_step_end(gopt_exec *x, const ex_kernel *k, gopt_error *err);
+
+/* The profiler's clock (exec_profile.c): with one thread the process's CPU clock, else wall time. */
+double ex_prof_now(const gopt_exec *x);
 
 /* ---- NaN / Inf scan --------------------------------------------------------------------------------- */
 /* Counts non-finite floats in n elements. */

@@ -62,6 +62,12 @@ typedef struct ex_unit {
   int n_mem;
 } ex_unit;
 
+/* Whether a chain headed by h may take the extended post-ops (oneDNN binary ops with a broadcast or
+ * same-shape operand, GELU): only as a fusion decision (a --fusion group holding h, or a group
+ * checked without an executor), never in the executor's own plan, whose numerics they change
+ * (GELU: oneDNN's erf) and which the fusion task may then choose against. */
+static int unit_ext(const ex_unit *u, int32_t h) { return u->mem || (u->group && u->group[h] >= 0); }
+
 static int in_unit(const ex_unit *u, int32_t h, int32_t c) {
   if (u->mem) {
     for (int i = 0; i < u->n_mem; i++)
@@ -271,15 +277,116 @@ int ex_layout_concat_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
   return 1;
 }
 
+/* The oneDNN binary post-op of node c (Add, Mul, Sub, Div, Max, Min of two inputs) that reads the
+ * chain's value cur at input slot: 1 with *alg and *src1 (the other operand) filled when src1
+ * broadcasts to cur (right-aligned, each dim 1 or equal), c's output has cur's shape, cur is the
+ * left operand of Sub/Div, and oneDNN can read src1 beside the head's destination: a Conv's
+ * src1 is a scalar or per-channel ([.., C, 1, ..]); a MatMul's (whose 2-D destination folds the
+ * leading dims into M) has leading dims all 1 or all equal to the output's. */
+static int binary_of(const gopt_exec *x, int32_t h, int32_t c, int slot, int32_t cur, int *alg, int32_t *src1) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[c];
+  switch (nd->op) {
+    case GOPT_OP_ADD: *alg = dnnl_binary_add; break;
+    case GOPT_OP_MUL: *alg = dnnl_binary_mul; break;
+    case GOPT_OP_SUB: *alg = dnnl_binary_sub; break;
+    case GOPT_OP_DIV: *alg = dnnl_binary_div; break;
+    case GOPT_OP_MAX: *alg = dnnl_binary_max; break;
+    case GOPT_OP_MIN: *alg = dnnl_binary_min; break;
+    default: return 0;
+  }
+  if (nd->n_in != 2 || ((nd->op == GOPT_OP_SUB || nd->op == GOPT_OP_DIV) && slot != 0)) return 0;
+  int32_t b = gopt_node_input(g, c, 1 - slot);
+  int r = ex_rank(x, cur);
+  if (b < 0 || b == cur || !is_float(x, b) || (ex_is_const(x, b) && !const_ok(x, b)) || ex_rank(x, b) > r ||
+      !same_shape(x, cur, gopt_node_output(g, c, 0)))
+    return 0;
+  const int64_t *cd = ex_dims(x, cur), *bd = ex_dims(x, b);
+  int64_t bb[GOPT_MAX_RANK];
+  for (int i = 0; i < r; i++) {
+    int j = i - (r - ex_rank(x, b));
+    bb[i] = j < 0 ? 1 : bd[j];
+    if (bb[i] != 1 && bb[i] != cd[i]) return 0;
+  }
+  if (g->nodes.a[h].op == GOPT_OP_CONV) {
+    for (int i = 0; i < r; i++)
+      if (i != 1 && bb[i] != 1) return 0;
+  } else {
+    int ones = 1, full = 1;
+    for (int i = 0; i < r - 1; i++) ones &= bb[i] == 1, full &= bb[i] == cd[i];
+    if (!ones && !full) return 0;
+  }
+  *src1 = b;
+  return 1;
+}
+
+/* Single live use of t inside the unit, not a graph output: that node (and its input slot), or -1. */
+static int32_t sole_use(const gopt_exec *x, int32_t t, const ex_unit *u, int32_t h, int *slot) {
+  int32_t un[2];
+  int us[2];
+  if (t < 0 || is_output(x, t) || uses(x, t, un, us, 2) != 1 || opaque(x, un[0]) || !in_unit(u, h, un[0]) ||
+      absorbed(x, un[0]))
+    return -1;
+  if (slot) *slot = us[0];
+  return un[0];
+}
+
+/* Whether node n of type op reads t and a constant scalar within tol of v (either order). */
+static int op_with_scalar(const gopt_exec *x, int32_t n, int op, int32_t t, float v, float tol) {
+  const gopt_graph *g = x->g;
+  if (n < 0 || g->nodes.a[n].op != op || g->nodes.a[n].n_in != 2) return 0;
+  int32_t a = gopt_node_input(g, n, 0), b = gopt_node_input(g, n, 1);
+  float s;
+  if (op == GOPT_OP_DIV && a != t) return 0;
+  int32_t o = a == t ? b : b == t ? a : -1;
+  return o >= 0 && o != t && const_scalar(x, o, 0.0f, &s) && fabsf(s - v) <= tol;
+}
+
+/* x * 0.5 * (1 + erf(x / sqrt 2)) as PyTorch exports GELU (Div, Erf, Add 1, Mul x, Mul 0.5), the
+ * two uses of cur being u0, u1: oneDNN's gelu_erf post-op. Appends the five nodes to ch and returns
+ * the output, or -1. */
+static int32_t gelu_step(gopt_exec *x, ex_chain *ch, int32_t cur, const int32_t un[2], const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  int32_t h = ch->nodes[0];
+  int di = g->nodes.a[un[0]].op == GOPT_OP_DIV ? 0 : 1;
+  int32_t dv = un[di], m1 = un[1 - di];
+  if (!op_with_scalar(x, dv, GOPT_OP_DIV, cur, 1.41421356f, 1e-6f) || opaque(x, dv) || opaque(x, m1) ||
+      !in_unit(u, h, dv) || !in_unit(u, h, m1) || absorbed(x, dv) || absorbed(x, m1) ||
+      g->nodes.a[m1].op != GOPT_OP_MUL || g->nodes.a[m1].n_in != 2)
+    return -1;
+  int32_t ef = sole_use(x, gopt_node_output(g, dv, 0), u, h, NULL);
+  if (ef < 0 || g->nodes.a[ef].op != GOPT_OP_ERF) return -1;
+  int32_t ad = sole_use(x, gopt_node_output(g, ef, 0), u, h, NULL);
+  if (!op_with_scalar(x, ad, GOPT_OP_ADD, gopt_node_output(g, ef, 0), 1.0f, 0.0f)) return -1;
+  int32_t am = sole_use(x, gopt_node_output(g, ad, 0), u, h, NULL);
+  if (am != m1) return -1;
+  int32_t m2 = sole_use(x, gopt_node_output(g, m1, 0), u, h, NULL);
+  if (!op_with_scalar(x, m2, GOPT_OP_MUL, gopt_node_output(g, m1, 0), 0.5f, 0.0f)) return -1;
+  ex_post *p = &ch->post[ch->n_post++];
+  memset(p, 0, sizeof *p);
+  p->alg = dnnl_eltwise_gelu_erf;
+  p->src1 = -1;
+  int32_t mem[5] = {dv, ef, ad, m1, m2};
+  for (int i = 0; i < 5; i++) ch->nodes[ch->n_nodes++] = mem[i];
+  return gopt_node_output(g, m2, 0);
+}
+
+/* Whether r can be the residual of a sum post-op on cur writing y (same shape, float). */
+static int residual_ok(const gopt_exec *x, int32_t r, int32_t cur, int32_t y) {
+  return r >= 0 && r != cur && is_float(x, r) && same_shape(x, r, cur) && same_shape(x, r, y);
+}
+
 /* Extends chain ch of conv n by one post-op reading cur; returns the tensor it writes, or -1. */
 static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const ex_unit *u) {
   const gopt_graph *g = x->g;
   int32_t un[3];
   int us[3];
   int32_t h = ch->nodes[0];
-  if (is_output(x, cur) || ch->n_post >= EX_MAX_POST) return -1;
-  int nu = uses(x, cur, un, us, 3);
+  if (is_output(x, cur) || ch->n_post >= EX_MAX_POST || ch->n_nodes + 5 > EX_MAX_CHAIN_NODES) return -1;
+  int nu = uses(x, cur, un, us, 3), ext = unit_ext(u, h);
   ex_post *p = &ch->post[ch->n_post];
+  p->sum = p->bin = 0;
+  p->src1 = -1;
   if (nu == 1) {
     int32_t c = un[0];
     const gopt_node *nd = &g->nodes.a[c];
@@ -293,18 +400,21 @@ static int32_t chain_step(gopt_exec *x, ex_chain *ch, int32_t cur, const ex_unit
     }
     if (us[0] == 0 && eltwise_of(x, c, &p->alg, &p->alpha, &p->beta)) {
       p->sum = 0;
-    } else if (nd->op == GOPT_OP_ADD && nd->n_in == 2 && ch->residual < 0) {
+    } else if (nd->op == GOPT_OP_ADD && nd->n_in == 2 && ch->residual < 0 &&
+               residual_ok(x, gopt_node_input(g, c, 1 - us[0]), cur, gopt_node_output(g, c, 0))) {
       int32_t r = gopt_node_input(g, c, 1 - us[0]);
-      if (r < 0 || r == cur || !is_float(x, r) || !same_shape(x, r, cur) || !same_shape(x, r, gopt_node_output(g, c, 0)))
-        return -1;
       p->sum = 1;
       ch->residual = r;
-    } else {
+    } else if (!(ext && binary_of(x, h, c, us[0], cur, &p->bin, &p->src1))) {
       return -1;
     }
     ch->nodes[ch->n_nodes++] = c;
     ch->n_post++;
     return gopt_node_output(g, c, 0);
+  }
+  if (nu == 2 && ext) {
+    int32_t o = gelu_step(x, ch, cur, un, u);
+    if (o >= 0) return o;
   }
   if (nu == 2) { /* x * Sigmoid(x): swish */
     int si = g->nodes.a[un[0]].op == GOPT_OP_SIGMOID ? 0 : 1;
@@ -754,7 +864,7 @@ uint64_t ex_layout_step_sig(const gopt_exec *x, const ex_kernel *k) {
   if (!l) return sig;
   if (l->chain_of[k->node] >= 0) { /* a conv with post-ops: the members combined */
     const ex_chain *ch = &l->chains[l->chain_of[k->node]];
-    int32_t mem[2 + 2 * EX_MAX_POST + 1];
+    int32_t mem[EX_MAX_CHAIN_NODES + 1];
     memcpy(mem, ch->nodes, (size_t)ch->n_nodes * sizeof *mem);
     if (ch->pad >= 0) mem[ch->n_nodes] = ch->pad;
     sig = gopt_group_signature(x->g, mem, ch->n_nodes + (ch->pad >= 0)); /* the simulator's group's */

@@ -1,6 +1,9 @@
 /* exec_profile.c: profiling as TASO measures ops: warm-up runs, then the median of timed runs, for
  * every execution step in isolation and for the whole graph; distinct signatures are measured once
- * and cached in the measured-cost database (gopt_costdb). */
+ * and cached in the measured-cost database (gopt_costdb). In context (GOPT_EXEC_PROFILE_CONTEXT)
+ * each step is timed inside whole runs instead: the caches hold what the run left there (weights
+ * are not warm from re-running the step) and the executor's per-step work (output allocation, the
+ * frees after it, in-place hand-overs) is counted, so the steps add up to the run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +31,7 @@ static double cpu_now(void) {
 
 /* The profiler's clock: with one thread the process's CPU clock (a loaded host's waits for a core
  * are not counted; with one thread it is the run's wall time on an idle host), else wall time. */
-static double prof_now(const gopt_exec *x) { return x->threads == 1 ? cpu_now() : gopt_now(); }
+double ex_prof_now(const gopt_exec *x) { return x->threads == 1 ? cpu_now() : gopt_now(); }
 
 /* Describes step k for the database: the node's signature, or the fused group's members. */
 static void step_desc(const gopt_exec *x, const ex_kernel *k, char *buf, size_t len) {
@@ -43,17 +46,51 @@ static void step_desc(const gopt_exec *x, const ex_kernel *k, char *buf, size_t 
   }
 }
 
+/* In-context step times: `reps` whole runs after `warmup`, each step timed inside them
+ * (x->step_sec); ctx[s * reps + i] is step s's time in run i. */
+static int context_times(gopt_exec *x, int warmup, int reps, double *ctx, gopt_error *err) {
+  int rc = GOPT_OK;
+  x->step_sec = calloc(x->n_steps + 1, sizeof *x->step_sec);
+  if (!x->step_sec) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int i = 0; i < warmup && !rc; i++) rc = gopt_exec_run(x, err);
+  for (int i = 0; i < reps && !rc; i++) {
+    rc = gopt_exec_run(x, err);
+    for (size_t s = 0; !rc && s < x->n_steps; s++) ctx[s * (size_t)reps + (size_t)i] = x->step_sec[s];
+  }
+  free(x->step_sec);
+  x->step_sec = NULL;
+  return rc;
+}
+
+/* Median of every in-context sample of the steps with step s's signature (pooled over them). */
+static double context_median(const gopt_exec *x, const double *ctx, int reps, size_t s, double *buf) {
+  size_t n = 0;
+  for (size_t q = s; q < x->n_steps; q++)
+    if (x->steps[q].sig == x->steps[s].sig)
+      for (int i = 0; i < reps; i++) buf[n++] = ctx[q * (size_t)reps + (size_t)i];
+  return median(buf, (int)n);
+}
+
 int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db, gopt_exec_profile *p,
                           gopt_error *err) {
+  return gopt_exec_profile_run_mode(x, warmup, reps, GOPT_EXEC_PROFILE_ISOLATED, db, p, err);
+}
+
+int gopt_exec_profile_run_mode(gopt_exec *x, int warmup, int reps, int mode, gopt_costdb *db, gopt_exec_profile *p,
+                               gopt_error *err) {
   int rc = GOPT_OK;
   int saved_nan = x->check_nan;
-  double *t = NULL;
+  double *t = NULL, *ctx = NULL, *pool = NULL;
   memset(p, 0, sizeof *p);
   if (reps < 1) reps = 1;
   if (warmup < 0) warmup = 0;
   t = malloc((size_t)reps * sizeof *t);
   p->steps = calloc(x->n_steps + 1, sizeof *p->steps);
-  if (!t || !p->steps) {
+  if (mode == GOPT_EXEC_PROFILE_CONTEXT) {
+    ctx = malloc((x->n_steps + 1) * (size_t)reps * sizeof *ctx);
+    pool = malloc((x->n_steps + 1) * (size_t)reps * sizeof *pool);
+  }
+  if (!t || !p->steps || (mode == GOPT_EXEC_PROFILE_CONTEXT && (!ctx || !pool))) {
     rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
     goto done;
   }
@@ -62,16 +99,19 @@ int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db, g
   for (int i = 0; i < warmup; i++)
     if ((rc = gopt_exec_run(x, err))) goto done;
   for (int i = 0; i < reps; i++) {
-    double t0 = prof_now(x);
+    double t0 = ex_prof_now(x);
     if ((rc = gopt_exec_run(x, err))) goto done;
-    t[i] = prof_now(x) - t0;
+    t[i] = ex_prof_now(x) - t0;
   }
   p->seconds = median(t, reps);
   p->peak_bytes = x->peak_bytes;
-  /* per step: one run that keeps every buffer, then each step alone */
-  x->profiling = 1;
-  rc = gopt_exec_run(x, err);
-  if (rc) goto done;
+  if (ctx) { /* per step inside whole runs */
+    if ((rc = context_times(x, warmup, reps, ctx, err))) goto done;
+  } else { /* per step: one run that keeps every buffer, then each step alone */
+    x->profiling = 1;
+    rc = gopt_exec_run(x, err);
+    if (rc) goto done;
+  }
   p->n_steps = x->n_steps;
   for (size_t s = 0; s < x->n_steps; s++) {
     ex_kernel *k = &x->steps[s];
@@ -91,15 +131,19 @@ int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db, g
           o->cached = p->steps[q].cached;
           found = 1;
         }
-      if (!found) {
+      if (!found && ctx) {
+        o->seconds = context_median(x, ctx, reps, s, pool);
+      } else if (!found) {
         for (int i = 0; i < warmup; i++)
           if ((rc = k->run(x, k, err))) goto done;
         for (int i = 0; i < reps; i++) {
-          double t0 = prof_now(x);
+          double t0 = ex_prof_now(x);
           if ((rc = k->run(x, k, err))) goto done;
-          t[i] = prof_now(x) - t0;
+          t[i] = ex_prof_now(x) - t0;
         }
         o->seconds = median(t, reps);
+      }
+      if (!found) {
         p->n_measured++;
         if (db) {
           char desc[512];
@@ -123,6 +167,8 @@ done:
   x->check_nan = saved_nan;
   ex_release_acts(x);
   free(t);
+  free(ctx);
+  free(pool);
   if (rc) gopt_exec_profile_clear(p);
   return rc;
 }

@@ -86,7 +86,9 @@ int ex_dnnl_handles(int op) {
   }
 }
 
-#define DN_MAX_ARGS (EX_CONCAT_MAX + 8)
+/* arguments of one primitive: a concat's inputs, or a chain's source, weights, bias, destination
+ * and the operands of its binary post-ops */
+#define DN_MAX_ARGS (EX_CONCAT_MAX + 8 > 6 + EX_MAX_POST ? EX_CONCAT_MAX + 8 : 6 + EX_MAX_POST)
 
 /* A primitive and the memories of its arguments. tensor[i] >= 0: the memory points at that
  * tensor's buffer on each run; -1: fixed memory (reordered weights, owned by the cache of
@@ -410,17 +412,39 @@ static void fold_at(int64_t dd[2], int r, const int64_t *dims, int64_t axis) {
 
 /* ---- Conv ------------------------------------------------------------------------------------------ */
 
-/* Post-op attributes of chain ch (NULL when there is none). */
-static dnnl_status_t post_ops_attr(const ex_chain *ch, dnnl_primitive_attr_t *attr) {
+/* Plain descriptor of binary post-op operand t against the primitive's destination dst (dims of
+ * the chain's output tensor, possibly with the leading dims folded into one, as a MatMul's 2-D
+ * destination): t's dims right-aligned to the output's, folded the same way (exec_layout.c's
+ * binary_of admits only operands that fold: leading dims all 1 or all full). */
+static void src1_md(const gopt_exec *x, int32_t t, int32_t out, const dnnl_memory_desc_t *dst, dnnl_memory_desc_t *md) {
+  int r = ex_rank(x, out), rb = ex_rank(x, t), nd = dst->ndims;
+  int64_t bb[GOPT_MAX_RANK], d[DNNL_MAX_NDIMS];
+  for (int i = 0; i < r; i++) bb[i] = i < r - rb ? 1 : ex_dims(x, t)[i - (r - rb)];
+  for (int i = 0; i < nd; i++) d[i] = 1;
+  for (int i = 0; i < r; i++) d[i < r - nd ? 0 : i - (r - nd)] *= bb[i]; /* leading dims fold into the first */
+  md_plain(md, nd, d);
+}
+
+/* Post-op attributes of chain ch (NULL when there is none); dst: the primitive's destination
+ * descriptor (binary operands are described against it). */
+static dnnl_status_t post_ops_attr(const gopt_exec *x, const ex_chain *ch, const dnnl_memory_desc_t *dst,
+                                   dnnl_primitive_attr_t *attr) {
   dnnl_post_ops_t po = NULL;
   dnnl_status_t st = dnnl_success;
   *attr = NULL;
   if (!ch) return st;
   if ((st = dnnl_post_ops_create(&po)) != dnnl_success) return st;
-  for (int i = 0; i < ch->n_post && st == dnnl_success; i++)
-    st = ch->post[i].sum ? dnnl_post_ops_append_sum(po, 1.0f)
-                         : dnnl_post_ops_append_eltwise(po, 1.0f, (dnnl_alg_kind_t)ch->post[i].alg,
-                                                        ch->post[i].alpha, ch->post[i].beta);
+  for (int i = 0; i < ch->n_post && st == dnnl_success; i++) {
+    const ex_post *p = &ch->post[i];
+    dnnl_memory_desc_t md;
+    if (p->bin) {
+      src1_md(x, p->src1, ch->out, dst, &md);
+      st = dnnl_post_ops_append_binary(po, (dnnl_alg_kind_t)p->bin, &md);
+    } else {
+      st = p->sum ? dnnl_post_ops_append_sum(po, 1.0f)
+                  : dnnl_post_ops_append_eltwise(po, 1.0f, (dnnl_alg_kind_t)p->alg, p->alpha, p->beta);
+    }
+  }
   if (st == dnnl_success) st = dnnl_primitive_attr_create(attr);
   if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(*attr, po);
   dnnl_post_ops_destroy(po);
@@ -475,15 +499,32 @@ static void conv_pads(const gopt_graph *g, int32_t node, int sp, const int64_t *
   }
 }
 
-/* The step of a conv with post-ops writes the chain's output and reads its residual too. */
+/* The step of a conv with post-ops writes the chain's output and reads its residual and its binary
+ * post-ops' operands too. */
 static int conv_chain_io(gopt_exec *x, ex_kernel *k, const ex_chain *ch, gopt_error *err) {
   k->out[0] = ch->out;
-  if (ch->residual < 0) return GOPT_OK;
-  int32_t *in = realloc(k->in, (size_t)(k->n_in + 2) * sizeof *in);
+  int32_t *in = realloc(k->in, (size_t)(k->n_in + 2 + ch->n_post) * sizeof *in);
   if (!in) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   k->in = in;
-  k->in[k->n_in++] = ch->residual;
+  if (ch->residual >= 0) k->in[k->n_in++] = ch->residual;
+  for (int i = 0; i < ch->n_post; i++)
+    if (ch->post[i].bin) k->in[k->n_in++] = ch->post[i].src1;
   return GOPT_OK;
+}
+
+/* Binds every binary post-op's operand (after the primitive is made; dst: its destination). */
+static int bind_src1(gopt_exec *x, ex_kernel *k, dn_st *s, const ex_chain *ch, const dnnl_memory_desc_t *dst,
+                     gopt_error *err) {
+  int rc = GOPT_OK;
+  for (int i = 0; ch && i < ch->n_post; i++) {
+    if (!ch->post[i].bin) continue;
+    dnnl_memory_desc_t md;
+    src1_md(x, ch->post[i].src1, ch->out, dst, &md);
+    DN(dn_add(s, x->dnnl, DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1, &md, ch->post[i].src1, NULL),
+       "memory");
+  }
+done:
+  return rc;
 }
 
 /* The copy of constant W (read through w_usr) in layout w_want: found in the cache, or made there
@@ -576,7 +617,7 @@ static int prep_matmul_wconst(gopt_exec *x, ex_kernel *k, dn_st *s, const dnnl_m
   dnnl_memory_desc_init_by_tag(&w_any, wt_md->ndims, wt_md->dims, dnnl_f32, dnnl_format_tag_any);
   dnnl_matmul_desc_t md;
   DN(dnnl_matmul_desc_init(&md, am, &w_any, cm, ym), "matmul descriptor");
-  DN(post_ops_attr(ch && ch->n_post ? ch : NULL, &attr), "post-ops");
+  DN(post_ops_attr(x, ch && ch->n_post ? ch : NULL, ym, &attr), "post-ops");
   DN(dnnl_primitive_desc_create(&pd, &md, attr, d->eng, NULL), "matmul");
   dnnl_memory_desc_t w_want = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   DN(dn_make(s, pd), "matmul primitive");
@@ -586,6 +627,7 @@ static int prep_matmul_wconst(gopt_exec *x, ex_kernel *k, dn_st *s, const dnnl_m
   if (cm) DN(dn_add(s, d, DNNL_ARG_BIAS, cm, C, NULL), "memory");
   s->dst_arg = s->n;
   DN(dn_add(s, d, DNNL_ARG_DST, ym, k->out[0], NULL), "memory");
+  if ((rc = bind_src1(x, k, s, ch, ym, err))) goto done;
   if (ch) {
     s->res = ch->residual;
     s->res_bytes = dnnl_memory_desc_get_size(ym);
@@ -658,7 +700,7 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
                     !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd_ref, dnnl_query_dst_md, 0), &dst_md)
                 ? 2 : 0;
   if (x->lay && wconst) {
-    DN(post_ops_attr(ch, &attr), "post-ops");
+    DN(post_ops_attr(x, ch, &dst_md, &attr), "post-ops");
     /* read the input in its producer's layout and accumulate in the residual's, unless that
      * makes oneDNN fall back to slow code: then it reorders */
     const dnnl_memory_desc_t *xm = ex_layout_md(x, X), *rm = R >= 0 ? ex_layout_md(x, R) : NULL;
@@ -693,6 +735,7 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   if ((rc = dn_bind_io(x, k, s, &p_src, &p_dst, X, Y, R, &n_re, err))) goto done;
   if ((rc = conv_weights(x, k, s, W, wconst, &w_usr, &w_want, err))) goto done;
   if (B >= 0) DN(dn_add(s, d, DNNL_ARG_BIAS, &b_md, B, NULL), "memory");
+  if ((rc = bind_src1(x, k, s, ch, &dst_md, err))) goto done;
   ex_layout_note(x, k->node, n_re, n_plain);
 done:
   if (pd) dnnl_primitive_desc_destroy(pd);

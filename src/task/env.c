@@ -28,7 +28,7 @@ void gopt_env_free(gopt_env *e) {
   gopt_sim_free(e->sim);
   void *arrs[] = {e->order, e->pos, e->succ_off, e->succ, e->pred_off, e->pred, e->t0, e->dprio,
                   e->out_bytes, e->cls, e->fixed_dev, e->vars, e->fuse_var, e->xdef, e->dfs_rank,
-                  e->host_step, e->host_chain};
+                  e->host_step, e->host_chain, e->host_chain_off, e->host_chain_mem};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   free(e);
 }
@@ -59,6 +59,19 @@ static int host_plan(gopt_env *e, gopt_error *err) {
   for (size_t n = 0; n < nn; n++)
     if (e->host_step[n] >= 0 && e->host_step[n] != (int32_t)n) e->host_chain[n] = e->host_chain[e->host_step[n]];
   free(cnt);
+  /* each chain's nodes (a merge with a chain's node is checked as the whole chain, task_group.c) */
+  if (GOPT_ALLOC(e->host_chain_off, (size_t)e->n_host_chains + 1) || GOPT_ALLOC(e->host_chain_mem, nn))
+    return gopt_error_set(err, GOPT_ENOMEM, "task: out of memory");
+  for (int32_t c = 0; c <= e->n_host_chains; c++) e->host_chain_off[c] = 0;
+  for (size_t n = 0; n < nn; n++)
+    if (e->host_chain[n] >= 0) e->host_chain_off[e->host_chain[n] + 1]++;
+  for (int32_t c = 0; c < e->n_host_chains; c++) e->host_chain_off[c + 1] += e->host_chain_off[c];
+  int32_t *cur = NULL;
+  if (GOPT_ALLOC(cur, (size_t)e->n_host_chains + 1)) return gopt_error_set(err, GOPT_ENOMEM, "task: out of memory");
+  memcpy(cur, e->host_chain_off, ((size_t)e->n_host_chains + 1) * sizeof *cur);
+  for (size_t n = 0; n < nn; n++)
+    if (e->host_chain[n] >= 0) e->host_chain_mem[cur[e->host_chain[n]]++] = (int32_t)n;
+  free(cur);
   return GOPT_OK;
 }
 

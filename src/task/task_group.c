@@ -86,25 +86,45 @@ static int32_t n_edge_tensors(const gopt_env *e, int32_t p, int32_t c) {
   return k;
 }
 
+/* Whether node n is among mem[0..k). */
+static int in_list(const int32_t *mem, int k, int32_t n) {
+  for (int i = 0; i < k; i++)
+    if (mem[i] == n) return 1;
+  return 0;
+}
+
 /* Host legality of merging p with the groups roots[0..nr): whether gopt's executor runs the union
- * as one kernel (an elementwise loop or a Conv/MatMul with its oneDNN post-op chain). */
+ * as one kernel. Without a node the executor runs in its own oneDNN steps, the union must be one
+ * elementwise loop. With one of its post-op chains' nodes, the union completed by those chains
+ * whole (task_host_chains adds the rest) must be one Conv/MatMul chain: the executor's chain, or
+ * that chain extended by the union's other nodes as post-ops (binary ops, GELU: the extended
+ * post-ops of exec_layout.c, which only a fusion decision makes), all on p's device. A per-channel
+ * Mul/Add or GlobalAveragePool the executor runs as a oneDNN step of its own joins a group only as
+ * such a chain's post-op (in a loop it would end a oneDNN layout). */
 static int host_ok(task_grouper *gr, int32_t p, int nr) {
   const gopt_env *e = gr->e;
-  int k = 0;
+  int k = 0, chains = 0;
   gr->memb[k++] = e->order[p];
   for (int i = 0; i < nr; i++)
     for (int32_t m = gr->roots[i]; m >= 0; m = gr->next[m]) gr->memb[k++] = e->order[m];
-  /* a loop over nodes the executor runs in gopt's own kernels: grouping a node it runs in a oneDNN
-   * step (a post-op chain's, a claimed per-channel Mul/Add) would break that step or end a oneDNN
-   * layout (reorders); the chains themselves are added whole (task_host_chains) */
-  for (int i = 0; i < k; i++)
-    if (e->host_step[gr->memb[i]] >= 0) return 0;
-  return gopt_exec_group_kind(e->g, gr->memb, k) == GOPT_EXEC_GROUP_LOOP;
+  for (int i = 0; i < k; i++) chains += e->host_step[gr->memb[i]] >= 0;
+  if (!chains) return gopt_exec_group_kind(e->g, gr->memb, k) == GOPT_EXEC_GROUP_LOOP;
+  int k0 = k;
+  for (int i = 0; i < k0; i++) {
+    int32_t c = e->host_chain[gr->memb[i]];
+    if (c < 0) continue;
+    for (int32_t j = e->host_chain_off[c]; j < e->host_chain_off[c + 1]; j++) {
+      int32_t m = e->host_chain_mem[j], q = e->pos[m];
+      if (in_list(gr->memb, k, m)) continue;
+      if (q < 0 || gr->dev[task_grouper_find(gr, q)] != gr->dev[p]) return 0;
+      gr->memb[k++] = m;
+    }
+  }
+  return gopt_exec_group_kind(e->g, gr->memb, k) == GOPT_EXEC_GROUP_CHAIN;
 }
 
 void task_host_chains(const gopt_env *e, const int32_t *dev, gopt_decisions *d) {
   if (!e->host_chain || !d->group || e->n_host_chains == 0) return;
-  const gopt_graph *g = e->g;
   int32_t *dv = malloc((size_t)e->n_host_chains * sizeof *dv), next = (int32_t)d->n_groups;
   int32_t *id = malloc((size_t)e->n_host_chains * sizeof *id);
   if (!dv || !id) { /* without the chains the groups are still legal; only their price is off */
@@ -112,14 +132,18 @@ void task_host_chains(const gopt_env *e, const int32_t *dev, gopt_decisions *d) 
     free(id);
     return;
   }
-  for (int32_t c = 0; c < e->n_host_chains; c++) dv[c] = -1, id[c] = 0;
+  for (int32_t c = 0; c < e->n_host_chains; c++) dv[c] = -1, id[c] = -1;
   for (int32_t p = 0; p < e->n; p++) { /* -2: the chain's nodes are on several devices */
     int32_t c = e->host_chain[e->order[p]], v = dev ? dev[p] : 0;
-    if (c >= 0) dv[c] = dv[c] == -1 ? v : dv[c] == v ? v : -2;
+    if (c < 0) continue;
+    dv[c] = dv[c] == -1 ? v : dv[c] == v ? v : -2;
+    if (d->group[e->order[p]] >= 0) id[c] = d->group[e->order[p]]; /* extended: the decision's group */
   }
-  for (int32_t c = 0; c < e->n_host_chains; c++) id[c] = dv[c] >= 0 ? next++ : -1;
-  for (size_t n = 0; n < g->nodes.n; n++)
-    if (e->host_chain[n] >= 0 && id[e->host_chain[n]] >= 0) d->group[n] = id[e->host_chain[n]];
+  for (int32_t c = 0; c < e->n_host_chains; c++)
+    if (id[c] < 0 && dv[c] >= 0) id[c] = next++;
+  for (int32_t c = 0; c < e->n_host_chains; c++)
+    for (int32_t j = e->host_chain_off[c]; id[c] >= 0 && j < e->host_chain_off[c + 1]; j++)
+      d->group[e->host_chain_mem[j]] = id[c];
   d->n_groups = next;
   free(dv);
   free(id);

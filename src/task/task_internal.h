@@ -48,6 +48,8 @@ struct gopt_env {
   int32_t *host_chain;           /* [g->nodes.n] index of the executor's post-op chain a node is in
                                     (chains of >= 2 nodes), -1; NULL without fuse_host */
   int32_t n_host_chains;
+  int32_t *host_chain_off;       /* CSR [n_host_chains + 1] over host_chain_mem: each chain's nodes */
+  int32_t *host_chain_mem;
 };
 
 /* ---- fusion groups from FUSE bits (task_group.c) ----------------------------------------- */

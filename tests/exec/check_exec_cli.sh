@@ -70,6 +70,11 @@ m1=$(grep '"measured"' "$T/p1" | tr -dc 0-9)
 m2=$(grep '"measured"' "$T/p2" | tr -dc 0-9)
 [ "$m1" = 5 ] && [ "$m2" = 0 ] && ok "measured $m1 then $m2" || fail "measured '$m1' then '$m2' (want 5 then 0)"
 grep -q '"cached": true' "$T/p2" || fail "second profile not from the cache"
+# the same with the steps timed inside whole runs
+"$G" run $D/chain/model.onnx --profile --steps context --json --warmup 1 --reps 3 --costdb "$T/ctx.json" >"$T/p3" \
+  2>/dev/null || fail "--profile --steps context failed"
+m3=$(grep '"measured"' "$T/p3" | tr -dc 0-9)
+[ "$m3" = 5 ] && ok "in context: measured $m3" || fail "in context: measured '$m3' (want 5)"
 
 echo "$fails failures"
 [ "$fails" -eq 0 ]

@@ -58,6 +58,7 @@ exec_error(fusion_nonelem "node 'mm' \\(MatMul\\): fusion group 0: only float el
            ${EXEC_OPS}/chain/model.onnx --fusion ${EXEC_OPS}/chain/fusion_bad.json)
 exec_error(check_not_dir "--check .*: not a folder" ${EXEC_OPS}/Relu/model.onnx --check ${EXEC_OPS}/nope)
 exec_error(bad_layouts "--layouts: expected auto or plain, got .nchw." ${EXEC_OPS}/Relu/model.onnx --layouts nchw)
+exec_error(bad_steps "--steps: expected isolated or context, got .warm." ${EXEC_OPS}/Relu/model.onnx --profile --steps warm)
 exec_error(input_rank "input .src.: expected INT64\\[batch,12\\], got FLOAT\\[2,3,4\\]" corpus/lstm_seq2seq.onnx
            --inputs ${EXEC_OPS}/Shape/test_data_set_0/input_0.pb,${EXEC_OPS}/Shape/test_data_set_0/input_0.pb)
 # malformed Scan axes / ranks and transformer-op inputs whose shapes do not fit each other

@@ -10,7 +10,8 @@
  * separate kernels); an illegal group is refused with one error naming the node. Measured host
  * cost: profiling the fused run (--layouts plain, as with --costdb) records each group under
  * gopt_group_signature, and the simulator on the measured host device prices the same groups
- * from those entries: its serial step equals the sum of the five steps' measured times. */
+ * from those entries: its serial step equals the sum of the five steps' measured times; the same
+ * with the steps timed inside whole runs (GOPT_EXEC_PROFILE_CONTEXT). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,20 +104,22 @@ static void clear4(gopt_host_tensor *t) {
   for (int i = 0; i < 4; i++) gopt_host_tensor_clear(&t[i]);
 }
 
-/* Profiles the run with the groups into a cost database and simulates the same groups on the
- * measured host device from it. */
-static void measured_cost(const gopt_graph *g, const int32_t *group) {
+/* Profiles the run with the groups into a cost database (steps timed in isolation or in context,
+ * mode) and simulates the same groups on the measured host device from it. */
+static void measured_cost(const gopt_graph *g, const int32_t *group, int mode) {
   gopt_error err = {0};
   gopt_costdb *db = gopt_costdb_new("test", 1);
   gopt_exec *x = NULL;
   gopt_exec_opts o = {.threads = 1, .seed = 1, .group = group, .layouts = GOPT_EXEC_LAYOUT_PLAIN};
   gopt_exec_profile p = {0};
   CHECK_MSG(gopt_exec_new(g, &o, &x, NULL, &err) == 0 && gopt_exec_random_inputs(x, 3, &err) == 0 &&
-                gopt_exec_profile_run(x, 1, 3, db, &p, &err) == 0,
+                gopt_exec_profile_run_mode(x, 1, 3, mode, db, &p, &err) == 0,
             "%s", err.msg);
   double sum = 0;
   for (size_t i = 0; i < p.n_steps; i++) sum += p.steps[i].seconds;
   CHECK_EQ_INT(p.n_steps, 5);
+  CHECK_EQ_INT(p.n_measured, 5); /* five distinct signatures, each measured once */
+  for (size_t i = 0; i < p.n_steps; i++) CHECK_MSG(p.steps[i].seconds > 0, "step %zu has no time", i);
   for (int gr = 0; gr < 3; gr++) { /* each group's entry is under its group signature */
     int32_t mem[3];
     int k = 0;
@@ -190,7 +193,8 @@ int main(void) {
     clear4(ref);
     clear4(got);
   }
-  measured_cost(g, group);
+  measured_cost(g, group, GOPT_EXEC_PROFILE_ISOLATED);
+  measured_cost(g, group, GOPT_EXEC_PROFILE_CONTEXT);
   /* an illegal group is refused, naming a node */
   for (size_t i = 0; i < g->nodes.n; i++) group[i] = -1;
   group[nd[N_CONV]] = group[nd[N_RELU]] = group[nd[N_ADD]] = group[nd[N_MUL]] = 0; /* a chain and a Mul */
