@@ -50,8 +50,9 @@ struct sim_old {
   sim_link *lk;     /* [L] */
   int32_t *qtail;   /* [L] each link's queue tail at the checkpoint ... */
   int32_t *qnext;   /* [L] ... and its next_q in the recorded run (ck_restore cuts it) */
-  int32_t *lp, *lr, *lx;     /* [capl] the recorded logs' tails from the checkpoint on ... */
-  int32_t lp0, lr0, lx0;     /* ... which starts at these positions */
+  int32_t *lp, *lr, *lx;     /* [capl] the replay's log entries from the checkpoint on (the
+                                recorded tails stay in the logs until the splice) ... */
+  int32_t lp0, lr0, lx0;     /* ... which start at these positions */
   int32_t ofin[SIM_CHG_MAX]; /* per changed unit: recorded iteration by which it settled */
   unsigned char *ck;         /* [ck_max * ck_size] the recorded checkpoints from ck0 on (the
                                 replay overwrites st->ck with its own) */
@@ -121,13 +122,17 @@ int sim_delta_begin(gopt_sim_state *st, int32_t c) {
   o->nx_c = v.h->nx;
   o->step = st->step;
   memcpy(o->x, st->x + o->nx_c, (size_t)(o->nx - o->nx_c) * sizeof *o->x);
-  /* the replay rewrites the logs from the checkpoint on, possibly past the recorded positions */
+  /* the replay writes its log entries from the checkpoint on to scratch buffers, so that the
+   * recorded tails stay where they are (no copy unless it converges) */
   o->lp0 = v.h->v.np;
   o->lr0 = v.h->v.nr;
   o->lx0 = v.h->v.nxr;
-  memcpy(o->lp, st->plog + o->lp0, (size_t)(o->np - o->lp0) * sizeof *o->lp);
-  memcpy(o->lr, st->rlog + o->lr0, (size_t)(o->nr - o->lr0) * sizeof *o->lr);
-  memcpy(o->lx, st->xlog + o->lx0, (size_t)(o->nxr - o->lx0) * sizeof *o->lx);
+  st->lw[0] = o->lp;
+  st->lw[1] = o->lr;
+  st->lw[2] = o->lx;
+  st->lwb[0] = o->lp0;
+  st->lwb[1] = o->lr0;
+  st->lwb[2] = o->lx0;
   memcpy(o->dv, st->dv, (size_t)st->D * sizeof *o->dv);
   memcpy(o->lk, st->lk, (size_t)st->L * sizeof *o->lk);
   for (int l = 0; l < st->L; l++) {
@@ -153,6 +158,16 @@ int sim_delta_begin(gopt_sim_state *st, int32_t c) {
 void sim_delta_end(gopt_sim_state *st) {
   st->delta_on = 0;
   st->dl_done = INT32_MAX;
+}
+
+void sim_delta_logs_back(gopt_sim_state *st, int conv) {
+  int32_t *lg[3] = {st->plog, st->rlog, st->xlog}, len[3] = {st->np, st->nr, st->nxr};
+  for (int k = 0; k < 3; k++) {
+    if (!conv && st->lw[k] != lg[k] && len[k] > st->lwb[k])
+      memcpy(lg[k] + st->lwb[k], st->lw[k], (size_t)(len[k] - st->lwb[k]) * sizeof *lg[k]);
+    st->lw[k] = lg[k];
+    st->lwb[k] = 0;
+  }
 }
 
 /* The recorded run's transfer oi (by its number then). */
@@ -275,11 +290,13 @@ static void fix_waiting(gopt_sim_state *st) {
   }
 }
 
-/* Copies the recorded log tail from position `from` to its end `end` (saved from position `base`
- * in `saved`) to `to` in log `lg`. */
-static void log_tail(int32_t *lg, const int32_t *saved, int32_t base, int32_t from, int32_t end,
+/* Log lg after a converged replay: the recorded tail [from, end) moves to `to` (the replay's
+ * length; the replay's own entries, from `base` on, are in `scratch`), then the replay's entries
+ * take their place before it. */
+static void log_tail(int32_t *lg, const int32_t *scratch, int32_t base, int32_t from, int32_t end,
                      int32_t to) {
-  if (end > from) memcpy(lg + to, saved + (from - base), (size_t)(end - from) * sizeof *lg);
+  if (end > from && to != from) memmove(lg + to, lg + from, (size_t)(end - from) * sizeof *lg);
+  if (to > base) memcpy(lg + base, scratch, (size_t)(to - base) * sizeof *lg);
 }
 
 /* Shifts the records of the units started in the tail (recorded start log from r->ns on) by dt
@@ -288,6 +305,7 @@ static void log_tail(int32_t *lg, const int32_t *saved, int32_t base, int32_t fr
 static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t dk) {
   const struct sim_old *o = st->old;
   for (int32_t i = r->ns; i < o->ns; i++) {
+    if (i + 12 < o->ns) __builtin_prefetch(&st->ur[st->slog[i + 12]], 1); /* scattered lines */
     sim_ur *W = &st->ur[st->slog[i]];
     W->start += dt;
     W->end += dt;

@@ -261,6 +261,11 @@ struct gopt_sim_state {
   int32_t *plog, *rlog, *xlog; /* [capl] pending / act ref / transfer ref decrements */
   int32_t np, nr, nxr, ns;
   size_t capl;
+  int32_t *lw[3];              /* where the loop writes entry i of the pending / act ref /
+                                  transfer ref log: lw[k][i - lwb[k]] (the logs themselves, or
+                                  during a delta replay scratch buffers, so that the recorded tails
+                                  stay in place for the splice; sim_delta.c) */
+  int32_t lwb[3];
   int32_t iters;               /* iterations of the last evaluation */
   int32_t ck_every, nck, ck_max;
   size_t ck_size;              /* bytes per checkpoint */
@@ -346,6 +351,10 @@ int sim_delta_try(gopt_sim_state *st, sim_lv *lv, const sim_ev *ev, int nev, uin
                   size_t nx);
 /* Ends a replay (converged or not). */
 void sim_delta_end(gopt_sim_state *st);
+/* After the loop: a replay that wrote its log entries to the scratch logs (sim_delta_begin) and
+ * did not converge moves them into the logs (a splice did that itself); the loop writes to the
+ * logs again. */
+void sim_delta_logs_back(gopt_sim_state *st, int conv);
 void sim_delta_free(gopt_sim_state *st);
 
 #endif
