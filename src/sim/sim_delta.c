@@ -254,19 +254,6 @@ static inline int32_t map_cause(const gopt_sim_state *st, int32_t c, int32_t nxk
   return (c >= 0 && (c & 1)) ? SIM_CAUSE_XFER(map_x(st, c >> 1, nxk, dx)) : c;
 }
 
-/* Units readied in the tail (ready_it >= K) by transfer ni (recorded as oi) on its destination:
- * their cause fields now name ni. Each unit is mapped once (stamp). */
-static void fix_readied(gopt_sim_state *st, int32_t ni, int32_t it_k, int32_t nxk, int32_t dx) {
-  const sim_xfer *x = &st->x[ni];
-  for (int32_t c = st->cons_off[x->act]; c < st->cons_off[x->act + 1]; c++) {
-    sim_ur *W = &st->ur[st->cons[c]];
-    if (st->uq[st->cons[c]].dev != x->dst || W->ready_it < it_k || W->spare0 == (int32_t)st->stamp) continue;
-    W->spare0 = (int32_t)st->stamp;
-    W->dep = map_cause(st, W->dep, nxk, dx);
-    W->cause = map_cause(st, W->cause, nxk, dx);
-  }
-}
-
 /* Units waiting at K (readied by the replay, started in the tail): a cause naming a transfer is
  * their ready cause, whose number the replay wrote. Empties the ready queues (a complete run
  * leaves them empty). */
@@ -300,9 +287,11 @@ static void log_tail(int32_t *lg, const int32_t *scratch, int32_t base, int32_t 
 }
 
 /* Shifts the records of the units started in the tail (recorded start log from r->ns on) by dt
- * and dk iterations; a unit the tail readied shifts its ready fields too, one waiting at the
- * convergence point keeps the replay's. Units running there end in the tail. */
-static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t dk) {
+ * and dk iterations; a unit the tail readied shifts its ready fields too and its cause fields
+ * take the spliced run's transfer numbers (map_cause), one waiting at the convergence point keeps
+ * the replay's. Units running there end in the tail. One pass over the tail's unit lines. */
+static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t dk, int32_t nxk,
+                        int32_t dx) {
   const struct sim_old *o = st->old;
   for (int32_t i = r->ns; i < o->ns; i++) {
     if (i + 12 < o->ns) __builtin_prefetch(&st->ur[st->slog[i + 12]], 1); /* scattered lines */
@@ -315,12 +304,22 @@ static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t 
       W->ready_t += dt;
       W->ready_it += dk;
       st->srit[i] += dk;
+      W->dep = map_cause(st, W->dep, nxk, dx);
+      W->cause = map_cause(st, W->cause, nxk, dx);
     } else {
       st->srit[i] = W->ready_it;
     }
   }
   for (int d = 0; d < st->D; d++)
     if (st->dv[d].running >= 0) st->ur[st->dv[d].running].fin_it += dk;
+}
+
+/* Whether some recorded transfer number changes in the spliced run (map_x is not the identity). */
+static int x_renumbered(const gopt_sim_state *st, int32_t nxk, int32_t dx) {
+  if (dx != 0) return 1;
+  for (int32_t oi = st->old->nx_c; oi < nxk; oi++)
+    if (map_x(st, oi, nxk, dx) != oi) return 1;
+  return 0;
 }
 
 /* The replay's checkpoints, then the one at the convergence point, then the recorded ones past
@@ -383,15 +382,11 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
   const int D = st->D, L = st->L;
   ck_view k = old_ck(st, kc);
   const sim_lv r = k.h->v;
-  const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, it_k = lv->it, dk = lv->it - r.it;
+  const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, dk = lv->it - r.it;
   const int32_t dp = lv->np - r.np, dr = lv->nr - r.nr, dxr = lv->nxr - r.nxr;
   const double dt = o->dt;
-  if (++st->stamp == 0) {
-    for (int32_t u = 0; u < st->U; u++) st->ur[u].spare0 = 0;
-    st->stamp = 1;
-  }
   /* 0. the units of the tail */
-  if (dt != 0 || dk != 0) shift_units(st, &r, dt, dk);
+  if (dt != 0 || dk != 0 || x_renumbered(st, nxk, dx)) shift_units(st, &r, dt, dk, nxk, dx);
   else /* units waiting at K keep the replay's ready iteration, which convergence does not
           compare (only the waiting set): their start-log entries take it (ck_restore reads
           them; a stale one left a unit out of a restored queue: "never runs") */
@@ -429,12 +424,7 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
     st->x[ni] = x;
     st->act[x.act].xhead = ni; /* the batch's last (its head) wins */
   }
-  /* 2. cause fields of units the tail readied through a transfer, and of units waiting at K */
-  for (int l = 0; l < L; l++) {
-    if (st->lk[l].run >= 0) fix_readied(st, st->lk[l].run, it_k, nxk, dx);
-    for (int32_t i = st->lk[l].qhead; i >= 0; i = st->x[i].next_q) fix_readied(st, i, it_k, nxk, dx);
-  }
-  for (int32_t j = nxk; j < o->nx; j++) fix_readied(st, j + dx, it_k, nxk, dx);
+  /* 2. cause fields of units waiting at K (those the tail readied: shift_units) */
   fix_waiting(st);
   /* 3. logs */
   log_tail(st->plog, o->lp, o->lp0, r.np, o->np, lv->np);

@@ -96,7 +96,7 @@ typedef struct sim_act {
 typedef struct sim_ur {
   double ready_t, start, end;  /* seconds: became ready, started, ended */
   double obytes;               /* bytes of its outputs, allocated when it starts */
-  int32_t spare0;              /* visit mark of a delta splice (sim_delta.c); the pending input
+  int32_t spare0;              /* unused; the pending input
                                   count, the device and the ready-queue rank are in the state's
                                   pend and uq arrays (dense: the event loop reads them for every
                                   consumer, this line only for the consumers it readies) */
@@ -279,7 +279,6 @@ struct gopt_sim_state {
   struct sim_old *old;         /* what a replay keeps of the recorded run (allocated once) */
   int delta;                   /* delta evaluation on (gopt_sim_state_set_delta) */
   int delta_on;                /* a replay may converge: check at its checkpoints */
-  uint32_t stamp;              /* visit marks in ur[].spare0 (sim_delta.c) */
   int32_t dl_done;             /* a delta replay checks convergence at every iteration top with
                                   this many kernels done (-1: none; sim_delta.c) */
 };
