@@ -96,7 +96,7 @@ typedef struct sim_act {
 typedef struct sim_ur {
   double ready_t, start, end;  /* seconds: became ready, started, ended */
   double obytes;               /* bytes of its outputs, allocated when it starts */
-  int32_t spare0;              /* unused; the pending input
+  int32_t spare0;              /* unused (the line stays 64 bytes); the pending input
                                   count, the device and the ready-queue rank are in the state's
                                   pend and uq arrays (dense: the event loop reads them for every
                                   consumer, this line only for the consumers it readies) */
