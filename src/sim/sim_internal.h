@@ -253,6 +253,12 @@ struct gopt_sim_state {
   double step;
   /* incremental re-evaluation */
   int incremental;             /* record and replay (gopt_sim_state_set_incremental) */
+  int rec_next;                /* the next evaluation records (when incremental): not after an
+                                  apply that followed another apply with no set_device /
+                                  set_priority in between (a caller evaluating whole decision
+                                  sets never replays) */
+  int moved;                   /* set_device / set_priority called since the last apply */
+  int applied;                 /* apply has been called */
   int inc_valid;               /* the records describe the current timeline */
   int32_t inc_from;            /* earliest iteration a change since then can affect (INT32_MAX:
                                   none) */

@@ -671,7 +671,7 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   const gopt_sim *s = st->s;
   const int D = st->D;
   const int32_t U = st->U;
-  const int rec = st->incremental;
+  const int rec = st->incremental && st->rec_next;
   if (rec && st->inc_valid && st->inc_from == INT32_MAX) { /* nothing changed */
     st->stats.cached++;
     st->stats.last_from = st->iters;
