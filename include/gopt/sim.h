@@ -123,10 +123,13 @@ typedef struct gopt_sim_result {
  * evaluation's results; after gopt_sim_state_apply it runs in full. */
 int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err);
 
-/* Incremental re-evaluation on (default) or off. On, every evaluation also records what a replay
+/* Incremental re-evaluation on (default) or off. On, an evaluation also records what a replay
  * needs (per-unit iteration numbers, decrement logs, at most 256 checkpoints of the O(D + L)
- * event-loop state); off, nothing is recorded and every evaluation runs in full (what
- * gopt_sim_evaluate_batch uses). Results are identical either way. */
+ * event-loop state), except after an apply that followed another apply with no set_device /
+ * set_priority in between (a caller evaluating whole decision sets never replays; the first
+ * evaluation after a single change then runs in full and records); off, nothing is recorded and
+ * every evaluation runs in full (what gopt_sim_evaluate_batch uses). Results are identical
+ * either way. */
 void gopt_sim_state_set_incremental(gopt_sim_state *st, int on);
 
 /* Delta evaluation on (default) or off (incremental evaluation stays as set). On, a replay after

@@ -50,8 +50,9 @@ struct sim_old {
   sim_link *lk;     /* [L] */
   int32_t *qtail;   /* [L] each link's queue tail at the checkpoint ... */
   int32_t *qnext;   /* [L] ... and its next_q in the recorded run (ck_restore cuts it) */
-  int32_t *lp, *lr, *lx;     /* [capl] the recorded logs' tails from the checkpoint on ... */
-  int32_t lp0, lr0, lx0;     /* ... which starts at these positions */
+  int32_t *lp, *lr, *lx;     /* [capl] the replay's log entries from the checkpoint on (the
+                                recorded tails stay in the logs until the splice) ... */
+  int32_t lp0, lr0, lx0;     /* ... which start at these positions */
   int32_t ofin[SIM_CHG_MAX]; /* per changed unit: recorded iteration by which it settled */
   unsigned char *ck;         /* [ck_max * ck_size] the recorded checkpoints from ck0 on (the
                                 replay overwrites st->ck with its own) */
@@ -121,13 +122,17 @@ int sim_delta_begin(gopt_sim_state *st, int32_t c) {
   o->nx_c = v.h->nx;
   o->step = st->step;
   memcpy(o->x, st->x + o->nx_c, (size_t)(o->nx - o->nx_c) * sizeof *o->x);
-  /* the replay rewrites the logs from the checkpoint on, possibly past the recorded positions */
+  /* the replay writes its log entries from the checkpoint on to scratch buffers, so that the
+   * recorded tails stay where they are (no copy unless it converges) */
   o->lp0 = v.h->v.np;
   o->lr0 = v.h->v.nr;
   o->lx0 = v.h->v.nxr;
-  memcpy(o->lp, st->plog + o->lp0, (size_t)(o->np - o->lp0) * sizeof *o->lp);
-  memcpy(o->lr, st->rlog + o->lr0, (size_t)(o->nr - o->lr0) * sizeof *o->lr);
-  memcpy(o->lx, st->xlog + o->lx0, (size_t)(o->nxr - o->lx0) * sizeof *o->lx);
+  st->lw[0] = o->lp;
+  st->lw[1] = o->lr;
+  st->lw[2] = o->lx;
+  st->lwb[0] = o->lp0;
+  st->lwb[1] = o->lr0;
+  st->lwb[2] = o->lx0;
   memcpy(o->dv, st->dv, (size_t)st->D * sizeof *o->dv);
   memcpy(o->lk, st->lk, (size_t)st->L * sizeof *o->lk);
   for (int l = 0; l < st->L; l++) {
@@ -153,6 +158,16 @@ int sim_delta_begin(gopt_sim_state *st, int32_t c) {
 void sim_delta_end(gopt_sim_state *st) {
   st->delta_on = 0;
   st->dl_done = INT32_MAX;
+}
+
+void sim_delta_logs_back(gopt_sim_state *st, int conv) {
+  int32_t *lg[3] = {st->plog, st->rlog, st->xlog}, len[3] = {st->np, st->nr, st->nxr};
+  for (int k = 0; k < 3; k++) {
+    if (!conv && st->lw[k] != lg[k] && len[k] > st->lwb[k])
+      memcpy(lg[k] + st->lwb[k], st->lw[k], (size_t)(len[k] - st->lwb[k]) * sizeof *lg[k]);
+    st->lw[k] = lg[k];
+    st->lwb[k] = 0;
+  }
 }
 
 /* The recorded run's transfer oi (by its number then). */
@@ -239,19 +254,6 @@ static inline int32_t map_cause(const gopt_sim_state *st, int32_t c, int32_t nxk
   return (c >= 0 && (c & 1)) ? SIM_CAUSE_XFER(map_x(st, c >> 1, nxk, dx)) : c;
 }
 
-/* Units readied in the tail (ready_it >= K) by transfer ni (recorded as oi) on its destination:
- * their cause fields now name ni. Each unit is mapped once (stamp). */
-static void fix_readied(gopt_sim_state *st, int32_t ni, int32_t it_k, int32_t nxk, int32_t dx) {
-  const sim_xfer *x = &st->x[ni];
-  for (int32_t c = st->cons_off[x->act]; c < st->cons_off[x->act + 1]; c++) {
-    sim_ur *W = &st->ur[st->cons[c]];
-    if (st->uq[st->cons[c]].dev != x->dst || W->ready_it < it_k || W->spare0 == (int32_t)st->stamp) continue;
-    W->spare0 = (int32_t)st->stamp;
-    W->dep = map_cause(st, W->dep, nxk, dx);
-    W->cause = map_cause(st, W->cause, nxk, dx);
-  }
-}
-
 /* Units waiting at K (readied by the replay, started in the tail): a cause naming a transfer is
  * their ready cause, whose number the replay wrote. Empties the ready queues (a complete run
  * leaves them empty). */
@@ -275,19 +277,24 @@ static void fix_waiting(gopt_sim_state *st) {
   }
 }
 
-/* Copies the recorded log tail from position `from` to its end `end` (saved from position `base`
- * in `saved`) to `to` in log `lg`. */
-static void log_tail(int32_t *lg, const int32_t *saved, int32_t base, int32_t from, int32_t end,
+/* Log lg after a converged replay: the recorded tail [from, end) moves to `to` (the replay's
+ * length; the replay's own entries, from `base` on, are in `scratch`), then the replay's entries
+ * take their place before it. */
+static void log_tail(int32_t *lg, const int32_t *scratch, int32_t base, int32_t from, int32_t end,
                      int32_t to) {
-  if (end > from) memcpy(lg + to, saved + (from - base), (size_t)(end - from) * sizeof *lg);
+  if (end > from && to != from) memmove(lg + to, lg + from, (size_t)(end - from) * sizeof *lg);
+  if (to > base) memcpy(lg + base, scratch, (size_t)(to - base) * sizeof *lg);
 }
 
 /* Shifts the records of the units started in the tail (recorded start log from r->ns on) by dt
- * and dk iterations; a unit the tail readied shifts its ready fields too, one waiting at the
- * convergence point keeps the replay's. Units running there end in the tail. */
-static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t dk) {
+ * and dk iterations; a unit the tail readied shifts its ready fields too and its cause fields
+ * take the spliced run's transfer numbers (map_cause), one waiting at the convergence point keeps
+ * the replay's. Units running there end in the tail. One pass over the tail's unit lines. */
+static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t dk, int32_t nxk,
+                        int32_t dx) {
   const struct sim_old *o = st->old;
   for (int32_t i = r->ns; i < o->ns; i++) {
+    if (i + 12 < o->ns) __builtin_prefetch(&st->ur[st->slog[i + 12]], 1); /* scattered lines */
     sim_ur *W = &st->ur[st->slog[i]];
     W->start += dt;
     W->end += dt;
@@ -297,12 +304,22 @@ static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t 
       W->ready_t += dt;
       W->ready_it += dk;
       st->srit[i] += dk;
+      W->dep = map_cause(st, W->dep, nxk, dx);
+      W->cause = map_cause(st, W->cause, nxk, dx);
     } else {
       st->srit[i] = W->ready_it;
     }
   }
   for (int d = 0; d < st->D; d++)
     if (st->dv[d].running >= 0) st->ur[st->dv[d].running].fin_it += dk;
+}
+
+/* Whether some recorded transfer number changes in the spliced run (map_x is not the identity). */
+static int x_renumbered(const gopt_sim_state *st, int32_t nxk, int32_t dx) {
+  if (dx != 0) return 1;
+  for (int32_t oi = st->old->nx_c; oi < nxk; oi++)
+    if (map_x(st, oi, nxk, dx) != oi) return 1;
+  return 0;
 }
 
 /* The replay's checkpoints, then the one at the convergence point, then the recorded ones past
@@ -365,15 +382,11 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
   const int D = st->D, L = st->L;
   ck_view k = old_ck(st, kc);
   const sim_lv r = k.h->v;
-  const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, it_k = lv->it, dk = lv->it - r.it;
+  const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, dk = lv->it - r.it;
   const int32_t dp = lv->np - r.np, dr = lv->nr - r.nr, dxr = lv->nxr - r.nxr;
   const double dt = o->dt;
-  if (++st->stamp == 0) {
-    for (int32_t u = 0; u < st->U; u++) st->ur[u].spare0 = 0;
-    st->stamp = 1;
-  }
   /* 0. the units of the tail */
-  if (dt != 0 || dk != 0) shift_units(st, &r, dt, dk);
+  if (dt != 0 || dk != 0 || x_renumbered(st, nxk, dx)) shift_units(st, &r, dt, dk, nxk, dx);
   else /* units waiting at K keep the replay's ready iteration, which convergence does not
           compare (only the waiting set): their start-log entries take it (ck_restore reads
           them; a stale one left a unit out of a restored queue: "never runs") */
@@ -411,12 +424,7 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
     st->x[ni] = x;
     st->act[x.act].xhead = ni; /* the batch's last (its head) wins */
   }
-  /* 2. cause fields of units the tail readied through a transfer, and of units waiting at K */
-  for (int l = 0; l < L; l++) {
-    if (st->lk[l].run >= 0) fix_readied(st, st->lk[l].run, it_k, nxk, dx);
-    for (int32_t i = st->lk[l].qhead; i >= 0; i = st->x[i].next_q) fix_readied(st, i, it_k, nxk, dx);
-  }
-  for (int32_t j = nxk; j < o->nx; j++) fix_readied(st, j + dx, it_k, nxk, dx);
+  /* 2. cause fields of units waiting at K (those the tail readied: shift_units) */
   fix_waiting(st);
   /* 3. logs */
   log_tail(st->plog, o->lp, o->lp0, r.np, o->np, lv->np);

@@ -96,7 +96,7 @@ typedef struct sim_act {
 typedef struct sim_ur {
   double ready_t, start, end;  /* seconds: became ready, started, ended */
   double obytes;               /* bytes of its outputs, allocated when it starts */
-  int32_t spare0;              /* visit mark of a delta splice (sim_delta.c); the pending input
+  int32_t spare0;              /* unused (the line stays 64 bytes); the pending input
                                   count, the device and the ready-queue rank are in the state's
                                   pend and uq arrays (dense: the event loop reads them for every
                                   consumer, this line only for the consumers it readies) */
@@ -253,6 +253,12 @@ struct gopt_sim_state {
   double step;
   /* incremental re-evaluation */
   int incremental;             /* record and replay (gopt_sim_state_set_incremental) */
+  int rec_next;                /* the next evaluation records (when incremental): not after an
+                                  apply that followed another apply with no set_device /
+                                  set_priority in between (a caller evaluating whole decision
+                                  sets never replays) */
+  int moved;                   /* set_device / set_priority called since the last apply */
+  int applied;                 /* apply has been called */
   int inc_valid;               /* the records describe the current timeline */
   int32_t inc_from;            /* earliest iteration a change since then can affect (INT32_MAX:
                                   none) */
@@ -261,6 +267,11 @@ struct gopt_sim_state {
   int32_t *plog, *rlog, *xlog; /* [capl] pending / act ref / transfer ref decrements */
   int32_t np, nr, nxr, ns;
   size_t capl;
+  int32_t *lw[3];              /* where the loop writes entry i of the pending / act ref /
+                                  transfer ref log: lw[k][i - lwb[k]] (the logs themselves, or
+                                  during a delta replay scratch buffers, so that the recorded tails
+                                  stay in place for the splice; sim_delta.c) */
+  int32_t lwb[3];
   int32_t iters;               /* iterations of the last evaluation */
   int32_t ck_every, nck, ck_max;
   size_t ck_size;              /* bytes per checkpoint */
@@ -274,7 +285,6 @@ struct gopt_sim_state {
   struct sim_old *old;         /* what a replay keeps of the recorded run (allocated once) */
   int delta;                   /* delta evaluation on (gopt_sim_state_set_delta) */
   int delta_on;                /* a replay may converge: check at its checkpoints */
-  uint32_t stamp;              /* visit marks in ur[].spare0 (sim_delta.c) */
   int32_t dl_done;             /* a delta replay checks convergence at every iteration top with
                                   this many kernels done (-1: none; sim_delta.c) */
 };
@@ -346,6 +356,10 @@ int sim_delta_try(gopt_sim_state *st, sim_lv *lv, const sim_ev *ev, int nev, uin
                   size_t nx);
 /* Ends a replay (converged or not). */
 void sim_delta_end(gopt_sim_state *st);
+/* After the loop: a replay that wrote its log entries to the scratch logs (sim_delta_begin) and
+ * did not converge moves them into the logs (a splice did that itself); the loop writes to the
+ * logs again. */
+void sim_delta_logs_back(gopt_sim_state *st, int conv);
 void sim_delta_free(gopt_sim_state *st);
 
 #endif

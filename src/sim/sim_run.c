@@ -402,6 +402,8 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   double now = lv->now, step = lv->step;
   int32_t it = lv->it, done = lv->done, nd = lv->nd, nl = lv->nl, next_ck = lv->next_ck;
   int32_t np = st->np, nr = st->nr, nxr = st->nxr, ns = st->ns;
+  int32_t *const plw = st->lw[0], *const rlw = st->lw[1], *const xlw = st->lw[2];
+  const int32_t plb = st->lwb[0], rlb = st->lwb[1], xlb = st->lwb[2];
   uint64_t hh = lv->h, hh1 = lv->h1;
 
 #define MARK_DEV(d_)            \
@@ -540,13 +542,13 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
           sim_act *A = &act[a];
           if (one || A->dev == d) {
             if (--aref[a] == 0) v->mem -= abytes[a];
-            if (rec) st->rlog[nr++] = a;
+            if (rec) rlw[nr++ - rlb] = a;
           } else {
             int32_t xi = A->xhead;
             while (xi >= 0 && xs[xi].dst != d) xi = xs[xi].next_act;
             if (xi >= 0) {
               if (--xs[xi].refs == 0) v->mem -= abytes[a];
-              if (rec) st->xlog[nxr++] = xi;
+              if (rec) xlw[nxr++ - xlb] = xi;
             }
           }
         }
@@ -559,7 +561,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
               int cd = one ? 0 : uq[cu].dev;
             if (one || cd == d) {
               local++;
-              if (rec) st->plog[np++] = cu;
+              if (rec) plw[np++ - plb] = cu;
               if (--pend[cu] == 0) READY(&ur[cu], cd, SIM_CAUSE_UNIT(u));
             } else {
               if (dv[cd].dmark != a) {
@@ -609,12 +611,12 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         MARK_LINK(l);
         int32_t a = x->act;
         if (--aref[a] == 0) dv[act[a].dev].mem -= abytes[a];
-        if (rec) st->rlog[nr++] = a;
+        if (rec) rlw[nr++ - rlb] = a;
         int dst = x->dst;
         for (int32_t c = cons_off[a]; c < cons_off[a + 1]; c++) {
           int32_t cu = cons[c];
           if (uq[cu].dev != dst) continue;
-          if (rec) st->plog[np++] = cu;
+          if (rec) plw[np++ - plb] = cu;
           if (--pend[cu] == 0) READY(&ur[cu], dst, SIM_CAUSE_XFER(xi));
         }
       }
@@ -669,7 +671,7 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   const gopt_sim *s = st->s;
   const int D = st->D;
   const int32_t U = st->U;
-  const int rec = st->incremental;
+  const int rec = st->incremental && st->rec_next;
   if (rec && st->inc_valid && st->inc_from == INT32_MAX) { /* nothing changed */
     st->stats.cached++;
     st->stats.last_from = st->iters;
@@ -688,6 +690,10 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
     }
     c = lo;
   }
+  st->lw[0] = st->plog;
+  st->lw[1] = st->rlog;
+  st->lw[2] = st->xlog;
+  st->lwb[0] = st->lwb[1] = st->lwb[2] = 0;
   if (c >= 1) {
     if (st->delta) sim_delta_begin(st, c);
     ck_restore(st, c, &lv);
@@ -708,6 +714,7 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   }
   int32_t to = conv ? st->stats.last_to : lv.it; /* sim_delta_try set last_to */
   sim_delta_end(st);
+  sim_delta_logs_back(st, conv);
   st->nchg = 0;
   st->iters = lv.it;
   st->stats.last_iters = lv.it;

@@ -107,6 +107,7 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
   st->dcnt[0] = s->n;
   st->ob_plain = 1;
   st->incremental = 1;
+  st->rec_next = 1;
   st->delta = 1;
   st->dl_done = INT32_MAX;
   st->inc_from = INT32_MAX;
@@ -537,6 +538,9 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     sim_state_unfuse(st);
   }
   st->inc_valid = 0; /* the next evaluation runs in full */
+  st->rec_next = !st->applied || st->moved; /* and records only if single changes may follow */
+  st->applied = 1;
+  st->moved = 0;
   st->nchg = 0;
   st->res_valid = 0;
   const int32_t *pl = (d && d->placement) ? d->placement : NULL;
@@ -672,6 +676,7 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
   if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0 || device < 0 || device >= s->D)
     return GOPT_EINVAL;
   int32_t u = sim_unit(st, s->pos[nid]);
+  st->moved = st->rec_next = 1;
   if (st->fused) {
     for (int32_t i = st->u_off[u]; i < st->u_off[u + 1]; i++) st->pdev[st->u_pos[i]] = device;
   } else {
@@ -739,6 +744,7 @@ int gopt_sim_state_set_priority(gopt_sim_state *st, int32_t nid, double priority
   const gopt_sim *s = st->s;
   if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0) return GOPT_EINVAL;
   st->pprio[s->pos[nid]] = priority;
+  st->moved = st->rec_next = 1;
   int32_t u = sim_unit(st, s->pos[nid]);
   unit_priority(st, u);
   if (st->strict) return GOPT_OK;

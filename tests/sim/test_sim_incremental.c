@@ -460,7 +460,62 @@ static void test_reverted_splice(void) {
   gopt_graph_free(g);
 }
 
+/* Recording follows the caller: the evaluation after an apply that followed another apply with
+ * nothing moved in between does not record, so the next single change runs in full (the same
+ * results as a fresh state); once single changes were made, an apply's evaluation records again
+ * and the next change replays from a checkpoint. */
+static void test_recording_rule(void) {
+  gopt_graph *g = sim_test_zoo("gnmt:steps=6");
+  if (!g) return;
+  gopt_error err = {0};
+  gopt_cluster *c;
+  gopt_sim *s;
+  sim_test_open(g, "4xV100-nvlink", &c, &s);
+  size_t N = g->nodes.n;
+  gopt_decisions d;
+  gopt_decisions_init(&d, g);
+  d.placement = malloc(N * sizeof *d.placement);
+  int32_t last = -1;
+  for (size_t i = 0; i < N; i++) {
+    d.placement[i] = (int32_t)((i * 4) / N);
+    if (gopt_node_alive(g, (int32_t)i)) last = (int32_t)i;
+  }
+  gopt_sim_state *st = gopt_sim_state_new(s);
+  gopt_sim_result r;
+  gopt_sim_inc_stats is;
+  snap a, b;
+  snap_init(&a);
+  snap_init(&b);
+  const int to[4] = {1, 2, 0, 1}; /* the last node's devices, each a change */
+  const int replayed[4] = {1, 0, 1, 1};
+  for (int k = 0; k < 4; k++) {
+    if (k == 1) { /* a second apply with nothing moved since the first: no recording */
+      CHECK_EQ_INT(gopt_sim_state_apply(st, &d, &err), 0);
+      CHECK_EQ_INT(gopt_sim_evaluate(st, &r, &err), 0);
+    }
+    if (k != 2) { /* k = 3: an apply after single changes records again */
+      CHECK_EQ_INT(gopt_sim_state_apply(st, &d, &err), 0);
+      CHECK_EQ_INT(gopt_sim_evaluate(st, &r, &err), 0);
+    }
+    d.placement[last] = to[k];
+    CHECK_EQ_INT(gopt_sim_state_set_device(st, last, to[k]), 0);
+    char what[64];
+    snprintf(what, sizeof what, "recording rule, change %d", k);
+    CHECK_EQ_INT(compare_fresh(s, st, &d, &a, &b, what), 0);
+    gopt_sim_state_inc_stats(st, &is);
+    CHECK_MSG((is.last_from > 0) == replayed[k], "%s: replayed from %d", what, is.last_from);
+  }
+  snap_free(&a);
+  snap_free(&b);
+  gopt_sim_state_free(st);
+  gopt_decisions_clear(&d);
+  gopt_sim_free(s);
+  gopt_cluster_free(c);
+  gopt_graph_free(g);
+}
+
 int main(void) {
+  test_recording_rule();
   test_reverted_splice();
   test_replay_point();
   test_random("inception_v3", "4xV100-nvlink", 400);
