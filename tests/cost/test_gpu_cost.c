@@ -3,7 +3,10 @@
  *    (layer rows forward and forward+backward, micro-benchmarks); gopt_gpu_fit gives the same
  *    coefficients back and the same times.
  *  - Features against hand arithmetic: a 3x3 stride-1 convolution's FLOPs go to flops_alt, a
- *    depthwise one is its own kind, wave K-steps of a small matmul, an LSTM's time steps.
+ *    depthwise one is its own kind, wave K-steps of a small matmul, an LSTM's time steps; a
+ *    Linear's forward+backward: only the forward Gemm (transB, PyTorch's layout) counts as
+ *    flops_alt, both gradient GEMMs as plain FLOPs, and its bias gradient (N x F -> F) is no
+ *    convolution-bias epilogue.
  *  - Malformed, truncated and foreign measurement files: one line naming the file and the entry.
  *  - The cluster JSON round trip of "gpu_model" / "gpu_half_speedup", a bf16 node's time, and the
  *    scaling to another GPU. */
@@ -195,6 +198,36 @@ static void test_features(void) {
   unlink(path);
 }
 
+/* A Linear layer row run forward + backward: which GEMM FLOPs are "alternative" and that the
+ * bias gradient is not costed as a convolution epilogue's backward. */
+static void test_linear_backward(void) {
+  char path[96];
+  snprintf(path, sizeof path, "%s/linear.json", tmpdir);
+  write_text(path,
+             "{\"models\": {\"m\": {\"layers_b32\": ["
+             "{\"layer\": \"Linear\", \"attrs\": \"in_features=64, out_features=48, bias=True\","
+             " \"in\": [[32, 64]], \"fwd_gpu_ms\": 0.01, \"fwdbwd_gpu_ms\": 0.03}]}}}");
+  gopt_error err = {0};
+  gopt_gpu_data *d = NULL;
+  CHECK_EQ_INT(gopt_gpu_data_load(path, NULL, &d, &err), 0);
+  if (d && d->n == 2) {
+    double mnk = 2.0 * 32 * 48 * 64;
+    const double *f = d->rows[0].phi + GOPT_GK_GEMM * GOPT_GF_PER_KIND;
+    const double *b = d->rows[1].phi + GOPT_GK_GEMM * GOPT_GF_PER_KIND;
+    CHECK_NEAR(f[GOPT_GF_FLOPS_ALT], mnk + 32 * 48, 0); /* with the bias add */
+    CHECK_NEAR(f[GOPT_GF_FLOPS], 0, 0);
+    CHECK_NEAR(b[GOPT_GF_N], 3, 0);           /* forward, dX = dY W, dW = dY^T X */
+    CHECK_NEAR(b[GOPT_GF_FLOPS_ALT], mnk + 32 * 48, 0); /* the forward's only */
+    CHECK_NEAR(b[GOPT_GF_FLOPS], 2 * mnk, 0);
+    CHECK_NEAR(d->rows[1].phi[GOPT_GK_CONV_EPILOGUE_BWD * GOPT_GF_PER_KIND + GOPT_GF_N], 0, 0);
+    CHECK(d->rows[1].phi[GOPT_GK_NORM * GOPT_GF_PER_KIND + GOPT_GF_N] >= 1); /* the bias's ReduceSum */
+  } else {
+    CHECK_MSG(0, "expected 2 rows: %s", err.msg);
+  }
+  gopt_gpu_data_free(d);
+  unlink(path);
+}
+
 /* A bad file: load fails with one line that contains every expected piece. */
 static void bad(const char *name, const char *text, const char *want) {
   char path[128];
@@ -275,6 +308,7 @@ int main(void) {
   if (!mkdtemp(tmpdir)) return 1;
   test_synthetic_device();
   test_features();
+  test_linear_backward();
   test_bad_files();
   test_json_and_scaling();
   rmdir(tmpdir);
