@@ -8,7 +8,8 @@
 #                --json --plot SVGDIR/T_C_G.svg  evaluations with its best-vs-evaluations curve.
 # Prints the markdown tables (tools/eval_learned.py) to stdout; SVGs go to SVGDIR (default
 # docs/learned). BUDGET1 / BUDGET2 / FINETUNE override 1000 / 5000 / 333; GRAPHS (space-separated)
-# overrides the graphs; JSONDIR keeps the compare JSON files there. 2-3 minutes on the 2-core machine at load 6-10 (42 graph x cluster pairs,
+# overrides the graphs; TASKS (space-separated, default all four) picks the tasks; JSONDIR keeps
+# the compare JSON files there (the tables cover every task whose files are in it). 2-3 minutes on the 2-core machine at load 6-10 (42 graph x cluster pairs,
 # 84 compare runs, 76 s measured); heavier load stretches it.
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,7 +23,7 @@ graphs=(${GRAPHS:-wavenet transformer_xl $c/wavenet.onnx $c/densenet121.onnx $c/
 mkdir -p "$svg"
 if [ -n "${JSONDIR:-}" ]; then tmp="$JSONDIR"; mkdir -p "$tmp"; else tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; fi
 start=$(date +%s)
-for task in placement joint schedule fusion; do
+for task in ${TASKS:-placement joint schedule fusion}; do
   case "$task" in
     placement|joint|schedule) clusters="2xV100-nvlink 8xH100" ;;
     fusion) clusters="V100" ;;

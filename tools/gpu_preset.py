@@ -3,7 +3,7 @@
 model) from a device file that `gopt calibrate --gpu ... -o FILE` wrote.
 
     gopt calibrate --gpu ../shared/gpu/h100_corpus.json --device H100 \
-        --version h100-2026-11-27 -o /tmp/h100.json
+        --version h100-2026-11-27b -o /tmp/h100.json
     python3 tools/gpu_preset.py /tmp/h100.json src/cost/gpu_preset_h100.c
 """
 import json

@@ -141,6 +141,19 @@ void gopt_gpu_data_free(gopt_gpu_data *d); /* accepts NULL */
 int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, double *coef,
                  gopt_error *err);
 
+/* The same leaving out the rows of two models, ex1 and ex2 (-1: none). */
+int gopt_gpu_fit2(const gopt_gpu_data *d, int ex1, int ex2, double model_weight, double *coef,
+                  gopt_error *err);
+
+/* The model weight chosen from grid[0..ng) by leave-one-architecture-out over the models with
+ * whole-model rows other than exclude (-1: none): for each grid weight, each such model is
+ * predicted by a fit without it (and without exclude), and the weight with the smallest sum of
+ * squared log errors of the predicted batch-1, batch-32 and training rows wins (ties: the smaller
+ * weight). With exclude >= 0 this is the inner loop of a nested leave-one-out: the weight used to
+ * predict exclude never saw exclude. *weight receives the choice; err on a failed fit. */
+int gopt_gpu_select_weight(const gopt_gpu_data *d, int exclude, const double *grid, int ng,
+                           double *weight, gopt_error *err);
+
 /* The half-precision speed-up s >= 1 that best predicts the bf16 whole-model rows (all but those
  * of model exclude) from the fp32 graphs' features under coef: every byte term halved (autocast
  * keeps activations in bf16), tensor-core compute terms divided by s; least squares on log times

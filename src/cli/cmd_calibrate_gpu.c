@@ -1,5 +1,5 @@
 /* cmd_calibrate_gpu.c: `gopt calibrate --gpu MEASUREMENTS.json --device NAME [-o dev.json]
- * [--models DIR] [--loo] [--model-weight W]`: fits the measured-GPU cost model (gopt/gpu_cost.h)
+ * [--models DIR] [--loo] [--model-weight W|auto]`: fits the measured-GPU cost model (gopt/gpu_cost.h)
  * to a GPU measurements file (tools/gpu_profile.py), writes a one-device cluster file for
  * --cluster, and with --loo reports the leave-one-architecture-out table of docs/SIMULATOR.md. */
 #include <math.h>
@@ -15,7 +15,7 @@
 
 static const char gpu_help[] =
     "usage: gopt calibrate --gpu MEASUREMENTS.json [--device NAME] [-o dev.json] [--models DIR]\n"
-    "                      [--loo] [--model-weight W] [--version TAG]\n"
+    "                      [--loo] [--model-weight W|auto] [--version TAG]\n"
     "  fits the measured-GPU cost model to a measurements file (tools/gpu_profile.py writes one)\n"
     "  --device NAME  preset whose peaks, memory and links the written device keeps (default H100)\n"
     "  -o FILE        write the calibrated device as a cluster JSON file (--cluster FILE)\n"
@@ -23,7 +23,13 @@ static const char gpu_help[] =
     "                 times are fitted against those graphs\n"
     "  --loo          leave-one-architecture-out: fit without each model, predict its batch-1,\n"
     "                 batch-32 and training times; prints the markdown tables of docs/SIMULATOR.md\n"
-    "  --model-weight W  weight of a whole-model row against a layer row (default 15)\n";
+    "  --model-weight W  weight of a whole-model row against a layer row (default 15); auto:\n"
+    "                 chosen from 6..30 by leave-one-architecture-out over the models (with --loo:\n"
+    "                 per held-out model, without it: nested; slow, ~1 min)\n";
+
+/* The grid --model-weight auto chooses from. */
+static const double weight_grid[] = {6, 8, 10, 12, 15, 20, 30};
+#define WEIGHT_GRID_N ((int)(sizeof weight_grid / sizeof *weight_grid))
 
 /* Median of v[0..n) (sorts v). */
 static double median(double *v, size_t n) {
@@ -71,7 +77,8 @@ static void class_table(const gopt_gpu_data *d, const double *coef) {
   free(e);
 }
 
-/* Leave-one-architecture-out over the models with whole-model rows. */
+/* Leave-one-architecture-out over the models with whole-model rows; mw <= 0: each held-out
+ * model's weight chosen by an inner leave-one-out without it (nested). */
 static int loo(const gopt_gpu_data *d, double mw, gopt_error *err) {
   static const char *const col[4] = {"batch-1 inference", "batch-32 inference", "batch-32 training",
                                      "batch-32 bf16 inference"};
@@ -86,7 +93,10 @@ static int loo(const gopt_gpu_data *d, double mw, gopt_error *err) {
   int rc = 0;
   for (int m = 0; m < nm && !rc; m++) {
     if (!d->has_model_rows[m]) continue;
-    if ((rc = gopt_gpu_fit(d, m, mw, coef, err))) break;
+    double w = mw;
+    if (mw <= 0 && (rc = gopt_gpu_select_weight(d, m, weight_grid, WEIGHT_GRID_N, &w, err))) break;
+    if (mw <= 0) fprintf(stderr, "  %s held out: model weight %g (inner leave-one-out)\n", d->models[m], w);
+    if ((rc = gopt_gpu_fit(d, m, w, coef, err))) break;
     double half = gopt_gpu_fit_half(d, m, coef);
     for (size_t i = 0; i < d->n; i++) {
       const gopt_gpu_row *r = &d->rows[i];
@@ -184,11 +194,13 @@ int cli_calibrate_gpu(int argc, char **argv) {
       else if (!strcmp(a, "--models")) dir = v;
       else if (!strcmp(a, "--device")) dev = v;
       else if (!strcmp(a, "--version")) version = v;
+      else if (!strcmp(v, "auto"))
+        mw = 0;
       else {
         char *end;
         mw = strtod(v, &end);
         if (*end || !(mw > 0) || mw > 1e6)
-          return cli_usage_error("calibrate", "--model-weight '%s': expected a number > 0", v);
+          return cli_usage_error("calibrate", "--model-weight '%s': expected a number > 0 or auto", v);
       }
     } else {
       return cli_usage_error("calibrate", "unknown argument '%s' with --gpu (see gopt calibrate --gpu --help)", a);
@@ -199,13 +211,16 @@ int cli_calibrate_gpu(int argc, char **argv) {
   gopt_gpu_data *d = NULL;
   double coef[GOPT_GPU_NCOEF], half = 0;
   int rc = gopt_gpu_data_load(path, dir, &d, &err);
-  if (!rc) rc = gopt_gpu_fit(d, -1, mw, coef, &err);
+  double w = mw;
+  if (!rc && mw <= 0) rc = gopt_gpu_select_weight(d, -1, weight_grid, WEIGHT_GRID_N, &w, &err);
+  if (!rc) rc = gopt_gpu_fit(d, -1, w, coef, &err);
   if (!rc) half = gopt_gpu_fit_half(d, -1, coef);
   if (!rc) {
     size_t tot = 0;
     for (size_t i = 0; i < d->n; i++) tot += d->rows[i].what >= GOPT_GPU_ROW_B1;
     printf("calibrated %s from %s (%s): %zu rows (%zu whole-model), %zu layer rows skipped (no kernel "
-           "or no rule)\n", dev, path, d->device, d->n, tot, d->skipped);
+           "or no rule), model weight %g%s\n", dev, path, d->device, d->n, tot, d->skipped, w,
+           mw <= 0 ? " (auto)" : "");
     if (half > 0) printf("  bf16 tensor-core speed-up over fp32 (compute terms): %.3f\n", half);
     for (int j = 0; j < GOPT_GPU_NCOEF; j++)
       if (coef[j] > 0)

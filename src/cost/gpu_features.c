@@ -158,7 +158,7 @@ static int matmul_kind(const gopt_graph *g, int32_t n, double *wv, int *alt) {
     int ta = (int)gopt_node_get_int(g, n, "transA", 0);
     double m = dimv(g, y, 0), nn = dimv(g, y, 1), k = dimv(g, a, ta ? 0 : 1);
     *wv = waves(1, m, nn, k);
-    *alt = ta || gopt_node_get_int(g, n, "transB", 0);
+    *alt = !ta && gopt_node_get_int(g, n, "transB", 0);
     return GOPT_GK_GEMM;
   }
   double k = dimv(g, a, -1), nn = dimv(g, y, -1);
@@ -184,7 +184,10 @@ static int simple_kind(int op, int cls) {
     case GOPT_OP_GLOBAL_AVG_POOL_GRAD:
       return GOPT_GK_POOL;
     case GOPT_OP_SGD_UPDATE: case GOPT_OP_MOMENTUM_UPDATE: case GOPT_OP_ADAM_UPDATE:
-      return GOPT_GK_UPDATE;
+      /* a (multi-tensor) elementwise kernel streaming parameters, gradients and state: costed
+       * as the measured elementwise kernels are, with no coefficient of its own (the update has
+       * no row of its own in the measurements, only the training totals) */
+      return GOPT_GK_ELTWISE;
     default:
       break;
   }
@@ -207,6 +210,38 @@ static double rnn_steps(const gopt_graph *g, int32_t n, int32_t x) {
   const char *dir = gopt_node_get_string(g, n, "direction", "forward");
   double dirs = !strcmp(dir, "bidirectional") ? 2 : 1;
   return dimv(g, x, layout ? 1 : 0) * dirs;
+}
+
+/* Whether ReduceSum node n reduces every axis of its input but axis 1 (NC.. -> C: a convolution
+ * bias's gradient), reading its axes from the attribute or the constant input 1. */
+static int reduces_to_channels(const gopt_graph *g, int32_t n, int32_t x) {
+  int r = g->tensors.a[x].rank;
+  int64_t ax[GOPT_MAX_RANK];
+  size_t na = 0;
+  const int64_t *a = gopt_node_get_ints(g, n, "axes", &na);
+  if (!a && g->nodes.a[n].n_in > 1) {
+    int32_t t = gopt_node_input(g, n, 1);
+    const void *p = t >= 0 ? gopt_tensor_data(g, t) : NULL;
+    int64_t cnt = p ? gopt_tensor_numel(g, t) : 0;
+    if (!p || cnt > GOPT_MAX_RANK || g->tensors.a[t].dtype != GOPT_DT_INT64) return 0;
+    memcpy(ax, p, (size_t)cnt * sizeof *ax);
+    na = (size_t)cnt;
+  } else if (a) {
+    if (na > GOPT_MAX_RANK) return 0;
+    memcpy(ax, a, na * sizeof *ax);
+  }
+  if ((int)na != r - 1) return 0;
+  for (size_t i = 0; i < na; i++)
+    if ((ax[i] < 0 ? ax[i] + r : ax[i]) == 1) return 0;
+  return 1;
+}
+
+/* Whether a GatherGrad scatters through indices that may repeat (an embedding's backward:
+ * accumulation, its FLOP count at the scatter rate) rather than selecting with one scalar index
+ * (qkv[0]: its gradient is a copy into zeros, bandwidth only). */
+static int gather_grad_scatters(const gopt_graph *g, int32_t n) {
+  int32_t idx = g->nodes.a[n].n_in > 1 ? gopt_node_input(g, n, 1) : -1;
+  return idx < 0 || numel(g, idx) > 1;
 }
 
 int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, double *phi) {
@@ -248,7 +283,10 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
   }
   double *p = phi + kind * GOPT_GF_PER_KIND;
   p[GOPT_GF_N] += 1;
-  p[w3 ? GOPT_GF_FLOPS_ALT : GOPT_GF_FLOPS] += c.flops;
+  /* data movement is bandwidth-bound; its FLOP term is the scatter-accumulate of an embedding's
+   * backward only (Resize's interpolation arithmetic, a select's gradient cost bytes) */
+  if (kind != GOPT_GK_MOVE || (op == GOPT_OP_GATHER_GRAD && gather_grad_scatters(g, n)))
+    p[w3 ? GOPT_GF_FLOPS_ALT : GOPT_GF_FLOPS] += c.flops;
   p[GOPT_GF_WAVES] += wv;
   p[GOPT_GF_BYTES] += c.bytes_read + c.bytes_written;
   if (op == GOPT_OP_CONV && nd->n_in >= 3 && gopt_node_input(g, n, 2) >= 0) {
@@ -260,12 +298,12 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
   }
   if (op == GOPT_OP_REDUCE_SUM && (nd->flags & GOPT_N_GRAD) && nd->n_out == 1 && nd->n_in >= 1 &&
       gopt_node_output(g, n, 0) >= 0 && gopt_node_input(g, n, 0) >= 0 &&
-      g->tensors.a[gopt_node_output(g, n, 0)].rank == 1 && g->tensors.a[gopt_node_input(g, n, 0)].rank >= 3) {
+      g->tensors.a[gopt_node_output(g, n, 0)].rank == 1 && g->tensors.a[gopt_node_input(g, n, 0)].rank >= 3 &&
+      reduces_to_channels(g, n, gopt_node_input(g, n, 0))) {
     /* the gradient of a convolution's bias (NC.. -> C): its epilogue's backward (a folded
      * BatchNorm's backward in the framework's step) */
     double *e = phi + GOPT_GK_CONV_EPILOGUE_BWD * GOPT_GF_PER_KIND;
     e[GOPT_GF_N] += 1;
-    e[GOPT_GF_WAVES] += channel_reduce(g, gopt_node_input(g, n, 0));
     e[GOPT_GF_BYTES] += 3 * c.bytes_read;
   }
   return kind;

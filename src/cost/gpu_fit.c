@@ -230,18 +230,28 @@ int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **
   return rc;
 }
 
+/* Whether row x is left out of a fit that excludes models ex1 and ex2 (-1: none). */
+static int left_out(const gopt_gpu_row *x, int ex1, int ex2) {
+  return x->model >= 0 && (x->model == ex1 || x->model == ex2);
+}
+
 /* Whether any row the fit uses has a kernel of kind k. */
-static int kind_measured(const gopt_gpu_data *d, int exclude, int k) {
+static int kind_measured(const gopt_gpu_data *d, int ex1, int ex2, int k) {
   for (size_t i = 0; i < d->n; i++)
-    if ((exclude < 0 || d->rows[i].model != exclude) && d->rows[i].phi[k * GOPT_GF_PER_KIND] > 0) return 1;
+    if (!left_out(&d->rows[i], ex1, ex2) && d->rows[i].phi[k * GOPT_GF_PER_KIND] > 0) return 1;
   return 0;
 }
 
 int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, double *coef,
                  gopt_error *err) {
+  return gopt_gpu_fit2(d, exclude, -1, model_weight, coef, err);
+}
+
+int gopt_gpu_fit2(const gopt_gpu_data *d, int ex1, int ex2, double model_weight, double *coef,
+                  gopt_error *err) {
   size_t m = 0;
   for (size_t i = 0; i < d->n; i++)
-    m += (d->rows[i].model != exclude || exclude < 0) && d->rows[i].what != GOPT_GPU_ROW_BF16;
+    m += !left_out(&d->rows[i], ex1, ex2) && d->rows[i].what != GOPT_GPU_ROW_BF16;
   double *A = malloc((m ? m : 1) * GOPT_GPU_NCOEF * sizeof *A), *b = malloc((m ? m : 1) * sizeof *b);
   if (!A || !b) {
     free(A);
@@ -251,7 +261,7 @@ int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, doubl
   size_t r = 0;
   for (size_t i = 0; i < d->n; i++) {
     const gopt_gpu_row *x = &d->rows[i];
-    if (exclude >= 0 && x->model == exclude) continue;
+    if (left_out(x, ex1, ex2)) continue;
     int total = x->what >= GOPT_GPU_ROW_B1;
     if (x->what == GOPT_GPU_ROW_BF16) continue; /* fitted apart (gopt_gpu_fit_half) */
     double w = total ? model_weight : 1;
@@ -269,7 +279,7 @@ int gopt_gpu_fit(const gopt_gpu_data *d, int exclude, double model_weight, doubl
       [GOPT_GK_CONV_EPILOGUE_BWD] = GOPT_GK_NORM};
   for (int k = 0; !rc && k < GOPT_GK_COUNT; k++) {
     int f = fallback[k];
-    if (f < 0 || kind_measured(d, exclude, k) || !kind_measured(d, exclude, f)) continue;
+    if (f < 0 || kind_measured(d, ex1, ex2, k) || !kind_measured(d, ex1, ex2, f)) continue;
     memcpy(coef + k * GOPT_GF_PER_KIND, coef + f * GOPT_GF_PER_KIND, GOPT_GF_PER_KIND * sizeof *coef);
   }
   free(A);
