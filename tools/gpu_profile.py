@@ -40,6 +40,13 @@ def parse_args(argv):
                    help="corpus architectures to build with PyTorch (default: all of "
                         "tools/export_corpus.py's when no --onnx is given)")
     p.add_argument("--onnx", nargs="*", default=[], help="ONNX model files to measure")
+    p.add_argument("--torchvision", nargs="*", default=[], metavar="NAME[:SIZE]",
+                   help="torchvision architectures to build by name (random weights; SIZE: the "
+                        "square image side, default 224), e.g. the held-out set of "
+                        "tools/gpu_heldout.py")
+    p.add_argument("--conv-grid", action="store_true",
+                   help="also measure a grid of dense, grouped and depthwise convolutions alone "
+                        "(layer rows of a pseudo-model 'conv_grid', no whole-model times)")
     p.add_argument("--batch", type=int, default=32, help="the large batch (default 32)")
     p.add_argument("--no-layers", action="store_true", help="skip the per-layer rows")
     p.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
@@ -148,6 +155,65 @@ def corpus_models(names):
     return out
 
 
+def torchvision_models(specs):
+    """NAME[:SIZE] -> (module constructor, inputs constructor taking a batch size)."""
+    import torch
+    import torchvision
+    out = {}
+    for spec in specs:
+        name, _, size = spec.partition(":")
+        if not hasattr(torchvision.models, name):
+            raise SystemExit("gpu_profile.py: --torchvision %s: torchvision %s has no such model"
+                             % (name, torchvision.__version__))
+        side = int(size) if size else 224
+        kw = {"aux_logits": False, "init_weights": False} if name in ("googlenet", "inception_v3") else {}
+        out[name] = (lambda n=name, k=kw: getattr(torchvision.models, n)(weights=None, **k),
+                     lambda b, s=side: (torch.randn(b, 3, s, s),))
+    return out
+
+
+def conv_grid_specs():
+    """(Cin, Cout, kernel, stride, groups, spatial) of the --conv-grid convolutions: grouped 3x3
+    at ResNeXt/RegNet widths and group widths 4-64, grouped 1x1, depthwise 3x3/5x5/7x7 (MobileNet,
+    EfficientNet, ConvNeXt), and dense 1x1/3x3 at the same sizes as a reference."""
+    stages = [(64, 56), (128, 56), (256, 28), (512, 14), (1024, 7)]
+    specs = []
+    for c, hw in stages:
+        for gw in (4, 8, 16, 32, 64):
+            if gw < c:
+                specs.append((c, c, 3, 1, c // gw, hw))
+        specs.append((c, c, 3, 2, c // 8 if c >= 16 else 1, hw))
+        specs.append((c, c, 1, 1, 4, hw))
+        specs.append((c, c, 3, 1, 1, hw))
+        specs.append((c, c, 1, 1, 1, hw))
+    for c, hw in [(32, 112), (96, 56), (192, 28), (384, 14), (768, 7)]:
+        for k in (3, 5, 7):
+            specs.append((c, c, k, 1, c, hw))
+        specs.append((c, c, 3, 2, c, hw))
+    return specs
+
+
+def conv_grid_model():
+    """A module whose forward runs every --conv-grid convolution once on its own random input
+    (the batch taken from its one input), so that layer_rows() times each alone."""
+    import torch
+
+    class ConvGrid(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.specs = conv_grid_specs()
+            self.convs = torch.nn.ModuleList(
+                torch.nn.Conv2d(ci, co, k, stride=s, padding=k // 2, groups=g, bias=False)
+                for ci, co, k, s, g, _ in self.specs)
+
+        def forward(self, x):
+            outs = []
+            for (ci, _, _, _, _, hw), conv in zip(self.specs, self.convs):
+                outs.append(conv(torch.randn(x.shape[0], ci, hw, hw, device=x.device)).mean())
+            return torch.stack(outs).sum()
+    return ConvGrid()
+
+
 def onnx_models(torch, paths):
     import onnx_torch  # tools/onnx_torch.py: the small interpreter
     out = {}
@@ -155,6 +221,11 @@ def onnx_models(torch, paths):
         name = os.path.splitext(os.path.basename(p))[0]
         out[name] = (lambda p=p: onnx_torch.OnnxModule(p), lambda b, p=p: onnx_torch.example_inputs(p, b))
     return out
+
+
+def a_tv(a):
+    """Names of the --torchvision models (whole-model rows only: no layer rows)."""
+    return {spec.partition(":")[0] for spec in a.torchvision}
 
 
 def to(xs, dev):
@@ -323,8 +394,11 @@ def main(argv):
     T = Timer(torch, a.dry_run, a.reps)
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     models = {}
-    if a.arch is not None or not a.onnx:
+    if a.arch is not None or not (a.onnx or a.torchvision):
         models.update(corpus_models(a.arch))
+    models.update(torchvision_models(a.torchvision))
+    if a.conv_grid:
+        models["conv_grid"] = (conv_grid_model, lambda b: (torch.zeros(b, 1),))
     onnx_names = set(onnx_models(torch, a.onnx)) if a.onnx else set()
     models.update(onnx_models(torch, a.onnx) if a.onnx else {})
     out = {"device": "cpu (dry run)" if a.dry_run else torch.cuda.get_device_name(0),
@@ -333,8 +407,8 @@ def main(argv):
     for name, (ctor, inputs) in models.items():
         sys.stderr.write("gpu_profile.py: %s\n" % name)
         try:
-            r = whole_model(torch, T, ctor, inputs, a.batch, dev)
-            if not a.no_layers and name not in onnx_names:  # layer rows: PyTorch modules only
+            r = whole_model(torch, T, ctor, inputs, a.batch, dev) if name != "conv_grid" else {}
+            if not a.no_layers and name not in onnx_names and name not in a_tv(a):  # layer rows: PyTorch modules only
                 r["layers_b1"] = layer_rows(torch, T, ctor, inputs, 1, dev)
                 r["layers_b32"] = layer_rows(torch, T, ctor, inputs, a.batch, dev)
         except Exception as e:  # one model failing (e.g. a CPU-only mask) does not stop the rest
