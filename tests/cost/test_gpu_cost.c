@@ -7,6 +7,9 @@
  *    Linear's forward+backward: only the forward Gemm (transB, PyTorch's layout) counts as
  *    flops_alt, both gradient GEMMs as plain FLOPs, and its bias gradient (N x F -> F) is no
  *    convolution-bias epilogue.
+ *  - The model weight chosen by leave-one-architecture-out (gopt_gpu_select_weight): layer rows
+ *    twice as slow as the whole models they make up favour the largest weight; a fit without two
+ *    models (gopt_gpu_fit2) equals the fit without one when the other's rows carry its label.
  *  - Malformed, truncated and foreign measurement files: one line naming the file and the entry.
  *  - The cluster JSON round trip of "gpu_model" / "gpu_half_speedup", a bf16 node's time, and the
  *    scaling to another GPU. */
@@ -228,6 +231,59 @@ static void test_linear_backward(void) {
   unlink(path);
 }
 
+/* An in-memory data set: 20 elementwise layer rows timed at twice the truth (2 us + bytes at
+ * 3 TB/s) and 5 whole-model batch-32 rows of many such kernels timed at the truth. */
+static gopt_gpu_data *weight_data(void) {
+  gopt_gpu_data *d = calloc(1, sizeof *d);
+  if (!d) return NULL;
+  d->n_models = 5;
+  d->rows = calloc(25, sizeof *d->rows);
+  d->models = calloc(5, sizeof *d->models);
+  d->has_model_rows = calloc(5, sizeof *d->has_model_rows);
+  if (!d->rows || !d->models || !d->has_model_rows) {
+    gopt_gpu_data_free(d);
+    return NULL;
+  }
+  const int n = GOPT_GK_ELTWISE * GOPT_GF_PER_KIND + GOPT_GF_N, by = n - GOPT_GF_N + GOPT_GF_BYTES;
+  for (int i = 0; i < 25; i++) {
+    gopt_gpu_row *r = &d->rows[d->n++];
+    int model = i < 20 ? i % 5 : i - 20;
+    r->phi[n] = i < 20 ? 1 : 40 + 30 * model;
+    r->phi[by] = i < 20 ? 1e6 * (1 + 7 * i) : 3e8 * (1 + (model * 3) % 5);
+    r->seconds = (i < 20 ? 2 : 1) * (2e-6 * r->phi[n] + r->phi[by] / 3e12);
+    r->model = model;
+    r->what = i < 20 ? GOPT_GPU_ROW_FWD : GOPT_GPU_ROW_B32;
+    r->kind = i < 20 ? GOPT_GK_ELTWISE : -1;
+    r->count = 1;
+    d->has_model_rows[model] = 1;
+    snprintf(d->models[model], sizeof d->models[model], "m%d", model);
+  }
+  return d;
+}
+
+static void test_select_weight(void) {
+  gopt_gpu_data *d = weight_data();
+  CHECK(d != NULL);
+  if (!d) return;
+  gopt_error err = {0};
+  static const double grid[] = {1, 4, 16, 64};
+  double w = 0;
+  CHECK_EQ_INT(gopt_gpu_select_weight(d, -1, grid, 4, &w, &err), 0);
+  CHECK_NEAR(w, 64, 0);
+  CHECK_EQ_INT(gopt_gpu_select_weight(d, 2, grid, 4, &w, &err), 0);
+  CHECK_NEAR(w, 64, 0);
+  double a[GOPT_GPU_NCOEF], b[GOPT_GPU_NCOEF];
+  CHECK_EQ_INT(gopt_gpu_fit2(d, 1, 3, 8, a, &err), 0);
+  for (size_t i = 0; i < d->n; i++)
+    if (d->rows[i].model == 3) d->rows[i].model = 1;
+  CHECK_EQ_INT(gopt_gpu_fit(d, 1, 8, b, &err), 0);
+  for (int j = 0; j < GOPT_GPU_NCOEF; j++) CHECK_NEAR(a[j], b[j], 1e-12 * fabs(b[j]));
+  /* without models 1 and 3 the fit sits between the layer rows' 2x and the models' 1x */
+  double k = a[GOPT_GK_ELTWISE * GOPT_GF_PER_KIND + GOPT_GF_BYTES] * 3e12;
+  CHECK_MSG(k > 1 && k < 2, "bytes coefficient x 3e12 = %g", k);
+  gopt_gpu_data_free(d);
+}
+
 /* A bad file: load fails with one line that contains every expected piece. */
 static void bad(const char *name, const char *text, const char *want) {
   char path[128];
@@ -309,6 +365,7 @@ int main(void) {
   test_synthetic_device();
   test_features();
   test_linear_backward();
+  test_select_weight();
   test_bad_files();
   test_json_and_scaling();
   rmdir(tmpdir);
