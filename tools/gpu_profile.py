@@ -10,7 +10,9 @@
 
 What it measures (fp32, TF32 off, cuDNN benchmark mode), per model: a batch-1 forward captured in a
 CUDA graph and replayed (infer_b1_graph_ms), batch-32 forward as the sum of its GPU kernels
-(infer_b32_kernel_ms, profiler) and as eager wall time (infer_b32_ms), the same under bf16
+(infer_b32_kernel_ms, profiler), as a CUDA-graph replay (infer_b32_graph_ms: differs from the
+kernel sum where kernels overlap, e.g. cuDNN's grouped convolutions launch one GEMM per group group
+on several streams) and as eager wall time (infer_b32_ms), the same under bf16
 autocast (infer_b32_bf16_kernel_ms), one batch-32 SGD training step (train_b32_kernel_ms,
 train_b32_ms); for the corpus architectures also every distinct leaf module alone at batch 1 and
 32 (layers_b1 / layers_b32: fwd_gpu_ms, fwdbwd_gpu_ms by CUDA-graph replay); and the single-op
@@ -249,6 +251,7 @@ def whole_model(torch, T, ctor, inputs, batch, dev):
         x1, xb = to(inputs(1), dev), to(inputs(batch), dev)
         r["infer_b1_graph_ms"] = T.graph_ms(lambda: m(*x1))
         r["infer_b32_ms"] = T.eager_ms(lambda: m(*xb))
+        r["infer_b32_graph_ms"] = T.graph_ms(lambda: m(*xb))
         r["infer_b32_kernel_ms"] = T.kernel_ms(lambda: m(*xb))
         if not T.dry:
             with torch.autocast("cuda", dtype=torch.bfloat16):

@@ -133,6 +133,12 @@ typedef struct gopt_gpu_data {
  * (GOPT_EIO, GOPT_EPARSE: malformed, truncated, or not a measurements file). */
 int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **out,
                        gopt_error *err);
+
+/* Appends the rows and models of more (another measurements file of the same device, e.g. a
+ * convolution grid beside the corpus) to d; more's model indices are shifted past d's. Errors:
+ * GOPT_EPARSE when the two files' "batch" differ or both name the same model, GOPT_ENOMEM. */
+int gopt_gpu_data_append(gopt_gpu_data *d, const gopt_gpu_data *more, const char *more_path,
+                         gopt_error *err);
 void gopt_gpu_data_free(gopt_gpu_data *d); /* accepts NULL */
 
 /* Fits coef[GOPT_GPU_NCOEF] >= 0 to every row except those of model exclude (-1: none): weighted

@@ -16,7 +16,8 @@
 static const char gpu_help[] =
     "usage: gopt calibrate --gpu MEASUREMENTS.json [--device NAME] [-o dev.json] [--models DIR]\n"
     "                      [--loo] [--model-weight W|auto] [--version TAG]\n"
-    "  fits the measured-GPU cost model to a measurements file (tools/gpu_profile.py writes one)\n"
+    "  fits the measured-GPU cost model to a measurements file (tools/gpu_profile.py writes one);\n"
+    "  --gpu may be repeated (up to 8 files of the same device: their rows are fitted together)\n"
     "  --device NAME  preset whose peaks, memory and links the written device keeps (default H100)\n"
     "  -o FILE        write the calibrated device as a cluster JSON file (--cluster FILE)\n"
     "  --models DIR   where MODEL.onnx of each measured model is (default corpus): whole-model\n"
@@ -29,6 +30,7 @@ static const char gpu_help[] =
 
 /* The grid --model-weight auto chooses from. */
 static const double weight_grid[] = {6, 8, 10, 12, 15, 20, 30};
+#define GPU_MAX_FILES 8
 #define WEIGHT_GRID_N ((int)(sizeof weight_grid / sizeof *weight_grid))
 
 /* Median of v[0..n) (sorts v). */
@@ -175,8 +177,8 @@ static int write_device(const char *outp, const char *devname, const char *versi
 }
 
 int cli_calibrate_gpu(int argc, char **argv) {
-  const char *path = NULL, *outp = NULL, *dir = "corpus", *dev = "H100", *version = "calibrated";
-  int do_loo = 0;
+  const char *paths[GPU_MAX_FILES], *path = NULL, *outp = NULL, *dir = "corpus", *dev = "H100", *version = "calibrated";
+  int do_loo = 0, n_paths = 0;
   double mw = 15;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -189,7 +191,11 @@ int cli_calibrate_gpu(int argc, char **argv) {
                !strcmp(a, "--device") || !strcmp(a, "--model-weight") || !strcmp(a, "--version")) {
       if (i + 1 >= argc) return cli_usage_error("calibrate", "%s needs a value", a);
       const char *v = argv[++i];
-      if (!strcmp(a, "--gpu")) path = v;
+      if (!strcmp(a, "--gpu")) {
+        if (n_paths == GPU_MAX_FILES)
+          return cli_usage_error("calibrate", "--gpu %s: at most %d measurements files", v, GPU_MAX_FILES);
+        paths[n_paths++] = path = v;
+      }
       else if (!strcmp(a, "-o")) outp = v;
       else if (!strcmp(a, "--models")) dir = v;
       else if (!strcmp(a, "--device")) dev = v;
@@ -210,7 +216,13 @@ int cli_calibrate_gpu(int argc, char **argv) {
   gopt_error err = {0};
   gopt_gpu_data *d = NULL;
   double coef[GOPT_GPU_NCOEF], half = 0;
-  int rc = gopt_gpu_data_load(path, dir, &d, &err);
+  int rc = gopt_gpu_data_load(paths[0], dir, &d, &err);
+  for (int f = 1; f < n_paths && !rc; f++) {
+    gopt_gpu_data *more = NULL;
+    rc = gopt_gpu_data_load(paths[f], dir, &more, &err);
+    if (!rc) rc = gopt_gpu_data_append(d, more, paths[f], &err);
+    gopt_gpu_data_free(more);
+  }
   double w = mw;
   if (!rc && mw <= 0) rc = gopt_gpu_select_weight(d, -1, weight_grid, WEIGHT_GRID_N, &w, &err);
   if (!rc) rc = gopt_gpu_fit(d, -1, w, coef, &err);
@@ -219,7 +231,7 @@ int cli_calibrate_gpu(int argc, char **argv) {
     size_t tot = 0;
     for (size_t i = 0; i < d->n; i++) tot += d->rows[i].what >= GOPT_GPU_ROW_B1;
     printf("calibrated %s from %s (%s): %zu rows (%zu whole-model), %zu layer rows skipped (no kernel "
-           "or no rule), model weight %g%s\n", dev, path, d->device, d->n, tot, d->skipped, w,
+           "or no rule), model weight %g%s\n", dev, n_paths > 1 ? "several files" : path, d->device, d->n, tot, d->skipped, w,
            mw <= 0 ? " (auto)" : "");
     if (half > 0) printf("  bf16 tensor-core speed-up over fp32 (compute terms): %.3f\n", half);
     for (int j = 0; j < GOPT_GPU_NCOEF; j++)

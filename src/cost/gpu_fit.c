@@ -230,6 +230,35 @@ int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **
   return rc;
 }
 
+int gopt_gpu_data_append(gopt_gpu_data *d, const gopt_gpu_data *more, const char *more_path,
+                         gopt_error *err) {
+  if (more->batch != d->batch)
+    return gopt_error_set(err, GOPT_EPARSE, "%s: \"batch\" %d differs from the first file's %d",
+                          more_path, more->batch, d->batch);
+  for (int a = 0; a < more->n_models; a++)
+    for (int b = 0; b < d->n_models; b++)
+      if (!strcmp(more->models[a], d->models[b]))
+        return gopt_error_set(err, GOPT_EPARSE, "%s: models.%s: already measured in an earlier file",
+                              more_path, more->models[a]);
+  int nm = d->n_models + more->n_models;
+  char(*names)[64] = realloc(d->models, (size_t)(nm ? nm : 1) * sizeof *names);
+  if (names) d->models = names;
+  int *has = names ? realloc(d->has_model_rows, (size_t)(nm ? nm : 1) * sizeof *has) : NULL;
+  if (!has) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", more_path);
+  d->has_model_rows = has;
+  memcpy(d->models + d->n_models, more->models, (size_t)more->n_models * sizeof *names);
+  memcpy(d->has_model_rows + d->n_models, more->has_model_rows, (size_t)more->n_models * sizeof *has);
+  for (size_t i = 0; i < more->n; i++) {
+    gopt_gpu_row *r = add_row(d);
+    if (!r) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", more_path);
+    *r = more->rows[i];
+    if (r->model >= 0) r->model += d->n_models;
+  }
+  d->n_models = nm;
+  d->skipped += more->skipped;
+  return 0;
+}
+
 /* Whether row x is left out of a fit that excludes models ex1 and ex2 (-1: none). */
 static int left_out(const gopt_gpu_row *x, int ex1, int ex2) {
   return x->model >= 0 && (x->model == ex1 || x->model == ex2);

@@ -8,7 +8,7 @@ gopt=$1; py=$2
 data=../shared/gpu/h100_corpus.json
 [ -f "$data" ] || { echo "skipped: $data not found"; exit 77; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$gopt" calibrate --gpu "$data" --device H100 -o "$tmp/h100.json" > /dev/null
+"$gopt" calibrate --gpu "$data" --gpu tests/cost/data/h100_grouped_conv.json --device H100 -o "$tmp/h100.json" > /dev/null
 for spec in "corpus/resnet18.onnx" "corpus/resnet18.onnx --batch 32 --training" "corpus/bert_tiny.onnx --batch 32" \
             "corpus/mobilenet_v2.onnx --batch 32" "corpus/swin_t.onnx --batch 32 --training" "corpus/lstm_seq2seq.onnx"; do
   "$gopt" simulate $spec --cluster "$tmp/h100.json" --json > "$tmp/a.json" 2>/dev/null
