@@ -1,0 +1,161 @@
+/* k_hlo_custom.c: the executor's kernels for custom-call targets of real modules besides cuBLAS GEMMs
+ * and cuda_threefry2x32 (those are in k_hlo.c):
+ * - the dense linear algebra jaxlib lowers to cuSOLVER/cuBLAS: LU with partial pivoting
+ *   (`cusolver_getrf`, `cublas_getrf_batched`: results LU, 1-based pivots, info, workspace) and
+ *   Cholesky (`cusolver_potrf`: result factor in the lower or upper triangle as the descriptor's
+ *   fill mode says, the other triangle left as it was; info, workspace), computed by LAPACK
+ *   (OpenBLAS's dgetrf/dpotrf) on each matrix of the batch. The matrices are the logical ones:
+ *   jaxlib's operand layouts are column-major, which is what cuSOLVER reads, so the library sees the
+ *   logical matrix; info is LAPACK's (0, or the 1-based column where the factorisation stopped).
+ * - the AWS Neuron targets that PyTorch/XLA writes for Trainium/Inferentia: AwsNeuronGelu
+ *   (x * Phi(x), Phi the normal CDF), AwsNeuronGeluApprxTanh (0.5 x (1 + tanh(sqrt(2/pi)
+ *   (x + 0.044715 x^3)))), AwsNeuronGeluBackward (d/dx of x * Phi(x): Phi(x) + x * phi(x); the
+ *   modules multiply it by the incoming gradient themselves) and AwsNeuronTransferWithStaticRing
+ *   (a host-to-device transfer of a parameter: the identity). Neuron documents none of these
+ *   publicly; the semantics are read from the modules (torch_xla's GeluForwardImpl op names, the
+ *   same operand and result shape, the backward's use as a factor of the gradient). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/k_hlo.h"
+
+#define NODE (k->node)
+#define G (x->g)
+
+/* LAPACK (OpenBLAS), column-major; the trailing size_t is Fortran's hidden string length. */
+extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
+extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t uplo_len);
+
+/* custom_call_target of node n without its quotes, into buf. */
+static const char *target(const gopt_graph *g, int32_t n, char *buf, size_t cap) {
+  const char *s = gopt_node_get_string(g, n, "custom_call_target", "");
+  size_t len = strlen(s);
+  if (len >= 2 && s[0] == '"' && s[len - 1] == '"') s++, len -= 2;
+  snprintf(buf, cap, "%.*s", (int)len, s);
+  return buf;
+}
+
+/* ---- Neuron ---------------------------------------------------------------------------------- */
+
+static int f_neuron(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  char tb[64];
+  const char *t = target(G, NODE, tb, sizeof tb);
+  if (nin != 1 || nout != 1 || in[0].n != out[0].n) return ex_node_error(x, NODE, err, GOPT_EINVAL, "%s: one operand of the result's size expected", t);
+  int kind = !strcmp(t, "AwsNeuronGelu") ? 0 : !strcmp(t, "AwsNeuronGeluApprxTanh") ? 1 : !strcmp(t, "AwsNeuronGeluBackward") ? 2 : 3;
+  for (int64_t i = 0; i < out[0].n; i++) {
+    double v = in[0].v[i], cdf = 0.5 * (1 + erf(v / sqrt(2.0)));
+    switch (kind) {
+      case 0: out[0].v[i] = v * cdf; break;
+      case 1: out[0].v[i] = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); break;
+      case 2: out[0].v[i] = cdf + v * exp(-0.5 * v * v) / sqrt(2 * M_PI); break;
+      default: out[0].v[i] = v; break;
+    }
+  }
+  return GOPT_OK;
+}
+
+/* ---- LAPACK factorisations --------------------------------------------------------------------- */
+
+/* Matrix b of the batch in[0] ([..., m, n]) into column-major a, and back. */
+static void to_colmajor(const double *src, int m, int n, double *a) {
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) a[(size_t)j * m + i] = src[(size_t)i * n + j];
+}
+static void from_colmajor(const double *a, int m, int n, double *dst) {
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) dst[(size_t)i * n + j] = a[(size_t)j * m + i];
+}
+
+/* The matrix dims of in (rank >= 2) and its batch count, or -1 when they do not fit an int. */
+static int64_t mat_dims(const rt *t, int *m, int *n) {
+  if (t->rank < 2 || t->d[t->rank - 2] > 65536 || t->d[t->rank - 1] > 65536) return -1;
+  *m = (int)t->d[t->rank - 2];
+  *n = (int)t->d[t->rank - 1];
+  return *m && *n ? t->n / ((int64_t)*m * *n) : 0;
+}
+
+/* getrf: (LU, pivots [..., min(m,n)], info [...], workspace) = getrf(a [..., m, n]). */
+static int f_getrf(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  int m = 0, n = 0;
+  int64_t nb = mat_dims(&in[0], &m, &n);
+  int mn = m < n ? m : n;
+  if (nin != 1 || nout < 3 || nb < 0 || out[0].n != in[0].n || out[1].n != nb * mn || out[2].n != nb)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "getrf: results (LU, pivots, info, ...) do not match the operand");
+  double *a = malloc((size_t)m * n * sizeof *a + 1);
+  int *piv = malloc((size_t)mn * sizeof *piv + 1);
+  if (!a || !piv) {
+    free(a);
+    free(piv);
+    return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  }
+  for (int64_t b = 0; b < nb; b++) {
+    int info = 0;
+    to_colmajor(in[0].v + b * m * n, m, n, a);
+    dgetrf_(&m, &n, a, &m, piv, &info);
+    from_colmajor(a, m, n, out[0].v + b * m * n);
+    for (int i = 0; i < mn; i++) out[1].v[b * mn + i] = piv[i];
+    out[2].v[b] = info;
+  }
+  free(a);
+  free(piv);
+  return GOPT_OK;
+}
+
+/* The bytes of an HLO string literal's text ("\000\350..."), up to cap; their count. */
+static size_t unescape(const char *s, unsigned char *o, size_t cap) {
+  size_t n = 0;
+  if (*s == '"') s++;
+  while (*s && *s != '"' && n < cap) {
+    if (*s != '\\') {
+      o[n++] = (unsigned char)*s++;
+      continue;
+    }
+    s++;
+    if (*s >= '0' && *s <= '7') {
+      int v = 0;
+      for (int i = 0; i < 3 && *s >= '0' && *s <= '7'; i++) v = v * 8 + (*s++ - '0');
+      o[n++] = (unsigned char)v;
+    } else if (*s) o[n++] = (unsigned char)(*s == 'n' ? '\n' : *s == 't' ? '\t' : *s), s++;
+  }
+  return n;
+}
+
+/* potrf: (factor, info, workspace) = potrf(a [..., n, n]); the descriptor's second int32 is
+ * cuBLAS's fill mode (0 lower, 1 upper). */
+static int f_potrf(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  int m = 0, n = 0;
+  int64_t nb = mat_dims(&in[0], &m, &n);
+  unsigned char d[64];
+  size_t nd = unescape(gopt_node_get_string(G, NODE, "backend_config", ""), d, sizeof d);
+  if (nin != 1 || nout < 2 || nb < 0 || m != n || out[0].n != in[0].n || out[1].n != nb)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "potrf: results (factor, info, ...) do not match the square operand");
+  if (nd < 8 || d[5] || d[6] || d[7] || d[4] > 1)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "potrf: backend_config is not a descriptor with a fill mode");
+  char uplo = d[4] ? 'U' : 'L';
+  double *a = malloc((size_t)n * n * sizeof *a + 1);
+  if (!a) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int64_t b = 0; b < nb; b++) {
+    int info = 0;
+    to_colmajor(in[0].v + b * n * n, n, n, a);
+    dpotrf_(&uplo, &n, a, &n, &info, 1);
+    from_colmajor(a, n, n, out[0].v + b * n * n);
+    out[1].v[b] = info;
+  }
+  free(a);
+  return GOPT_OK;
+}
+
+ref_fn ex_hlo_custom_kernel(const gopt_graph *g, int32_t n) {
+  const char *op = ex_hlo_op(g, n);
+  if (!op || strcmp(op, "custom-call")) return NULL;
+  char tb[64];
+  const char *t = target(g, n, tb, sizeof tb);
+  if (!strcmp(t, "AwsNeuronGelu") || !strcmp(t, "AwsNeuronGeluApprxTanh") || !strcmp(t, "AwsNeuronGeluBackward") ||
+      !strcmp(t, "AwsNeuronTransferWithStaticRing"))
+    return f_neuron;
+  if (!strcmp(t, "cusolver_getrf") || !strcmp(t, "cublas_getrf_batched")) return f_getrf;
+  if (!strcmp(t, "cusolver_potrf")) return f_potrf;
+  return NULL;
+}
