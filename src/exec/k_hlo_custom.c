@@ -1,10 +1,13 @@
 /* k_hlo_custom.c: the executor's kernels for custom-call targets of real modules besides cuBLAS GEMMs
  * and cuda_threefry2x32 (those are in k_hlo.c):
  * - the dense linear algebra jaxlib lowers to cuSOLVER/cuBLAS: LU with partial pivoting
- *   (`cusolver_getrf`, `cublas_getrf_batched`: results LU, 1-based pivots, info, workspace) and
+ *   (`cusolver_getrf`, `cublas_getrf_batched`: results LU, 1-based pivots, info, workspace),
  *   Cholesky (`cusolver_potrf`: result factor in the lower or upper triangle as the descriptor's
- *   fill mode says, the other triangle left as it was; info, workspace), computed by LAPACK
- *   (OpenBLAS's dgetrf/dpotrf) on each matrix of the batch. The matrices are the logical ones:
+ *   fill mode says, the other triangle left as it was; info, workspace), Householder QR
+ *   (`cusolver_geqrf`, `cusolver_orgqr`), triangular solves (`cublas_trsm_batched`, side, fill
+ *   mode, transpose and unit diagonal from its descriptor), computed by LAPACK/BLAS (OpenBLAS's
+ *   dgetrf, dpotrf, dgeqrf, dorgqr, dtrsm) on each matrix of the batch, and
+ *   `cuda_lu_pivots_to_permutation`. The matrices are the logical ones:
  *   jaxlib's operand layouts are column-major, which is what cuSOLVER reads, so the library sees the
  *   logical matrix; info is LAPACK's (0, or the 1-based column where the factorisation stopped).
  * - the AWS Neuron targets that PyTorch/XLA writes for Trainium/Inferentia: AwsNeuronGelu
@@ -27,6 +30,13 @@
 /* LAPACK (OpenBLAS), column-major; the trailing size_t is Fortran's hidden string length. */
 extern void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
 extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t uplo_len);
+extern void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work, const int *lwork,
+                    int *info);
+extern void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau, double *work,
+                    const int *lwork, int *info);
+extern void dtrsm_(const char *side, const char *uplo, const char *transa, const char *diag, const int *m, const int *n,
+                   const double *alpha, const double *a, const int *lda, double *b, const int *ldb, size_t l1, size_t l2,
+                   size_t l3, size_t l4);
 
 /* custom_call_target of node n without its quotes, into buf. */
 static const char *target(const gopt_graph *g, int32_t n, char *buf, size_t cap) {
@@ -147,6 +157,85 @@ static int f_potrf(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nou
   return GOPT_OK;
 }
 
+/* Little-endian int32 number i of the descriptor bytes d[0..nd), -1 when beyond. */
+static int64_t desc_i32(const unsigned char *d, size_t nd, int i) {
+  if ((size_t)(4 * i + 4) > nd) return -1;
+  return (int64_t)((uint32_t)d[4 * i] | (uint32_t)d[4 * i + 1] << 8 | (uint32_t)d[4 * i + 2] << 16 | (uint32_t)d[4 * i + 3] << 24);
+}
+
+/* cublas_trsm_batched(a [..., k, k], b [..., m, n]) -> (x, ...): op(a) x = b (side left) or
+ * x op(a) = b (side right), a's fill mode triangle only, unit or not; the descriptor is
+ * {type, batch, m, n, side, uplo, trans, diag} as int32 (cuBLAS's enums). */
+static int f_trsm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  unsigned char d[64];
+  size_t nd = unescape(gopt_node_get_string(G, NODE, "backend_config", ""), d, sizeof d);
+  int64_t side = desc_i32(d, nd, 4), uplo = desc_i32(d, nd, 5), trans = desc_i32(d, nd, 6), diag = desc_i32(d, nd, 7);
+  int m = 0, n = 0, ka = 0, kb = 0;
+  int64_t nb = mat_dims(&in[1], &m, &n), na = nin == 2 ? mat_dims(&in[0], &ka, &kb) : -1;
+  if (nin != 2 || nout < 1 || nb < 0 || na != nb || ka != kb || ka != (side ? n : m) || out[0].n != in[1].n)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "trsm: operands (a, b) and result do not match");
+  if (side < 0 || side > 1 || uplo < 0 || uplo > 1 || trans < 0 || trans > 2 || diag < 0 || diag > 1)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "trsm: backend_config is not a {type, batch, m, n, side, uplo, trans, diag} descriptor");
+  char cs = side ? 'R' : 'L', cu = uplo ? 'U' : 'L', ct = trans ? 'T' : 'N', cd = diag ? 'U' : 'N';
+  double one = 1, *a = malloc(((size_t)ka * ka + (size_t)m * n) * sizeof *a + 1), *b = a ? a + (size_t)ka * ka : NULL;
+  if (!a) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int64_t i = 0; i < nb; i++) {
+    to_colmajor(in[0].v + i * ka * ka, ka, ka, a);
+    to_colmajor(in[1].v + i * m * n, m, n, b);
+    dtrsm_(&cs, &cu, &ct, &cd, &m, &n, &one, a, &ka, b, &m, 1, 1, 1, 1);
+    from_colmajor(b, m, n, out[0].v + i * m * n);
+  }
+  free(a);
+  return GOPT_OK;
+}
+
+/* cusolver_geqrf(a [..., m, n]) -> (r and reflectors, tau [..., min(m,n)], info, workspace) and
+ * cusolver_orgqr(a [..., m, n], tau [..., k]) -> (q, info, workspace): LAPACK's Householder QR. */
+static int f_qr(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  int org = nin == 2, m = 0, n = 0;
+  int64_t nb = mat_dims(&in[0], &m, &n);
+  int kq = org ? (int)in[1].d[in[1].rank - 1] : (m < n ? m : n), lw = 64 * (n + 1), info = 0;
+  rt *tau = org ? &in[1] : &out[1], *inf = org ? &out[1] : &out[2];
+  if (nb < 0 || nout < (org ? 2 : 3) || out[0].n != in[0].n || tau->n != nb * kq || inf->n != nb || (org && (kq > n || n > m)))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "%s: operands and results do not match", org ? "orgqr" : "geqrf");
+  double *a = malloc(((size_t)m * n + (size_t)lw + (size_t)kq) * sizeof *a + 1), *w = a ? a + (size_t)m * n : NULL, *t = w ? w + lw : NULL;
+  if (!a) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int64_t i = 0; i < nb; i++) {
+    to_colmajor(in[0].v + i * m * n, m, n, a);
+    if (org) {
+      memcpy(t, tau->v + i * kq, (size_t)kq * sizeof *t);
+      dorgqr_(&m, &n, &kq, a, &m, t, w, &lw, &info);
+    } else {
+      dgeqrf_(&m, &n, a, &m, t, w, &lw, &info);
+      memcpy(tau->v + i * kq, t, (size_t)kq * sizeof *t);
+    }
+    from_colmajor(a, m, n, out[0].v + i * m * n);
+    inf->v[i] = info;
+  }
+  free(a);
+  return GOPT_OK;
+}
+
+/* cuda_lu_pivots_to_permutation(pivots [..., k], 0-based) -> permutation [..., p]: the identity
+ * with rows i and pivots[i] swapped for i = 0..k-1 in turn (an out-of-range pivot swaps nothing). */
+static int f_lu_perm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  int64_t kp = in[0].rank ? in[0].d[in[0].rank - 1] : 1, p = out[0].rank ? out[0].d[out[0].rank - 1] : 1;
+  int64_t nb = kp ? in[0].n / kp : 0;
+  if (nin != 1 || nout != 1 || !p || out[0].n != nb * p) return ex_node_error(x, NODE, err, GOPT_EINVAL, "lu_pivots_to_permutation: shapes do not match");
+  for (int64_t b = 0; b < nb; b++) {
+    double *q = out[0].v + b * p;
+    for (int64_t i = 0; i < p; i++) q[i] = (double)i;
+    for (int64_t i = 0; i < kp && i < p; i++) {
+      double v = in[0].v[b * kp + i];
+      if (v < 0 || v >= (double)p) continue;
+      double t = q[i];
+      q[i] = q[(int64_t)v];
+      q[(int64_t)v] = t;
+    }
+  }
+  return GOPT_OK;
+}
+
 ref_fn ex_hlo_custom_kernel(const gopt_graph *g, int32_t n) {
   const char *op = ex_hlo_op(g, n);
   if (!op || strcmp(op, "custom-call")) return NULL;
@@ -157,5 +246,8 @@ ref_fn ex_hlo_custom_kernel(const gopt_graph *g, int32_t n) {
     return f_neuron;
   if (!strcmp(t, "cusolver_getrf") || !strcmp(t, "cublas_getrf_batched")) return f_getrf;
   if (!strcmp(t, "cusolver_potrf")) return f_potrf;
+  if (!strcmp(t, "cublas_trsm_batched")) return f_trsm;
+  if (!strcmp(t, "cusolver_geqrf") || !strcmp(t, "cusolver_orgqr")) return f_qr;
+  if (!strcmp(t, "cuda_lu_pivots_to_permutation")) return f_lu_perm;
   return NULL;
 }

@@ -4,7 +4,8 @@
  * integers, built here by lit()): convolutions NHWC/HWIO with stride, asymmetric padding and
  * window dilation, with feature groups, with base dilation and window reversal (a transposed
  * convolution), with batch groups (a depthwise weight gradient); max and sum pooling;
- * the max-pooling gradient; batch-norm training and gradient; getrf and potrf; GELU, its tanh
+ * the max-pooling gradient; batch-norm training and gradient; getrf, potrf, trsm (lower, plain and
+ * transposed), geqrf, orgqr and lu_pivots_to_permutation; GELU, its tanh
  * approximation and its derivative. Also the f64 total-order sort comparator jax writes (64-bit
  * integer constants), against the order worked by hand. */
 #include "check.h"
@@ -28,6 +29,12 @@ static const double chol[] = {2, 2, 9, 1, 2, 7, -1, 2, 1};
 static const double gelu[] = {-0.045500263896358417, -0.15426876936299344, 0, 0.58002948571734891, 2.9959503059051098};
 static const double gelu_tanh[] = {-0.045402305912224938, -0.15428599017485606, 0, 0.57996055516562028, 2.9963626079182268};
 static const double gelu_grad[] = {-0.085231801078196917, 0.13250487534383712, 0.5, 0.99922572173923518, 1.0119456472041839};
+static const double trsm_ln[] = {2, 0.5, 0, -0.875, 1.4000000000000001, 1.6500000000000001};
+static const double trsm_lt[] = {2.0999999999999996, 2.625, 0.40000000000000002, -1.25, 0.20000000000000001, 1};
+static const double qr_a[] = {-5.9160797830996161, -8.282511696339462, 0.43377174556761322, 0.63245553203367599, 0.72295290927935529, 0.39696565406256445};
+static const double qr_tau[] = {1.1690308509457032, 1.72773977620305};
+static const double qr_q[] = {-0.16903085094570325, 0.94868329805051377, -0.50709255283710997, -0.31622776601683833, -0.84515425472851657, 2.2204460492503131e-16};
+static const double lu_perm[] = {2, 0, 1};
 
 /* A literal of shape d[0..rank) holding (i * 7 + off) % mod - mod / 2 for flat index i (the
  * fixture's ints()), with nested braces; appended to buf. */
@@ -102,6 +109,14 @@ static void windows(void) {
   kernel_case("select-and-scatter (max-pooling gradient)", ss, 0, ss_maxpool, 25);
 }
 
+/* The octal-escaped bytes of int32 values v[0..n) (little-endian), as a cuBLAS descriptor in an HLO
+ * string. */
+static void desc(char *buf, const int *v, int n) {
+  buf[0] = 0;
+  for (int i = 0; i < n; i++)
+    for (int b = 0; b < 4; b++) sprintf(buf + strlen(buf), "\\%03o", (unsigned)(v[i] >> (8 * b)) & 255u);
+}
+
 static void norms_and_solvers(void) {
   static const char bn[] =
       "ENTRY e {\n  x = f32[2,3,2] constant({ { {-1, 0}, {1, 2}, {3, -1} }, { {0, 1}, {2, 3}, {-1, 0} } })\n"
@@ -127,6 +142,27 @@ static void norms_and_solvers(void) {
               "  f = (f32[3,3], s32[], s8[8]) custom-call(a), custom_call_target=\"cusolver_potrf\", "
               "backend_config=\"\\000\\000\\000\\000\\000\\000\\000\\000\\001\\000\\000\\000\\000\\000\\000\\000\\003\"\n"
               "  ROOT r = f32[3,3] get-tuple-element(f), index=0\n}\n", 0, chol, 9);
+  char text[2048], d0[160], d1[160];
+  desc(d0, (const int[]){1, 1, 3, 2, 0, 0, 0, 0}, 8);
+  desc(d1, (const int[]){1, 1, 3, 2, 0, 0, 1, 0}, 8);
+  for (int t = 0; t < 2; t++) {
+    snprintf(text, sizeof text,
+             "ENTRY e {\n  a = f32[3,3] constant({ {2, 9, 9}, {1, 4, 9}, {-3, 2, 5} })\n  b = f32[3,2] constant({ {4, 1}, {2, -3}, {1, 5} })\n"
+             "  f = (f32[3,2], s8[8], s8[8]) custom-call(a, b), custom_call_target=\"cublas_trsm_batched\", backend_config=\"%s\"\n"
+             "  ROOT r = f32[3,2] get-tuple-element(f), index=0\n}\n", t ? d1 : d0);
+    kernel_case_tol(t ? "cublas_trsm_batched lower, transposed" : "cublas_trsm_batched lower", text, 0, t ? trsm_lt : trsm_ln, 6, 1e-6);
+  }
+  static const char qr[] =
+      "ENTRY e {\n  a = f32[3,2] constant({ {1, 2}, {3, 4}, {5, 7} })\n"
+      "  f = (f32[3,2], f32[2], s32[], f32[64]) custom-call(a), custom_call_target=\"cusolver_geqrf\"\n"
+      "  q = (f32[3,2], s32[], f32[64]) custom-call(f#0, f#1), custom_call_target=\"cusolver_orgqr\"\n"
+      "  ROOT r = (f32[3,2], f32[2], f32[3,2]) tuple(f#0, f#1, q#0)\n}\n";
+  kernel_case_tol("cusolver_geqrf reflectors", qr, 0, qr_a, 6, 1e-6);
+  kernel_case_tol("cusolver_geqrf tau", qr, 1, qr_tau, 2, 1e-6);
+  kernel_case_tol("cusolver_orgqr", qr, 2, qr_q, 6, 1e-6);
+  kernel_case("cuda_lu_pivots_to_permutation",
+              "ENTRY e {\n  p = s32[3] constant({2, 2, 2})\n"
+              "  ROOT q = s32[3] custom-call(p), custom_call_target=\"cuda_lu_pivots_to_permutation\"\n}\n", 0, lu_perm, 3);
 #define GELU(t) "ENTRY e {\n  x = f32[5] constant({-2, -0.5, 0, 0.75, 3})\n  ROOT g = f32[5] custom-call(x), " \
                 "custom_call_target=\"" t "\"\n}\n"
   kernel_case_tol("AwsNeuronGelu", GELU("AwsNeuronGelu"), 0, gelu, 5, 1e-6);
