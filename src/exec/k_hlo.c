@@ -655,21 +655,27 @@ static int f_sort(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
  * slice_sizes; start indices clamped so the slice stays inside the operand. */
 static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout;
-  size_t no, nc, nm, ns, nbd;
+  size_t no, nc, nm, ns, nbd, nsb;
   const int64_t *od = gopt_node_get_ints(G, NODE, "offset_dims", &no);
   const int64_t *cd = gopt_node_get_ints(G, NODE, "collapsed_slice_dims", &nc);
   const int64_t *sm = gopt_node_get_ints(G, NODE, "start_index_map", &nm);
   const int64_t *ss = gopt_node_get_ints(G, NODE, "slice_sizes", &ns);
-  gopt_node_get_ints(G, NODE, "operand_batching_dims", &nbd);
+  const int64_t *obd = gopt_node_get_ints(G, NODE, "operand_batching_dims", &nbd);
+  const int64_t *sbd = gopt_node_get_ints(G, NODE, "start_indices_batching_dims", &nsb);
   int64_t ivd = gopt_node_get_int(G, NODE, "index_vector_dim", in[1].rank);
   int r = in[0].rank, ri = in[1].rank;
-  if (nin != 2 || (int)ns != r || nbd || ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && in[1].d[ivd] != (int64_t)nm))
+  if (nin != 2 || (int)ns != r || nbd != nsb || ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && in[1].d[ivd] != (int64_t)nm))
     return ex_node_error(x, NODE, err, GOPT_EUNSUP, "gather: unsupported dimension numbers");
   unsigned char is_off[GOPT_MAX_RANK] = {0}, coll[GOPT_MAX_RANK] = {0};
   for (size_t i = 0; i < no; i++)
     if (od[i] >= 0 && od[i] < out[0].rank) is_off[od[i]] = 1;
   for (size_t i = 0; i < nc; i++)
     if (cd[i] >= 0 && cd[i] < r) coll[cd[i]] = 1;
+  for (size_t i = 0; i < nbd; i++) { /* a batching dim is indexed by its start_indices dim, like a collapsed one */
+    if (obd[i] < 0 || obd[i] >= r || sbd[i] < 0 || sbd[i] >= ri || sbd[i] == ivd)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "gather: batching dims out of range");
+    coll[obd[i]] = 1;
+  }
   int64_t oi[GOPT_MAX_RANK], ii[GOPT_MAX_RANK], si[GOPT_MAX_RANK];
   for (int64_t o = 0; o < out[0].n; o++) {
     unravel(&out[0], o, oi);
@@ -685,6 +691,7 @@ static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
       int64_t v = (int64_t)in[1].v[ravel(&in[1], si)], hi = in[0].d[sm[kk]] - ss[sm[kk]];
       ii[sm[kk]] = v < 0 ? 0 : v > hi ? hi : v;
     }
+    for (size_t q = 0; q < nbd; q++) ii[obd[q]] = si[sbd[q]];
     for (int d = 0; d < r; d++)
       if (!coll[d]) {
         while (nof < out[0].rank && !is_off[nof]) nof++;
@@ -699,21 +706,23 @@ static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
  * update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims, index_vector_dim and the
  * to_apply combiner (interpreted per element; applied in update order, so repeated indices
  * accumulate); an update whose window falls outside the operand is skipped (as XLA's CPU and GPU
- * backends do). Batching dimensions are not supported. */
+ * backends do). Batching dims (input_batching_dims, scatter_indices_batching_dims) index the operand
+ * by the update's position along the matching indices dim. */
 static int f_scatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
-  size_t nw, ni, nm, nb;
+  size_t nw, ni, nm, nb, nsb;
   const int64_t *uw = gopt_node_get_ints(G, NODE, "update_window_dims", &nw);
   const int64_t *iw = gopt_node_get_ints(G, NODE, "inserted_window_dims", &ni);
   const int64_t *sm = gopt_node_get_ints(G, NODE, "scatter_dims_to_operand_dims", &nm);
-  gopt_node_get_ints(G, NODE, "input_batching_dims", &nb);
+  const int64_t *ibd = gopt_node_get_ints(G, NODE, "input_batching_dims", &nb);
+  const int64_t *sbd = gopt_node_get_ints(G, NODE, "scatter_indices_batching_dims", &nsb);
   const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
   int kk = (nin - 1) / 2;
-  if (kk < 1 || kk > 4 || nin != 2 * kk + 1 || nout != kk || nb || !a || a->kind != GOPT_ATTR_GRAPH)
-    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scatter: needs k operands, indices, k updates, to_apply (no batching dims)");
+  if (kk < 1 || kk > 4 || nin != 2 * kk + 1 || nout != kk || nb != nsb || !a || a->kind != GOPT_ATTR_GRAPH)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scatter: needs k operands, indices, k updates, to_apply");
   const rt *op = &in[0], *ix = &in[kk], *up = &in[kk + 1];
   int r = op->rank, ri = ix->rank;
   int64_t ivd = gopt_node_get_int(G, NODE, "index_vector_dim", ri);
-  if (ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && ix->d[ivd] != (int64_t)nm) || nw + ni != (size_t)r)
+  if (ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && ix->d[ivd] != (int64_t)nm) || nw + ni + nb != (size_t)r)
     return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scatter: unsupported dimension numbers");
   unsigned char is_win[GOPT_MAX_RANK] = {0}, ins[GOPT_MAX_RANK] = {0};
   int64_t wsize[GOPT_MAX_RANK]; /* window size per operand dim */
@@ -721,6 +730,11 @@ static int f_scatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
     if (uw[i] >= 0 && uw[i] < up->rank) is_win[uw[i]] = 1;
   for (size_t i = 0; i < ni; i++)
     if (iw[i] >= 0 && iw[i] < r) ins[iw[i]] = 1;
+  for (size_t i = 0; i < nb; i++) { /* a batching dim is indexed by its indices dim, like an inserted one */
+    if (ibd[i] < 0 || ibd[i] >= r || sbd[i] < 0 || sbd[i] >= ri || sbd[i] == ivd)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "scatter: batching dims out of range");
+    ins[ibd[i]] = 1;
+  }
   for (int d = 0, w = 0; d < r; d++) wsize[d] = ins[d] ? 1 : (w < (int)nw ? up->d[uw[w++]] : 1);
   scomp c;
   int rc = scomp_init(&c, G->subgraphs.a[a->v.graph], err);
@@ -740,6 +754,7 @@ static int f_scatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
       if (ivd < ri) si[ivd] = (int64_t)q;
       st[sm[q]] = (int64_t)ix->v[ravel(ix, si)];
     }
+    for (size_t q = 0; q < nb; q++) st[ibd[q]] = si[sbd[q]];
     for (int d = 0; d < r; d++) {
       skip |= st[d] < 0 || st[d] + wsize[d] > op->d[d];
       oi[d] = st[d];

@@ -35,6 +35,8 @@ static const double qr_a[] = {-5.9160797830996161, -8.282511696339462, 0.4337717
 static const double qr_tau[] = {1.1690308509457032, 1.72773977620305};
 static const double qr_q[] = {-0.16903085094570325, 0.94868329805051377, -0.50709255283710997, -0.31622776601683833, -0.84515425472851657, 2.2204460492503131e-16};
 static const double lu_perm[] = {2, 0, 1};
+static const double gather_batch[] = {4, 5, 0, 1, 8, 9, 8, 9};
+static const double scatter_batch[] = {3, 4, 0, 0, 1, 2, 0, 0, 12, 14, 0, 0};
 
 /* A literal of shape d[0..rank) holding (i * 7 + off) % mod - mod / 2 for flat index i (the
  * fixture's ints()), with nested braces; appended to buf. */
@@ -187,7 +189,24 @@ static void total_order_sort(void) {
               1, perm, 5);
 }
 
+/* gather and scatter with batching dims (today's jax.vmap of a gather writes them). */
+static void batching_dims(void) {
+#define XB "  x = f32[2,3,2] constant({ { {0, 1}, {2, 3}, {4, 5} }, { {6, 7}, {8, 9}, {10, 11} } })\n" \
+           "  i = s32[2,2,1] constant({ { {2}, {0} }, { {1}, {1} } })\n"
+  kernel_case("gather with operand_batching_dims",
+              "ENTRY e {\n" XB "  ROOT g = f32[2,2,2] gather(x, i), offset_dims={2}, collapsed_slice_dims={1}, start_index_map={1}, "
+              "operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,1,2}\n}\n",
+              0, gather_batch, 8);
+  kernel_case("scatter-add with input_batching_dims",
+              ADD "ENTRY e {\n" XB "  c = f32[] constant(0)\n  z = f32[2,3,2] broadcast(c), dimensions={}\n"
+              "  u = f32[2,2,2] constant({ { {1, 2}, {3, 4} }, { {5, 6}, {7, 8} } })\n"
+              "  ROOT s = f32[2,3,2] scatter(z, i, u), update_window_dims={2}, inserted_window_dims={1}, input_batching_dims={0}, "
+              "scatter_indices_batching_dims={0}, scatter_dims_to_operand_dims={1}, index_vector_dim=2, to_apply=add\n}\n",
+              0, scatter_batch, 12);
+}
+
 int main(void) {
+  batching_dims();
   windows();
   norms_and_solvers();
   total_order_sort();

@@ -26,7 +26,7 @@
 #define MIN_VERIFIED 55
 #else
 #define SIZE_LIMIT (1 << 22)
-#define MIN_VERIFIED 62
+#define MIN_VERIFIED 70
 #endif
 #define MAX_FILES 128
 
