@@ -1171,6 +1171,7 @@ static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
   if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "cuda_threefry2x32"))
     return f_threefry;
   if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "__cublas$") &&
+      !strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "$f8") && /* FP8 GEMMs take scale operands */
       (strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "gemm") ||
        strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "matmul")))
     return f_gemm;
