@@ -55,6 +55,15 @@ static size_t total_elements(const gopt_graph *g) {
   return s;
 }
 
+/* Whether g or a computation it calls has a while loop. */
+static int has_while(const gopt_graph *g) {
+  for (size_t n = 0; n < g->nodes.n; n++)
+    if (!strcmp(gopt_node_type(g, (int32_t)n), "hlo::while")) return 1;
+  for (size_t i = 0; i < g->subgraphs.n; i++)
+    if (has_while(g->subgraphs.a[i])) return 1;
+  return 0;
+}
+
 /* Passes that may add instructions (expanders, inliner, canonicalisers). */
 static int may_grow(const char *pass) {
   static const char *const grow[] = {"call-inliner", "logistic-expander", "zero_sized_hlo_elimination",
@@ -97,8 +106,7 @@ static int check_module(const char *path) {
   int np = gopt_pass_count(), bad = 0, runs = total_elements(g) <= DEFAULT_LIMIT;
   int every = total_elements(g) <= SIZE_LIMIT; /* else the default pipeline only */
   if (!runs) snprintf(msg, sizeof msg, "%zu tensor elements (limit %d)", total_elements(g), DEFAULT_LIMIT);
-  for (size_t n = 0; n < g->nodes.n && runs; n++) /* the interpreted loops take a second a run: default only */
-    if (!strcmp(gopt_node_type(g, (int32_t)n), "hlo::while")) every = 0;
+  if (has_while(g)) every = 0; /* the interpreted loops take a second a run: default only */
   for (int p = 0; p <= np; p++) { /* p == np: the default pipeline */
     gopt_graph *h = NULL;
     gopt_pass_stats st = {0};
