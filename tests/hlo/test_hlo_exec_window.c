@@ -7,7 +7,7 @@
  * the max-pooling gradient; batch-norm training and gradient; getrf, potrf, trsm (lower, plain and
  * transposed), geqrf, orgqr and lu_pivots_to_permutation; GELU, its tanh
  * approximation and its derivative. Also the f64 total-order sort comparator jax writes (64-bit
- * integer constants), against the order worked by hand. */
+ * integer constants), against the order worked by hand; output comparison of bf16/f16/f8 results. */
 #include "check.h"
 #include "hlo_test_util.h"
 
@@ -205,7 +205,26 @@ static void batching_dims(void) {
               0, scatter_batch, 12);
 }
 
+/* gopt_exec_same_outputs on half-precision and 8-bit outputs: random inputs exist for them, and a
+ * different result is a difference (their values were read as 0 before, so any two agreed). */
+static void half_outputs(void) {
+  static const char *const ty[] = {"bf16", "f16", "f8e4m3fn"};
+  for (int i = 0; i < 3; i++) {
+    char a[256], b[256], msg[300];
+    snprintf(a, sizeof a, "HloModule a\nENTRY e {\n  x = %s[64] parameter(0)\n  ROOT y = %s[64] add(x, x)\n}\n", ty[i], ty[i]);
+    snprintf(b, sizeof b, "HloModule b\nENTRY e {\n  x = %s[64] parameter(0)\n  ROOT y = %s[64] multiply(x, x)\n}\n", ty[i], ty[i]);
+    gopt_graph *ga = load(a), *gb = load(b);
+    if (ga && gb) {
+      CHECK_MSG(gopt_exec_same_outputs(ga, ga, 1, 1e-4, 1e-5, msg, sizeof msg) == 1, "%s: %s", ty[i], msg);
+      CHECK_MSG(gopt_exec_same_outputs(ga, gb, 1, 1e-4, 1e-5, msg, sizeof msg) == 0, "%s: x + x and x * x agree: %s", ty[i], msg);
+    }
+    gopt_graph_free(ga);
+    gopt_graph_free(gb);
+  }
+}
+
 int main(void) {
+  half_outputs();
   batching_dims();
   windows();
   norms_and_solvers();
