@@ -1,5 +1,6 @@
-/* k_hlo_custom.c: the executor's kernels for custom-call targets of real modules besides cuBLAS GEMMs
- * and cuda_threefry2x32 (those are in k_hlo.c):
+/* k_hlo_custom.c: the executor's dense linear algebra (the HLO op triangular-solve) and its kernels
+ * for custom-call targets of real modules besides cuBLAS GEMMs and cuda_threefry2x32 (those are in
+ * k_hlo.c):
  * - the dense linear algebra jaxlib lowers to cuSOLVER/cuBLAS: LU with partial pivoting
  *   (`cusolver_getrf`, `cublas_getrf_batched`: results LU, 1-based pivots, info, workspace),
  *   Cholesky (`cusolver_potrf`: result factor in the lower or upper triangle as the descriptor's
@@ -163,6 +164,21 @@ static int64_t desc_i32(const unsigned char *d, size_t nd, int i) {
   return (int64_t)((uint32_t)d[4 * i] | (uint32_t)d[4 * i + 1] << 8 | (uint32_t)d[4 * i + 2] << 16 | (uint32_t)d[4 * i + 3] << 24);
 }
 
+/* BLAS dtrsm on each of the nb matrices of in[0] (ka x ka) and in[1] (m x n) into out[0]; f holds
+ * side, uplo, transa, diag. */
+static int trsm_batch(const rt *in, rt *out, int64_t nb, int m, int n, int ka, const char *f, gopt_error *err) {
+  double one = 1, *a = malloc(((size_t)ka * ka + (size_t)m * n) * sizeof *a + 1), *b = a ? a + (size_t)ka * ka : NULL;
+  if (!a) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int64_t i = 0; i < nb; i++) {
+    to_colmajor(in[0].v + i * ka * ka, ka, ka, a);
+    to_colmajor(in[1].v + i * m * n, m, n, b);
+    dtrsm_(&f[0], &f[1], &f[2], &f[3], &m, &n, &one, a, &ka, b, &m, 1, 1, 1, 1);
+    from_colmajor(b, m, n, out[0].v + i * m * n);
+  }
+  free(a);
+  return GOPT_OK;
+}
+
 /* cublas_trsm_batched(a [..., k, k], b [..., m, n]) -> (x, ...): op(a) x = b (side left) or
  * x op(a) = b (side right), a's fill mode triangle only, unit or not; the descriptor is
  * {type, batch, m, n, side, uplo, trans, diag} as int32 (cuBLAS's enums). */
@@ -177,16 +193,25 @@ static int f_trsm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
   if (side < 0 || side > 1 || uplo < 0 || uplo > 1 || trans < 0 || trans > 2 || diag < 0 || diag > 1)
     return ex_node_error(x, NODE, err, GOPT_EUNSUP, "trsm: backend_config is not a {type, batch, m, n, side, uplo, trans, diag} descriptor");
   char cs = side ? 'R' : 'L', cu = uplo ? 'U' : 'L', ct = trans ? 'T' : 'N', cd = diag ? 'U' : 'N';
-  double one = 1, *a = malloc(((size_t)ka * ka + (size_t)m * n) * sizeof *a + 1), *b = a ? a + (size_t)ka * ka : NULL;
-  if (!a) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-  for (int64_t i = 0; i < nb; i++) {
-    to_colmajor(in[0].v + i * ka * ka, ka, ka, a);
-    to_colmajor(in[1].v + i * m * n, m, n, b);
-    dtrsm_(&cs, &cu, &ct, &cd, &m, &n, &one, a, &ka, b, &m, 1, 1, 1, 1);
-    from_colmajor(b, m, n, out[0].v + i * m * n);
-  }
-  free(a);
-  return GOPT_OK;
+  return trsm_batch(in, out, nb, m, n, ka, (char[4]){cs, cu, ct, cd}, err);
+}
+
+/* triangular-solve(a [..., k, k], b [..., m, n]), XLA's op: left_side (op(a) x = b, else
+ * x op(a) = b), lower (which triangle of a is read), unit_diagonal, transpose_a (NO_TRANSPOSE,
+ * TRANSPOSE; ADJOINT is TRANSPOSE for real types). */
+static int f_triangular_solve(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  int m = 0, n = 0, ka = 0, kb = 0;
+  int64_t nb = mat_dims(&in[1], &m, &n), na = nin == 2 ? mat_dims(&in[0], &ka, &kb) : -1;
+  int left = !strcmp(gopt_node_get_string(G, NODE, "left_side", "false"), "true");
+  int lower = !strcmp(gopt_node_get_string(G, NODE, "lower", "false"), "true");
+  int unit = !strcmp(gopt_node_get_string(G, NODE, "unit_diagonal", "false"), "true");
+  const char *ta = gopt_node_get_string(G, NODE, "transpose_a", "NO_TRANSPOSE");
+  if (nin != 2 || nout != 1 || nb < 0 || na != nb || ka != kb || ka != (left ? m : n) || out[0].n != in[1].n)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "triangular-solve: operands (a, b) and result do not match");
+  if (strcmp(ta, "NO_TRANSPOSE") && strcmp(ta, "TRANSPOSE") && strcmp(ta, "ADJOINT"))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "triangular-solve: transpose_a=%s", ta);
+  char cs = left ? 'L' : 'R', cu = lower ? 'L' : 'U', ct = strcmp(ta, "NO_TRANSPOSE") ? 'T' : 'N', cd = unit ? 'U' : 'N';
+  return trsm_batch(in, out, nb, m, n, ka, (char[4]){cs, cu, ct, cd}, err);
 }
 
 /* cusolver_geqrf(a [..., m, n]) -> (r and reflectors, tau [..., min(m,n)], info, workspace) and
@@ -238,6 +263,7 @@ static int f_lu_perm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
 
 ref_fn ex_hlo_custom_kernel(const gopt_graph *g, int32_t n) {
   const char *op = ex_hlo_op(g, n);
+  if (op && !strcmp(op, "triangular-solve")) return f_triangular_solve;
   if (!op || strcmp(op, "custom-call")) return NULL;
   char tb[64];
   const char *t = target(g, n, tb, sizeof tb);

@@ -5,7 +5,7 @@
  * window dilation, with feature groups, with base dilation and window reversal (a transposed
  * convolution), with batch groups (a depthwise weight gradient); max and sum pooling;
  * the max-pooling gradient; batch-norm training and gradient; getrf, potrf, trsm (lower, plain and
- * transposed), geqrf, orgqr and lu_pivots_to_permutation; GELU, its tanh
+ * transposed), the HLO op triangular-solve, geqrf, orgqr and lu_pivots_to_permutation; GELU, its tanh
  * approximation and its derivative. Also the f64 total-order sort comparator jax writes (64-bit
  * integer constants), against the order worked by hand; output comparison of bf16/f16/f8 results. */
 #include "check.h"
@@ -37,6 +37,8 @@ static const double qr_q[] = {-0.16903085094570325, 0.94868329805051377, -0.5070
 static const double lu_perm[] = {2, 0, 1};
 static const double gather_batch[] = {4, 5, 0, 1, 8, 9, 8, 9};
 static const double scatter_batch[] = {3, 4, 0, 0, 1, 2, 0, 0, 12, 14, 0, 0};
+static const double ts_left_t[] = {7, 29, 0, -13, 1, 5};
+static const double ts_right[] = {2.5750000000000002, 0.049999999999999989, 0.40000000000000002, 1.7250000000000001, -0.84999999999999998, 0.20000000000000001};
 
 /* A literal of shape d[0..rank) holding (i * 7 + off) % mod - mod / 2 for flat index i (the
  * fixture's ints()), with nested braces; appended to buf. */
@@ -154,6 +156,14 @@ static void norms_and_solvers(void) {
              "  ROOT r = f32[3,2] get-tuple-element(f), index=0\n}\n", t ? d1 : d0);
     kernel_case_tol(t ? "cublas_trsm_batched lower, transposed" : "cublas_trsm_batched lower", text, 0, t ? trsm_lt : trsm_ln, 6, 1e-6);
   }
+  kernel_case_tol("triangular-solve left, lower, unit, transposed",
+                  "ENTRY e {\n  a = f32[3,3] constant({ {2, 9, 9}, {1, 4, 9}, {-3, 2, 5} })\n  b = f32[3,2] constant({ {4, 1}, {2, -3}, {1, 5} })\n"
+                  "  ROOT x = f32[3,2] triangular-solve(a, b), left_side=true, lower=true, unit_diagonal=true, transpose_a=TRANSPOSE\n}\n",
+                  0, ts_left_t, 6, 1e-6);
+  kernel_case_tol("triangular-solve right, lower",
+                  "ENTRY e {\n  a = f32[3,3] constant({ {2, 9, 9}, {1, 4, 9}, {-3, 2, 5} })\n  b = f32[2,3] constant({ {4, 1, 2}, {2, -3, 1} })\n"
+                  "  ROOT x = f32[2,3] triangular-solve(a, b), lower=true, transpose_a=NO_TRANSPOSE\n}\n",
+                  0, ts_right, 6, 1e-6);
   static const char qr[] =
       "ENTRY e {\n  a = f32[3,2] constant({ {1, 2}, {3, 4}, {5, 7} })\n"
       "  f = (f32[3,2], f32[2], s32[], f32[64]) custom-call(a), custom_call_target=\"cusolver_geqrf\"\n"

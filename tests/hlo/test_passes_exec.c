@@ -27,7 +27,7 @@
 #if defined(__SANITIZE_ADDRESS__)
 #define SIZE_LIMIT (1 << 20)
 #define DEFAULT_LIMIT (1 << 20)
-#define MIN_VERIFIED 55
+#define MIN_VERIFIED 68
 #else
 #define SIZE_LIMIT (1 << 22)
 #define DEFAULT_LIMIT (1 << 25)
