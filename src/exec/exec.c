@@ -747,6 +747,17 @@ int gopt_exec_set_input(gopt_exec *x, size_t i, const gopt_host_tensor *t, gopt_
   return GOPT_OK;
 }
 
+/* The f16 or bf16 pattern of v, a multiple of 2^-8 below 1 in magnitude (exact in both types). */
+static uint16_t half_bits(int dt, double v) {
+  float f = (float)v;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if (dt == GOPT_DT_BFLOAT16 || v == 0) return dt == GOPT_DT_BFLOAT16 ? (uint16_t)(u >> 16) : (uint16_t)((u >> 16) & 0x8000);
+  int e;
+  double m = frexp(fabs(v), &e); /* |v| = m 2^e, m in [0.5, 1), e >= -7: a normal half */
+  return (uint16_t)((v < 0 ? 0x8000u : 0u) | (uint32_t)(e + 14) << 10 | ((uint32_t)(m * 2048) - 1024));
+}
+
 int gopt_exec_random_inputs(gopt_exec *x, uint64_t seed, gopt_error *err) {
   for (size_t i = 0; i < x->n_inputs; i++) {
     int32_t id = x->inputs[i];
@@ -772,7 +783,19 @@ int gopt_exec_random_inputs(gopt_exec *x, uint64_t seed, gopt_error *err) {
         case GOPT_DT_UINT32: ((uint32_t *)t.data)[j] = (uint32_t)gopt_splitmix64(&s); break; /* bits, RNG keys */
         case GOPT_DT_UINT8: ((uint8_t *)t.data)[j] = (uint8_t)(gopt_splitmix64(&s) % (uint64_t)b); break;
         case GOPT_DT_INT8: ((int8_t *)t.data)[j] = (int8_t)(gopt_splitmix64(&s) % (uint64_t)b); break;
+        case GOPT_DT_INT16: ((int16_t *)t.data)[j] = (int16_t)(gopt_splitmix64(&s) % (uint64_t)b); break;
+        case GOPT_DT_UINT16: ((uint16_t *)t.data)[j] = (uint16_t)(gopt_splitmix64(&s) % (uint64_t)b); break;
+        case GOPT_DT_UINT64: ((uint64_t *)t.data)[j] = gopt_splitmix64(&s) % (uint64_t)b; break;
+        case GOPT_DT_FLOAT16: case GOPT_DT_BFLOAT16: /* k / 256, |k| < 256: exact in both */
+          ((uint16_t *)t.data)[j] = half_bits(t.dtype, (double)((int)(gopt_splitmix64(&s) % 512) - 256) / 256.0);
+          break;
         default:
+          if (gopt_dtype_is_lowbit(t.dtype)) { /* floats k / 8, |k| < 8 (exact in every 8-bit float); integers below b */
+            int fl = t.dtype != GOPT_DT_INT4 && t.dtype != GOPT_DT_UINT4 && t.dtype != GOPT_DT_INT2 && t.dtype != GOPT_DT_UINT2;
+            double v = fl ? (double)((int)(gopt_splitmix64(&s) % 16) - 8) / 8.0 : (double)(gopt_splitmix64(&s) % (uint64_t)b);
+            ((uint8_t *)t.data)[j] = gopt_lowbit_from_double(t.dtype, v, 1, "nearest");
+            break;
+          }
           free(t.data);
           return gopt_error_set(err, GOPT_EUNSUP, "input '%s': no random values for dtype %s",
                                 name, gopt_dtype_name(t.dtype));

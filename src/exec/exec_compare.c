@@ -36,6 +36,33 @@ static double cmp_val(const gopt_host_tensor *t, int64_t i) {
     case GOPT_DT_INT8: return ((const int8_t *)t->data)[i];
     case GOPT_DT_INT16: return ((const int16_t *)t->data)[i];
     case GOPT_DT_UINT16: return ((const uint16_t *)t->data)[i];
+    case GOPT_DT_UINT64: return (double)((const uint64_t *)t->data)[i];
+    case GOPT_DT_BFLOAT16: {
+      uint32_t u = (uint32_t)((const uint16_t *)t->data)[i] << 16;
+      float f;
+      memcpy(&f, &u, 4);
+      return f;
+    }
+    case GOPT_DT_FLOAT16: {
+      uint16_t h = ((const uint16_t *)t->data)[i];
+      int e = (h >> 10) & 31, m = h & 1023;
+      double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+      return h & 0x8000 ? -v : v;
+    }
+    default: return gopt_dtype_is_lowbit(t->dtype) ? gopt_lowbit_to_double(t->dtype, ((const uint8_t *)t->data)[i]) : 0;
+  }
+}
+
+/* The relative tolerance for outputs of dtype dt: rtol, or two units in the last place of the
+ * half-precision and 8-bit float types when that is larger (their rounding differs with the order
+ * of operations); 0 for integers (compared exactly). */
+static double cmp_rtol(int dt, double rtol) {
+  switch (dt) {
+    case GOPT_DT_FLOAT: case GOPT_DT_DOUBLE: return rtol;
+    case GOPT_DT_FLOAT16: return fmax(rtol, ldexp(2, -10));
+    case GOPT_DT_BFLOAT16: return fmax(rtol, ldexp(2, -7));
+    case GOPT_DT_FLOAT8E4M3FN: case GOPT_DT_FLOAT8E4M3FNUZ: return fmax(rtol, ldexp(2, -3));
+    case GOPT_DT_FLOAT8E5M2: case GOPT_DT_FLOAT8E5M2FNUZ: return fmax(rtol, ldexp(2, -2));
     default: return 0;
   }
 }
@@ -69,10 +96,11 @@ int gopt_exec_same_outputs(const gopt_graph *a, const gopt_graph *b, uint64_t se
       res = 0;
       break;
     }
-    int fl = u->dtype == GOPT_DT_FLOAT || u->dtype == GOPT_DT_DOUBLE;
+    double rt = cmp_rtol(u->dtype, rtol);
+    int fl = rt > 0;
     for (int64_t j = 0; j < gopt_host_tensor_numel(u); j++) {
       double p = cmp_val(u, j), q = cmp_val(v, j);
-      if ((isnan(p) && isnan(q)) || p == q || (fl && fabs(p - q) <= atol + rtol * fabs(p))) continue;
+      if ((isnan(p) && isnan(q)) || p == q || (fl && fabs(p - q) <= atol + rt * fabs(p))) continue;
       snprintf(msg, cap, "output %zu element %lld: %.9g, %.9g before", i, (long long)j, q, p);
       res = 0;
       break;

@@ -18,16 +18,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/k_ref.h"
+#include "exec/k_hlo.h"
 #include "ops/ops_hlo.h"
 
 #define NODE (k->node)
 #define G (x->g)
 
-static const char *hop(const gopt_graph *g, int32_t n) {
+const char *ex_hlo_op(const gopt_graph *g, int32_t n) {
   const char *t = gopt_node_type(g, n);
   return strncmp(t, "hlo::", 5) ? NULL : t + 5;
 }
+#define hop ex_hlo_op
 
 /* ---- scalar semantics ------------------------------------------------------------------------ */
 
@@ -187,53 +188,65 @@ static double scalar_op(int e, int dt, int adt, int dir, const double *a, int na
 
 /* ---- computations interpreted per element (reduce's to_apply) -------------------------------- */
 
-typedef struct scomp {
-  const gopt_graph *s;
-  int32_t *order;
-  int64_t n_order;
-  double *val;  /* per tensor of s */
-  int16_t *code; /* per order position: E_* code, -1 tuple, -2 get-tuple-element */
-  int8_t *dir;   /* per order position: compare direction */
-} scomp;
+typedef ex_hlo_scomp scomp;
 
-static void scomp_free(scomp *c) {
+static int is64(int dt) { return dt == GOPT_DT_INT64 || dt == GOPT_DT_UINT64; }
+
+/* The two's complement pattern of integer value v (saturated outside the 64-bit range). */
+static uint64_t d2u(double v) {
+  if (isnan(v)) return 0;
+  if (v >= 18446744073709551616.0) return ~0ull;
+  if (v < -9223372036854775808.0) return 1ull << 63;
+  return v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
+}
+
+void ex_hlo_scomp_free(scomp *c) {
   if (!c) return;
   free(c->order);
   free(c->val);
+  free(c->bits);
   free(c->code);
   free(c->dir);
 }
 
+/* Scalar constant t of s into c->val / c->bits; 0, or an error. */
+static int scomp_const(scomp *c, const gopt_graph *s, size_t t, gopt_error *err) {
+  const gopt_tensor *tt = &s->tensors.a[t];
+  const void *d = gopt_tensor_data(s, (int32_t)t);
+  if (!d || gopt_tensor_numel(s, (int32_t)t) != 1) return gopt_error_set(err, GOPT_EUNSUP, "computation '%s': a non-scalar constant", gopt_graph_str(s, s->name));
+  double v = 0;
+  switch (tt->dtype) {
+    case GOPT_DT_FLOAT: v = *(const float *)d; break;
+    case GOPT_DT_DOUBLE: v = *(const double *)d; break;
+    case GOPT_DT_INT32: v = *(const int32_t *)d; break;
+    case GOPT_DT_INT64: case GOPT_DT_UINT64: memcpy(&c->bits[t], d, 8); v = tt->dtype == GOPT_DT_INT64 ? (double)(int64_t)c->bits[t] : (double)c->bits[t]; break;
+    case GOPT_DT_UINT32: v = *(const uint32_t *)d; break;
+    case GOPT_DT_INT16: v = *(const int16_t *)d; break;
+    case GOPT_DT_UINT16: v = *(const uint16_t *)d; break;
+    case GOPT_DT_BOOL: case GOPT_DT_UINT8: v = *(const uint8_t *)d; break;
+    case GOPT_DT_INT8: v = *(const int8_t *)d; break;
+    default: return gopt_error_set(err, GOPT_EUNSUP, "computation '%s': constant of dtype %s", gopt_graph_str(s, s->name), gopt_dtype_name(tt->dtype));
+  }
+  c->val[t] = v;
+  return GOPT_OK;
+}
+
 /* Prepares computation s (scalar parameters) for scomp_eval; 0, or an error naming what it lacks. */
-static int scomp_init(scomp *c, const gopt_graph *s, gopt_error *err) {
+int ex_hlo_scomp_init(scomp *c, const gopt_graph *s, gopt_error *err) {
   memset(c, 0, sizeof *c);
   c->s = s;
   c->order = malloc((s->nodes.n + 1) * sizeof *c->order);
   c->val = calloc(s->tensors.n + 1, sizeof *c->val);
+  c->bits = calloc(s->tensors.n + 1, sizeof *c->bits);
   c->code = calloc(s->nodes.n + 1, sizeof *c->code);
   c->dir = calloc(s->nodes.n + 1, sizeof *c->dir);
-  if (!c->order || !c->val || !c->code || !c->dir) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  if (!c->order || !c->val || !c->bits || !c->code || !c->dir) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   c->n_order = gopt_graph_topo(s, c->order, err);
   if (c->n_order < 0) return (int)c->n_order;
   for (size_t t = 0; t < s->tensors.n; t++) { /* scalar constants */
-    const gopt_tensor *tt = &s->tensors.a[t];
-    if (!(tt->flags & GOPT_T_CONST)) continue;
-    const void *d = gopt_tensor_data(s, (int32_t)t);
-    if (!d || gopt_tensor_numel(s, (int32_t)t) != 1) return gopt_error_set(err, GOPT_EUNSUP, "computation '%s': a non-scalar constant", gopt_graph_str(s, s->name));
-    double v = 0;
-    switch (tt->dtype) {
-      case GOPT_DT_FLOAT: v = *(const float *)d; break;
-      case GOPT_DT_DOUBLE: v = *(const double *)d; break;
-      case GOPT_DT_INT32: v = *(const int32_t *)d; break;
-      case GOPT_DT_INT64: v = (double)*(const int64_t *)d; break;
-      case GOPT_DT_UINT32: v = *(const uint32_t *)d; break;
-      case GOPT_DT_INT16: v = *(const int16_t *)d; break;
-      case GOPT_DT_UINT16: v = *(const uint16_t *)d; break;
-      case GOPT_DT_BOOL: case GOPT_DT_UINT8: v = *(const uint8_t *)d; break;
-      case GOPT_DT_INT8: v = *(const int8_t *)d; break;
-      default: return gopt_error_set(err, GOPT_EUNSUP, "computation '%s': constant of dtype %s", gopt_graph_str(s, s->name), gopt_dtype_name(tt->dtype));
-    }
-    c->val[t] = v;
+    if (!(s->tensors.a[t].flags & GOPT_T_CONST)) continue;
+    int rc = scomp_const(c, s, t, err);
+    if (rc) return rc;
   }
   for (int64_t i = 0; i < c->n_order; i++) {
     int32_t n = c->order[i];
@@ -248,48 +261,151 @@ static int scomp_init(scomp *c, const gopt_graph *s, gopt_error *err) {
   return GOPT_OK;
 }
 
-/* Evaluates the computation on scalar parameters in[0..n_in) into out[0..outputs). */
-static void scomp_eval(scomp *c, const double *in, double *out) {
+/* The 64-bit pattern operand j of node n stands for (exact for 64-bit integers and the f64 operand
+ * of a bitcast-convert). */
+static uint64_t arg64(const scomp *c, int32_t t) {
+  int dt = c->s->tensors.a[t].dtype;
+  double v = c->val[t];
+  uint64_t u;
+  if (is64(dt)) return c->bits[t];
+  if (dt == GOPT_DT_DOUBLE) {
+    memcpy(&u, &v, 8);
+    return u;
+  }
+  return d2u(v);
+}
+
+/* One op of a computation where a 64-bit integer is an operand or the result, on exact 64-bit
+ * patterns (two's complement wrap, XLA's division by zero: -1 or all ones, remainder x);
+ * 0, or -1 when the op has no exact form here (the double evaluation applies). */
+static int op64(int e, int dt, int adt, int dir, const uint64_t *a, int na, double sel, uint64_t *r) {
+  uint64_t x = a[0], y = na > 1 ? a[1] : 0;
+  int sg = adt == GOPT_DT_INT64 || (adt != GOPT_DT_UINT64 && dt == GOPT_DT_INT64);
+  int64_t sx = (int64_t)x, sy = (int64_t)y;
+  switch (e) {
+    case E_ADD: *r = x + y; return 0;
+    case E_SUB: *r = x - y; return 0;
+    case E_MUL: *r = x * y; return 0;
+    case E_NEG: *r = 0 - x; return 0;
+    case E_AND: *r = x & y; return 0;
+    case E_OR: *r = x | y; return 0;
+    case E_XOR: *r = x ^ y; return 0;
+    case E_NOT: *r = ~x; return 0;
+    case E_SHL: *r = y >= 64 ? 0 : x << y; return 0;
+    case E_SHRL: *r = y >= 64 ? 0 : x >> y; return 0;
+    case E_SHRA: *r = (uint64_t)(y >= 64 ? (sx < 0 ? -1 : 0) : sx >> y); return 0;
+    case E_ABS: *r = sg && sx < 0 ? 0 - x : x; return 0;
+    case E_MAX: *r = (sg ? sx > sy : x > y) ? x : y; return 0;
+    case E_MIN: *r = (sg ? sx < sy : x < y) ? x : y; return 0;
+    case E_DIV:
+      if (y == 0) *r = sg ? (uint64_t)-1 : ~0ull;
+      else if (sg) *r = sx == INT64_MIN && sy == -1 ? x : (uint64_t)(sx / sy);
+      else *r = x / y;
+      return 0;
+    case E_REM:
+      if (y == 0) *r = x;
+      else if (sg) *r = sx == INT64_MIN && sy == -1 ? 0 : (uint64_t)(sx % sy);
+      else *r = x % y;
+      return 0;
+    case E_SELECT: *r = sel != 0 ? a[1] : a[2]; return 0;
+    case E_COPY: case E_BITCAST: *r = x; return 0;
+    case E_COMPARE: {
+      int lt = sg ? sx < sy : x < y, eq = x == y;
+      int res[6] = {eq, !eq, lt, lt || eq, !lt && !eq, !lt};
+      *r = (uint64_t)res[dir < 0 || dir > 5 ? 0 : dir];
+      return 0;
+    }
+    default: return -1;
+  }
+}
+
+/* Evaluates node at order position i with 64-bit integer operands or result exactly; 0 when done,
+ * -1 when the double evaluation applies. */
+static int eval64(scomp *c, int64_t i, int32_t n) {
   const gopt_graph *s = c->s;
-  for (size_t i = 0; i < s->inputs.n; i++) c->val[s->inputs.a[i]] = in[i];
+  const gopt_node *nd = &s->nodes.a[n];
+  int32_t y = gopt_node_output(s, n, 0);
+  int ydt = s->tensors.a[y].dtype, any = is64(ydt), e = c->code[i], adt = -1;
+  uint64_t a[3] = {0}, r = 0;
+  int na = nd->n_in < 3 ? nd->n_in : 3, first = e == E_SELECT ? 1 : 0;
+  for (int j = 0; j < na; j++) {
+    int32_t t = gopt_node_input(s, n, j);
+    if (t < 0) return -1;
+    any |= is64(s->tensors.a[t].dtype);
+    a[j] = arg64(c, t);
+    if (j == first) adt = s->tensors.a[t].dtype;
+  }
+  if (!any || adt < 0) return -1;
+  if (e == E_CONVERT && !is64(adt)) return -1; /* from a double value: the double path wraps it */
+  if (e == E_CONVERT && !is64(ydt)) { /* 64-bit integer to another type */
+    double v = adt == GOPT_DT_INT64 ? (double)(int64_t)a[0] : (double)a[0];
+    c->val[y] = scalar_op(E_CONVERT, ydt, GOPT_DT_DOUBLE, 0, &v, 1);
+    return 0;
+  }
+  if (e != E_CONVERT && op64(e, ydt, adt, c->dir[i], a, na, na > 0 ? c->val[gopt_node_input(s, n, 0)] : 0, &r)) return -1;
+  if (e == E_CONVERT) r = a[0];
+  if (ydt == GOPT_DT_DOUBLE) memcpy(&c->val[y], &r, 8);
+  else if (is64(ydt)) {
+    c->bits[y] = r;
+    c->val[y] = ydt == GOPT_DT_INT64 ? (double)(int64_t)r : (double)r;
+  } else c->val[y] = e == E_COMPARE ? (double)r : from_bits(r, ydt);
+  return 0;
+}
+
+/* Evaluates the computation on scalar parameters in[0..n_in) into out[0..outputs). */
+void ex_hlo_scomp_eval(scomp *c, const double *in, double *out) {
+  const gopt_graph *s = c->s;
+  for (size_t i = 0; i < s->inputs.n; i++) {
+    int32_t t = s->inputs.a[i];
+    c->val[t] = in[i];
+    if (is64(s->tensors.a[t].dtype)) c->bits[t] = d2u(in[i]);
+  }
   for (int64_t i = 0; i < c->n_order; i++) {
     int32_t n = c->order[i];
     const gopt_node *nd = &s->nodes.a[n];
+    if (c->code[i] < 0) { /* tuple, get-tuple-element */
+      int64_t off = c->code[i] == -2 ? gopt_node_get_int(s, n, "hlo.leaf_offset", 0) : 0;
+      for (int j = 0; j < nd->n_out; j++) {
+        int32_t t = gopt_node_input(s, n, (int)off + j), o = gopt_node_output(s, n, j);
+        c->val[o] = t >= 0 ? c->val[t] : 0;
+        c->bits[o] = t >= 0 ? c->bits[t] : 0;
+      }
+      continue;
+    }
+    if (!eval64(c, i, n)) continue;
     double a[8] = {0};
     int na = nd->n_in < 8 ? nd->n_in : 8;
     for (int j = 0; j < na; j++) {
       int32_t t = gopt_node_input(s, n, j);
       a[j] = t >= 0 ? c->val[t] : 0;
     }
-    if (c->code[i] < 0) { /* tuple, get-tuple-element */
-      int64_t off = c->code[i] == -2 ? gopt_node_get_int(s, n, "hlo.leaf_offset", 0) : 0;
-      for (int j = 0; j < nd->n_out; j++) {
-        int32_t t = gopt_node_input(s, n, (int)off + j);
-        c->val[gopt_node_output(s, n, j)] = t >= 0 ? c->val[t] : 0;
-      }
-      continue;
-    }
     int32_t y = gopt_node_output(s, n, 0), x0 = gopt_node_input(s, n, 0);
     int adt = x0 >= 0 ? s->tensors.a[x0].dtype : s->tensors.a[y].dtype;
     c->val[y] = scalar_op(c->code[i], s->tensors.a[y].dtype, adt, c->dir[i], a, na);
+    if (is64(s->tensors.a[y].dtype)) c->bits[y] = d2u(c->val[y]);
   }
   for (size_t i = 0; i < s->outputs.n; i++) out[i] = c->val[s->outputs.a[i]];
 }
+#define scomp_init ex_hlo_scomp_init
+#define scomp_eval ex_hlo_scomp_eval
+#define scomp_free ex_hlo_scomp_free
 
 /* ---- reference kernels ----------------------------------------------------------------------- */
 
 /* Multi-index of flat index o in t's shape. */
-static void unravel(const rt *t, int64_t o, int64_t *idx) {
+void ex_hlo_unravel(const rt *t, int64_t o, int64_t *idx) {
   for (int i = t->rank - 1; i >= 0; i--) {
     idx[i] = t->d[i] ? o % t->d[i] : 0;
     o = t->d[i] ? o / t->d[i] : 0;
   }
 }
-static int64_t ravel(const rt *t, const int64_t *idx) {
+int64_t ex_hlo_ravel(const rt *t, const int64_t *idx) {
   int64_t o = 0;
   for (int i = 0; i < t->rank; i++) o = o * t->d[i] + idx[i];
   return o;
 }
+#define unravel ex_hlo_unravel
+#define ravel ex_hlo_ravel
 
 static int f_elementwise(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout;
@@ -539,21 +655,27 @@ static int f_sort(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
  * slice_sizes; start indices clamped so the slice stays inside the operand. */
 static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout;
-  size_t no, nc, nm, ns, nbd;
+  size_t no, nc, nm, ns, nbd, nsb;
   const int64_t *od = gopt_node_get_ints(G, NODE, "offset_dims", &no);
   const int64_t *cd = gopt_node_get_ints(G, NODE, "collapsed_slice_dims", &nc);
   const int64_t *sm = gopt_node_get_ints(G, NODE, "start_index_map", &nm);
   const int64_t *ss = gopt_node_get_ints(G, NODE, "slice_sizes", &ns);
-  gopt_node_get_ints(G, NODE, "operand_batching_dims", &nbd);
+  const int64_t *obd = gopt_node_get_ints(G, NODE, "operand_batching_dims", &nbd);
+  const int64_t *sbd = gopt_node_get_ints(G, NODE, "start_indices_batching_dims", &nsb);
   int64_t ivd = gopt_node_get_int(G, NODE, "index_vector_dim", in[1].rank);
   int r = in[0].rank, ri = in[1].rank;
-  if (nin != 2 || (int)ns != r || nbd || ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && in[1].d[ivd] != (int64_t)nm))
+  if (nin != 2 || (int)ns != r || nbd != nsb || ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && in[1].d[ivd] != (int64_t)nm))
     return ex_node_error(x, NODE, err, GOPT_EUNSUP, "gather: unsupported dimension numbers");
   unsigned char is_off[GOPT_MAX_RANK] = {0}, coll[GOPT_MAX_RANK] = {0};
   for (size_t i = 0; i < no; i++)
     if (od[i] >= 0 && od[i] < out[0].rank) is_off[od[i]] = 1;
   for (size_t i = 0; i < nc; i++)
     if (cd[i] >= 0 && cd[i] < r) coll[cd[i]] = 1;
+  for (size_t i = 0; i < nbd; i++) { /* a batching dim is indexed by its start_indices dim, like a collapsed one */
+    if (obd[i] < 0 || obd[i] >= r || sbd[i] < 0 || sbd[i] >= ri || sbd[i] == ivd)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "gather: batching dims out of range");
+    coll[obd[i]] = 1;
+  }
   int64_t oi[GOPT_MAX_RANK], ii[GOPT_MAX_RANK], si[GOPT_MAX_RANK];
   for (int64_t o = 0; o < out[0].n; o++) {
     unravel(&out[0], o, oi);
@@ -569,6 +691,7 @@ static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
       int64_t v = (int64_t)in[1].v[ravel(&in[1], si)], hi = in[0].d[sm[kk]] - ss[sm[kk]];
       ii[sm[kk]] = v < 0 ? 0 : v > hi ? hi : v;
     }
+    for (size_t q = 0; q < nbd; q++) ii[obd[q]] = si[sbd[q]];
     for (int d = 0; d < r; d++)
       if (!coll[d]) {
         while (nof < out[0].rank && !is_off[nof]) nof++;
@@ -583,21 +706,23 @@ static int f_gather(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
  * update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims, index_vector_dim and the
  * to_apply combiner (interpreted per element; applied in update order, so repeated indices
  * accumulate); an update whose window falls outside the operand is skipped (as XLA's CPU and GPU
- * backends do). Batching dimensions are not supported. */
+ * backends do). Batching dims (input_batching_dims, scatter_indices_batching_dims) index the operand
+ * by the update's position along the matching indices dim. */
 static int f_scatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
-  size_t nw, ni, nm, nb;
+  size_t nw, ni, nm, nb, nsb;
   const int64_t *uw = gopt_node_get_ints(G, NODE, "update_window_dims", &nw);
   const int64_t *iw = gopt_node_get_ints(G, NODE, "inserted_window_dims", &ni);
   const int64_t *sm = gopt_node_get_ints(G, NODE, "scatter_dims_to_operand_dims", &nm);
-  gopt_node_get_ints(G, NODE, "input_batching_dims", &nb);
+  const int64_t *ibd = gopt_node_get_ints(G, NODE, "input_batching_dims", &nb);
+  const int64_t *sbd = gopt_node_get_ints(G, NODE, "scatter_indices_batching_dims", &nsb);
   const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
   int kk = (nin - 1) / 2;
-  if (kk < 1 || kk > 4 || nin != 2 * kk + 1 || nout != kk || nb || !a || a->kind != GOPT_ATTR_GRAPH)
-    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scatter: needs k operands, indices, k updates, to_apply (no batching dims)");
+  if (kk < 1 || kk > 4 || nin != 2 * kk + 1 || nout != kk || nb != nsb || !a || a->kind != GOPT_ATTR_GRAPH)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scatter: needs k operands, indices, k updates, to_apply");
   const rt *op = &in[0], *ix = &in[kk], *up = &in[kk + 1];
   int r = op->rank, ri = ix->rank;
   int64_t ivd = gopt_node_get_int(G, NODE, "index_vector_dim", ri);
-  if (ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && ix->d[ivd] != (int64_t)nm) || nw + ni != (size_t)r)
+  if (ivd < 0 || ivd > ri || nm > (size_t)r || (ivd < ri && ix->d[ivd] != (int64_t)nm) || nw + ni + nb != (size_t)r)
     return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scatter: unsupported dimension numbers");
   unsigned char is_win[GOPT_MAX_RANK] = {0}, ins[GOPT_MAX_RANK] = {0};
   int64_t wsize[GOPT_MAX_RANK]; /* window size per operand dim */
@@ -605,6 +730,11 @@ static int f_scatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
     if (uw[i] >= 0 && uw[i] < up->rank) is_win[uw[i]] = 1;
   for (size_t i = 0; i < ni; i++)
     if (iw[i] >= 0 && iw[i] < r) ins[iw[i]] = 1;
+  for (size_t i = 0; i < nb; i++) { /* a batching dim is indexed by its indices dim, like an inserted one */
+    if (ibd[i] < 0 || ibd[i] >= r || sbd[i] < 0 || sbd[i] >= ri || sbd[i] == ivd)
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "scatter: batching dims out of range");
+    ins[ibd[i]] = 1;
+  }
   for (int d = 0, w = 0; d < r; d++) wsize[d] = ins[d] ? 1 : (w < (int)nw ? up->d[uw[w++]] : 1);
   scomp c;
   int rc = scomp_init(&c, G->subgraphs.a[a->v.graph], err);
@@ -624,6 +754,7 @@ static int f_scatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
       if (ivd < ri) si[ivd] = (int64_t)q;
       st[sm[q]] = (int64_t)ix->v[ravel(ix, si)];
     }
+    for (size_t q = 0; q < nb; q++) st[ibd[q]] = si[sbd[q]];
     for (int d = 0; d < r; d++) {
       skip |= st[d] < 0 || st[d] + wsize[d] > op->d[d];
       oi[d] = st[d];
@@ -850,7 +981,7 @@ static int prepare_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   return GOPT_OK;
 }
 
-static const gopt_graph *comp_of(const gopt_graph *g, int32_t n, const char *key) {
+const gopt_graph *ex_hlo_comp(const gopt_graph *g, int32_t n, const char *key) {
   const gopt_attr *a = gopt_node_attr(g, n, key);
   return a && a->kind == GOPT_ATTR_GRAPH ? g->subgraphs.a[a->v.graph] : NULL;
 }
@@ -898,12 +1029,12 @@ static int run_cond(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 
 /* The branches of conditional n in order (true/false, or branch_computations.0...); their count. */
 static int cond_branches(const gopt_graph *g, int32_t n, const gopt_graph **br) {
-  if ((br[0] = comp_of(g, n, "true_computation")) && (br[1] = comp_of(g, n, "false_computation"))) return 2;
+  if ((br[0] = ex_hlo_comp(g, n, "true_computation")) && (br[1] = ex_hlo_comp(g, n, "false_computation"))) return 2;
   int nb = 0;
   char key[48];
   for (; nb < HLO_COND_MAX; nb++) {
     snprintf(key, sizeof key, "branch_computations.%d", nb);
-    if (!(br[nb] = comp_of(g, n, key))) break;
+    if (!(br[nb] = ex_hlo_comp(g, n, key))) break;
   }
   return nb;
 }
@@ -997,7 +1128,7 @@ static int run_while(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 }
 
 static int prepare_while(gopt_exec *x, ex_kernel *k, gopt_error *err) {
-  const gopt_graph *sc = comp_of(G, NODE, "condition"), *sb = comp_of(G, NODE, "body");
+  const gopt_graph *sc = ex_hlo_comp(G, NODE, "condition"), *sb = ex_hlo_comp(G, NODE, "body");
   gopt_exec_opts o = {0};
   o.threads = x->threads;
   o.seed = x->seed;
@@ -1020,7 +1151,10 @@ static int prepare_while(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 
 static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
   const char *op = hop(g, n);
-  if (!op) return NULL;
+  ref_fn f = op ? ex_hlo_custom_kernel(g, n) : NULL;
+  if (!f && op) f = ex_hlo_window_kernel(g, n);
+  if (!f && op) f = ex_hlo_norm_kernel(g, n);
+  if (!op || f) return f;
   if (!strcmp(op, "broadcast")) return f_broadcast;
   if (!strcmp(op, "reshape") || !strcmp(op, "bitcast") || !strcmp(op, "copy")) return f_copy;
   if (!strcmp(op, "slice")) return f_slice;
@@ -1037,6 +1171,7 @@ static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
   if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "cuda_threefry2x32"))
     return f_threefry;
   if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "__cublas$") &&
+      !strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "$f8") && /* FP8 GEMMs take scale operands */
       (strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "gemm") ||
        strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "matmul")))
     return f_gemm;
@@ -1049,7 +1184,7 @@ int ex_hlo_handles(const gopt_exec *x, int32_t n) {
   if (!op) return 0;
   if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element")) return 1;
   if (!strcmp(op, "call") || !strcmp(op, "fusion")) return callee(x->g, n) != NULL;
-  if (!strcmp(op, "while")) return comp_of(x->g, n, "condition") && comp_of(x->g, n, "body");
+  if (!strcmp(op, "while")) return ex_hlo_comp(x->g, n, "condition") && ex_hlo_comp(x->g, n, "body");
   if (!strcmp(op, "conditional")) {
     const gopt_graph *br[HLO_COND_MAX];
     return cond_branches(x->g, n, br) > 0;

@@ -407,7 +407,17 @@ static void put_num(sbuf *b, const void *d, size_t i, int dt) {
     v = f;
     break;
   }
-  default: sb_puts(b, "0"); return;
+  default:
+    if (!gopt_dtype_is_lowbit(dt)) {
+      sb_puts(b, "0");
+      return;
+    }
+    v = gopt_lowbit_to_double(dt, ((const uint8_t *)d)[i]);
+    if (dt == GOPT_DT_INT4 || dt == GOPT_DT_UINT4 || dt == GOPT_DT_INT2 || dt == GOPT_DT_UINT2) {
+      sb_printf(b, "%d", (int)v);
+      return;
+    }
+    break;
   }
   if (isnan(v)) sb_puts(b, signbit(v) ? "-nan" : "nan");
   else if (isinf(v)) sb_puts(b, v < 0 ? "-inf" : "inf");

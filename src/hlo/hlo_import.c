@@ -114,8 +114,8 @@ static uint16_t f32_to_bf16(float f) {
 
 static int is_int_dt(int dt) {
   return dt == GOPT_DT_BOOL || dt == GOPT_DT_INT8 || dt == GOPT_DT_UINT8 || dt == GOPT_DT_INT16 ||
-         dt == GOPT_DT_UINT16 || dt == GOPT_DT_INT32 || dt == GOPT_DT_UINT32 ||
-         dt == GOPT_DT_INT64 || dt == GOPT_DT_UINT64;
+         dt == GOPT_DT_UINT16 || dt == GOPT_DT_INT32 || dt == GOPT_DT_UINT32 || dt == GOPT_DT_INT64 ||
+         dt == GOPT_DT_UINT64 || dt == GOPT_DT_INT4 || dt == GOPT_DT_UINT4 || dt == GOPT_DT_INT2 || dt == GOPT_DT_UINT2;
 }
 
 static void store(void *buf, size_t i, int dt, double v, int64_t iv, int is_int) {
@@ -133,7 +133,9 @@ static void store(void *buf, size_t i, int dt, double v, int64_t iv, int is_int)
   case GOPT_DT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(is_int ? iv : (int64_t)v); break;
   case GOPT_DT_INT64: ((int64_t *)buf)[i] = is_int ? iv : (int64_t)v; break;
   case GOPT_DT_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(is_int ? iv : (int64_t)v); break;
-  default: break;
+  default: /* the 8-, 4- and 2-bit types, one element per byte */
+    if (gopt_dtype_is_lowbit(dt)) ((uint8_t *)buf)[i] = gopt_lowbit_from_double(dt, is_int ? (double)iv : v, 0, "nearest");
+    break;
   }
 }
 

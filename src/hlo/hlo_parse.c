@@ -66,7 +66,11 @@ static const struct {
               {"u16", GOPT_DT_UINT16},  {"u32", GOPT_DT_UINT32},   {"u64", GOPT_DT_UINT64},
               {"f16", GOPT_DT_FLOAT16}, {"bf16", GOPT_DT_BFLOAT16}, {"f32", GOPT_DT_FLOAT},
               {"f64", GOPT_DT_DOUBLE},  {"c64", GOPT_DT_COMPLEX64}, {"c128", GOPT_DT_COMPLEX128},
-              {"token", HLO_DT_TOKEN}};
+              {"f8e4m3fn", GOPT_DT_FLOAT8E4M3FN}, {"f8e4m3fnuz", GOPT_DT_FLOAT8E4M3FNUZ},
+              {"f8e5m2", GOPT_DT_FLOAT8E5M2}, {"f8e5m2fnuz", GOPT_DT_FLOAT8E5M2FNUZ},
+              {"f4e2m1fn", GOPT_DT_FLOAT4E2M1}, {"f8e8m0fnu", GOPT_DT_FLOAT8E8M0},
+              {"s4", GOPT_DT_INT4},     {"u4", GOPT_DT_UINT4},     {"s2", GOPT_DT_INT2},
+              {"u2", GOPT_DT_UINT2},    {"token", HLO_DT_TOKEN}};
 
 int hlo_dtype_from_name(const char *s, size_t n) {
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)

@@ -21,7 +21,7 @@ def check_verify(gopt, root):
     error (exit 2, one line)."""
     bad = 0
     cases = [(os.path.join(root, 'hloenv', 'hlo_test.txt'), [], 0, True),
-             (os.path.join(root, 'neuron', 'linear_module_forward.hlo'), [], 0, None),
+             (os.path.join(root, 'hloenv', 'jraph', 'module_0101.jit_accuracy.49.before_optimizations.txt'), [], 0, None),
              (os.path.join(root, 'hloenv', 'hlo_test.txt'), ['--seed', 'x'], 2, None)]
     for f, extra, want_rc, want in cases:
         r = subprocess.run([gopt, 'passes', f, '--verify', '--json'] + extra, capture_output=True, text=True)

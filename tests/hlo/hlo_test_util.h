@@ -4,6 +4,7 @@
 #ifndef GOPT_TEST_HLO_UTIL_H
 #define GOPT_TEST_HLO_UTIL_H
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,9 +38,9 @@ static inline size_t count_type(const gopt_graph *g, const char *type) {
 }
 
 /* Output `out` of a module of constants (HloModule line added) run by the executor against
- * reference values (worked by hand or by numpy). */
-static inline void kernel_case(const char *what, const char *body, int out, const double *want, int n) {
-  char text[4096];
+ * reference values (worked by hand, by numpy or PyTorch): equal within tol x (1 + |want|). */
+static inline void kernel_case_tol(const char *what, const char *body, int out, const double *want, int n, double tol) {
+  char text[16384];
   snprintf(text, sizeof text, "HloModule k\n%s", body);
   gopt_graph *g = NULL;
   gopt_error err = {0};
@@ -55,12 +56,16 @@ static inline void kernel_case(const char *what, const char *body, int out, cons
     CHECK_EQ_INT(gopt_host_tensor_numel(&t), n);
     for (int i = 0; i < n && i < gopt_host_tensor_numel(&t); i++) {
       double v = t.dtype == GOPT_DT_FLOAT ? ((float *)t.data)[i] : ((int32_t *)t.data)[i];
-      CHECK_MSG(v == want[i], "%s: element %d is %g, %g by hand", what, i, v, want[i]);
+      CHECK_MSG(fabs(v - want[i]) <= tol * (1 + fabs(want[i])), "%s: element %d is %.9g, reference %.9g", what, i, v, want[i]);
     }
   }
   gopt_host_tensor_clear(&t);
   gopt_exec_free(x);
   gopt_graph_free(g);
+}
+
+static inline void kernel_case(const char *what, const char *body, int out, const double *want, int n) {
+  kernel_case_tol(what, body, out, want, n, 0);
 }
 
 #endif

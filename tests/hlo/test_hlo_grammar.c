@@ -3,7 +3,8 @@
  * start/update/done, while/conditional/fusion bodies, sharding, layouts with tiling and memory
  * space (kept for export), attribute keys with '-', JSON backend_config, metadata with
  * stack_frame_id/deduplicated_name/scheduling_name, parameter attributes, the sigil-less style,
- * tuple constants;
+ * tuple constants, collectives with every replica_groups form, sharding forms, the 8-, 4- and 2-bit
+ * element types;
  * the export -> re-import round trip keeps the structural hash; errors are one line. */
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,82 @@ static void check_import(const gopt_graph *g) {
   CHECK(sub(g, node_named(g, "w"), "body") && sub(g, node_named(g, "c2"), "branch_computations.1"));
 }
 
+/* Collectives and scheduling forms (22 instructions + 1 in the async wrapper): replica_groups
+ * lists and iota forms ([2,2]<=[2,2]T(1,0)), all-reduce-start/-done, async-start/update/done with
+ * a wrapped computation, collective-permute pairs, sharding forms (iota tiles,
+ * last_tile_dim_replicate, last_tile_dims={manual}, tuples, maximal), origin=, statistics=,
+ * control-predecessors, custom-call api_version/custom_call_schedule/output_to_operand_aliasing/
+ * side effect, backend_config as JSON and as MLIR attributes, frontend_attributes, memory spaces on
+ * a scalar layout ({:S(2)}), module attributes (input_output_alias, buffer_donor, ...). */
+static const char collectives[] =
+    "HloModule forms, is_scheduled=true, entry_computation_layout={(f32[8,128]{1,0:T(8,128)S(1)}, f32[4]{0:S(2)})->(f32[8,128]{1,0}, f32[4]{0})}, replica_count=2, num_partitions=4, allow_spmd_sharding_propagation_to_output={true}, frontend_attributes={xla.sdy.meshes=\"{mesh = #sdy.mesh<[\\\"x\\\"=4]>}\"}, input_output_alias={ {0}: (0, {}, may-alias) }, buffer_donor={ (1, {}) }\n"
+    "\n"
+    "%add.0 (a: f32[], b: f32[]) -> f32[] {\n"
+    "  %a = f32[] parameter(0)\n"
+    "  %b = f32[] parameter(1)\n"
+    "  ROOT %s = f32[] add(%a, %b)\n"
+    "}\n"
+    "\n"
+    "%wrapped_ag (p: f32[4]) -> f32[8] {\n"
+    "  %p = f32[4]{0} parameter(0)\n"
+    "  ROOT %ag = f32[8]{0} all-gather(%p), channel_id=3, replica_groups=[1,2]<=[2], dimensions={0}, use_global_device_ids=true\n"
+    "}\n"
+    "\n"
+    "ENTRY %main (x: f32[8,128], y: f32[4]) -> (f32[8,128], f32[4]) {\n"
+    "  %x = f32[8,128]{1,0:T(8,128)S(1)} parameter(0), sharding={devices=[4,1]<=[4]}, origin={{\"x\"}}\n"
+    "  %y = f32[4]{0:S(2)} parameter(1), sharding={replicated}, parameter_replication={true}\n"
+    "  %ar = f32[8,128]{1,0} all-reduce(%x), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=%add.0, frontend_attributes={_scheduling_group_id=\"1\",_xla_stream_annotation=\"1\"}, backend_config={\"operation_queue_id\":\"0\",\"wait_on_operation_queues\":[],\"collective_backend_config\":{\"is_sync\":true,\"no_parallel_custom_call\":false}}\n"
+    "  %ar2 = f32[4]{0} all-reduce(%y), replica_groups=[2,2]<=[2,2]T(1,0), to_apply=%add.0, control-predecessors={%ar}\n"
+    "  %ars = f32[4]{0} all-reduce-start(%ar2), replica_groups=[2,2]<=[4], to_apply=%add.0\n"
+    "  %ard = f32[4]{0} all-reduce-done(%ars)\n"
+    "  %ags = ((f32[4]{0}), f32[8]{0}) async-start(%ard), calls=%wrapped_ag, async_execution_thread=\"main\"\n"
+    "  %agu = ((f32[4]{0}), f32[8]{0}) async-update(%ags)\n"
+    "  %agd = f32[8]{0} async-done(%agu), statistics={visualizing_index=1,stat-0=60.5}\n"
+    "  %cp = f32[8]{0} collective-permute(%agd), channel_id=2, source_target_pairs={{0,1},{1,0}}\n"
+    "  %sl = f32[4]{0} slice(%cp), slice={[0:4]}, sharding={{maximal device=0}}\n"
+    "  %cc = (f32[4]{0}, s8[16]{0}) custom-call(%sl), custom_call_target=\"my_target\", api_version=API_VERSION_TYPED_FFI, custom_call_schedule=SCHEDULE_LATEST, output_to_operand_aliasing={{0}: (0, {})}, custom_call_has_side_effect=true, backend_config={foo=1 : i64}, sharding={{replicated}, {manual}}, operand_layout_constraints={f32[4]{0}}\n"
+    "  %g = f32[4]{0} get-tuple-element(%cc), index=0, metadata={op_type=\"x\" op_name=\"jit(f)/x\" source_file=\"m.py\" source_line=3 source_end_line=4 source_column=1 source_end_column=9 stack_frame_id=2 deduplicated_name=\"d\" scheduling_name=\"s\" preserve_layout=true}\n"
+    "  %cs = (f32[4]{0}, f32[4]{0}, u32[]{:S(2)}) copy-start(%g), cross_program_prefetch_index=0\n"
+    "  %cd = f32[4]{0} copy-done(%cs)\n"
+    "  %ba = f32[4]{0} add(%cd, %y), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}\n"
+    "  %bb = f32[4]{0} multiply(%ba, %ba), sharding={devices=[2,2]<=[2,2]T(1,0) last_tile_dims={manual}}\n"
+    "  ROOT %t = (f32[8,128]{1,0}, f32[4]{0}) tuple(%ar, %bb), sharding={{devices=[4,1]<=[4]}, {replicated}}\n"
+    "}\n";
+
+/* The 8-, 4- and 2-bit element types: parameters, constants (written back as read) and an FP8 GEMM
+ * custom-call. */
+static const char lowbit[] =
+    "HloModule f8\n"
+    "ENTRY e {\n"
+    "  a = f8e4m3fn[2,2]{1,0} parameter(0)\n"
+    "  b = f8e5m2[2,2]{1,0} parameter(1)\n"
+    "  s = f32[] parameter(2)\n"
+    "  c = f8e4m3fn[2] constant({0.5, -448})\n"
+    "  q = s4[3] constant({-8, 7, 1})\n"
+    "  u = u4[2] constant({15, 0})\n"
+    "  f = f4e2m1fn[2] constant({6, -0.5})\n"
+    "  d = (f32[2,2], s8[0]) custom-call(a, b, s, s), custom_call_target=\"__cublas$lt$matmul$f8\", backend_config={\"gemm_backend_config\":{\"alpha_real\":1,\"beta\":0,\"dot_dimension_numbers\":{\"lhs_contracting_dimensions\":[\"1\"],\"rhs_contracting_dimensions\":[\"0\"],\"lhs_batch_dimensions\":[],\"rhs_batch_dimensions\":[]}}}\n"
+    "  ca = f32[2,2] convert(a)\n"
+    "  ROOT t = (f32[2,2], f8e4m3fn[2], s4[3], u4[2], f4e2m1fn[2], f32[2,2]) tuple(d#0, c, q, u, f, ca)\n"
+    "}\n";
+
+/* Module m imports with n instructions, keeps every string of want in its export, and re-imports
+ * from it with the same structural hash. */
+static void round_trip(const char *m, const char *name, size_t n, const char *const *want) {
+  gopt_graph *g = load_ok(m, name), *h = NULL;
+  gopt_error err = {0};
+  char *text = NULL;
+  size_t len = 0;
+  CHECK(g && gopt_hlo_instruction_count(g) == n);
+  CHECK_EQ_INT(g ? gopt_hlo_save_mem(g, &text, &len, &err) : -1, 0);
+  for (int i = 0; text && want[i]; i++) CHECK_MSG(strstr(text, want[i]), "%s: export lacks '%s'", name, want[i]);
+  if (text) h = load_ok(text, name);
+  CHECK(g && h && gopt_hlo_instruction_count(h) == n && gopt_graph_hash(g) == gopt_graph_hash(h));
+  free(text);
+  gopt_graph_free(h);
+  gopt_graph_free(g);
+}
+
 int main(void) {
   gopt_graph *g = load_ok(today, "today.hlo"), *h = NULL;
   gopt_error err = {0};
@@ -159,6 +236,18 @@ int main(void) {
   free(text);
   gopt_graph_free(h);
   gopt_graph_free(g);
+
+  static const char *const want_coll[] = {
+      "replica_groups=[2,2]<=[2,2]T(1,0)", "replica_groups={{0,1},{2,3}}", "origin={{\"x\"}}",
+      "statistics={visualizing_index=1,stat-0=60.5}", "control-predecessors={%ar}", "custom_call_schedule=SCHEDULE_LATEST",
+      "api_version=API_VERSION_TYPED_FFI", "output_to_operand_aliasing={{0}: (0, {})}", "backend_config={foo=1 : i64}",
+      "sharding={{replicated}, {manual}}", "last_tile_dims={manual}", "u32[]{:S(2)}", "f32[4]{0:S(2)} parameter(1)",
+      "source_target_pairs={{0,1},{1,0}}", "buffer_donor={ (1, {}) }", "calls=%wrapped_ag", NULL};
+  round_trip(collectives, "collectives.hlo", 23, want_coll);
+  static const char *const want_low[] = {"f8e4m3fn[2] constant({0.5, -448})", "s4[3] constant({-8, 7, 1})",
+                                         "u4[2] constant({15, 0})", "f4e2m1fn[2] constant({6, -0.5})",
+                                         "f8e5m2[2,2] parameter(1)", NULL};
+  round_trip(lowbit, "lowbit.hlo", 10, want_low);
 
   /* the sigil-less style: the same module without any '%' */
   char *bare = malloc(sizeof today);
