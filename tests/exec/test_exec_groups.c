@@ -188,7 +188,10 @@ int main(void) {
     /* plain unfused: one step per node; auto unfused: the pass makes both chains itself */
     CHECK_EQ_INT(s0, lay ? 6 : 10);
     double d = max_diff(ref, got);
-    if (lay) CHECK_MSG(d == 0, "auto: fused outputs differ from unfused by %g (expected bitwise equal)", d);
+    /* auto: the chains are the same oneDNN primitives either way, but unfused the lone Sigmoid
+     * runs as oneDNN's eltwise primitive under the layout pass and fused inside the group's loop
+     * (gopt's own sigmoid): the two agree to the last bits of a float, not bitwise */
+    if (lay) CHECK_MSG(d <= 1e-6, "auto: fused outputs differ from unfused by %g", d);
     else CHECK_MSG(d <= 1e-5, "plain: fused outputs differ from unfused by %g", d);
     clear4(ref);
     clear4(got);
