@@ -744,9 +744,14 @@ int gopt_exec_auto_plan(const gopt_graph *g, int32_t *step_of) {
   if (!rc) {
     const ex_layout *l = x.lay;
     for (int64_t i = 0; i < cnt; i++) {
-      int32_t n = order[i];
-      step_of[n] = l->absorbed_by[n] >= 0 ? l->absorbed_by[n]
-                   : l->chain_of[n] >= 0 || ex_layout_dnnl_claims(&x, n) ? n : -1;
+      int32_t n = order[i], h = l->absorbed_by[n];
+      /* a node absorbed by anything but a Conv/MatMul/Gemm chain (BatchNorm -> Relu, Pad ->
+       * AveragePool) is the layout pass's own pairing, which a fusion decision cannot name
+       * (gopt_exec_group_kind's chains start at a Conv/MatMul): both are reported as steps of
+       * their own, and the pass pairs them again in any run */
+      int hop = h >= 0 ? g->nodes.a[h].op : -1;
+      if (h >= 0 && hop != GOPT_OP_CONV && hop != GOPT_OP_MATMUL && hop != GOPT_OP_GEMM) h = -1;
+      step_of[n] = h >= 0 ? h : l->chain_of[n] >= 0 || l->absorbed_by[n] >= 0 || ex_layout_dnnl_claims(&x, n) ? n : -1;
     }
   }
   ex_layout_free(&x);
