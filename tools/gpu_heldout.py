@@ -111,7 +111,6 @@ def check(a):
         meas = json.load(open(a.measurements))["models"]
     except (OSError, ValueError, KeyError) as e:
         raise SystemExit("gpu_heldout.py: %s: not a GPU measurements file (%s)" % (a.measurements, e))
-    meas_all = meas
     names = [n for n in sorted(meas) if os.path.isfile(os.path.join(a.dir, n + ".onnx"))]
     if not names:
         raise SystemExit("gpu_heldout.py: %s: none of the measured models is in %s" % (a.measurements, a.dir))
@@ -145,10 +144,9 @@ def check(a):
     print("|---|" + "---|" * len(COLUMNS))
     for n in names:
         cells = []
-        for col, _, _ in COLUMNS:
+        for col, key, _ in COLUMNS:
             if col in rows[n] and rows[n][col][1] is None:
-                cells.append("%.3f: kernels overlap (eager %.3f), left out" % (rows[n][col][0], meas[n][WALL[
-                    [k for c, k, _ in COLUMNS if c == col][0]]]))
+                cells.append("%.3f: kernels overlap (eager %.3f), left out" % (rows[n][col][0], meas[n][WALL[key]]))
             elif col in rows[n]:
                 x, y = rows[n][col]
                 cells.append("%.3f / %.3f (%+.1f %%)" % (x, y, 100 * (y / x - 1)))

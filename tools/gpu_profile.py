@@ -225,11 +225,6 @@ def onnx_models(torch, paths):
     return out
 
 
-def a_tv(a):
-    """Names of the --torchvision models (whole-model rows only: no layer rows)."""
-    return {spec.partition(":")[0] for spec in a.torchvision}
-
-
 def to(xs, dev):
     return tuple(x.to(dev) for x in xs)
 
@@ -399,11 +394,13 @@ def main(argv):
     models = {}
     if a.arch is not None or not (a.onnx or a.torchvision):
         models.update(corpus_models(a.arch))
-    models.update(torchvision_models(a.torchvision))
+    tv = torchvision_models(a.torchvision)
+    onnx = onnx_models(torch, a.onnx) if a.onnx else {}
+    models.update(tv)
     if a.conv_grid:
         models["conv_grid"] = (conv_grid_model, lambda b: (torch.zeros(b, 1),))
-    onnx_names = set(onnx_models(torch, a.onnx)) if a.onnx else set()
-    models.update(onnx_models(torch, a.onnx) if a.onnx else {})
+    models.update(onnx)
+    whole_only = set(tv) | set(onnx)  # layer rows: the corpus's PyTorch modules and the conv grid
     out = {"device": "cpu (dry run)" if a.dry_run else torch.cuda.get_device_name(0),
            "torch": torch.__version__, "precision": "fp32, TF32 off (bf16 autocast only where a key says bf16)",
            "method": "tools/gpu_profile.py (docs/SIMULATOR.md)", "dry_run": a.dry_run, "batch": a.batch, "models": {}, "micro": []}
@@ -411,7 +408,7 @@ def main(argv):
         sys.stderr.write("gpu_profile.py: %s\n" % name)
         try:
             r = whole_model(torch, T, ctor, inputs, a.batch, dev) if name != "conv_grid" else {}
-            if not a.no_layers and name not in onnx_names and name not in a_tv(a):  # layer rows: PyTorch modules only
+            if not a.no_layers and name not in whole_only:
                 r["layers_b1"] = layer_rows(torch, T, ctor, inputs, 1, dev)
                 r["layers_b32"] = layer_rows(torch, T, ctor, inputs, a.batch, dev)
         except Exception as e:  # one model failing (e.g. a CPU-only mask) does not stop the rest

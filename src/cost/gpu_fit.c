@@ -30,6 +30,20 @@ static gopt_gpu_row *add_row(gopt_gpu_data *d) {
   return r;
 }
 
+/* A new row of features phi (GOPT_GPU_NCOEF of them, copied) measured at ms milliseconds; NULL
+ * when out of memory. */
+static gopt_gpu_row *add_measured(gopt_gpu_data *d, const double *phi, double ms, int model, int what,
+                                  int kind) {
+  gopt_gpu_row *r = add_row(d);
+  if (!r) return NULL;
+  memcpy(r->phi, phi, sizeof r->phi);
+  r->seconds = ms * 1e-3;
+  r->model = model;
+  r->what = what;
+  r->kind = kind;
+  return r;
+}
+
 /* A measured time in ms at key: absent (0, *ms = 0), or a finite number > 0 (else an error). */
 static int time_ms(json_t *o, const char *key, double *ms, const char *file, const char *what,
                    gopt_error *err) {
@@ -78,13 +92,8 @@ static int load_layers(gopt_gpu_data *d, json_t *arr, int model, int batch, cons
         d->skipped++;
         break;
       }
-      gopt_gpu_row *r = add_row(d);
+      gopt_gpu_row *r = add_measured(d, phi, ms, model, bwd ? GOPT_GPU_ROW_FWDBWD : GOPT_GPU_ROW_FWD, kind);
       if (!r) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", file);
-      memcpy(r->phi, phi, sizeof phi);
-      r->seconds = ms * 1e-3;
-      r->model = model;
-      r->what = bwd ? GOPT_GPU_ROW_FWDBWD : GOPT_GPU_ROW_FWD;
-      r->kind = kind;
       r->count = cnt ? (int)json_integer_value(cnt) : 1;
       r->batch = batch;
       layer_label(r->label, sizeof r->label, json_string_value(json_object_get(row, "layer")), kind);
@@ -148,13 +157,8 @@ static int load_micro(gopt_gpu_data *d, json_t *arr, const char *file, gopt_erro
       d->skipped++;
       continue;
     }
-    gopt_gpu_row *r = add_row(d);
+    gopt_gpu_row *r = add_measured(d, phi, ms, -1, GOPT_GPU_ROW_MICRO, kind);
     if (!r) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", file);
-    memcpy(r->phi, phi, sizeof phi);
-    r->seconds = ms * 1e-3;
-    r->model = -1;
-    r->what = GOPT_GPU_ROW_MICRO;
-    r->kind = kind;
     snprintf(r->label, sizeof r->label, "micro %s", json_string_value(json_object_get(row, "op")));
   }
   return 0;
