@@ -17,8 +17,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-import onnx_check  # noqa: E402
+sys.path.insert(0, HERE)
+import rw_run  # noqa: E402
 
 GOPT = sys.argv[1]
 BUDGET = sys.argv[2] if len(sys.argv) > 2 else "100"
@@ -56,24 +56,12 @@ def methods():
 
 def rewrite(model, method, rules=None):
     """Runs gopt rewrite; returns (json or None, error line, wall seconds)."""
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "o.onnx")
-        # --budget is greedy's dequeued graphs; other methods keep their own defaults
-        cmd = [GOPT, "rewrite", model, "-o", out, "--json", "--measure", "--method", method]
-        cmd += (["--budget", BUDGET] if method == "greedy" else []) + extra(model, method)
-        if rules:
-            cmd += ["--rules", rules]
-        t0 = time.time()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.time() - t0
-        if r.returncode != 0:
-            lines = r.stderr.strip().splitlines()
-            return None, (lines[-1] if lines else f"exit {r.returncode}"), wall
-        try:
-            onnx_check.full_check(out)
-        except Exception as e:  # noqa: BLE001 - reported in the row
-            return None, f"onnx.checker: {str(e).splitlines()[0]}", wall
-        return json.loads(r.stdout), "", wall
+    # --budget is greedy's dequeued graphs; other methods keep their own defaults
+    cmd = [GOPT, "rewrite", model, "--measure", "--method", method]
+    cmd += (["--budget", BUDGET] if method == "greedy" else []) + extra(model, method)
+    if rules:
+        cmd += ["--rules", rules]
+    return rw_run.rewrite(cmd)
 
 
 def merged_rules(rules4, path):

@@ -18,3 +18,7 @@ add_test(NAME rewrite_rules_bn_reshape
 # greedy's; corrupted/foreign policies and bad flags get one error line.
 add_test(NAME rewrite_rl COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_rewrite_rl.py ${GOPT_BIN}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+# --cluster host --costdb: ops profiled on demand into the database and cached; --measure's guard:
+# a result measured slower than its input (test hook) is not written, the input is, with the reason.
+add_test(NAME rewrite_measured COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_rewrite_measured.py ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
