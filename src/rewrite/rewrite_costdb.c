@@ -64,7 +64,7 @@ static int one_op_graph(const gopt_graph *g, int32_t n, gopt_graph **out, gopt_e
     const gopt_tensor *x = &g->tensors.a[t];
     char name[32];
     snprintf(name, sizeof name, "in%d", k);
-    if ((in[k] = gopt_graph_add_tensor(m, name, x->dtype, x->rank, gopt_tensor_dims(g, t), err)) < 0) rc = err->code;
+    if ((in[k] = gopt_graph_add_tensor(m, name, x->dtype, x->rank, gopt_tensor_dims(g, t), err)) < 0) rc = err->code ? err->code : GOPT_EINVAL;
     else if (x->flags & GOPT_T_CONST)
       rc = gopt_tensor_set_const(m, in[k], gopt_tensor_data(g, t), g->consts.a[x->cdata].nbytes, err);
     else rc = gopt_graph_add_input(m, in[k]);
@@ -72,7 +72,7 @@ static int one_op_graph(const gopt_graph *g, int32_t n, gopt_graph **out, gopt_e
   for (int k = 0; k < nd->n_out && !rc; k++) {
     int32_t t = gopt_node_output(g, n, k);
     const gopt_tensor *x = &g->tensors.a[t];
-    if ((outs[k] = gopt_graph_add_tensor(m, NULL, x->dtype, x->rank, gopt_tensor_dims(g, t), err)) < 0) rc = err->code;
+    if ((outs[k] = gopt_graph_add_tensor(m, NULL, x->dtype, x->rank, gopt_tensor_dims(g, t), err)) < 0) rc = err->code ? err->code : GOPT_EINVAL;
   }
   int32_t mn = rc ? -1 : gopt_graph_add_node(m, gopt_node_type(g, n), "op", nd->n_in, in, nd->n_out, outs, err);
   if (!rc && mn < 0) rc = err->code ? err->code : GOPT_EINVAL;
@@ -80,7 +80,7 @@ static int one_op_graph(const gopt_graph *g, int32_t n, gopt_graph **out, gopt_e
   for (int k = 0; k < nd->n_out && !rc; k++) rc = gopt_graph_add_output(m, outs[k]);
   if (rc) {
     gopt_graph_free(m);
-    return rc ? rc : GOPT_EINVAL;
+    return rc;
   }
   *out = m;
   return 0;
