@@ -6,6 +6,7 @@ Conv+BatchNorm+Relu model with weights (built here).
 - A result measured slower (test hook GOPT_REWRITE_FAKE_MEASURE=BEFORE,AFTER) is not written: the
   output is the input (same nodes, same weights), --json says kept_input with the reason, stderr
   has one line saying so, exit 0, onnx.checker passes; measured faster, the rewrite is written.
+- --measure-on ort: the guard names ONNX Runtime, whose times are in the JSON.
 - A bad --measure-on value is one error line, exit 2."""
 import json
 import os
@@ -86,6 +87,13 @@ def main():
         ops_out, _ = weights(out)
         check(j["written"] is True and j["kept_input"] is False and "BatchNormalization" not in ops_out,
               f"faster result not written: {j} {ops_out}")
+        # the guard on ONNX Runtime's measurement (verification with it, then 3 timed rounds)
+        r = subprocess.run([GOPT, "rewrite", model, "-o", out, "--json", "--cluster", "host", "--measure",
+                            "--measure-on", "ort"], capture_output=True, text=True, cwd=ROOT,
+                           env={**os.environ, "GOPT_REWRITE_FAKE_MEASURE": "0.001,0.002"})
+        j = json.loads(r.stdout) if r.returncode == 0 else {}
+        check(j.get("kept_input") is True and "ONNX Runtime" in j.get("kept_reason", "")
+              and j.get("ort_measured_before_s") is not None, f"--measure-on ort: {r.returncode} {j} {r.stderr!r}")
         r = subprocess.run([GOPT, "rewrite", model, "-o", out, "--measure-on", "gpu"], capture_output=True, text=True)
         check(r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--measure-on" in r.stderr,
               f"bad --measure-on: {r.returncode} {r.stderr!r}")
