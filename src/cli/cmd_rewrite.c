@@ -454,6 +454,73 @@ static void measure_guard(const rw_args *a, const double t[2], const double cpu[
              "%.4g ms (median of 11 interleaved runs)", on, cb * 1e3, cf * 1e3);
 }
 
+/* What `gopt rewrite` did, for its --json object. */
+typedef struct rw_outcome {
+  const char *cluster, *rules_path, *kept; /* kept: why the input was written ("" when not) */
+  size_t nodes_before, nodes_after, cand_nodes;
+  double t[2], cpu[2], ort[2], maxd;        /* measured (before, after): wall, CPU, ONNX Runtime */
+  int verified, unchanged, structure_only;
+} rw_outcome;
+
+/* Prints the --json object (one line). */
+static void print_json(const rw_args *a, const gopt_ruleset *rs, const gopt_rewrite_result *res, const rw_outcome *oc,
+                       gopt_rewrite_costs *costs, const gopt_costdb *db) {
+  json_t *o = json_object(), *ra = json_object();
+  for (size_t i = 0; i < res->n_steps; i++) {
+    const char *n = gopt_ruleset_rule_name(rs, (size_t)res->steps[i].rule);
+    json_t *v = json_object_get(ra, n);
+    json_object_set_new(ra, n, json_integer(v ? json_integer_value(v) + 1 : 1));
+  }
+  json_object_set_new(o, "model", json_string(a->model));
+  json_object_set_new(o, "method", json_string(a->method ? a->method : "greedy"));
+  json_object_set_new(o, "cluster", json_string(oc->cluster));
+  json_object_set_new(o, "rules", json_string(oc->rules_path[0] ? oc->rules_path : "built-in"));
+  json_object_set_new(o, "rules_applied", ra);
+  json_object_set_new(o, "nodes_before", json_integer((json_int_t)oc->nodes_before));
+  json_object_set_new(o, "nodes_after", json_integer((json_int_t)oc->nodes_after));
+  json_object_set_new(o, "predicted_before_s", json_real(res->cost_before));
+  json_object_set_new(o, "predicted_after_s", json_real(res->cost_after));
+  json_object_set_new(o, "measured_before_s", oc->t[0] >= 0 ? json_real(oc->t[0]) : json_null());
+  json_object_set_new(o, "measured_after_s", oc->t[1] >= 0 ? json_real(oc->t[1]) : json_null());
+  json_object_set_new(o, "measured_cpu_before_s", oc->cpu[0] >= 0 ? json_real(oc->cpu[0]) : json_null());
+  json_object_set_new(o, "measured_cpu_after_s", oc->cpu[1] >= 0 ? json_real(oc->cpu[1]) : json_null());
+  json_object_set_new(o, "ort_measured_before_s", oc->ort[0] >= 0 ? json_real(oc->ort[0]) : json_null());
+  json_object_set_new(o, "ort_measured_after_s", oc->ort[1] >= 0 ? json_real(oc->ort[1]) : json_null());
+  json_object_set_new(o, "verified", json_boolean(oc->verified));
+  json_object_set_new(o, "written", json_boolean(!oc->unchanged && !oc->kept[0]));
+  json_object_set_new(o, "kept_input", json_boolean(oc->kept[0] != 0));
+  if (oc->kept[0]) json_object_set_new(o, "kept_reason", json_string(oc->kept));
+  json_object_set_new(o, "candidate_nodes_after", json_integer((json_int_t)oc->cand_nodes));
+  json_object_set_new(o, "measured_on", json_string(a->measure_on ? a->measure_on : "exec"));
+  json_object_set_new(o, "measured_reps", json_integer(MEASURE_REPS));
+  if (costs) {
+    size_t prof = 0, bad = 0;
+    double ps_s = 0;
+    gopt_rewrite_costs_stats(costs, &prof, &bad, &ps_s);
+    json_object_set_new(o, "costdb", json_string(a->costdb));
+    json_object_set_new(o, "costdb_entries", json_integer((json_int_t)gopt_costdb_size(db)));
+    json_object_set_new(o, "costdb_profiled", json_integer((json_int_t)prof));
+    json_object_set_new(o, "costdb_unmeasurable", json_integer((json_int_t)bad));
+    json_object_set_new(o, "costdb_profile_seconds", json_real(ps_s));
+  }
+  /* nothing rewritten: the output is the input, verified trivially */
+  json_object_set_new(o, "verified_with",
+                      json_string(oc->unchanged ? "unchanged" : a->verify ? a->verify : "both"));
+  json_object_set_new(o, "max_abs_diff", json_real(oc->maxd));
+  json_object_set_new(o, "structure_only", json_boolean(oc->structure_only));
+  if (oc->structure_only && oc->t[0] >= 0) json_object_set_new(o, "measured_weights", json_string("made-up"));
+  json_object_set_new(o, "weights_flagged", json_boolean(oc->structure_only && (res->flags & GOPT_RW_WEIGHTS)));
+  json_object_set_new(o, "search_seconds", json_real(res->search_seconds));
+  json_object_set_new(o, "interrupted", json_boolean(res->interrupted));
+  json_object_set_new(o, "dequeued", json_integer((json_int_t)res->dequeued));
+  json_object_set_new(o, "generated", json_integer((json_int_t)res->generated));
+  json_object_set_new(o, "rejected", json_integer((json_int_t)res->rejected));
+  if (res->note[0]) json_object_set_new(o, "search_note", json_string(res->note));
+  char *s = json_dumps(o, JSON_COMPACT);
+  if (s) puts(s);
+  free(s);
+  json_decref(o);}
+
 int cli_rewrite(int argc, char **argv) {
   rw_args a;
   memset(&a, 0, sizeof a);
@@ -599,7 +666,6 @@ int cli_rewrite(int argc, char **argv) {
     }
   }
   verified = 1;
-  double mb = -1, ma = -1;
   double cpu[2] = {-1, -1}, t[2] = {-1, -1};
   if (timed) {
     measure_pair(unchanged ? outg : full, unchanged ? NULL : outg, seed + 4, t, cpu);
@@ -607,8 +673,6 @@ int cli_rewrite(int argc, char **argv) {
       cpu[1] = cpu[0];
       t[1] = t[0];
     }
-    mb = t[0];
-    ma = t[1];
   }
   cand_nodes = gopt_graph_node_count(outg);
   if (a.measure && !unchanged) measure_guard(&a, t, cpu, ort_t, kept, sizeof kept);
@@ -636,61 +700,9 @@ int cli_rewrite(int argc, char **argv) {
     goto done;
   }
   if (a.json) {
-    json_t *o = json_object(), *ra = json_object();
-    for (size_t i = 0; i < res.n_steps; i++) {
-      const char *n = gopt_ruleset_rule_name(rs, (size_t)res.steps[i].rule);
-      json_t *v = json_object_get(ra, n);
-      json_object_set_new(ra, n, json_integer(v ? json_integer_value(v) + 1 : 1));
-    }
-    json_object_set_new(o, "model", json_string(a.model));
-    json_object_set_new(o, "method", json_string(a.method ? a.method : "greedy"));
-    json_object_set_new(o, "cluster", json_string(c->name));
-    json_object_set_new(o, "rules", json_string(rules_path[0] ? rules_path : "built-in"));
-    json_object_set_new(o, "rules_applied", ra);
-    json_object_set_new(o, "nodes_before", json_integer((json_int_t)gopt_graph_node_count(g)));
-    json_object_set_new(o, "nodes_after", json_integer((json_int_t)gopt_graph_node_count(outg)));
-    json_object_set_new(o, "predicted_before_s", json_real(res.cost_before));
-    json_object_set_new(o, "predicted_after_s", json_real(res.cost_after));
-    json_object_set_new(o, "measured_before_s", mb >= 0 ? json_real(mb) : json_null());
-    json_object_set_new(o, "measured_after_s", ma >= 0 ? json_real(ma) : json_null());
-    json_object_set_new(o, "measured_cpu_before_s", cpu[0] >= 0 ? json_real(cpu[0]) : json_null());
-    json_object_set_new(o, "measured_cpu_after_s", cpu[1] >= 0 ? json_real(cpu[1]) : json_null());
-    json_object_set_new(o, "ort_measured_before_s", ort_t[0] >= 0 ? json_real(ort_t[0]) : json_null());
-    json_object_set_new(o, "ort_measured_after_s", ort_t[1] >= 0 ? json_real(ort_t[1]) : json_null());
-    json_object_set_new(o, "verified", json_boolean(verified));
-    json_object_set_new(o, "written", json_boolean(!unchanged && !kept[0]));
-    json_object_set_new(o, "kept_input", json_boolean(kept[0] != 0));
-    if (kept[0]) json_object_set_new(o, "kept_reason", json_string(kept));
-    json_object_set_new(o, "candidate_nodes_after", json_integer((json_int_t)cand_nodes));
-    json_object_set_new(o, "measured_on", json_string(a.measure_on ? a.measure_on : "exec"));
-    json_object_set_new(o, "measured_reps", json_integer(MEASURE_REPS));
-    if (costs) {
-      size_t prof = 0, bad = 0;
-      double ps_s = 0;
-      gopt_rewrite_costs_stats(costs, &prof, &bad, &ps_s);
-      json_object_set_new(o, "costdb", json_string(a.costdb));
-      json_object_set_new(o, "costdb_entries", json_integer((json_int_t)gopt_costdb_size(db)));
-      json_object_set_new(o, "costdb_profiled", json_integer((json_int_t)prof));
-      json_object_set_new(o, "costdb_unmeasurable", json_integer((json_int_t)bad));
-      json_object_set_new(o, "costdb_profile_seconds", json_real(ps_s));
-    }
-    /* nothing rewritten: the output is the input, verified trivially */
-    json_object_set_new(o, "verified_with",
-                        json_string(unchanged ? "unchanged" : a.verify ? a.verify : "both"));
-    json_object_set_new(o, "max_abs_diff", json_real(maxd));
-    json_object_set_new(o, "structure_only", json_boolean(structure_only));
-    if (structure_only && mb >= 0) json_object_set_new(o, "measured_weights", json_string("made-up"));
-    json_object_set_new(o, "weights_flagged", json_boolean(structure_only && (res.flags & GOPT_RW_WEIGHTS)));
-    json_object_set_new(o, "search_seconds", json_real(res.search_seconds));
-    json_object_set_new(o, "interrupted", json_boolean(res.interrupted));
-    json_object_set_new(o, "dequeued", json_integer((json_int_t)res.dequeued));
-    json_object_set_new(o, "generated", json_integer((json_int_t)res.generated));
-    json_object_set_new(o, "rejected", json_integer((json_int_t)res.rejected));
-    if (res.note[0]) json_object_set_new(o, "search_note", json_string(res.note));
-    char *s = json_dumps(o, JSON_COMPACT);
-    if (s) puts(s);
-    free(s);
-    json_decref(o);
+    rw_outcome oc = {c->name, rules_path, kept, gopt_graph_node_count(g), gopt_graph_node_count(outg), cand_nodes,
+                     {t[0], t[1]}, {cpu[0], cpu[1]}, {ort_t[0], ort_t[1]}, maxd, verified, unchanged, structure_only};
+    print_json(&a, rs, &res, &oc, costs, db);
   } else {
     printf("%s: %zu rewrites, predicted %.4g ms -> %.4g ms on %s (%.1f%% less), %zu -> %zu nodes, "
            "search %.2f s%s, verified\n",
