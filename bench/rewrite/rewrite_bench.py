@@ -4,7 +4,7 @@
 models; each row's output passes tools/onnx_check.py (onnx.checker full check) and was verified by
 gopt's executor and ONNX Runtime before it was written. Columns: the simulated V100 step before
 and after (the cost reduction), the search time, and the measured time on this CPU with gopt's
-executor and with ONNX Runtime (2 threads each; median of 5 runs after a warm-up; made-up weights
+executor and with ONNX Runtime (one thread each since 27 Nov, 2 before; gopt: median of 11 interleaved runs, ONNX Runtime: of 3 rounds of 5; made-up weights
 where the model has none). With RULES4 (a `gopt rules generate --max-ops 4 --only4` file) it adds
 the ablation rules up to 3 ops (rules/rules.json) vs those plus RULES4's bounded 4-op rules
 (greedy). One command: bench/rewrite/run.sh."""
