@@ -4,7 +4,7 @@
 models; each row's output passes tools/onnx_check.py (onnx.checker full check) and was verified by
 gopt's executor and ONNX Runtime before it was written. Columns: the simulated V100 step before
 and after (the cost reduction), the search time, and the measured time on this CPU with gopt's
-executor and with ONNX Runtime (2 threads each; median of 5 runs after a warm-up; made-up weights
+executor and with ONNX Runtime (one thread each since 27 Nov, 2 before; gopt: median of 11 interleaved runs, ONNX Runtime: of 3 rounds of 5; made-up weights
 where the model has none). With RULES4 (a `gopt rules generate --max-ops 4 --only4` file) it adds
 the ablation rules up to 3 ops (rules/rules.json) vs those plus RULES4's bounded 4-op rules
 (greedy). One command: bench/rewrite/run.sh."""
@@ -17,8 +17,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-import onnx_check  # noqa: E402
+sys.path.insert(0, HERE)
+import rw_run  # noqa: E402
 
 GOPT = sys.argv[1]
 BUDGET = sys.argv[2] if len(sys.argv) > 2 else "100"
@@ -56,24 +56,12 @@ def methods():
 
 def rewrite(model, method, rules=None):
     """Runs gopt rewrite; returns (json or None, error line, wall seconds)."""
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "o.onnx")
-        # --budget is greedy's dequeued graphs; other methods keep their own defaults
-        cmd = [GOPT, "rewrite", model, "-o", out, "--json", "--measure", "--method", method]
-        cmd += (["--budget", BUDGET] if method == "greedy" else []) + extra(model, method)
-        if rules:
-            cmd += ["--rules", rules]
-        t0 = time.time()
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.time() - t0
-        if r.returncode != 0:
-            lines = r.stderr.strip().splitlines()
-            return None, (lines[-1] if lines else f"exit {r.returncode}"), wall
-        try:
-            onnx_check.full_check(out)
-        except Exception as e:  # noqa: BLE001 - reported in the row
-            return None, f"onnx.checker: {str(e).splitlines()[0]}", wall
-        return json.loads(r.stdout), "", wall
+    # --budget is greedy's dequeued graphs; other methods keep their own defaults
+    cmd = [GOPT, "rewrite", model, "--measure", "--method", method]
+    cmd += (["--budget", BUDGET] if method == "greedy" else []) + extra(model, method)
+    if rules:
+        cmd += ["--rules", rules]
+    return rw_run.rewrite(cmd)
 
 
 def merged_rules(rules4, path):

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gopt/costdb.h"
 #include "gopt/device.h"
 #include "gopt/graph.h"
 #include "gopt/learn_seq.h"
@@ -30,6 +31,7 @@ extern "C" {
 #endif
 
 typedef struct gopt_ruleset gopt_ruleset;
+typedef struct gopt_rewrite_costs gopt_rewrite_costs;
 
 /* The built-in (hand-written) rules only. NULL when out of memory. */
 gopt_ruleset *gopt_ruleset_builtin(void);
@@ -141,6 +143,10 @@ typedef struct gopt_rewrite_opts {
    * applications; per rl candidate tried) from the searching thread; the callee rate-limits its output. NULL: none. */
   void (*progress)(const gopt_rewrite_progress *p, void *user);
   void *progress_user;
+  /* measured op costs (TASO's cost model; NULL: the cluster's analytical presets only): on the
+   * cluster's measured devices (`host`) every op is priced from its measured time, and ops the
+   * database lacks are profiled on demand (gopt_rewrite_costs_new) */
+  gopt_rewrite_costs *costs;
 } gopt_rewrite_opts;
 
 /* One applied rewrite of the best graph's history. */
@@ -173,6 +179,24 @@ const char *gopt_rewrite_method_name(size_t i);
 /* The simulated step time of g on c (NULL: a V100). On one device, Splits into contiguous blocks
  * (only size-1 dims before the axis) are views and cost nothing, as in TASO and Tensat. */
 int gopt_rewrite_cost(const gopt_graph *g, const gopt_cluster *c, double *seconds, gopt_error *err);
+
+/* Measured op costs for the search (rewrite_costdb.c): db (borrowed; it must outlive the costs)
+ * holds per-op times keyed by gopt_op_signature, as `gopt run --profile --costdb` writes them.
+ * Pricing a graph first profiles every op whose signature db lacks: the op alone in a one-op graph
+ * (its constant inputs kept constant; inputs random from seed), run by the executor in plain
+ * layouts on one thread (CPU time: steady on a loaded machine), 2 warm-ups then the median of `reps` runs (<= 0: 10), TASO's way; the time is added to
+ * db (the caller saves it). An op the executor cannot run alone is remembered and priced by the
+ * cluster's analytical model. NULL when out of memory. */
+gopt_rewrite_costs *gopt_rewrite_costs_new(gopt_costdb *db, int reps, uint64_t seed);
+void gopt_rewrite_costs_free(gopt_rewrite_costs *m); /* accepts NULL */
+/* Ops profiled so far, ops that could not be, and the seconds spent profiling. */
+void gopt_rewrite_costs_stats(const gopt_rewrite_costs *m, size_t *profiled, size_t *failed, double *seconds);
+/* gopt_rewrite_cost with measured op costs (m NULL: the same as gopt_rewrite_cost): the simulated
+ * step on c where c's measured devices take each op's time from the database (profiling the
+ * missing ones first). Contiguous Splits count as views only without measurements (the executor
+ * copies them, and its measured time says so). */
+int gopt_rewrite_cost_measured(const gopt_graph *g, const gopt_cluster *c, gopt_rewrite_costs *m,
+                               double *seconds, gopt_error *err);
 /* Asks a running greedy or eqsat search to stop and return its best graph so far (async-signal-
  * safe: the CLI calls it on Ctrl-C); the flag stays set until gopt_rewrite_clear_stop. */
 void gopt_rewrite_request_stop(void);

@@ -20,7 +20,8 @@
 static const char rewrite_help[] =
     "usage: gopt rewrite MODEL -o OUT.onnx [--method greedy|eqsat|rl] [--cluster C] [--budget N]\n"
     "                    [--seconds S] [--alpha A] [--rules F] [--seed S] [--verify exec|ort|both]\n"
-    "                    [--json] [--measure] [--batch N] [--policy P.gpol]\n"
+    "                    [--json] [--measure] [--measure-on exec|ort] [--costdb DB] [--batch N]\n"
+    "                    [--policy P.gpol]\n"
     "       gopt rewrite --list-methods\n"
     "  MODEL          an .onnx file or a zoo spec\n"
     "  --method M     greedy (TASO's cost-ordered backtracking search; default), eqsat (Tensat:\n"
@@ -29,6 +30,10 @@ static const char rewrite_help[] =
     "                 temporary losses allowed; the best graph seen is the result)\n"
     "  --policy P     rl: the policy (default: the shipped policies/rewrite.gpol; gopt train --method rewrite)\n"
     "  --cluster C    cost device preset (default V100): the simulator's step time\n"
+    "  --costdb DB    measured op costs (TASO's cost model) for a cluster with measured devices\n"
+    "                 (--cluster host): every op is priced from its measured time in DB (a\n"
+    "                 `gopt run --profile --costdb` database, JSON or SQLite); ops DB lacks are\n"
+    "                 profiled on demand (alone, one thread, median of 10 runs) and added to DB\n"
     "  --budget N     greedy: graphs dequeued (default 100); eqsat: e-node limit (20000); rl: steps (100)\n"
     "  --seconds S    wall-clock limit (eqsat: default 10: 40% saturation, the rest extraction)\n"
     "                 (every method: a progress line on stderr when it is a terminal; Ctrl-C stops\n"
@@ -37,8 +42,14 @@ static const char rewrite_help[] =
     "  --rules F      rules.json (default: the shipped rules/rules.json, else the built-ins)\n"
     "  --verify V     exec: gopt's executor; ort: also ONNX Runtime (default both)\n"
     "  --json         print one JSON object\n"
-    "  --measure      time both graphs (gopt's executor and, unless --verify exec, ONNX Runtime;\n"
-    "                 median of 5) even without weight data (made-up weights)\n"
+    "  --measure      time input and result on gopt's executor (one thread; median of 11 runs,\n"
+    "                 input and result interleaved) and, unless --verify exec, ONNX Runtime (one\n"
+    "                 thread; 3 interleaved rounds of 5 runs, median of the round medians),\n"
+    "                 made-up weights where the\n"
+    "                 model has none; a result measured slower than its input on the --measure-on\n"
+    "                 executor is not written: the input is written instead, with the reason\n"
+    "  --measure-on E exec (gopt's executor, default) or ort (ONNX Runtime): the executor whose\n"
+    "                 measurement decides whether the result is written\n"
     "  --list-methods print the search methods of --method, one per line\n";
 
 static int fail(const char *msg) {
@@ -49,6 +60,18 @@ static int fail(const char *msg) {
 static int exists(const char *p) {
   struct stat st;
   return stat(p, &st) == 0;
+}
+
+static int by_value(const void *a, const void *b) {
+  const double *x = a, *y = b;
+  return (*x > *y) - (*x < *y);
+}
+
+/* The median of v[0..n) (n >= 1; v is sorted in place). */
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, by_value);
+  int h = n / 2;
+  return n & 1 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 /* The shipped rules.json: $GOPT_RULES, else rules/rules.json where gopt_find_shipped looks. */
@@ -84,7 +107,7 @@ static int run_ort(const char *model, const char *in_json, const char *out_dir, 
   if (root && *root) snprintf(js, sizeof js, "%.1000s/tools/ort/ort_run.js", root);
   else if (!exists(js) && !gopt_find_shipped("tools/ort/ort_run.js", NULL, js, sizeof js))
     snprintf(js, sizeof js, "tools/ort/ort_run.js"); /* node names the missing file */
-  snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' --threads 2 --time %d >/dev/null", js, model,
+  snprintf(cmd, sizeof cmd, "node '%s' '%s' '%s' '%s' --threads 1 --time %d >/dev/null", js, model,
            in_json, out_dir, reps);
   return system(cmd);
 }
@@ -203,9 +226,11 @@ static double ort_seconds(const char *dir) {
   return s;
 }
 
-/* Runs both graphs (with weights) under ONNX Runtime on the same random inputs; with reps > 0
- * also times each (median of reps runs after a warm-up) into t[0] (a) and t[1] (b). */
-static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, int reps, double t[2],
+/* Runs both graphs (with weights) under ONNX Runtime on the same random inputs; with rounds > 0
+ * also times each: `rounds` rounds, each running a then b (reversed every other round) for a
+ * median of 5 runs after a warm-up; t[0] (a) and t[1] (b) receive the medians of the rounds. */
+#define ORT_ROUNDS_MAX 5
+static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, int rounds, double t[2],
                       gopt_error *err) {
   char dir[] = "/tmp/gopt-rewrite-XXXXXX";
   if (!mkdtemp(dir)) return gopt_error_set(err, GOPT_EIO, "cannot create a temporary directory");
@@ -218,12 +243,25 @@ static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, i
   int rc = gopt_onnx_save(a, ma, err);
   if (!rc) rc = gopt_onnx_save(b, mb, err);
   if (!rc) rc = write_inputs(a, dir, seed, err);
-  if (!rc && (run_ort(ma, in, oa, reps) || run_ort(mb, in, ob, reps)))
+  if (rounds > ORT_ROUNDS_MAX) rounds = ORT_ROUNDS_MAX;
+  if (!rc && (run_ort(ma, in, oa, rounds > 0 ? 5 : 0) || run_ort(mb, in, ob, rounds > 0 ? 5 : 0)))
     rc = gopt_error_set(err, GOPT_EIO, "ONNX Runtime could not run the models (node tools/ort/ort_run.js)");
   if (!rc) rc = compare_ort(oa, ob, err);
-  if (!rc && reps > 0) {
-    t[0] = ort_seconds(oa);
-    t[1] = ort_seconds(ob);
+  double v[2][ORT_ROUNDS_MAX];
+  int n = 0;
+  for (int r = 0; !rc && r < rounds; r++) {
+    if (r > 0) { /* a later round: b first every other round */
+      int bf = r % 2;
+      if (run_ort(bf ? mb : ma, in, bf ? ob : oa, 5) || run_ort(bf ? ma : mb, in, bf ? oa : ob, 5)) break;
+    }
+    v[0][n] = ort_seconds(oa);
+    v[1][n] = ort_seconds(ob);
+    if (v[0][n] < 0 || v[1][n] < 0) break;
+    n++;
+  }
+  if (n > 0) {
+    t[0] = median(v[0], n);
+    t[1] = median(v[1], n);
   }
   char cmd[1300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -235,7 +273,7 @@ static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, i
 /* ---- gopt rewrite ---------------------------------------------------------------------------- */
 
 typedef struct rw_args {
-  const char *model, *out, *method, *cluster, *rules, *verify, *policy;
+  const char *model, *out, *method, *cluster, *rules, *verify, *policy, *costdb, *measure_on;
   long budget, seed;
   double seconds, alpha;
   int json, measure;
@@ -262,7 +300,7 @@ static int parse_args(int argc, char **argv, rw_args *a) {
     } else if (!strcmp(s, "-o") || !strcmp(s, "--method") || !strcmp(s, "--cluster") ||
                !strcmp(s, "--rules") || !strcmp(s, "--verify") || !strcmp(s, "--budget") ||
                !strcmp(s, "--seed") || !strcmp(s, "--seconds") || !strcmp(s, "--alpha") ||
-               !strcmp(s, "--policy")) {
+               !strcmp(s, "--policy") || !strcmp(s, "--costdb") || !strcmp(s, "--measure-on")) {
       if (!has) return cli_usage_error("rewrite", "%s needs a value", s);
       const char *v = argv[++i];
       char *end;
@@ -272,6 +310,8 @@ static int parse_args(int argc, char **argv, rw_args *a) {
       else if (!strcmp(s, "--rules")) a->rules = v;
       else if (!strcmp(s, "--verify")) a->verify = v;
       else if (!strcmp(s, "--policy")) a->policy = v;
+      else if (!strcmp(s, "--costdb")) a->costdb = v;
+      else if (!strcmp(s, "--measure-on")) a->measure_on = v;
       else if (!strcmp(s, "--budget")) {
         if (cli_parse_long("rewrite", s, v, 1, 1000000, &a->budget)) return 2;
       } else if (!strcmp(s, "--seed")) {
@@ -294,17 +334,42 @@ static int parse_args(int argc, char **argv, rw_args *a) {
   if (!a->out) return cli_usage_error("rewrite", "missing -o OUT.onnx");
   if (a->verify && strcmp(a->verify, "exec") && strcmp(a->verify, "ort") && strcmp(a->verify, "both"))
     return cli_usage_error("rewrite", "--verify: expected exec, ort or both, got '%s'", a->verify);
+  if (a->measure_on && strcmp(a->measure_on, "exec") && strcmp(a->measure_on, "ort"))
+    return cli_usage_error("rewrite", "--measure-on: expected exec or ort, got '%s'", a->measure_on);
+  if (a->measure_on && !strcmp(a->measure_on, "ort") && a->verify && !strcmp(a->verify, "exec"))
+    return cli_usage_error("rewrite", "--measure-on ort needs ONNX Runtime (not --verify exec)");
   return -1;
 }
 
-static double measure(const gopt_graph *g, uint64_t seed) {
-  gopt_exec *x = NULL;
-  gopt_exec_opts eo = {0, seed, NULL, 0, NULL, 0};
-  double s = -1;
-  if (!gopt_exec_new(g, &eo, &x, NULL, NULL) && !gopt_exec_random_inputs(x, seed, NULL))
-    if (gopt_exec_time_run(x, 1, 5, &s, NULL)) s = -1;
-  gopt_exec_free(x);
-  return s;
+#define MEASURE_REPS 11
+/* Times a and b (b may be NULL: a alone) with gopt's executor (one thread, as the cost database's
+ * op times) on the same random inputs: a warm-up each, then MEASURE_REPS runs of each, interleaved
+ * (a b, then b a, ...) so that a drift of the machine's speed hits both alike; t[0] and t[1]
+ * receive the median wall times, cpu[0] and cpu[1] the median CPU times (-1 when a graph cannot
+ * run). */
+static void measure_pair(const gopt_graph *a, const gopt_graph *b, uint64_t seed, double t[2], double cpu[2]) {
+  gopt_exec *x[2] = {NULL, NULL};
+  gopt_exec_opts eo = {1, seed, NULL, 0, NULL, 0};
+  double v[2][MEASURE_REPS], c[2][MEASURE_REPS];
+  const gopt_graph *gs[2] = {a, b};
+  int ok[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    t[k] = cpu[k] = -1;
+    ok[k] = gs[k] && !gopt_exec_new(gs[k], &eo, &x[k], NULL, NULL) && !gopt_exec_random_inputs(x[k], seed, NULL) &&
+            !gopt_exec_time_run(x[k], 1, 1, &v[k][0], NULL);
+  }
+  for (int i = 0; i < MEASURE_REPS; i++)
+    for (int j = 0; j < 2; j++) {
+      int k = (i + j) % 2; /* even rounds a first, odd rounds b first */
+      if (ok[k] && gopt_exec_time_run_cpu(x[k], 0, 1, &v[k][i], &c[k][i], NULL)) ok[k] = 0;
+    }
+  for (int k = 0; k < 2; k++) {
+    if (ok[k]) {
+      t[k] = median(v[k], MEASURE_REPS);
+      cpu[k] = median(c[k], MEASURE_REPS);
+    }
+    gopt_exec_free(x[k]);
+  }
 }
 
 /* Test hook (GOPT_REWRITE_APPLY_RULE=NAME): the history becomes every match of rule NAME in g,
@@ -337,6 +402,125 @@ static int apply_rule_hook(const gopt_graph *g, const gopt_ruleset *rs, gopt_rew
   return 0;
 }
 
+/* --costdb: the database (loaded, or new for this host when the file does not exist yet) and the
+ * on-demand profiler over it. A cluster without a measured device prices nothing from it (one
+ * warning). Returns 0, or 1 after printing the error. */
+static int costs_open(const rw_args *a, const gopt_cluster *c, uint64_t seed, gopt_costdb **db,
+                      gopt_rewrite_costs **m) {
+  gopt_error err = {0};
+  if (!a->costdb) return 0;
+  int measured = 0;
+  for (int d = 0; d < c->n_devices; d++) measured |= c->devices[d].measured;
+  if (!measured)
+    fprintf(stderr, "gopt rewrite: warning: --costdb %s: cluster %s has no measured device (use --cluster "
+            "host); the search prices ops analytically\n", a->costdb, c->name);
+  if (exists(a->costdb)) {
+    if (gopt_costdb_load(a->costdb, db, &err)) return fail(err.msg);
+  } else {
+    char host[256];
+    gopt_costdb_this_host(host, sizeof host);
+    if (!(*db = gopt_costdb_new(host, 0))) return fail("out of memory");
+  }
+  if (!(*m = gopt_rewrite_costs_new(*db, 10, seed + 17))) return fail("out of memory");
+  return 0;
+}
+
+/* The measurement guard of --measure: writes into why (n bytes) the reason the result is not
+ * written ("" when it is): measured slower than its input on the --measure-on executor (gopt's
+ * executor: its median wall time or its median CPU time higher), or not measured there. t and cpu
+ * are gopt's executor's medians (before, after). Test hook GOPT_REWRITE_FAKE_MEASURE="BEFORE_S,
+ * AFTER_S" replaces the times (wall and CPU alike). */
+static void measure_guard(const rw_args *a, const double t[2], const double cpu[2], const double ort_t[2],
+                          char *why, size_t n) {
+  int ort = a->measure_on && !strcmp(a->measure_on, "ort");
+  double b = ort ? ort_t[0] : t[0], f = ort ? ort_t[1] : t[1];
+  double cb = ort ? b : cpu[0], cf = ort ? f : cpu[1];
+  const char *fake = getenv("GOPT_REWRITE_FAKE_MEASURE");
+  if (fake && sscanf(fake, "%lf,%lf", &b, &f) != 2) b = f = -1;
+  if (fake) {
+    cb = b;
+    cf = f;
+  }
+  const char *on = ort ? "ONNX Runtime" : "gopt's executor";
+  why[0] = 0;
+  if (b < 0 || f < 0 || cb < 0 || cf < 0)
+    snprintf(why, n, "input kept: the result could not be timed on %s", on);
+  else if (f > b)
+    snprintf(why, n, "input kept: the result measured slower than its input on %s: %.4g ms -> %.4g ms (%s)",
+             on, b * 1e3, f * 1e3, fake ? "GOPT_REWRITE_FAKE_MEASURE" :
+             ort ? "median of 3 interleaved rounds of 5 runs" : "median of 11 interleaved runs");
+  else if (cf > cb)
+    snprintf(why, n, "input kept: the result measured slower than its input on %s in CPU time: %.4g ms -> "
+             "%.4g ms (median of 11 interleaved runs)", on, cb * 1e3, cf * 1e3);
+}
+
+/* What `gopt rewrite` did, for its --json object. */
+typedef struct rw_outcome {
+  const char *cluster, *rules_path, *kept; /* kept: why the input was written ("" when not) */
+  size_t nodes_before, nodes_after, cand_nodes;
+  double t[2], cpu[2], ort[2], maxd;        /* measured (before, after): wall, CPU, ONNX Runtime */
+  int verified, unchanged, structure_only;
+} rw_outcome;
+
+/* Prints the --json object (one line). */
+static void print_json(const rw_args *a, const gopt_ruleset *rs, const gopt_rewrite_result *res, const rw_outcome *oc,
+                       gopt_rewrite_costs *costs, const gopt_costdb *db) {
+  json_t *o = json_object(), *ra = json_object();
+  for (size_t i = 0; i < res->n_steps; i++) {
+    const char *n = gopt_ruleset_rule_name(rs, (size_t)res->steps[i].rule);
+    json_t *v = json_object_get(ra, n);
+    json_object_set_new(ra, n, json_integer(v ? json_integer_value(v) + 1 : 1));
+  }
+  json_object_set_new(o, "model", json_string(a->model));
+  json_object_set_new(o, "method", json_string(a->method ? a->method : "greedy"));
+  json_object_set_new(o, "cluster", json_string(oc->cluster));
+  json_object_set_new(o, "rules", json_string(oc->rules_path[0] ? oc->rules_path : "built-in"));
+  json_object_set_new(o, "rules_applied", ra);
+  json_object_set_new(o, "nodes_before", json_integer((json_int_t)oc->nodes_before));
+  json_object_set_new(o, "nodes_after", json_integer((json_int_t)oc->nodes_after));
+  json_object_set_new(o, "predicted_before_s", json_real(res->cost_before));
+  json_object_set_new(o, "predicted_after_s", json_real(res->cost_after));
+  json_object_set_new(o, "measured_before_s", oc->t[0] >= 0 ? json_real(oc->t[0]) : json_null());
+  json_object_set_new(o, "measured_after_s", oc->t[1] >= 0 ? json_real(oc->t[1]) : json_null());
+  json_object_set_new(o, "measured_cpu_before_s", oc->cpu[0] >= 0 ? json_real(oc->cpu[0]) : json_null());
+  json_object_set_new(o, "measured_cpu_after_s", oc->cpu[1] >= 0 ? json_real(oc->cpu[1]) : json_null());
+  json_object_set_new(o, "ort_measured_before_s", oc->ort[0] >= 0 ? json_real(oc->ort[0]) : json_null());
+  json_object_set_new(o, "ort_measured_after_s", oc->ort[1] >= 0 ? json_real(oc->ort[1]) : json_null());
+  json_object_set_new(o, "verified", json_boolean(oc->verified));
+  json_object_set_new(o, "written", json_boolean(!oc->unchanged && !oc->kept[0]));
+  json_object_set_new(o, "kept_input", json_boolean(oc->kept[0] != 0));
+  if (oc->kept[0]) json_object_set_new(o, "kept_reason", json_string(oc->kept));
+  json_object_set_new(o, "candidate_nodes_after", json_integer((json_int_t)oc->cand_nodes));
+  json_object_set_new(o, "measured_on", json_string(a->measure_on ? a->measure_on : "exec"));
+  json_object_set_new(o, "measured_reps", json_integer(MEASURE_REPS));
+  if (costs) {
+    size_t prof = 0, bad = 0;
+    double ps_s = 0;
+    gopt_rewrite_costs_stats(costs, &prof, &bad, &ps_s);
+    json_object_set_new(o, "costdb", json_string(a->costdb));
+    json_object_set_new(o, "costdb_entries", json_integer((json_int_t)gopt_costdb_size(db)));
+    json_object_set_new(o, "costdb_profiled", json_integer((json_int_t)prof));
+    json_object_set_new(o, "costdb_unmeasurable", json_integer((json_int_t)bad));
+    json_object_set_new(o, "costdb_profile_seconds", json_real(ps_s));
+  }
+  /* nothing rewritten: the output is the input, verified trivially */
+  json_object_set_new(o, "verified_with",
+                      json_string(oc->unchanged ? "unchanged" : a->verify ? a->verify : "both"));
+  json_object_set_new(o, "max_abs_diff", json_real(oc->maxd));
+  json_object_set_new(o, "structure_only", json_boolean(oc->structure_only));
+  if (oc->structure_only && oc->t[0] >= 0) json_object_set_new(o, "measured_weights", json_string("made-up"));
+  json_object_set_new(o, "weights_flagged", json_boolean(oc->structure_only && (res->flags & GOPT_RW_WEIGHTS)));
+  json_object_set_new(o, "search_seconds", json_real(res->search_seconds));
+  json_object_set_new(o, "interrupted", json_boolean(res->interrupted));
+  json_object_set_new(o, "dequeued", json_integer((json_int_t)res->dequeued));
+  json_object_set_new(o, "generated", json_integer((json_int_t)res->generated));
+  json_object_set_new(o, "rejected", json_integer((json_int_t)res->rejected));
+  if (res->note[0]) json_object_set_new(o, "search_note", json_string(res->note));
+  char *s = json_dumps(o, JSON_COMPACT);
+  if (s) puts(s);
+  free(s);
+  json_decref(o);}
+
 int cli_rewrite(int argc, char **argv) {
   rw_args a;
   memset(&a, 0, sizeof a);
@@ -352,11 +536,16 @@ int cli_rewrite(int argc, char **argv) {
   memset(&res, 0, sizeof res);
   uint8_t *had = NULL;
   char rules_path[1200] = "";
+  char kept[400] = "";
   uint64_t seed = (uint64_t)a.seed;
+  gopt_costdb *db = NULL;
+  gopt_rewrite_costs *costs = NULL;
+  size_t cand_nodes = 0;
   if (gopt_cluster_parse(a.cluster ? a.cluster : "V100", &c, &err)) {
     fail(err.msg);
     goto done;
   }
+  if (costs_open(&a, c, seed, &db, &costs)) goto done;
   if (a.rules) snprintf(rules_path, sizeof rules_path, "%s", a.rules);
   else cli_rewrite_find_rules(rules_path, sizeof rules_path);
   if (rules_path[0] ? gopt_ruleset_load(rules_path, &rs, &err) : !(rs = gopt_ruleset_builtin())) {
@@ -388,7 +577,7 @@ int cli_rewrite(int argc, char **argv) {
   cli_rewrite_strip_weights(sg, NULL);
   cli_rewrite_progress_state ps = {cli_rewrite_progress_mode(), 0, 0};
   gopt_rewrite_opts ro = {a.method, c, a.alpha, a.budget, a.seconds, 0, seed, a.policy,
-                          ps.mode ? cli_rewrite_progress : NULL, &ps};
+                          ps.mode ? cli_rewrite_progress : NULL, &ps, costs};
   int eqsat = a.method && !strcmp(a.method, "eqsat");
   /* Every pattern rule the best result uses is verified again (numerically, with the executor)
    * before it is applied to the model; one that fails is disabled and the search runs again, so
@@ -427,6 +616,11 @@ int cli_rewrite(int argc, char **argv) {
   }
   cli_rewrite_sigint(0);
   free(checked);
+  /* the measured op times (the cached and the newly profiled ones) for the next run */
+  if (db && gopt_costdb_save(db, a.costdb, &err)) {
+    fail(err.msg);
+    goto done;
+  }
   if (res.interrupted)
     fprintf(stderr, "gopt rewrite: interrupted: verifying and writing the best graph found so far\n");
   if (apply_rule_hook(sg, rs, &res)) {
@@ -465,17 +659,28 @@ int cli_rewrite(int argc, char **argv) {
   int timed = !structure_only || a.measure;
   double ort_t[2] = {-1, -1};
   if (!unchanged && (!a.verify || strcmp(a.verify, "exec"))) {
-    if (verify_ort(full, outg, seed + 3, timed ? 5 : 0, ort_t, &err)) {
+    if (verify_ort(full, outg, seed + 3, timed ? (a.measure ? 3 : 1) : 0, ort_t, &err)) {
       gopt_error_prefix(&err, "verification with ONNX Runtime failed (%zu rewrites): ", res.n_steps);
       fail(err.msg);
       goto done;
     }
   }
   verified = 1;
-  double mb = -1, ma = -1;
+  double cpu[2] = {-1, -1}, t[2] = {-1, -1};
   if (timed) {
-    ma = measure(outg, seed + 4);
-    mb = unchanged ? ma : measure(full, seed + 4);
+    measure_pair(unchanged ? outg : full, unchanged ? NULL : outg, seed + 4, t, cpu);
+    if (unchanged) {
+      cpu[1] = cpu[0];
+      t[1] = t[0];
+    }
+  }
+  cand_nodes = gopt_graph_node_count(outg);
+  if (a.measure && !unchanged) measure_guard(&a, t, cpu, ort_t, kept, sizeof kept);
+  if (kept[0]) { /* the input is written, as it came */
+    fprintf(stderr, "gopt rewrite: %s\n", kept);
+    gopt_graph_free(outg);
+    outg = full;
+    full = NULL;
   }
   if (structure_only) {
     /* written as the input came: weights without data stay data-less */
@@ -495,43 +700,9 @@ int cli_rewrite(int argc, char **argv) {
     goto done;
   }
   if (a.json) {
-    json_t *o = json_object(), *ra = json_object();
-    for (size_t i = 0; i < res.n_steps; i++) {
-      const char *n = gopt_ruleset_rule_name(rs, (size_t)res.steps[i].rule);
-      json_t *v = json_object_get(ra, n);
-      json_object_set_new(ra, n, json_integer(v ? json_integer_value(v) + 1 : 1));
-    }
-    json_object_set_new(o, "model", json_string(a.model));
-    json_object_set_new(o, "method", json_string(a.method ? a.method : "greedy"));
-    json_object_set_new(o, "cluster", json_string(c->name));
-    json_object_set_new(o, "rules", json_string(rules_path[0] ? rules_path : "built-in"));
-    json_object_set_new(o, "rules_applied", ra);
-    json_object_set_new(o, "nodes_before", json_integer((json_int_t)gopt_graph_node_count(g)));
-    json_object_set_new(o, "nodes_after", json_integer((json_int_t)gopt_graph_node_count(outg)));
-    json_object_set_new(o, "predicted_before_s", json_real(res.cost_before));
-    json_object_set_new(o, "predicted_after_s", json_real(res.cost_after));
-    json_object_set_new(o, "measured_before_s", mb >= 0 ? json_real(mb) : json_null());
-    json_object_set_new(o, "measured_after_s", ma >= 0 ? json_real(ma) : json_null());
-    json_object_set_new(o, "ort_measured_before_s", ort_t[0] >= 0 ? json_real(ort_t[0]) : json_null());
-    json_object_set_new(o, "ort_measured_after_s", ort_t[1] >= 0 ? json_real(ort_t[1]) : json_null());
-    json_object_set_new(o, "verified", json_boolean(verified));
-    /* nothing rewritten: the output is the input, verified trivially */
-    json_object_set_new(o, "verified_with",
-                        json_string(unchanged ? "unchanged" : a.verify ? a.verify : "both"));
-    json_object_set_new(o, "max_abs_diff", json_real(maxd));
-    json_object_set_new(o, "structure_only", json_boolean(structure_only));
-    if (structure_only && mb >= 0) json_object_set_new(o, "measured_weights", json_string("made-up"));
-    json_object_set_new(o, "weights_flagged", json_boolean(structure_only && (res.flags & GOPT_RW_WEIGHTS)));
-    json_object_set_new(o, "search_seconds", json_real(res.search_seconds));
-    json_object_set_new(o, "interrupted", json_boolean(res.interrupted));
-    json_object_set_new(o, "dequeued", json_integer((json_int_t)res.dequeued));
-    json_object_set_new(o, "generated", json_integer((json_int_t)res.generated));
-    json_object_set_new(o, "rejected", json_integer((json_int_t)res.rejected));
-    if (res.note[0]) json_object_set_new(o, "search_note", json_string(res.note));
-    char *s = json_dumps(o, JSON_COMPACT);
-    if (s) puts(s);
-    free(s);
-    json_decref(o);
+    rw_outcome oc = {c->name, rules_path, kept, gopt_graph_node_count(g), gopt_graph_node_count(outg), cand_nodes,
+                     {t[0], t[1]}, {cpu[0], cpu[1]}, {ort_t[0], ort_t[1]}, maxd, verified, unchanged, structure_only};
+    print_json(&a, rs, &res, &oc, costs, db);
   } else {
     printf("%s: %zu rewrites, predicted %.4g ms -> %.4g ms on %s (%.1f%% less), %zu -> %zu nodes, "
            "search %.2f s%s, verified\n",
@@ -540,6 +711,7 @@ int cli_rewrite(int argc, char **argv) {
            gopt_graph_node_count(g), gopt_graph_node_count(outg), res.search_seconds,
            res.interrupted ? " (interrupted: best so far)" : "");
     if (res.note[0]) printf("  %s\n", res.note);
+    if (kept[0]) printf("  %s\n", kept);
     if (structure_only && (res.flags & GOPT_RW_WEIGHTS))
       printf("  note: the model has no weight data; weight-changing rewrites were applied to the structure only\n");
   }
@@ -552,6 +724,8 @@ done:
   gopt_graph_free(outg);
   gopt_ruleset_free(rs);
   gopt_cluster_free(c);
+  gopt_rewrite_costs_free(costs);
+  gopt_costdb_free(db);
   free(had);
   return rc;
 }

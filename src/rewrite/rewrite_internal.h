@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "gopt/rewrite.h"
+#include "gopt/sim.h"
 
 #define RW_MAX_IN 5 /* BatchNormalization */
 #define RW_MAX_OUT 4
@@ -115,6 +116,12 @@ int rw_stop_requested(void);
  * into contiguous blocks, its outputs are views and, on one device, it costs nothing in
  * gopt_rewrite_cost (rewrite_search.c) and in eqsat's extraction. */
 int rw_split_is_view(const gopt_graph *g, int32_t n);
+/* The cost of g under the search options: gopt_rewrite_cost_measured with o's cluster and costs. */
+int rw_cost(const gopt_graph *g, const gopt_rewrite_opts *o, double *seconds, gopt_error *err);
+/* Profiles g's ops that m's database lacks (rewrite_costdb.c) and points so at the database when
+ * c has a measured device (else leaves so analytical). */
+int rw_costs_prepare(gopt_rewrite_costs *m, const gopt_graph *g, const gopt_cluster *c, gopt_sim_opts *so,
+                     gopt_error *err);
 
 /* 1 when pattern rule r (index i of rs) holds at the variable shapes of the match in h
  * (tensors vars[0 .. r->n_vars)), 0 when it does not (why says), < 0 on error. A rule is verified

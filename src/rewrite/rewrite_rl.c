@@ -31,6 +31,7 @@ struct gopt_rewrite_rl {
   const gopt_ruleset *rs;
   const gopt_cluster *cl;
   gopt_cluster *own;
+  gopt_rewrite_costs *costs;              /* measured op costs (o->costs) or NULL */
   int max_cand, max_steps;
   double growth, seconds, t0;
   /* episode */
@@ -89,6 +90,7 @@ int gopt_rewrite_rl_new(const gopt_graph *const *graphs, size_t n, const gopt_ru
   r->n_graphs = n;
   r->rs = rs;
   r->cl = o ? o->cluster : NULL;
+  r->costs = o ? o->costs : NULL;
   r->max_cand = GOPT_REWRITE_RL_CANDIDATES;
   r->max_steps = max_steps > 0 ? max_steps : 32;
   r->growth = o && o->max_growth > 0 ? o->max_growth : 2.0;
@@ -137,7 +139,7 @@ static int rl_candidates(gopt_rewrite_rl *r, gopt_error *err) {
     uint64_t hh = gopt_graph_hash(h);
     int dup = hh == h0 || gopt_graph_node_count(h) >= r->limit;
     for (int k = 0; k < r->nc && !dup; k++) dup = hs[k] == hh;
-    if (dup || gopt_rewrite_cost(h, r->cl, &cost, &e2)) { gopt_graph_free(h); continue; }
+    if (dup || gopt_rewrite_cost_measured(h, r->cl, r->costs, &cost, &e2)) { gopt_graph_free(h); continue; }
     r->generated++;
     int at = r->nc;
     if (r->nc == r->max_cand) {
@@ -268,7 +270,7 @@ static int rl_reset(void *u, size_t i, gopt_error *err) {
   r->best = gopt_graph_clone(r->graphs[i]);
   if (!r->cur || !r->best) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   r->limit = (size_t)(r->growth * (double)gopt_graph_node_count(r->cur));
-  int rc = gopt_rewrite_cost(r->cur, r->cl, &r->cost0, err);
+  int rc = gopt_rewrite_cost_measured(r->cur, r->cl, r->costs, &r->cost0, err);
   if (!rc && !(r->cost0 > 0)) rc = gopt_error_set(err, GOPT_EINVAL, "rewrite rl: graph %zu has no cost", i);
   r->cost = r->best_cost = r->cost0;
   return rc;

@@ -45,6 +45,11 @@ static double view_split_time(const gopt_graph *g, const gopt_cluster *c) {
 }
 
 int gopt_rewrite_cost(const gopt_graph *g, const gopt_cluster *c, double *seconds, gopt_error *err) {
+  return gopt_rewrite_cost_measured(g, c, NULL, seconds, err);
+}
+
+int gopt_rewrite_cost_measured(const gopt_graph *g, const gopt_cluster *c, gopt_rewrite_costs *m,
+                               double *seconds, gopt_error *err) {
   gopt_cluster *own = NULL;
   gopt_sim *s = NULL;
   gopt_sim_state *st = NULL;
@@ -53,7 +58,9 @@ int gopt_rewrite_cost(const gopt_graph *g, const gopt_cluster *c, double *second
     if ((rc = gopt_cluster_parse("V100", &own, err))) return rc;
     c = own;
   }
-  if ((rc = gopt_sim_new(g, c, NULL, &s, err))) goto done;
+  gopt_sim_opts so = {GOPT_SIM_COSTS_ANALYTICAL, NULL, NULL, NULL};
+  if (m && (rc = rw_costs_prepare(m, g, c, &so, err))) goto done;
+  if ((rc = gopt_sim_new(g, c, &so, &s, err))) goto done;
   if (!(st = gopt_sim_state_new(s))) {
     rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
     goto done;
@@ -61,12 +68,17 @@ int gopt_rewrite_cost(const gopt_graph *g, const gopt_cluster *c, double *second
   gopt_sim_result r;
   if ((rc = gopt_sim_evaluate(st, &r, err))) goto done;
   *seconds = r.step_time;
-  if (c->n_devices == 1 && r.transfer_bytes == 0) *seconds -= view_split_time(g, c);
+  if (!so.costdb && c->n_devices == 1 && r.transfer_bytes == 0) *seconds -= view_split_time(g, c);
 done:
   gopt_sim_state_free(st);
   gopt_sim_free(s);
   gopt_cluster_free(own);
   return rc;
+}
+
+/* The cost of g under the search options (measured op costs when o has them). */
+int rw_cost(const gopt_graph *g, const gopt_rewrite_opts *o, double *seconds, gopt_error *err) {
+  return gopt_rewrite_cost_measured(g, o ? o->cluster : NULL, o ? o->costs : NULL, seconds, err);
 }
 
 void gopt_rewrite_result_clear(gopt_rewrite_result *r) {
@@ -182,7 +194,7 @@ static int search_greedy(const gopt_graph *g0, const gopt_ruleset *rs, const gop
     rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
     goto done;
   }
-  if ((rc = gopt_rewrite_cost(g0, o->cluster, &best.cost, err))) goto done;
+  if ((rc = rw_cost(g0, o, &best.cost, err))) goto done;
   r->cost_before = best.cost;
   qentry first = {gopt_graph_clone(g0), best.cost, NULL, 0};
   if (!first.g || hset_add(&seen, gopt_graph_hash(g0)) < 0) {
@@ -219,7 +231,7 @@ static int search_greedy(const gopt_graph *g0, const gopt_ruleset *rs, const gop
       }
       int isnew = hset_add(&seen, gopt_graph_hash(h));
       double cost = 0;
-      if (isnew <= 0 || gopt_graph_node_count(h) >= limit || gopt_rewrite_cost(h, o->cluster, &cost, &e2)) {
+      if (isnew <= 0 || gopt_graph_node_count(h) >= limit || rw_cost(h, o, &cost, &e2)) {
         gopt_graph_free(h);
         if (isnew < 0) {
           rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");

@@ -38,6 +38,7 @@ typedef struct rw_egraph {
   size_t n_orig;        /* S nodes 0 .. n_orig-1 are the input graph's */
   int32_t *roots;       /* classes of the graph outputs */
   size_t n_roots;
+  gopt_rewrite_costs *costs; /* measured op costs for the extraction (borrowed; NULL: analytical) */
 } rw_egraph;
 
 /* Seeds the e-graph from g (shapes inferred): S = a copy of g. */

@@ -738,8 +738,9 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   gopt_graph *best = NULL;
   memset(&xt, 0, sizeof xt);
   memset(&q, 0, sizeof q);
-  int rc = gopt_rewrite_cost(g, o->cluster, &r->cost_before, err);
+  int rc = rw_cost(g, o, &r->cost_before, err);
   if (rc || (rc = rw_eg_init(&e, g, err))) return rc;
+  e.costs = o->costs;
   double t_init = gopt_now() - t0; /* about what one copy of g (kept input or conversion) costs */
   q.o = o;
   q.t0 = t0;
@@ -766,7 +767,7 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
    * the note says why; it caught a tensor read but never produced after concat_of_split, since
    * fixed in frag_resolve) */
   int failed = !same && (rw_eg_to_graph(&e, &xt, &best, &e2) || gopt_graph_validate(best, &e2) ||
-                         gopt_rewrite_cost(best, o->cluster, &after, &e2));
+                         rw_cost(best, o, &after, &e2));
   if (failed) {
     kept = "; the extracted graph failed to convert, input kept";
   } else if (same || !(after < r->cost_before)) {

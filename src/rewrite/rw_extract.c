@@ -33,10 +33,13 @@ static int ex_costs(const rw_egraph *e, const gopt_cluster *c, double *cost, gop
     if ((rc = gopt_cluster_parse("V100", &own, err))) return rc;
     c = own;
   }
-  if (!(rc = gopt_sim_new(e->s, c, NULL, &s, err)))
+  /* measured op costs (greedy's rw_cost does the same): the executor's Split is timed, no view */
+  gopt_sim_opts so = {GOPT_SIM_COSTS_ANALYTICAL, NULL, NULL, NULL};
+  if (e->costs) rc = rw_costs_prepare(e->costs, e->s, c, &so, err);
+  if (!rc && !(rc = gopt_sim_new(e->s, c, &so, &s, err)))
     for (size_t n = 0; n < e->s->nodes.n; n++)
       cost[n] = 1e-9 + (gopt_node_alive(e->s, (int32_t)n) &&
-                                !(c->n_devices == 1 && rw_split_is_view(e->s, (int32_t)n))
+                                !(!so.costdb && c->n_devices == 1 && rw_split_is_view(e->s, (int32_t)n))
                             ? gopt_sim_node_time(s, (int32_t)n, 0)
                             : 0);
   gopt_sim_free(s);

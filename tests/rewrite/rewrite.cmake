@@ -18,3 +18,12 @@ add_test(NAME rewrite_rules_bn_reshape
 # greedy's; corrupted/foreign policies and bad flags get one error line.
 add_test(NAME rewrite_rl COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_rewrite_rl.py ${GOPT_BIN}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+# --cluster host --costdb: ops profiled on demand into the database and cached; --measure's guard:
+# a result measured slower than its input (test hook) is not written, the input is, with the reason.
+add_test(NAME rewrite_measured COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_rewrite_measured.py ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+# tools/onnx_torch_run.py (rewritten models on a PyTorch device) on CPU: PyTorch's outputs of input
+# and rewrite agree and gopt's executor reproduces them; skipped (77) without PyTorch.
+add_test(NAME rewrite_onnx_torch_run COMMAND ${GOPT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_onnx_torch_run.py ${GOPT_BIN}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(rewrite_onnx_torch_run PROPERTIES SKIP_RETURN_CODE 77)
