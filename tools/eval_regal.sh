@@ -7,7 +7,8 @@
 #      search with uniform keys: the policy's own contribution), brkga (BRKGA-5K), brkga-tuned,
 #      local search, and metis+dfs (the closest to REGAL's graph partition + DFS);
 #   B. one V100: the same searches and dp, the exact peak-memory optimum (graphs <= 40 nodes).
-# Writes docs/learned/regal_eval.json and prints the tables (tools/eval_regal.py).
+# Writes docs/learned/regal_eval.json and prints the tables (tools/eval_regal.py). The best known value
+# per graph and BRKGA-5K's and REGAL's gaps to it: tools/headroom.sh (reads that file).
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
 gopt="${1:-$here/build/bin/gopt}"

@@ -4,7 +4,9 @@
 #      every --brkga P,E,M,B of the grid below at 5,000 evaluations (seed 1, --start best) on the
 #      grid graphs (a subset of the training graphs); score = geometric mean over the graphs of the
 #      peak memory relative to brkga-regal's defaults (100,0.2,0.1,0.7). Writes
-#      docs/learned/regal_grid.tsv (best first); src/search/search_brkga.c's TUNED_* hold the winner.
+#      docs/learned/regal_grid.tsv (best first, with the GPU cost model version that produced it).
+#      src/search/search_brkga.c's TUNED_* hold the winner of the roofline-v1 grid
+#      (docs/learned/regal_grid_roofline-v1.tsv), not necessarily this file's: docs/LEARNED.md, "REGAL".
 #   2. train: `gopt train --method regal` on the training graphs into OUTDIR/memory_regal.gpol.
 # Training graphs: zoo resnet50 (depth 18, 50), inception_v3, transformer, gpt2, rnnlm, amoebanet at
 # small settings and the corpus models resnet18, vgg11, mobilenet_v2, squeezenet1_1, gpt2_tiny,
@@ -36,9 +38,11 @@ grid() {
     done
     echo >> "$tmp"
   done; done; done; done
-  python3 - "$tmp" "$tsv" "$gopt" "$cl" $grid_graphs <<'PY'
+  local preset
+  preset=$("$gopt" devices | sed -n 's/^ *cost model: measured-GPU \([^ ]*\).*/\1/p' | head -1)
+  python3 - "$tmp" "$tsv" "$gopt" "$cl" "${preset:-unknown}" $grid_graphs <<'PY'
 import json, math, subprocess, sys
-tmp, tsv, gopt, cl, graphs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+tmp, tsv, gopt, cl, preset, graphs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]
 shown = ["corpus/" + g.split("/corpus/")[-1] if "/corpus/" in g else g for g in graphs]
 rows = [l.rstrip("\n").split("\t") for l in open(tmp) if l.strip()]
 ref = []
@@ -53,7 +57,7 @@ for r in rows:
     scored.append((math.exp(sum(math.log(a / b) for a, b in zip(v, ref)) / len(v)), r[0], v))
 scored.sort()
 with open(tsv, "w") as f:
-    f.write("# brkga-regal --brkga P,E,M,B at 5000 evaluations, seed 1, --start best, 2xV100-nvlink\n")
+    f.write("# brkga-regal --brkga P,E,M,B at 5000 evaluations, seed 1, --start best, 2xV100-nvlink (cost model %s)\n" % preset)
     f.write("# score: geometric mean of peak memory / brkga-regal defaults (100,0.2,0.1,0.7); graphs: %s\n" % " ".join(shown))
     f.write("params\tscore\t" + "\t".join(shown) + "\n")
     f.write("defaults\t1.000000\t" + "\t".join("%.0f" % x for x in ref) + "\n")
