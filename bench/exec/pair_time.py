@@ -30,11 +30,9 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools", "ort"))
-import ort_compare  # noqa: E402  (case_inputs, NP2ORT: the input files ort_run.js reads)
+import ort_compare  # noqa: E402  (case_inputs, write_inputs: the input files ort_run.js reads)
 
 
 def fail(msg):
@@ -74,23 +72,6 @@ class Engine:
             fail(f"{self.name}: exit status {self.p.returncode}: {self.p.stderr.read().strip()}")
 
 
-def ort_inputs(case, work):
-    """Writes CASE's inputs as ort_run.js's IN.json + raw files; returns (model, IN.json path)."""
-    model, arrs = ort_compare.case_inputs(case)
-    spec = {"inputs": {}}
-    for i, (name, a) in enumerate(arrs.items()):
-        typ = ort_compare.NP2ORT.get(a.dtype.type)
-        if typ is None:
-            fail(f"{case}: input '{name}' has dtype {a.dtype}, which ort_run.js does not take")
-        f = os.path.join(work, f"in_{i}.bin")
-        np.ascontiguousarray(a).tofile(f)
-        spec["inputs"][name] = {"type": typ, "dims": list(a.shape), "file": f}
-    path = os.path.join(work, "in.json")
-    with open(path, "w") as fh:
-        json.dump(spec, fh)
-    return model, path
-
-
 def gopt_engine(a, variant, model, common):
     """The gopt process of one --gopt-args variant; its leading NAME=VALUE words set environment
     variables of that process (e.g. GOPT_ISA=avx2)."""
@@ -118,7 +99,8 @@ def main():
         fail("--threads and --reps must be positive, --warmup not negative")
     variants = a.gopt_args or [""]
     with tempfile.TemporaryDirectory() as work:
-        model, inp = ort_inputs(a.case, work)
+        model, arrs = ort_compare.case_inputs(a.case)
+        inp = ort_compare.write_inputs(model, arrs, work)
         common = ["--threads", str(a.threads)]
         engines = [gopt_engine(a, v, model, common) for v in variants]
         engines.append(Engine("ONNX Runtime", ["node", os.path.join(ROOT, "tools", "ort", "ort_run.js"), model,
