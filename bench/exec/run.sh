@@ -95,14 +95,16 @@ for m in $MODELS; do
 import json
 d, t, p = json.loads('$pt'), $t, $peak
 (g, gp), o, (r, _), (rc, _) = d['gopt'], d['ort'], d['ratio'], d['ratio_cpu']
-print(f'| $m | {g*1e3:.2f} ms | {gp*1e3:.2f} ms | {o*1e3:.2f} ms | {t*1e3:.2f} ms | {r:.2f} | {rc:.2f} | {g/t:.2f} | $rp → $ra | {p/2**20:.1f} MiB |', r)")
+print(f'| $m | {g*1e3:.2f} ms | {gp*1e3:.2f} ms | {o*1e3:.2f} ms | {t*1e3:.2f} ms | {r:.2f} | {rc:.2f} | {g/t:.2f} | $rp → $ra | {p/2**20:.1f} MiB |', f'{r}:{rc}')")
   echo "${row% *}"
   ratios+=("${row##* }")
 done
 $PY -c "
 import math, sys
-r = [float(v) for v in sys.argv[1:]]
-print(f'\ngeometric mean of gopt / ONNX Runtime: {math.exp(sum(map(math.log, r)) / len(r)):.2f}; highest: {max(r):.2f}')" "${ratios[@]}"
+for k, what in ((0, 'wall'), (1, 'CPU time')):
+    r = [float(v.split(':')[k]) for v in sys.argv[1:]]
+    g = math.exp(sum(map(math.log, r)) / len(r))
+    print(f'\ngeometric mean of gopt / ONNX Runtime ({what}): {g:.2f}; highest: {max(r):.2f}')" "${ratios[@]}"
 echo
 echo "### Fused vs unfused elementwise groups (--fusion auto: every chain of elementwise ops as one loop)"
 echo
