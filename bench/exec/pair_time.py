@@ -40,20 +40,30 @@ def fail(msg):
 
 
 class Engine:
-    """One engine's process in --paced mode: run() asks for one timed run and returns its seconds."""
+    """One engine's process in --paced mode: run() asks for one timed run and returns its seconds.
+    Its stderr goes to a temporary file (a pipe nobody reads could fill and stall it)."""
 
     def __init__(self, name, cmd, env=None):
         self.name = name
+        self.err = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                  stderr=subprocess.PIPE, text=True, bufsize=1)
+                                  stderr=self.err, text=True, bufsize=1)
         self.expect("ready")
+
+    def die(self, what):
+        """Stops the process and exits naming it, with its last stderr line or WHAT."""
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        self.err.seek(0)
+        err = self.err.read().strip().splitlines()
+        fail(f"{self.name}: {err[-1] if err else what}")
 
     def expect(self, what):
         line = self.p.stdout.readline().strip()
         if line == what or (what is None and line):
             return line
-        err = self.p.stderr.read().strip().splitlines()
-        fail(f"{self.name}: {err[-1] if err else 'exited before ' + (what or 'a time')}")
+        self.die(f"printed '{line}'" if line else "exited before " + (what or "a time"))
 
     def run(self):
         """One timed run: (wall seconds, CPU seconds)."""
@@ -64,12 +74,13 @@ class Engine:
             wall, cpu = (float(v) for v in line.split())
             return wall, cpu
         except ValueError:
-            fail(f"{self.name}: printed '{line}', not wall and CPU seconds")
+            self.die(f"printed '{line}', not wall and CPU seconds")
 
     def close(self):
         self.p.stdin.close()
         if self.p.wait(timeout=60):
-            fail(f"{self.name}: exit status {self.p.returncode}: {self.p.stderr.read().strip()}")
+            self.die(f"exit status {self.p.returncode}")
+        self.err.close()
 
 
 def gopt_engine(a, variant, model, common):
