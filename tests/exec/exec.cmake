@@ -173,6 +173,14 @@ add_test(NAME exec_ort_oracle
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_ort_oracle PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
 
+# the benchmark's interleaved timing (bench/exec/pair_time.py) end to end on one op case: two gopt
+# variants and ONNX Runtime each answer every round; tests/exec/check_pair_time.py checks the JSON
+add_test(NAME exec_pair_time
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_pair_time.py ${GOPT_BIN}
+                 ${CMAKE_SOURCE_DIR}/tests/exec/data/ops/Conv
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_pair_time PROPERTIES LABELS exec TIMEOUT 120)
+
 # every fusion decision gopt makes for this CPU runs (issue 29): optimize --task fusion --cluster
 # host with go, local, xla and tvm, then run --fusion, against the unfused run (same seed) on four
 # corpus models of different kinds (conv + swish, CNN, attention, dilated conv with pads); the
