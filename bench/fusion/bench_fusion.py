@@ -199,6 +199,7 @@ def main():
     methods = [r for r in a.rules.split(",") if r] + [learned]
     cols = ["none", "auto"] + methods
     rng = random.Random(a.seed)
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"measure: {a.measure} ms per run, 1 thread; {a.rounds} rounds, each distinct plan once per round in a "
           f"shuffled order (seed {a.seed}), >= {a.reps} runs and >= {a.min_ms:g} ms of runs per call; ratios are "
           f"per-round paired, median [95 % CI of the median]\n")
@@ -210,6 +211,9 @@ def main():
         for m in a.models.split(","):
             row, verdicts[m] = bench_model(m, a, methods, learned, cols, tmp, rng)
             print(row, flush=True)
+    print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if a.plans_only:
+        return 0
     slower = [m for m, v in verdicts.items() if v == "slower"]
     print(f"\n{learned} shown slower than another plan (95 % CI of the paired ratio above 1) on {len(slower)} "
           f"model(s){': ' + ', '.join(slower) if slower else ''}")

@@ -108,6 +108,7 @@ def main():
     if a.rounds < 1 or a.reps < 1:
         ap.error("--rounds and --reps must be >= 1")
     errs = {"unfused": [], "fused": []}
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"cluster {a.cluster}; unfused: the no_fusion decision (executor's plan), fused: --method {a.method}; "
           f"{a.rounds} rounds of: calibrate (`run --fusion F --profile --steps context --layouts auto --threads 1 "
           f"--warmup 2 --reps {a.reps} --costdb` into a fresh database), predict (`simulate --costdb`), measure "
@@ -120,6 +121,7 @@ def main():
             print(model_row(a.gopt, m, a, tmp, errs), flush=True)
     print(f"\nmedian |error|: unfused {statistics.median(errs['unfused']):.1f} %, "
           f"fused {statistics.median(errs['fused']):.1f} %")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

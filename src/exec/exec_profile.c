@@ -4,7 +4,7 @@
  * each step is timed inside whole runs instead: the caches hold what the run left there (weights
  * are not warm from re-running the step) and the executor's per-step work (output allocation, the
  * frees after it, in-place hand-overs) is counted, and the steps' medians are scaled to add up to
- * the median run (context_scale). */
+ * the median run without step timers (context_scale). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,19 +72,15 @@ static double context_median(const gopt_exec *x, const double *ctx, int reps, si
   return median(buf, (int)n);
 }
 
-/* The factor that makes the steps' in-context medians add up to the median run (the median over
- * the runs of the steps' total): a step's time is skewed (a run that waits for a core or loses its
- * cache slows a few steps, which their medians drop but the run's median keeps), so the medians
- * alone sum to less than the run, by 5-8 % on a loaded 2-core host. 1 when there is nothing to scale. */
-static double context_scale(const gopt_exec *x, const double *ctx, int reps, double *buf) {
+/* The factor that makes the steps' in-context medians add up to run_s, the median run measured
+ * just before without step timers: a step's time is skewed (a run that waits for a core or loses
+ * its cache slows a few steps, which their medians drop but the run's median keeps), and each step
+ * pays for two reads of the CPU clock (about 1 us each on this VM), so unscaled the medians were
+ * 5-8 % short of the run on the CNNs and long on small models. 1 when there is nothing to scale. */
+static double context_scale(const gopt_exec *x, const double *ctx, int reps, double run_s, double *buf) {
   double sum_med = 0;
   for (size_t s = 0; s < x->n_steps; s++) sum_med += context_median(x, ctx, reps, s, buf);
-  for (int i = 0; i < reps; i++) {
-    buf[i] = 0;
-    for (size_t s = 0; s < x->n_steps; s++) buf[i] += ctx[s * (size_t)reps + (size_t)i];
-  }
-  double run = median(buf, reps);
-  return sum_med > 0 && run > 0 ? run / sum_med : 1;
+  return sum_med > 0 && run_s > 0 ? run_s / sum_med : 1;
 }
 
 int gopt_exec_profile_run(gopt_exec *x, int warmup, int reps, gopt_costdb *db, gopt_exec_profile *p,
@@ -123,7 +119,7 @@ int gopt_exec_profile_run_mode(gopt_exec *x, int warmup, int reps, int mode, gop
   p->peak_bytes = x->peak_bytes;
   if (ctx) { /* per step inside whole runs */
     if ((rc = context_times(x, warmup, reps, ctx, err))) goto done;
-    scale = context_scale(x, ctx, reps, pool);
+    scale = context_scale(x, ctx, reps, p->seconds, pool);
   } else { /* per step: one run that keeps every buffer, then each step alone */
     x->profiling = 1;
     rc = gopt_exec_run(x, err);
