@@ -85,7 +85,7 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
   gopt_nn_rng_seed(&rng, o->seed);
   double *xs = malloc(((size_t)(k + 1) * s.nv + 1) * sizeof *xs);
   gopt_env_result *rs = malloc((size_t)(k + 1) * sizeof *rs);
-  int rc = learn_graph_new(e, &g, err);
+  int rc = learn_graph_for(p, e, &g, err);
   if (!rc && (!ctx || !xs || !rs || learn_acts_alloc(&a, g))) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
   if (!rc) {
     gopt_nn_ctx_set_training(ctx, 0);
