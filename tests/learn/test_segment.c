@@ -4,6 +4,7 @@
  * represent it (no cluster straddles the cut), and after a short fixed-seed PPO run its greedy
  * placement scores exactly like it, while the per-node head (independent per-node sampling, the
  * head of version-1 policies) trained with the same budget and seeds does not reach it. Also:
+ * placement fine-tuning never ends worse than the best baseline (the searches' start is a candidate);
  * clusters on a fork keep each branch consecutive, samples are valid, and policy files keep the
  * head (a version-1 file loads with the per-node head; an unknown version is one line). */
 #include <math.h>
@@ -259,7 +260,33 @@ static void test_fork_clusters(void) {
   fix_free(&f);
 }
 
+/* Placement fine-tuning takes the searches' start (the best of the default and the baselines) as a
+ * candidate inside its budget: never worse than the best baseline, exactly 17 + N evaluations. */
+static void test_finetune_start(void) {
+  fix f;
+  if (fix_make(&f, matmul_chain(N_CHAIN, K_CHAIN))) return;
+  gopt_error err = {0};
+  gopt_policy *p = NULL;
+  gopt_env_result ref;
+  size_t nv = gopt_env_nvars(f.e);
+  double *x = calloc(nv, sizeof *x);
+  CHECK(gopt_learn_reference(f.e, &ref, NULL, &err) == 0);
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 4, &p, &err) == 0);
+  gopt_learn_opt_opts o = {.samples = 16, .finetune_evals = 24, .seed = 2};
+  gopt_search_result res;
+  CHECK_MSG(gopt_learn_optimize(p, f.e, &o, x, &res, &err) == 0, "%s", err.msg);
+  CHECK_EQ_INT(res.evals, 17 + 24);
+  CHECK(gopt_env_result_cmp(&res.best, &ref) <= 0);
+  gopt_env_result r;
+  eval1(f.e, x, &r);
+  CHECK(gopt_env_result_cmp(&r, &res.best) == 0);
+  free(x);
+  gopt_policy_free(p);
+  fix_free(&f);
+}
+
 int main(void) {
+  test_finetune_start();
   test_chain_split();
   test_files();
   test_fork_clusters();
