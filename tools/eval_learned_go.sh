@@ -17,9 +17,13 @@ for f in "$base"/*.1k.json; do
   case "$model" in corpus_*) model="$here/corpus/${model#corpus_}.onnx" ;; esac
   "$gopt" compare "$model" --task "$task" --cluster "$cl" --budget "$b1" --threads 2 --json --methods go \
     --policy "$policy" >"$out/$id.1k.go" 2>/dev/null || echo "eval_learned_go: $id: zero-shot go failed" >&2
-  "$gopt" compare "$model" --task "$task" --cluster "$cl" --budget "$b2" --threads 2 --json --methods go \
-    --policy "$policy" --finetune "$ft" >"$out/$id.5k.go" 2>/dev/null || echo "eval_learned_go: $id: fine-tuned go failed" >&2
-  for k in 1k 5k; do
+  ks=1k
+  if [ -f "$base/$id.5k.json" ]; then  # a base without the 5K file (zero-shot only) gets no fine-tuning
+    ks="1k 5k"
+    "$gopt" compare "$model" --task "$task" --cluster "$cl" --budget "$b2" --threads 2 --json --methods go \
+      --policy "$policy" --finetune "$ft" >"$out/$id.5k.go" 2>/dev/null || echo "eval_learned_go: $id: fine-tuned go failed" >&2
+  fi
+  for k in $ks; do
     /usr/bin/python3 - "$base/$id.$k.json" "$out/$id.$k.go" "$out/$id.$k.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))

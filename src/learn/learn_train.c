@@ -88,17 +88,16 @@ void learn_batch_free(learn_batch *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* The clipped surrogate of one sample: over its log-probability entries, except that the segment
- * head's first entry (the sum of its cluster factors: one ratio for the whole autoregressive
- * decision) is a term of its own, so it weighs as much as all node refinements together. */
+/* The clipped surrogate of one sample over its log-probability entries. The segment head's is its
+ * first entry only (the sum of its cluster factors: one ratio for the whole autoregressive
+ * decision): PPO does not train the node refinement, which keeps its initial "stay with the
+ * cluster" bias (trained with per-node ratios it learned to move scattered single nodes off their
+ * cluster, each move adding transfers: docs/LEARNED.md "Segment-level placement"). */
 static gopt_nn_tensor *ppo_terms(gopt_nn_ctx *ctx, const learn_graph *g, gopt_nn_tensor *lp, gopt_nn_tensor *old,
                                  gopt_nn_tensor *adv, float eps) {
   if (g->n_seg <= 0 || lp->n < 2) return gopt_nn_ppo_loss(ctx, lp, old, adv, eps);
-  int64_t m = lp->n - 1;
-  gopt_nn_tensor *head = gopt_nn_ppo_loss(ctx, gopt_nn_slice(ctx, lp, 0, 0, 1), gopt_nn_slice(ctx, old, 0, 0, 1),
-                                          gopt_nn_slice(ctx, adv, 0, 0, 1), eps);
-  return gopt_nn_add(ctx, head, gopt_nn_ppo_loss(ctx, gopt_nn_slice(ctx, lp, 0, 1, m), gopt_nn_slice(ctx, old, 0, 1, m),
-                                                 gopt_nn_slice(ctx, adv, 0, 1, m), eps));
+  return gopt_nn_ppo_loss(ctx, gopt_nn_slice(ctx, lp, 0, 0, 1), gopt_nn_slice(ctx, old, 0, 0, 1),
+                          gopt_nn_slice(ctx, adv, 0, 0, 1), eps);
 }
 
 /* The PPO loss of samples [i0, i1) of the batch on the pass f (old log-probs and advantages from
