@@ -10,7 +10,7 @@
  *   next block: GO's joint placement -> scheduling -> fusion) -> heads:
  *     DEVICE    categorical, logits[n,d] = <Wq e[n], MLP(dev_feat[d])>: one set of weights serves
  *               any device count; for placement (default) the segment head instead: the graph is
- *               coarsened into <= 32 clusters (contiguous runs of a depth-first topological order),
+ *               coarsened into <= 64 clusters (contiguous runs of a depth-first topological order),
  *               one device per cluster chosen autoregressively (conditioned on the earlier clusters'
  *               devices), then a node-level refinement (docs/LEARNED.md "Segment-level placement");
  *     PRIORITY  Beta(alpha, beta) (gopt_nn_beta_head);
@@ -49,7 +49,7 @@ typedef struct gopt_learn_arch {
   int seg_len;      /* attention segment length (default 64) */
   int dev_hidden;   /* device embedding width of the device head (default 16) */
   int clusters;     /* placement device head of a GO policy: > 0 the segment head with at most this
-                     * many clusters (0: the default, 32, for placement); -1 the per-node head (the
+                     * many clusters (0: the default, 64, for placement); -1 the per-node head (the
                      * only one before file version 2; other tasks always use it) */
 } gopt_learn_arch;
 

@@ -17,7 +17,7 @@
 #define LEARN_PIPE_INIT 4.0f                  /* initial weight of the device head's pipeline prior */
 #define LEARN_SEG_NF 4                        /* segment head: conditioning features per (cluster, device) */
 #define LEARN_SEG_MAXDEV 256                  /* segment head: most devices */
-#define LEARN_SEG_DEFAULT 32                  /* segment head: default cluster count (placement) */
+#define LEARN_SEG_DEFAULT 64                  /* segment head: default cluster count (placement) */
 #define LEARN_SEG_STAY_INIT 8.0f              /* segment head: initial refinement bonus for the cluster's device */
 
 /* One environment prepared for the policy: rows are live nodes in topological order. */

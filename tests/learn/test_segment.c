@@ -185,12 +185,12 @@ static void test_files(void) {
   double *xa = calloc(4 * nv, sizeof *xa), *xb = calloc(4 * nv, sizeof *xb);
   gopt_policy *p = NULL, *q = NULL;
   CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 7, &p, &err) == 0);
-  CHECK_EQ_INT(gopt_policy_arch(p).clusters, 32); /* the default for placement */
+  CHECK_EQ_INT(gopt_policy_arch(p).clusters, 64); /* the default for placement */
   CHECK(gopt_policy_decide(p, f.e, 1, 4, 5, xa, &err) == 0);
   CHECK(gopt_policy_save(p, path, &err) == 0);
   CHECK_MSG(gopt_policy_load(path, GOPT_TASK_PLACEMENT, &q, &err) == 0, "%s", err.msg);
   if (q) {
-    CHECK_EQ_INT(gopt_policy_arch(q).clusters, 32);
+    CHECK_EQ_INT(gopt_policy_arch(q).clusters, 64);
     CHECK(gopt_policy_decide(q, f.e, 1, 4, 5, xb, &err) == 0);
     CHECK(memcmp(xa, xb, 4 * nv * sizeof *xa) == 0);
   }
