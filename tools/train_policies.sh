@@ -7,7 +7,8 @@
 # shufflenet_v2_x1_0. ITERS (default 1000), SAMPLES (default 8), THREADS (default 2) and SEED
 # (default 1) override the settings; IMITATE (default 0) of the ITERS iterations are the imitation
 # warm start (cross-entropy to each graph's best baseline) before PPO; TASKS (default all four)
-# picks the tasks. docs/LEARNED.md records the run that produced policies/.
+# picks the tasks. A new placement policy has the segment-level device head (docs/LEARNED.md
+# "Segment-level placement"). docs/LEARNED.md records the run that produced policies/.
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
 gopt="${1:-$here/build/bin/gopt}"

@@ -1,26 +1,33 @@
 #!/usr/bin/env python3
-"""sim_fidelity.py: does `gopt simulate --cluster host` predict the executor's step, fused and
-unfused? (issue 29; docs/BENCHMARKS.md "Host fusion").
+"""sim_fidelity.py: does `gopt simulate --cluster host` predict the run a host fusion decision
+produces, fused and unfused? (issue 29; docs/BENCHMARKS.md "Host fusion").
 
-One command, one table. Per corpus model: the host fusion decision of METHOD (`gopt optimize
---task fusion --cluster host`), then `gopt run --profile --steps STEPS --threads 1 --costdb DB`
-without and with `--fusion` (per-op and per-fused-group medians into the model's cost database;
-`--costdb` runs use plain layouts, so the post-op chains the executor runs are only the
-decision's), then `gopt simulate --cluster CLUSTER --costdb DB` without and with the decision (a
-measured device prices each op and each fused group from the database), against the measured
-step in two ways: (1) "profile": the end-to-end median of the same `--profile` call (its
-whole-run CPU time, 32 runs just before the steps are timed: the same load as the database's
-times); (2) "time": `gopt run --time --layouts plain` in separate processes (CPU time per run: the
-shared host's waits for a core are not counted; wall time beside it), unfused and fused
-interleaved in ROUNDS rounds of REPS runs, the median of the round medians (ROUNDS 0: skipped).
-On a loaded host (2) also measures how the load drifted between the profile and the timing. STEPS: context (default) times each step inside whole runs, so
-the database holds what a step costs in the run (its cache state, the executor's allocation and
-frees around it); isolated re-runs each step alone on warm inputs, as TASO does (steps then sum
-to 75-90 % of the run). Each model gets a fresh database (DB: one file for all, reused).
-Prints per model the predicted and measured ms and the error, and the median |error| of each column.
+One command, one table. Per corpus model, two decisions: "unfused" is the `no_fusion` baseline's
+(the executor's own plan: its post-op chains and pairings as groups, exactly what `gopt run` runs
+without a file), "fused" METHOD's (`gopt optimize --task fusion --cluster host`). ROUNDS rounds,
+each of:
+  1. calibrate: a fresh cost database from `gopt run --fusion F --profile --steps context --layouts
+     auto --threads 1 --warmup 2 --reps REPS --costdb DB` for both decisions: every step of that
+     very run (the layout pass's oneDNN layouts, reorders inside the steps) timed inside whole
+     runs with the CPU clock (entries of steps that read or write a oneDNN layout are tagged; the
+     simulator looks those up first, gopt_costdb_get_run);
+  2. predict: `gopt simulate --cluster CLUSTER --costdb DB --fusion F`;
+  3. measure: `gopt run --fusion F --time --threads 1 --warmup 2 --reps REPS` (the decision's run:
+     same layouts, same threads), the median CPU time per run.
+Per model and decision: the medians over the rounds of the prediction and of the measurement, and
+the median of the rounds' errors (prediction / measurement - 1, each round's prediction against
+the same round's measurement, so load drift between rounds cancels) with its range. Last line:
+the median over the models of |error|, unfused and fused. CPU time, because with one thread on a
+loaded host the wall time counts waits for a core (the profile uses the same clock); wall ms in
+brackets. All rounds are kept.
 
-usage: sim_fidelity.py GOPT [--models a,b] [--method go] [--cluster host] [--reps 15] [--rounds 3]
-                       [--steps context|isolated] [--db FILE]
+Why not `--layouts plain` (the earlier version of this check): a `--costdb` profile defaults to
+plain layouts, and `run --time --layouts plain` agreed with it, but `gopt run --fusion F` runs the
+layout pass, which is about twice as fast on the CNNs (mobilenet_v2: 19-22 ms plain, 8.5-10.6 ms
+default, CPU time, same plan), so both of those measured a run no decision produces.
+
+usage: sim_fidelity.py GOPT [--models a,b] [--method go] [--cluster host] [--reps 10] [--rounds 3]
+                       [--corpus DIR]
 """
 import argparse
 import json
@@ -40,70 +47,81 @@ def gopt(args):
     return p.stdout
 
 
+def one_round(g, model, files, batch, a, db):
+    """One round: a fresh database from profiling both decisions, the simulator's step for each
+    from it, then each decision's run timed; ({kind: predicted s}, {kind: (cpu s, wall s)})."""
+    if os.path.exists(db):
+        os.remove(db)
+    prof = ["--profile", "--steps", "context", "--layouts", "auto", "--threads", "1", "--warmup", "2", "--reps",
+            str(a.reps), "--costdb", db, "--json"]
+    for f in files.values():
+        gopt([g, "run", model, "--fusion", f] + prof)
+    pred, meas = {}, {}
+    for kind, f in files.items():  # after both profiles: a step both runs share is priced alike
+        sim = json.loads(gopt([g, "simulate", model, "--cluster", a.cluster, "--costdb", db, "--fusion", f, "--json"]
+                              + batch))
+        pred[kind] = sim["step_time_s"]
+    for kind, f in files.items():
+        t = json.loads(gopt([g, "run", model, "--fusion", f, "--time", "--threads", "1", "--warmup", "2", "--reps",
+                             str(a.reps), "--json"]))["time"]
+        meas[kind] = (t["cpu_seconds"], t["seconds"])
+    return pred, meas
+
+
+def model_row(g, m, a, tmp, errs):
+    """Calibrates, predicts and measures model m in a.rounds rounds; its table row (adds to errs)."""
+    db = os.path.join(tmp, m + ".costdb.json")
+    model = os.path.join(a.corpus, m + ".onnx")
+    files = {}
+    for kind, meth in (("unfused", "no_fusion"), ("fused", a.method)):
+        files[kind] = os.path.join(tmp, f"{m}.{kind}.json")
+        gopt([g, "optimize", model, "--task", "fusion", "--cluster", "host", "--method", meth, "--no-history", "-o",
+              files[kind]])
+    ngroups = {k: len(json.load(open(f)).get("fusion", [])) for k, f in files.items()}
+    # the shapes gopt run binds (batch 1), so the signatures match the cost database's
+    nb = subprocess.run([g, "simulate", model, "--cluster", a.cluster, "--batch", "1"], stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True).stderr
+    batch = [] if "no symbolic batch" in nb else ["--batch", "1"]
+    rounds = [one_round(g, model, files, batch, a, db) for _ in range(a.rounds)]
+    row = []
+    for kind in files:
+        pred = statistics.median(p[kind] for p, _ in rounds)
+        cpu = statistics.median(t[kind][0] for _, t in rounds)
+        wall = statistics.median(t[kind][1] for _, t in rounds)
+        e = [(p[kind] / t[kind][0] - 1) * 100 for p, t in rounds]
+        err = statistics.median(e)
+        errs[kind].append(abs(err))
+        row += [f"{pred * 1e3:.3f}", f"{cpu * 1e3:.3f} ({wall * 1e3:.3f})", f"{err:+.1f} [{min(e):+.0f}, {max(e):+.0f}]"]
+    return f"| {m} | {' | '.join(row)} | {ngroups['unfused']} / {ngroups['fused']} |"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("gopt")
     ap.add_argument("--models", default=",".join(CORPUS))
     ap.add_argument("--method", default="go")
     ap.add_argument("--cluster", default="host")
-    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--steps", choices=["context", "isolated"], default="context")
-    ap.add_argument("--db", default="")
+    ap.add_argument("--corpus", default="corpus", help="folder of MODEL.onnx files")
     a = ap.parse_args()
-    g = a.gopt
-    errs = {(k, w): [] for k in ("unfused", "fused") for w in ("profile", "time")}
-    print(f"cluster {a.cluster}, decisions: --method {a.method}, profile --steps {a.steps}; measured: CPU ms per "
-          f"run, median of {a.rounds} rounds' medians of {a.reps}, 1 thread, --layouts plain (wall ms in brackets)\n")
-    print("| model | unfused pred | meas (profile) | err % | meas (time) | err % | fused pred | meas (profile) | "
-          "err % | meas (time) | err % | groups |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    if a.rounds < 1 or a.reps < 1:
+        ap.error("--rounds and --reps must be >= 1")
+    errs = {"unfused": [], "fused": []}
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"cluster {a.cluster}; unfused: the no_fusion decision (executor's plan), fused: --method {a.method}; "
+          f"{a.rounds} rounds of: calibrate (`run --fusion F --profile --steps context --layouts auto --threads 1 "
+          f"--warmup 2 --reps {a.reps} --costdb` into a fresh database), predict (`simulate --costdb`), measure "
+          f"(`run --fusion F --time --threads 1 --warmup 2 --reps {a.reps}`, CPU ms per run); pred and meas: "
+          f"medians over the rounds (wall ms in brackets), err: the median of the rounds' errors [min, max]\n")
+    print("| model | unfused pred | unfused meas | err % | fused pred | fused meas | err % | groups (unfused / fused) |")
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for m in a.models.split(","):
-            db = a.db or os.path.join(tmp, m + ".costdb.json")
-            model = os.path.join("corpus", m + ".onnx")
-            f = os.path.join(tmp, m + ".json")
-            gopt([g, "optimize", model, "--task", "fusion", "--cluster", "host", "--method", a.method,
-                  "--no-history", "-o", f])
-            ngroups = len(json.load(open(f)).get("fusion", []))
-            # the shapes gopt run binds (batch 1), so the signatures match the cost database's
-            nb = subprocess.run([g, "simulate", model, "--cluster", a.cluster, "--batch", "1"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True).stderr
-            batch = [] if "no symbolic batch" in nb else ["--batch", "1"]
-            row = []
-            kinds = (("unfused", []), ("fused", ["--fusion", f]))
-            pred, prof = {}, {}
-            for kind, extra in kinds:
-                p = json.loads(gopt([g, "run", model, "--profile", "--steps", a.steps, "--threads", "1", "--costdb", db,
-                                     "--json"] + extra))
-                prof[kind] = p["profile"]["seconds"]
-                sim = json.loads(gopt([g, "simulate", model, "--cluster", a.cluster, "--costdb", db, "--json"] + batch
-                                      + extra))
-                pred[kind] = sim["step_time_s"]
-            cpu = {k: [] for k, _ in kinds}
-            wall = {k: [] for k, _ in kinds}
-            for _ in range(a.rounds):
-                for kind, extra in kinds:
-                    t = json.loads(gopt([g, "run", model, "--time", "--threads", "1", "--layouts", "plain", "--warmup",
-                                         "2", "--reps", str(a.reps), "--json"] + extra))["time"]
-                    cpu[kind].append(t["cpu_seconds"])
-                    wall[kind].append(t["seconds"])
-            for kind, _ in kinds:
-                e1 = (pred[kind] / prof[kind] - 1) * 100
-                errs[(kind, "profile")].append(abs(e1))
-                row += [f"{pred[kind] * 1e3:.3f}", f"{prof[kind] * 1e3:.3f}", f"{e1:+.1f}"]
-                if a.rounds:
-                    meas, w = statistics.median(cpu[kind]), statistics.median(wall[kind])
-                    e2 = (pred[kind] / meas - 1) * 100
-                    errs[(kind, "time")].append(abs(e2))
-                    row += [f"{meas * 1e3:.3f} ({w * 1e3:.3f})", f"{e2:+.1f}"]
-                else:
-                    row += ["-", "-"]
-            print(f"| {m} | {' | '.join(row)} | {ngroups} |", flush=True)
-    for w in ("profile", "time"):
-        if errs[("unfused", w)]:
-            print(f"\nmedian |error| against the {w} measure: unfused "
-                  f"{statistics.median(errs[('unfused', w)]):.1f} %, fused {statistics.median(errs[('fused', w)]):.1f} %")
+            print(model_row(a.gopt, m, a, tmp, errs), flush=True)
+    print(f"\nmedian |error|: unfused {statistics.median(errs['unfused']):.1f} %, "
+          f"fused {statistics.median(errs['fused']):.1f} %")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -41,6 +41,10 @@ uint64_t gopt_op_signature(const gopt_graph *g, int32_t n);
 uint64_t gopt_group_signature(const gopt_graph *g, const int32_t *mem, int n);
 uint64_t gopt_group_sig_add(uint64_t acc, uint64_t op_sig);
 uint64_t gopt_group_sig_end(uint64_t acc, int n);
+/* The signature of a step the executor's layout pass runs reading or writing a oneDNN layout
+ * (blocked, NHWC): sig tagged, so that a database keeps plain and blocked measurements of one op
+ * apart (`gopt run --profile --layouts auto` writes these). */
+uint64_t gopt_sig_blocked(uint64_t sig);
 /* Writes a readable description of n's signature into buf (always NUL-terminated). */
 void gopt_op_signature_desc(const gopt_graph *g, int32_t n, char *buf, size_t len);
 
@@ -53,6 +57,10 @@ int gopt_costdb_load(const char *path, gopt_costdb **out, gopt_error *err);
 int gopt_costdb_save(const gopt_costdb *db, const char *path, gopt_error *err);
 /* Looks up sig: returns 1 and fills *e when present, 0 otherwise. */
 int gopt_costdb_get(const gopt_costdb *db, uint64_t sig, gopt_cost_entry *e);
+/* Looks up an op or group as the executor runs it by default: the blocked-layout entry
+ * (gopt_sig_blocked) when the database has one, else the plain one. The simulator prices measured
+ * devices this way, so a database profiled in the default layouts predicts the default run. */
+int gopt_costdb_get_run(const gopt_costdb *db, uint64_t sig, gopt_cost_entry *e);
 /* Inserts or replaces an entry (strings are copied). */
 int gopt_costdb_put(gopt_costdb *db, const gopt_cost_entry *e);
 size_t gopt_costdb_size(const gopt_costdb *db);

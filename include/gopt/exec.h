@@ -54,6 +54,9 @@ int gopt_exec_fusable(const gopt_graph *g, int32_t n);
  *                          residual Add as oneDNN sum; a zero Pad before a Conv) as one oneDNN step,
  *                          or that chain extended by post-ops only a group takes (oneDNN binary
  *                          Add/Mul/Sub/Div/Max/Min with a broadcast operand, PyTorch's GELU);
+ *                          also the layout pass's two pairings: an inference BatchNormalization
+ *                          whose only reader is a Relu, with that Relu (oneDNN's fuse_norm_relu),
+ *                          and a zero Pad with the AveragePool after it (the pool's padding);
  *   GOPT_EXEC_GROUP_NONE   anything else, and groups of fewer than two nodes.
  * Constants without data (structure-only files) count as present (the executor makes them up),
  * except Clip bounds, whose values must be known. Graph only: no executor needed. */
@@ -61,9 +64,11 @@ enum { GOPT_EXEC_GROUP_NONE = 0, GOPT_EXEC_GROUP_LOOP = 1, GOPT_EXEC_GROUP_CHAIN
 int gopt_exec_group_kind(const gopt_graph *g, const int32_t *mem, int n_mem);
 /* The executor's own plan of g without fusion groups under --layouts auto (the layout pass), graph
  * only: step_of[n] (g->nodes.n entries) is the node whose oneDNN step runs node n (n itself for a
- * Conv/MatMul heading a post-op chain and for a GlobalAveragePool or per-channel Mul/Add that reads
- * or writes a tensor kept in oneDNN's layout; the head for the chain's other nodes), -1 for nodes
- * gopt's own kernels run (and plain convs, pooling, BatchNorm, which no group can hold anyway).
+ * Conv/MatMul heading a post-op chain, a BatchNorm taking its Relu, an AveragePool taking its zero
+ * Pad, and for a GlobalAveragePool or per-channel Mul/Add that reads or writes a tensor kept in
+ * oneDNN's layout; the head for the chain's other nodes), -1 for nodes gopt's own kernels run (and
+ * plain convs, pooling, BatchNorm, which no group can hold anyway). Every chain here is a group
+ * gopt_exec_group_kind calls GOPT_EXEC_GROUP_CHAIN.
  * A group of -1 nodes changes nothing the plan decided; a group holding a chain's node but not its
  * whole chain, or a claimed Mul/Add, breaks a chain or makes a oneDNN layout end (reorders).
  * Returns 0, GOPT_ENOMEM, or the topological sort's error (a cycle). */

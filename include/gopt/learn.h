@@ -9,10 +9,14 @@
  *   kind the task has, chained DEVICE -> PRIORITY -> FUSE (each block's output embeddings feed the
  *   next block: GO's joint placement -> scheduling -> fusion) -> heads:
  *     DEVICE    categorical, logits[n,d] = <Wq e[n], MLP(dev_feat[d])>: one set of weights serves
- *               any device count;
+ *               any device count; for placement (default) the segment head instead: the graph is
+ *               coarsened into <= 64 clusters (contiguous runs of a depth-first topological order),
+ *               one device per cluster chosen autoregressively (conditioned on the earlier clusters'
+ *               devices), then a node-level refinement (docs/LEARNED.md "Segment-level placement");
  *     PRIORITY  Beta(alpha, beta) (gopt_nn_beta_head);
  *     FUSE      2-way categorical.
- *   All of a graph's decisions come from one forward pass.
+ *   All of a graph's decisions come from one forward pass (the segment head's autoregression runs
+ *   over the pass's outputs).
  *
  * Policy file (.gpol, little-endian, one file, checksummed, written atomically):
  *   "GOPTPOL1" | u32 format version | u32 meta_len | meta (text, "key value" lines: task, feature
@@ -35,7 +39,7 @@ extern "C" {
 /* Version of the policy input features (env features + context columns). A policy trained with
  * another version is refused on load. */
 #define GOPT_LEARN_FEAT_VERSION 2
-#define GOPT_LEARN_FILE_VERSION 1
+#define GOPT_LEARN_FILE_VERSION 2 /* 2: a `place_head segment S` metadata line; version 1 files still load */
 
 /* Architecture (saved in the policy file; 0 fields take the defaults). */
 typedef struct gopt_learn_arch {
@@ -44,6 +48,9 @@ typedef struct gopt_learn_arch {
   int heads;        /* attention heads (default 2; must divide hidden) */
   int seg_len;      /* attention segment length (default 64) */
   int dev_hidden;   /* device embedding width of the device head (default 16) */
+  int clusters;     /* placement device head of a GO policy: > 0 the segment head with at most this
+                     * many clusters (0: the default, 64, for placement); -1 the per-node head (the
+                     * only one before file version 2; other tasks always use it) */
 } gopt_learn_arch;
 
 typedef struct gopt_policy gopt_policy;

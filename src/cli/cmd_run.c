@@ -41,6 +41,9 @@ static const char run_help[] =
     "                      as TASO) or inside the whole runs (allocation and cache state of the run)\n"
     "  --time              end-to-end time only (warm-ups, then the median of timed runs)\n"
     "  --warmup N --reps N warm-up and timed runs of --profile and --time (8, 32, as TASO)\n"
+    "  --paced             with --time: after the warm-ups print 'ready', then for every line read on\n"
+    "                      stdin run once and print its wall and CPU seconds (a driver interleaves\n"
+    "                      these runs with another engine's: bench/exec/pair_time.py); ends at EOF\n"
     "  --costdb FILE       measured-cost database: ops found there are not measured again; new\n"
     "                      measurements are added and the file rewritten\n"
     "  --json              print one JSON object (summary, checks, profile)\n"
@@ -58,7 +61,7 @@ typedef struct run_opts {
   const char *model, *inputs, *outputs, *check, *costdb, *order, *fusion, *format, *layouts, *steps;
   double rtol, atol;
   long seed, batch, threads, warmup, reps;
-  int profile, time, json, no_fold, no_nan;
+  int profile, time, json, no_fold, no_nan, paced;
 } run_opts;
 
 /* ---- file helpers ------------------------------------------------------------------------------------- */
@@ -381,6 +384,30 @@ static int compare(const gopt_host_tensor *got, const gopt_host_tensor *want, co
   return bad == 0;
 }
 
+/* --time --paced: the warm-ups, "ready", then one timed run per line read on stdin, its wall and
+ * CPU seconds printed (flushed) after it; returns at EOF. The driver decides when each run starts, so it can
+ * alternate them with another engine's runs (bench/exec/pair_time.py). */
+static int run_paced(gopt_exec *x, const run_opts *o) {
+  gopt_error err = {0};
+  double sec = 0, cpu = 0;
+  if (o->warmup && gopt_exec_time_run(x, (int)o->warmup - 1, 1, &sec, &err)) {
+    fprintf(stderr, "gopt run: %s: %s\n", o->model, err.msg);
+    return 1;
+  }
+  printf("ready\n");
+  fflush(stdout);
+  char line[64];
+  while (fgets(line, sizeof line, stdin)) {
+    if (gopt_exec_time_run_cpu(x, 0, 1, &sec, &cpu, &err)) {
+      fprintf(stderr, "gopt run: %s: %s\n", o->model, err.msg);
+      return 1;
+    }
+    printf("%.9f %.9f\n", sec, cpu);
+    fflush(stdout);
+  }
+  return 0;
+}
+
 /* Runs one test_data_set folder; returns 1 when every output matched, 0 on mismatch, -1 on error. */
 static int check_set(gopt_exec *x, const run_opts *o, const char *dir, json_t *sets) {
   tensor_list in = {0}, want = {0};
@@ -672,6 +699,7 @@ int cli_run(int argc, char **argv) {
     }
     if (!strcmp(a, "--profile")) { o.profile = 1; continue; }
     if (!strcmp(a, "--time")) { o.time = 1; continue; }
+    if (!strcmp(a, "--paced")) { o.paced = 1; continue; }
     if (!strcmp(a, "--json")) { o.json = 1; continue; }
     if (!strcmp(a, "--no-fold")) { o.no_fold = 1; continue; }
     if (!strcmp(a, "--no-nan-check")) { o.no_nan = 1; continue; }
@@ -689,6 +717,8 @@ int cli_run(int argc, char **argv) {
   if (o.steps && strcmp(o.steps, "isolated") && strcmp(o.steps, "context"))
     return cli_usage_error("run", "--steps: expected isolated or context, got '%s'", o.steps);
   if (o.check && o.inputs) return cli_usage_error("run", "--check reads its own inputs; drop --inputs");
+  if (o.paced && (!o.time || o.json || o.profile || o.check))
+    return cli_usage_error("run", "--paced needs --time, without --json, --profile or --check");
   if (o.check && !is_dir(o.check))
     return cli_usage_error("run", "--check %s: not a folder", o.check);
 
@@ -813,7 +843,9 @@ int cli_run(int argc, char **argv) {
     if (o.outputs && write_outputs(x, &o)) goto done;
   }
   if (o.profile && run_profile(x, g, &o, out)) goto done;
-  if (o.time) {
+  if (o.paced) {
+    if (run_paced(x, &o)) goto done;
+  } else if (o.time) {
     double sec = 0, cpu = 0;
     if (gopt_exec_time_run_cpu(x, (int)o.warmup, (int)o.reps, &sec, &cpu, &err)) {
       fprintf(stderr, "gopt run: %s: %s\n", o.model, err.msg);

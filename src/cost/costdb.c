@@ -44,6 +44,8 @@ uint64_t gopt_group_sig_add(uint64_t acc, uint64_t op_sig) { return acc + gopt_h
 
 uint64_t gopt_group_sig_end(uint64_t acc, int n) { return gopt_hash_mix(acc, 0x66757365ULL + (uint64_t)n); }
 
+uint64_t gopt_sig_blocked(uint64_t sig) { return gopt_hash_mix(sig, 0x626c6b64ULL); }
+
 uint64_t gopt_group_signature(const gopt_graph *g, const int32_t *mem, int n) {
   uint64_t acc = 0;
   for (int i = 0; i < n; i++) acc = gopt_group_sig_add(acc, gopt_op_signature(g, mem[i]));
@@ -115,6 +117,10 @@ int gopt_costdb_get(const gopt_costdb *db, uint64_t sig, gopt_cost_entry *e) {
   if (!s || !*s) return 0;
   if (e) *e = db->e[*s - 1];
   return 1;
+}
+
+int gopt_costdb_get_run(const gopt_costdb *db, uint64_t sig, gopt_cost_entry *e) {
+  return gopt_costdb_get(db, gopt_sig_blocked(sig), e) || gopt_costdb_get(db, sig, e);
 }
 
 static int rehash(gopt_costdb *db, size_t nslots) {

@@ -33,6 +33,7 @@ struct ex_layout {
   uint8_t *chain_done;        /* per chain: the conv kernel applied it */
   int chains_only;            /* --layouts plain with fusion groups: the groups' chains, no kept layouts */
   const int32_t *group;       /* the fusion groups the pass was planned with (NULL: none) */
+  int32_t *gsize;             /* per group id: its number of members (NULL without groups) */
   int aware;                  /* the kernel prepared last reads oneDNN layouts */
   gopt_exec_layout_stats st;
 };
@@ -42,6 +43,26 @@ struct ex_layout {
 static int is_float(const gopt_exec *x, int32_t t) { return t >= 0 && ex_dtype(x, t) == GOPT_DT_FLOAT; }
 
 static int ungrouped(const int32_t *group, int32_t n) { return !group || group[n] < 0; }
+
+/* Whether n (a BatchNorm or AveragePool) is in a group of two that is its layout-pass pairing: the
+ * BatchNorm's only reader a Relu, the pool's input a Pad, in its group (such a group runs as the
+ * pairing's oneDNN step, gopt_exec_group_kind's GOPT_EXEC_GROUP_CHAIN). */
+static int pair_grouped(const gopt_exec *x, int32_t n, const int32_t *group) {
+  const gopt_graph *g = x->g;
+  if (!group || group[n] < 0 || (size_t)group[n] >= g->nodes.n || !x->lay || !x->lay->gsize ||
+      x->lay->gsize[group[n]] != 2)
+    return 0;
+  int op = g->nodes.a[n].op;
+  if (op == GOPT_OP_AVERAGE_POOL) {
+    int32_t p = g->tensors.a[gopt_node_input(g, n, 0)].producer;
+    return p >= 0 && g->nodes.a[p].op == GOPT_OP_PAD && group[p] == group[n];
+  }
+  if (op != GOPT_OP_BATCH_NORM) return 0;
+  int32_t Y = gopt_node_output(g, n, 0), s = Y >= 0 ? g->tensors.a[Y].first_use : -1;
+  if (s < 0 || g->slots.a[s].next_use >= 0) return 0;
+  int32_t c = g->slots.a[s].node;
+  return g->nodes.a[c].op == GOPT_OP_RELU && group[c] == group[n];
+}
 
 /* Whether constant t has data: the executor's value (weights made up for structure-only files),
  * or, when checking a graph without an executor (vals NULL), every constant a kernel reads will. */
@@ -141,7 +162,7 @@ static int bias_ok(const gopt_exec *x, int32_t t, int64_t ncols) {
 static int window_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
   const gopt_graph *g = x->g;
   const gopt_node *nd = &g->nodes.a[n];
-  if (opaque(x, n) || !ungrouped(group, n) || nd->n_in < 1) return 0;
+  if (opaque(x, n) || (!ungrouped(group, n) && !pair_grouped(x, n, group)) || nd->n_in < 1) return 0;
   int32_t X = gopt_node_input(g, n, 0);
   int r = X >= 0 ? ex_rank(x, X) : 0;
   if (!is_float(x, X) || r < 3 || r > 5) return 0;
@@ -637,8 +658,11 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
   l->keep = calloc(g->tensors.n + 1, 1);
   l->md = calloc(g->tensors.n + 1, sizeof *l->md);
   l->chain_done = calloc(n_order + 1, 1);
-  if (!l->absorbed_by || !l->chain_of || !l->chains || !l->keep || !l->md || !l->chain_done)
+  l->gsize = group ? calloc(g->nodes.n + 1, sizeof *l->gsize) : NULL;
+  if (!l->absorbed_by || !l->chain_of || !l->chains || !l->keep || !l->md || !l->chain_done || (group && !l->gsize))
     return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (size_t n = 0; group && n < g->nodes.n; n++)
+    if (group[n] >= 0 && (size_t)group[n] < g->nodes.n) l->gsize[group[n]]++;
   for (size_t n = 0; n < g->nodes.n; n++) l->absorbed_by[n] = l->chain_of[n] = -1;
   /* post-op chains, heads in execution order (a later conv never absorbs an earlier node) */
   for (size_t i = 0; i < n_order; i++) {
@@ -646,7 +670,9 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
     if (l->absorbed_by[n] >= 0) continue;
     ex_chain *ch = &l->chains[l->n_chains];
     ex_unit u = {group, NULL, 0};
-    int pool = !chains_only && (pool_chain_build(x, ch, n, &u) || bn_chain_build(x, ch, n, &u));
+    /* the pairings; under --layouts plain only when a group names them */
+    int pool = (!chains_only || (group && group[n] >= 0)) &&
+               (pool_chain_build(x, ch, n, &u) || bn_chain_build(x, ch, n, &u));
     if (!pool && !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
     if (chains_only && (!group || group[n] < 0)) continue; /* --layouts plain: the groups' chains only */
     if (!pool && !chain_build(x, ch, n, &u)) continue;
@@ -685,9 +711,13 @@ int ex_group_chain_ok(const gopt_graph *g, const int32_t *mem, int n_mem) {
       h = mem[i];
     }
   }
-  if (h < 0) return 0;
   ex_chain ch;
   ex_unit u = {NULL, mem, n_mem};
+  if (h < 0) { /* the layout pass's pairings: exactly a BatchNorm and its Relu, a zero Pad and its pool */
+    for (int i = 0; i < n_mem && n_mem == 2; i++)
+      if (bn_chain_build(&x, &ch, mem[i], &u) || pool_chain_build(&x, &ch, mem[i], &u)) return 1;
+    return 0;
+  }
   return chain_build(&x, &ch, h, &u) == n_mem - 1;
 }
 
@@ -721,6 +751,7 @@ void ex_layout_free(gopt_exec *x) {
   free(l->chains);
   free(l->keep);
   free(l->chain_done);
+  free(l->gsize);
   free(l);
   x->lay = NULL;
 }
@@ -745,12 +776,9 @@ int gopt_exec_auto_plan(const gopt_graph *g, int32_t *step_of) {
     const ex_layout *l = x.lay;
     for (int64_t i = 0; i < cnt; i++) {
       int32_t n = order[i], h = l->absorbed_by[n];
-      /* a node absorbed by anything but a Conv/MatMul/Gemm chain (BatchNorm -> Relu, Pad ->
-       * AveragePool) is the layout pass's own pairing, which a fusion decision cannot name
-       * (gopt_exec_group_kind's chains start at a Conv/MatMul): both are reported as steps of
-       * their own, and the pass pairs them again in any run */
-      int hop = h >= 0 ? g->nodes.a[h].op : -1;
-      if (h >= 0 && hop != GOPT_OP_CONV && hop != GOPT_OP_MATMUL && hop != GOPT_OP_GEMM) h = -1;
+      /* the pairings (BatchNorm -> Relu, Pad -> AveragePool) are chains too: a decision names
+       * them as groups (gopt_exec_group_kind: GOPT_EXEC_GROUP_CHAIN), so the simulator prices the
+       * pair as the one step the executor runs */
       step_of[n] = h >= 0 ? h : l->chain_of[n] >= 0 || l->absorbed_by[n] >= 0 || ex_layout_dnnl_claims(&x, n) ? n : -1;
     }
   }
@@ -879,5 +907,5 @@ uint64_t ex_layout_step_sig(const gopt_exec *x, const ex_kernel *k) {
     int32_t t = j < k->n_in ? k->in[j] : k->out[j - k->n_in];
     if (t >= 0 && l->md[t]) blocked = 1;
   }
-  return blocked ? gopt_hash_mix(sig, 0x626c6b64ULL) : sig;
+  return blocked ? gopt_sig_blocked(sig) : sig;
 }

@@ -30,10 +30,34 @@ static void contiguous_strides(int rank, const int64_t *d, int64_t *s) {
   }
 }
 
+/* The same strided view with fewer dims: size-1 dims dropped and each dim merged into the one
+ * before it where that one steps over it exactly (st[i] == st[i+1] * d[i+1]); the elements and their
+ * order are unchanged. A channel shuffle's Transpose (1,2,C,H,W -> 1,C,2,H,W) becomes C*2 rows of
+ * H*W contiguous elements instead of C*2*H rows of W, and a channel Slice of a batch-1 tensor one
+ * row. Returns the new rank (0 for a single element). */
+static int coalesce_view(int rank, const int64_t *d, const int64_t *st, int64_t *cd, int64_t *cs) {
+  int n = 0;
+  for (int i = 0; i < rank; i++) {
+    if (d[i] == 1) continue;
+    if (n > 0 && cs[n - 1] == st[i] * d[i]) {
+      cd[n - 1] *= d[i];
+      cs[n - 1] = st[i];
+      continue;
+    }
+    cd[n] = d[i];
+    cs[n++] = st[i];
+  }
+  return n;
+}
+
 /* strided_copy_forward: dst[i0..ir] (contiguous, dims d) = src[off + sum i_k * st[k]], elements of
- * es bytes; parallel over rows of the last dim. */
-static void strided_copy_forward(void *dst, const void *src, size_t es, int rank, const int64_t *d,
-                                 const int64_t *st, int64_t off) {
+ * es bytes; parallel over rows of the last dim (after coalesce_view). */
+static void strided_copy_forward(void *dst, const void *src, size_t es, int rank0, const int64_t *d0,
+                                 const int64_t *st0, int64_t off) {
+  for (int i = 0; i < rank0; i++)
+    if (d0[i] == 0) return;
+  int64_t d[GOPT_MAX_RANK], st[GOPT_MAX_RANK];
+  int rank = coalesce_view(rank0, d0, st0, d, st);
   if (rank == 0) {
     memcpy(dst, (const char *)src + off * (int64_t)es, es);
     return;

@@ -92,6 +92,7 @@ static void put_meta(wbuf *m, const gopt_policy *p) {
   if (p->head == LEARN_HEAD_REGAL) putf(m, "kind regal\n"); /* absent: a GO policy */
   if (p->localadv) putf(m, "model localadv\n");
   putf(m, "arch %d %d %d %d %d\n", a->hidden, a->sage_layers, a->heads, a->seg_len, a->dev_hidden);
+  if (p->seg > 0) putf(m, "place_head segment %d\n", p->seg); /* absent: the per-node device head */
   putf(m, "iters %lld\ntrain_state %d\ntotal_iters %lld\nn_graphs %zu\n", (long long)p->iter,
        p->has_train, (long long)p->total_iters, p->has_train ? p->n_graphs : (size_t)0);
   for (size_t i = 0; p->has_train && i < p->n_graphs; i++) putf(m, "g %zu %a %a\n", i, p->ema[i], p->best[i]);
@@ -143,7 +144,7 @@ int gopt_policy_save(const gopt_policy *p, const char *path, gopt_error *err) {
 /* Parses the metadata lines into a new policy (weights not loaded yet). */
 static int parse_meta(const char *path, char *meta, int want_task, int want_la, gopt_policy **out, gopt_error *err) {
   int task = -1, fv = -1, has_train = 0, la = 0, head = LEARN_HEAD_GO;
-  gopt_learn_arch a = {0};
+  gopt_learn_arch a = {.clusters = -1}; /* files without a place_head line have the per-node head */
   long long iters = 0, total = 0;
   size_t ng = 0, gi = 0;
   double *ema = NULL, *best = NULL;
@@ -162,6 +163,12 @@ static int parse_meta(const char *path, char *meta, int want_task, int want_la, 
     else if (sscanf(line, "feat_version %d", &fv) == 1) {}
     else if (!strcmp(line, "model localadv")) la = 1;
     else if (sscanf(line, "arch %d %d %d %d %d", &a.hidden, &a.sage_layers, &a.heads, &a.seg_len, &a.dev_hidden) == 5) {}
+    else if (!strncmp(line, "place_head ", 11)) {
+      if (sscanf(line, "place_head segment %d", &a.clusters) != 1 || a.clusters <= 0 || a.clusters > 65536) {
+        rc = gopt_error_set(err, GOPT_EPARSE, "%s: bad placement head line '%.60s'", path, line);
+        goto done;
+      }
+    }
     else if (sscanf(line, "iters %lld", &iters) == 1) {}
     else if (sscanf(line, "train_state %d", &has_train) == 1) {}
     else if (sscanf(line, "total_iters %lld", &total) == 1) {}
@@ -242,8 +249,8 @@ int learn_file_read(const char *path, learn_file *f, gopt_error *err) {
   if (n < 16) goto trunc;
   memcpy(&ver, d + 8, 4);
   memcpy(&ml, d + 12, 4);
-  if (ver != GOPT_LEARN_FILE_VERSION) {
-    rc = gopt_error_set(err, GOPT_EUNSUP, "%s: policy file version %u, this build reads version %d", path, ver, GOPT_LEARN_FILE_VERSION);
+  if (ver < 1 || ver > GOPT_LEARN_FILE_VERSION) {
+    rc = gopt_error_set(err, GOPT_EUNSUP, "%s: policy file version %u, this build reads versions 1 to %d", path, ver, GOPT_LEARN_FILE_VERSION);
     goto done;
   }
   if ((uint64_t)ml + 24 > n) goto trunc;

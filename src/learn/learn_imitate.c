@@ -58,6 +58,7 @@ int learn_imitate_target(gopt_env *e, const learn_graph *g, const gopt_env_resul
     double v = x[g->var[GOPT_VAR_PRIORITY][i]];
     a->pri[i] = (float)(v < 0.02 ? 0.02 : v > 0.98 ? 0.98 : v);
   }
+  if (g->n_seg > 0) learn_seg_from_dev(g, a); /* segment head: each cluster's majority device */
 done:
   free(x);
   gopt_env_ws_free(w);
@@ -75,6 +76,9 @@ int learn_imitate_step(gopt_nn_ctx *ctx, gopt_policy *p, gopt_nn_optim *opt, con
   if ((rc = learn_forward(ctx, p, g, NULL, &f, err))) return rc;
   gopt_nn_tensor *lp = learn_logp(ctx, &f, g, target);
   gopt_nn_tensor *l = lp ? gopt_nn_scale(ctx, gopt_nn_mean(ctx, lp), -1.0f) : NULL;
+  if (lp && g->n_seg > 0 && lp->n > 1) /* segment head: mean cluster factor + mean node refinement */
+    l = gopt_nn_scale(ctx, gopt_nn_add(ctx, gopt_nn_scale(ctx, gopt_nn_slice(ctx, lp, 0, 0, 1), 1.0f / (float)g->n_seg),
+                                       gopt_nn_mean(ctx, gopt_nn_slice(ctx, lp, 0, 1, lp->n - 1))), -1.0f);
   if ((rc = gopt_nn_ctx_status(ctx, err))) return rc;
   gopt_nn_params_zero_grad(p->params);
   if ((rc = gopt_nn_backward(ctx, l, err))) return rc;

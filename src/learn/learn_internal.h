@@ -15,6 +15,10 @@
 #define LEARN_MAX_SAGE 4
 #define LEARN_NCFG 4                          /* local advantage model: configuration columns per row */
 #define LEARN_PIPE_INIT 4.0f                  /* initial weight of the device head's pipeline prior */
+#define LEARN_SEG_NF 4                        /* segment head: conditioning features per (cluster, device) */
+#define LEARN_SEG_MAXDEV 256                  /* segment head: most devices */
+#define LEARN_SEG_DEFAULT 64                  /* segment head: default cluster count (placement) */
+#define LEARN_SEG_STAY_INIT 8.0f              /* segment head: initial refinement bonus for the cluster's device */
 
 /* One environment prepared for the policy: rows are live nodes in topological order. */
 typedef struct learn_graph {
@@ -32,11 +36,23 @@ typedef struct learn_graph {
                            * (learn_localadv.c sets it before each forward pass) */
   float *pipe;            /* nk[DEVICE] x n_dev: pipeline prior -|c[n] * D - (d + 1/2)|, c[n] the
                            * node's midpoint in cumulative kernel time along the topological order */
+  /* segment head (learn_segment.c; n_seg == 0 when the policy has none) */
+  int64_t n_seg;          /* clusters */
+  int32_t *seg_of;        /* n: each row's cluster */
+  double *seg_time;       /* n_seg: kernel-time share of each cluster */
+  double *seg_mid;        /* n_seg: midpoint of each cluster in cumulative kernel-time share */
+  float *seg_prior;       /* n_seg x n_dev: pipeline prior of each cluster */
+  int32_t *var_seg;       /* nk[DEVICE]: each device variable's cluster */
+  gopt_nn_csr seg_csr;    /* cluster <- its rows (mean pooling) */
+  int32_t *src_ptr, *src_seg; /* per cluster: the earlier clusters its rows neighbour */
+  float *src_w;           /* and their share of its edges to earlier clusters */
+  double *scratch;        /* n_dev x (LEARN_SEG_NF + 2) doubles of sampling scratch */
 } learn_graph;
 
 /* The actions of one sample (per kind, in learn_graph order). */
 typedef struct learn_acts {
   int32_t *dev, *fuse;
+  int32_t *seg;           /* segment head: each cluster's device */
   float *pri;
 } learn_acts;
 
@@ -46,6 +62,11 @@ typedef struct learn_fwd {
   gopt_nn_tensor *fuse_logits;  /* [Vf, 2] */
   gopt_nn_tensor *alpha, *beta; /* [Vp, 1] */
   gopt_nn_tensor *rows[3];      /* per kind: the final embeddings of its variables' rows */
+  /* segment head (dev_logits NULL): */
+  gopt_nn_tensor *seg_base;     /* [S, D]: cluster logits before conditioning (incl. pipeline prior) */
+  gopt_nn_tensor *seg_coef;     /* [S, LEARN_SEG_NF]: per-cluster weights of the conditioning features */
+  gopt_nn_tensor *node_logits;  /* [Vd, D]: refinement logits (before the stay bonus) */
+  gopt_nn_tensor *stay;         /* [1]: the refinement's bonus for the cluster's device */
 } learn_fwd;
 
 /* Per-graph feature modulation (fine-tuning): h <- h * (1 + scale) + shift. */
@@ -72,6 +93,9 @@ struct gopt_policy {
   gopt_nn_mlp dev_mlp;
   gopt_nn_beta_head pri;
   gopt_nn_linear cfg;              /* localadv: configuration columns -> hidden (added to the input layer) */
+  int seg;                         /* > 0: segment placement head with at most seg clusters (learn_segment.c) */
+  gopt_nn_linear seg_q, seg_coef;  /* cluster embedding -> device query, -> conditioning weights */
+  gopt_nn_tensor *seg_stay;        /* [1]: refinement bonus for the cluster's device */
   char *trainset;                  /* one training graph per line */
   /* trainer state (has_train): restored by gopt_learn_train */
   int has_train;
@@ -120,6 +144,24 @@ int learn_train_finish(gopt_policy *p, const gopt_nn_optim *opt, const gopt_nn_r
 
 int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
 void learn_graph_free(learn_graph *g);
+/* learn_segment.c: the segment head's clusters of lg (at most S; nothing when S <= 0 or the graph
+ * has no device variable); learn_graph_for = learn_graph_new plus the clusters p's head needs. */
+int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *err);
+int learn_graph_for(const gopt_policy *p, const gopt_env *e, learn_graph **out, gopt_error *err);
+void learn_graph_segment_free(learn_graph *g);
+/* learn_segment.c: the segment head's sampling (cluster devices in order, each conditioned on the
+ * earlier ones, then the node refinement), its log-probabilities ([1 + Vd]: the sum of the cluster
+ * factors, then one per device variable) and each cluster's majority device from a->dev (imitation
+ * targets). */
+void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a);
+gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a);
+void learn_seg_from_dev(const learn_graph *g, learn_acts *a);
+/* learn_segment.c: the segment head's parameters (before finalize), their initial values (after),
+ * and its part of the forward pass (e: every row's embedding, rows: the device variables'). */
+int learn_seg_params(gopt_policy *p);
+void learn_seg_init(gopt_policy *p);
+void learn_seg_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph *g, gopt_nn_tensor *e,
+                       gopt_nn_tensor *rows, learn_fwd *f);
 /* Builds the pass's outputs. mod may be NULL. Returns 0 or the ctx error. */
 int learn_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph *g, const learn_mod *mod,
                   learn_fwd *f, gopt_error *err);
@@ -133,7 +175,8 @@ void learn_to_x(const learn_graph *g, const learn_acts *a, double *x);
 gopt_nn_tensor *learn_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a);
 /* Mean per-variable entropy -> [1]. */
 gopt_nn_tensor *learn_entropy(gopt_nn_ctx *ctx, const learn_fwd *f);
-/* Variables the policy decides in g (sum of nk). */
+/* Log-probability entries of a sample in g (learn_logp's length): the variables (sum of nk), plus
+ * one for the segment head's cluster factors. */
 int64_t learn_nv(const learn_graph *g);
 
 int learn_mod_new(const gopt_policy *p, learn_mod *m, gopt_error *err);

@@ -178,11 +178,12 @@ void learn_graph_free(learn_graph *g) {
   free(g->pipe);
   free(g->cfg);
   gopt_nn_csr_free(&g->csr);
+  learn_graph_segment_free(g);
   for (int k = 0; k < 3; k++) { free(g->rows[k]); free(g->var[k]); }
   free(g);
 }
 
-int64_t learn_nv(const learn_graph *g) { return g->nk[0] + g->nk[1] + g->nk[2]; }
+int64_t learn_nv(const learn_graph *g) { return g->nk[0] + g->nk[1] + g->nk[2] + (g->n_seg > 0); }
 
 /* ---- the network ----------------------------------------------------------------------------- */
 
@@ -193,13 +194,14 @@ static void task_kinds(int task, int kinds[3]) {
 }
 
 static gopt_learn_arch arch_fill(const gopt_learn_arch *a) {
-  gopt_learn_arch r = {32, 2, 2, 64, 16};
+  gopt_learn_arch r = {32, 2, 2, 64, 16, 0};
   if (a) {
     if (a->hidden > 0) r.hidden = a->hidden;
     if (a->sage_layers > 0) r.sage_layers = a->sage_layers;
     if (a->heads > 0) r.heads = a->heads;
     if (a->seg_len > 0) r.seg_len = a->seg_len;
     if (a->dev_hidden > 0) r.dev_hidden = a->dev_hidden;
+    r.clusters = a->clusters;
   }
   return r;
 }
@@ -225,6 +227,9 @@ int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int
   p->task = task;
   p->head = kind;
   p->localadv = kind == LEARN_HEAD_LOCALADV;
+  p->seg = kind == LEARN_HEAD_GO && task == GOPT_TASK_PLACEMENT && a.clusters >= 0
+               ? (a.clusters > 0 ? a.clusters : LEARN_SEG_DEFAULT) : 0;
+  a.clusters = p->seg > 0 ? p->seg : -1;
   p->arch = a;
   task_kinds(task, p->kinds);
   int rc = gopt_nn_linear_init(&p->in, p->params, "in", LEARN_NIN, a.hidden, 1);
@@ -243,6 +248,7 @@ int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int
     rc = rc ? rc : gopt_nn_mlp_init(&p->dev_mlp, p->params, "dev_mlp", 2, dims, GOPT_NN_ACT_RELU);
     int64_t one[1] = {1};
     p->pipe_w = gopt_nn_param(p->params, "dev_pipe", 1, one, GOPT_NN_INIT_ONES, 0);
+    if (!rc && p->seg > 0) rc = learn_seg_params(p);
   }
   if (!rc && p->kinds[GOPT_VAR_PRIORITY]) rc = gopt_nn_beta_head_init(&p->pri, p->params, "pri", a.hidden, 1);
   if (!rc && p->kinds[GOPT_VAR_FUSE]) rc = gopt_nn_linear_init(&p->fuse, p->params, "fuse", a.hidden, 2, 1);
@@ -250,6 +256,7 @@ int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int
   if (!rc && kind == LEARN_HEAD_REGAL) rc = learn_regal_params(p);
   rc = rc ? rc : gopt_nn_params_finalize(p->params, seed, err);
   if (!rc && p->pipe_w) p->pipe_w->data[0] = LEARN_PIPE_INIT;
+  if (!rc && p->seg > 0) learn_seg_init(p);
   if (rc) {
     if (!err || !err->msg[0]) lerr(err, rc, "learn: cannot build the policy network");
     gopt_policy_free(p);
@@ -327,7 +334,10 @@ int learn_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph *g, 
     gopt_nn_tensor *r = kind_rows(ctx, e, g, k);
     if (!r) continue;
     f->rows[k] = r;
-    if (k == GOPT_VAR_DEVICE) {
+    if (k == GOPT_VAR_DEVICE && p->seg > 0) {
+      if (g->n_seg <= 0) return gopt_error_set(err, GOPT_EINVAL, "learn: graph encoded without the segment head's clusters");
+      learn_seg_forward(ctx, p, g, e, r, f);
+    } else if (k == GOPT_VAR_DEVICE) {
       int64_t dsh[2] = {g->n_dev, LEARN_NDEV};
       gopt_nn_tensor *q = gopt_nn_linear_forward(ctx, &p->dev_q, r);
       gopt_nn_tensor *de = gopt_nn_mlp_forward(ctx, &p->dev_mlp, gopt_nn_from(ctx, 2, dsh, g->dev_feat));
@@ -349,7 +359,8 @@ int learn_acts_alloc(learn_acts *a, const learn_graph *g) {
   a->dev = malloc(((size_t)g->nk[GOPT_VAR_DEVICE] + 1) * sizeof *a->dev);
   a->fuse = malloc(((size_t)g->nk[GOPT_VAR_FUSE] + 1) * sizeof *a->fuse);
   a->pri = malloc(((size_t)g->nk[GOPT_VAR_PRIORITY] + 1) * sizeof *a->pri);
-  if (a->dev && a->fuse && a->pri) return 0;
+  a->seg = calloc((size_t)g->n_seg + 1, sizeof *a->seg);
+  if (a->dev && a->fuse && a->pri && a->seg) return 0;
   learn_acts_free(a);
   return GOPT_ENOMEM;
 }
@@ -359,11 +370,13 @@ void learn_acts_free(learn_acts *a) {
   free(a->dev);
   free(a->fuse);
   free(a->pri);
+  free(a->seg);
   memset(a, 0, sizeof *a);
 }
 
 void learn_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a) {
   if (f->dev_logits) gopt_nn_categorical_sample(f->dev_logits, rng, greedy, a->dev);
+  if (f->seg_base) learn_seg_sample(f, g, rng, greedy, a);
   if (f->fuse_logits) gopt_nn_categorical_sample(f->fuse_logits, rng, greedy, a->fuse);
   if (f->alpha) {
     if (greedy) {
@@ -388,6 +401,7 @@ static gopt_nn_tensor *cat0(gopt_nn_ctx *ctx, gopt_nn_tensor *acc, gopt_nn_tenso
 gopt_nn_tensor *learn_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
   gopt_nn_tensor *out = NULL;
   if (f->dev_logits) out = cat0(ctx, out, gopt_nn_categorical_logprob(ctx, f->dev_logits, a->dev));
+  if (f->seg_base) out = cat0(ctx, out, learn_seg_logp(ctx, f, g, a));
   if (f->alpha) {
     int64_t vp = g->nk[GOPT_VAR_PRIORITY], sh2[2] = {vp, 1}, sh1[1] = {vp};
     gopt_nn_tensor *xp = gopt_nn_from(ctx, 2, sh2, a->pri);
@@ -400,6 +414,7 @@ gopt_nn_tensor *learn_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_gra
 gopt_nn_tensor *learn_entropy(gopt_nn_ctx *ctx, const learn_fwd *f) {
   gopt_nn_tensor *out = NULL;
   if (f->dev_logits) out = cat0(ctx, out, gopt_nn_categorical_entropy(ctx, f->dev_logits));
+  if (f->seg_base) out = cat0(ctx, out, gopt_nn_categorical_entropy(ctx, f->seg_base)); /* unconditioned cluster logits */
   if (f->alpha) {
     int64_t sh1[1] = {f->alpha->n};
     out = cat0(ctx, out, gopt_nn_reshape(ctx, gopt_nn_beta_entropy(ctx, f->alpha, f->beta), 1, sh1));
@@ -422,7 +437,7 @@ int gopt_policy_decide(gopt_policy *p, const gopt_env *e, int greedy, size_t n, 
   gopt_nn_rng rng;
   gopt_nn_rng_seed(&rng, seed);
   size_t nv = gopt_env_nvars(e);
-  int rc = learn_graph_new(e, &g, err);
+  int rc = learn_graph_for(p, e, &g, err);
   if (!rc && !(ctx = gopt_nn_ctx_new(0))) rc = lerr(err, GOPT_ENOMEM, "learn: out of memory (nn context)");
   if (!rc && learn_acts_alloc(&a, g)) rc = lerr(err, GOPT_ENOMEM, "learn: out of memory (actions)");
   if (!rc) {

@@ -88,6 +88,18 @@ void learn_batch_free(learn_batch *b) {
   memset(b, 0, sizeof *b);
 }
 
+/* The clipped surrogate of one sample over its log-probability entries. The segment head's is its
+ * first entry only (the sum of its cluster factors: one ratio for the whole autoregressive
+ * decision): PPO does not train the node refinement, which keeps its initial "stay with the
+ * cluster" bias (trained with per-node ratios it learned to move scattered single nodes off their
+ * cluster, each move adding transfers: docs/LEARNED.md "Segment-level placement"). */
+static gopt_nn_tensor *ppo_terms(gopt_nn_ctx *ctx, const learn_graph *g, gopt_nn_tensor *lp, gopt_nn_tensor *old,
+                                 gopt_nn_tensor *adv, float eps) {
+  if (g->n_seg <= 0 || lp->n < 2) return gopt_nn_ppo_loss(ctx, lp, old, adv, eps);
+  return gopt_nn_ppo_loss(ctx, gopt_nn_slice(ctx, lp, 0, 0, 1), gopt_nn_slice(ctx, old, 0, 0, 1),
+                          gopt_nn_slice(ctx, adv, 0, 0, 1), eps);
+}
+
 /* The PPO loss of samples [i0, i1) of the batch on the pass f (old log-probs and advantages from
  * b), over b->k; the entropy bonus is added when i0 == 0. */
 static gopt_nn_tensor *batch_loss(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g,
@@ -101,7 +113,7 @@ static gopt_nn_tensor *batch_loss(gopt_nn_ctx *ctx, const learn_fwd *f, const le
     for (int64_t j = 0; j < b->nv; j++) b->adv[j] = (float)b->advantage[i];
     gopt_nn_tensor *old = gopt_nn_from(ctx, 1, sh, b->old + (size_t)i * (size_t)b->nv);
     gopt_nn_tensor *adv = gopt_nn_from(ctx, 1, sh, b->adv);
-    gopt_nn_tensor *l = gopt_nn_ppo_loss(ctx, lp, old, adv, c->clip_eps);
+    gopt_nn_tensor *l = ppo_terms(ctx, g, lp, old, adv, c->clip_eps);
     total = total ? gopt_nn_add(ctx, total, l) : l;
   }
   total = gopt_nn_scale(ctx, total, 1.0f / (float)b->k);
@@ -324,11 +336,11 @@ typedef struct train_slot { learn_graph *g; gopt_env_result ref; learn_acts targ
 
 /* Prepares graph i on first use (encoding, best-baseline reference and, when imitating, the
  * imitation target made from the reference's decisions). */
-static int slot_ready(train_slot *s, gopt_env *e, int imitate, gopt_error *err) {
+static int slot_ready(const gopt_policy *p, train_slot *s, gopt_env *e, int imitate, gopt_error *err) {
   if (s->ready) return 0;
   double *x_ref = imitate ? malloc((gopt_env_nvars(e) + 1) * sizeof *x_ref) : NULL;
   if (imitate && !x_ref) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (reference)");
-  int rc = learn_graph_new(e, &s->g, err);
+  int rc = learn_graph_for(p, e, &s->g, err);
   rc = rc ? rc : gopt_learn_reference(e, &s->ref, x_ref, err);
   if (!rc && imitate && learn_acts_alloc(&s->target, s->g)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (target)");
   rc = rc || !imitate ? rc : learn_imitate_target(e, s->g, &s->ref, x_ref, &s->target, err);
@@ -373,7 +385,7 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
     for (int j = 0; j < o.graphs_per_iter; j++) {
       size_t gi = (size_t)(gopt_nn_rng_u64(&rng) % n);
       int imitating = p->iter < o.imitate_iters;
-      if ((rc = slot_ready(&slots[gi], envs[gi], o.imitate_iters > 0, err))) goto done;
+      if ((rc = slot_ready(p, &slots[gi], envs[gi], o.imitate_iters > 0, err))) goto done;
       if (imitating) { /* deterministic and whole-graph: under dist every rank takes the same step */
         double l = 0;
         if ((rc = learn_imitate_step(ctx, p, opt, slots[gi].g, &slots[gi].target, &l, err))) goto done;

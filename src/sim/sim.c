@@ -198,7 +198,7 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
     double meas = -1;
     gopt_cost_entry e;
     if (s->nsig) s->nsig[p] = gopt_op_signature(g, nid);
-    if (s->nsig && gopt_costdb_get(o.costdb, s->nsig[p], &e)) {
+    if (s->nsig && gopt_costdb_get_run(o.costdb, s->nsig[p], &e)) {
       meas = e.seconds;
       s->n_measured++;
     }

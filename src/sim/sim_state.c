@@ -345,7 +345,7 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
     int cls = best >= 0 ? s->ncls[best] : GOPT_OPC_SHAPE;
     int dt = best >= 0 ? s->ndt[best] : s->ndt[u_pos[u_off[u]]];
     /* a group the executor profiled (gopt run --profile --fusion --costdb): its measured time */
-    if (s->nsig && gopt_costdb_get(s->db, gopt_group_sig_end(gsig, cnt), &ge)) meas = ge.seconds;
+    if (s->nsig && gopt_costdb_get_run(s->db, gopt_group_sig_end(gsig, cnt), &ge)) meas = ge.seconds;
     for (int d = 0; d < D; d++) {
       const gopt_device *dv = &s->cl->devices[d];
       double t = meas >= 0 && dv->measured ? meas : gopt_device_kernel_time(dv, cls, dt, f, b);

@@ -2,7 +2,8 @@
 # check_exec_cli.sh GOPT: `gopt run` end to end on the committed op cases: outputs written (pb and
 # npy) and checked back, a tampered expected output fails --check, a failing run leaves no output
 # file, the first NaN is reported with its node, two op orders report their (different) peaks,
-# fused and unfused runs agree, and --profile fills and then reuses the cost database.
+# fused and unfused runs agree, --profile fills and then reuses the cost database, and --time
+# --paced answers each stdin line with one run's wall and CPU seconds.
 set -u
 G="$1"
 D=tests/exec/data/ops
@@ -75,6 +76,18 @@ grep -q '"cached": true' "$T/p2" || fail "second profile not from the cache"
   2>/dev/null || fail "--profile --steps context failed"
 m3=$(grep '"measured"' "$T/p3" | tr -dc 0-9)
 [ "$m3" = 5 ] && ok "in context: measured $m3" || fail "in context: measured '$m3' (want 5)"
+
+# --time --paced: "ready", then one "WALL CPU" line per input line, then exit 0 at EOF
+printf '\n\n\n' | "$G" run $D/chain/model.onnx --time --paced --warmup 1 --threads 1 >"$T/paced" 2>"$T/err" \
+  || fail "--paced: $(cat "$T/err")"
+if [ "$(head -1 "$T/paced")" = ready ] && [ "$(wc -l <"$T/paced")" = 4 ] &&
+    [ "$(tail -n +2 "$T/paced" | grep -cE '^[0-9]+\.[0-9]{9} [0-9]+\.[0-9]{9}$')" = 3 ]; then
+  ok "--paced: 3 runs for 3 lines"
+else
+  fail "--paced output: $(cat "$T/paced")"
+fi
+"$G" run $D/chain/model.onnx --paced >/dev/null 2>"$T/err" && fail "--paced without --time accepted"
+grep -q -- "--paced needs --time" "$T/err" || fail "--paced without --time: $(cat "$T/err")"
 
 echo "$fails failures"
 [ "$fails" -eq 0 ]

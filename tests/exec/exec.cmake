@@ -173,6 +173,14 @@ add_test(NAME exec_ort_oracle
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_ort_oracle PROPERTIES LABELS exec TIMEOUT 300 FIXTURES_REQUIRED exec_corpus)
 
+# the benchmark's interleaved timing (bench/exec/pair_time.py) end to end on one op case: two gopt
+# variants and ONNX Runtime each answer every round; tests/exec/check_pair_time.py checks the JSON
+add_test(NAME exec_pair_time
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_pair_time.py ${GOPT_BIN}
+                 ${CMAKE_SOURCE_DIR}/tests/exec/data/ops/Conv
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_pair_time PROPERTIES LABELS exec TIMEOUT 120)
+
 # every fusion decision gopt makes for this CPU runs (issue 29): optimize --task fusion --cluster
 # host with go, local, xla and tvm, then run --fusion, against the unfused run (same seed) on four
 # corpus models of different kinds (conv + swish, CNN, attention, dilated conv with pads); the
@@ -182,14 +190,20 @@ add_test(NAME exec_fusion_decisions
                  --models squeezenet1_1,efficientnet_b0,bert_tiny,wavenet --budget 50
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_fusion_decisions PROPERTIES LABELS exec TIMEOUT 300)
-# densenet121's decisions: the layout pass's own BatchNorm -> Relu and Pad -> AveragePool pairings
-# are not groups a decision may name (they were reported as such once, and every decision on
-# densenet121 was refused at run time)
+# the layout pass's own BatchNorm -> Relu (densenet121: 62) and Pad -> AveragePool (inception_v3: 9)
+# pairings are groups of the decisions (so the simulator prices each pair as the executor's one
+# step); every decision runs, under the layout pass and under --layouts plain (where only a group
+# makes the pair)
 add_test(NAME exec_fusion_decisions_dense
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tools/check_fusion_runs.py ${GOPT_BIN}
-                 --models densenet121 --methods xla,go --budget 20
+                 --models densenet121,inception_v3 --methods xla,go --budget 20
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_fusion_decisions_dense PROPERTIES LABELS exec TIMEOUT 300)
+add_test(NAME exec_fusion_decisions_plain
+         COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tools/check_fusion_runs.py ${GOPT_BIN}
+                 --models densenet121,inception_v3 --methods go --budget 20 --layouts plain
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(exec_fusion_decisions_plain PROPERTIES LABELS exec TIMEOUT 300)
 
 # a modern LLM decoder block (opset-23 RMSNormalization, RotaryEmbedding, Attention with causal
 # GQA and a KV cache; random weights built with onnx.helper) equals ONNX Runtime on every output

@@ -1,7 +1,8 @@
 /* test_exec.c: the executor against independent references: tensor files written by numpy/onnx,
  * a fused elementwise group against a double-precision C loop and against the unfused run, the
  * buffer planner's peak for two op orders against a brute-force lifetime simulation, profiling
- * with the cost database, run-time shapes (a Range whose length is an input), random weights, and
+ * with the cost database, run-time shapes (a Range whose length is an input), random weights,
+ * Transpose and Slice (whose strided copy merges dims) against index-by-index loops, and
  * the error paths (unsupported op, bad input shape, non-elementwise fusion group, the first NaN). */
 #include <math.h>
 #include <stdio.h>
@@ -426,8 +427,91 @@ static void test_runtime_shapes(void) {
   gopt_graph_free(g);
 }
 
+/* ---- strided views ------------------------------------------------------------------------------------ */
+
+enum { V0 = 1, V1 = 2, V2 = 6, V3 = 1, V4 = 5 };
+
+/* y = op(x) for x[1,2,6,1,5] holding 0, 1, 2, ...: a Transpose (attrs: perm) or a Slice
+ * (starts/ends/axes/steps as inputs); returns y's data (caller frees) and its dims in yd. */
+static float *view_run(const char *op, const int64_t *perm, const int64_t *sl, int64_t *yd) {
+  gopt_error err = {0};
+  gopt_graph *g = gopt_graph_new("view");
+  gopt_graph_set_opset(g, "", 13);
+  int64_t xd[5] = {V0, V1, V2, V3, V4}, one = 1;
+  int32_t x = tensor(g, "x", GOPT_DT_FLOAT, 5, xd), y = tensor(g, "y", GOPT_DT_UNDEFINED, -1, NULL);
+  gopt_graph_add_input(g, x);
+  if (!strcmp(op, "Transpose")) {
+    int32_t n = node(g, "Transpose", "t", 1, (int32_t[]){x}, y);
+    gopt_node_set_ints(g, n, "perm", perm, 5);
+  } else {
+    int32_t in[5] = {x};
+    const char *names[4] = {"starts", "ends", "axes", "steps"};
+    for (int i = 0; i < 4; i++) in[i + 1] = const_tensor(g, names[i], GOPT_DT_INT64, 1, &one, &sl[i], 8);
+    node(g, "Slice", "s", 5, in, y);
+  }
+  gopt_graph_add_output(g, y);
+  finish(g);
+  float xv[V0 * V1 * V2 * V3 * V4];
+  for (int i = 0; i < V0 * V1 * V2 * V3 * V4; i++) xv[i] = (float)i;
+  gopt_host_tensor in = {.dtype = GOPT_DT_FLOAT, .rank = 5, .dims = {V0, V1, V2, V3, V4}, .data = xv,
+                         .nbytes = sizeof xv};
+  gopt_host_tensor out = {0};
+  CHECK_MSG(run_graph(g, NULL, &in, &out, 1, NULL, &err) == 0, "%s: %s", op, err.msg);
+  for (int i = 0; i < 5; i++) yd[i] = out.dims[i];
+  float *d = out.data;
+  out.data = NULL;
+  gopt_host_tensor_clear(&out);
+  gopt_graph_free(g);
+  return d;
+}
+
+/* How many elements of y (dims yd) differ from x[off + sum i_a st[a]] of x = 0, 1, 2, ..., visiting
+ * every index i of y one by one; 1 when y is NULL (the run failed). */
+static int view_bad(const float *y, const int64_t *yd, const int64_t *st, int64_t off) {
+  int64_t n = yd[0] * yd[1] * yd[2] * yd[3] * yd[4];
+  if (!y) return 1;
+  int bad = 0;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t rem = k, src = off;
+    for (int a = 4; a >= 0; a--) {
+      src += (rem % yd[a]) * st[a];
+      rem /= yd[a];
+    }
+    bad += y[k] != (float)src;
+  }
+  return bad;
+}
+
+/* Transposes (a channel shuffle's 0,2,1,3,4, one that moves the last dim, one that keeps the order)
+ * and Slices (a channel range, a strided one, a reversed one) against loops over every index. */
+static void test_views(void) {
+  static const int64_t perms[3][5] = {{0, 2, 1, 3, 4}, {4, 1, 3, 2, 0}, {0, 1, 2, 3, 4}};
+  const int64_t xs[5] = {V1 * V2 * V3 * V4, V2 * V3 * V4, V3 * V4, V4, 1};
+  for (int p = 0; p < 3; p++) {
+    int64_t yd[5], st[5], off = 0;
+    for (int a = 0; a < 5; a++) st[a] = xs[perms[p][a]];
+    float *y = view_run("Transpose", perms[p], NULL, yd);
+    int bad = view_bad(y, yd, st, off);
+    CHECK_MSG(!bad, "Transpose perm %d: %d elements differ from the index loop", p, bad);
+    free(y);
+  }
+  static const int64_t slices[3][4] = {{1, 4, 2, 1}, {0, 5, 4, 2}, {-1, -100, 2, -2}}; /* starts, ends, axes, steps */
+  for (int q = 0; q < 3; q++) {
+    int64_t yd[5], st[5];
+    const int64_t *sl = slices[q];
+    int64_t dim = (int64_t[]){V0, V1, V2, V3, V4}[sl[2]], s0 = sl[0] < 0 ? sl[0] + dim : sl[0];
+    for (int a = 0; a < 5; a++) st[a] = a == sl[2] ? xs[a] * sl[3] : xs[a];
+    float *y = view_run("Slice", NULL, sl, yd);
+    int bad = view_bad(y, yd, st, s0 * xs[sl[2]]);
+    CHECK_MSG(!bad && yd[sl[2]] == 3, "Slice %d: %d elements differ, %lld along the axis", q, bad,
+              (long long)yd[sl[2]]);
+    free(y);
+  }
+}
+
 int main(void) {
   test_io();
+  test_views();
   test_runtime_shapes();
   test_fusion();
   test_order();

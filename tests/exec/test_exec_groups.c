@@ -18,12 +18,8 @@
 
 #include "check.h"
 #include "exec_graph.h"
-#include "gopt/costdb.h"
-#include "gopt/decisions.h"
-#include "gopt/device.h"
-#include "gopt/exec.h"
+#include "exec_groups.h"
 #include "gopt/ops.h"
-#include "gopt/sim.h"
 
 enum { NB = 2, CI = 4, CO = 6, HW = 6, NX = NB * CI * HW * HW, NY = NB * CO * HW * HW };
 enum { N_CONV, N_RELU, N_ADD, N_MUL, N_SIG, N_K, N_MUL3, N_MM, N_BIAS, N_TANH, N_COUNT };
@@ -76,30 +72,6 @@ static int kind_of(const gopt_graph *g, const int32_t *nodes, const int *idx, in
   return gopt_exec_group_kind(g, mem, n);
 }
 
-/* Runs g (random inputs from seed 3) with the groups (NULL: none); outputs into out[4]; returns
- * the number of steps, -1 on error (message in err). */
-static int run(const gopt_graph *g, const int32_t *group, int layouts, gopt_host_tensor *out, gopt_error *err) {
-  gopt_exec *x = NULL;
-  gopt_exec_opts o = {.threads = 1, .seed = 1, .group = group, .layouts = layouts};
-  int rc = gopt_exec_new(g, &o, &x, NULL, err);
-  if (!rc) rc = gopt_exec_random_inputs(x, 3, err);
-  if (!rc) rc = gopt_exec_run(x, err);
-  for (size_t i = 0; !rc && i < 4; i++) rc = gopt_exec_get_output(x, i, &out[i], err);
-  int steps = rc ? -1 : (int)gopt_exec_n_steps(x);
-  gopt_exec_free(x);
-  return steps;
-}
-
-static double max_diff(const gopt_host_tensor *a, const gopt_host_tensor *b) {
-  double d = 0;
-  for (int i = 0; i < 4; i++) {
-    if (!a[i].data || !b[i].data || a[i].nbytes != b[i].nbytes) return INFINITY;
-    for (size_t j = 0; j < a[i].nbytes / sizeof(float); j++)
-      d = fmax(d, fabs((double)((const float *)a[i].data)[j] - ((const float *)b[i].data)[j]));
-  }
-  return d;
-}
-
 static void clear4(gopt_host_tensor *t) {
   for (int i = 0; i < 4; i++) gopt_host_tensor_clear(&t[i]);
 }
@@ -128,24 +100,7 @@ static void measured_cost(const gopt_graph *g, const int32_t *group, int mode) {
     gopt_cost_entry e;
     CHECK_MSG(gopt_costdb_get(db, gopt_group_signature(g, mem, k), &e), "group %d not in the database", gr);
   }
-  gopt_cluster *c = NULL;
-  gopt_sim *s = NULL;
-  gopt_sim_state *st = NULL;
-  gopt_decisions d;
-  gopt_decisions_init(&d, g);
-  d.group = (int32_t *)group;
-  d.n_groups = 3;
-  gopt_sim_opts so = {.costs = GOPT_SIM_COSTS_MEASURED, .costdb = db};
-  gopt_sim_result r = {0};
-  CHECK(gopt_cluster_parse("host", &c, &err) == 0 && c->devices[0].measured);
-  CHECK_MSG(c && gopt_sim_new(g, c, &so, &s, &err) == 0 && (st = gopt_sim_state_new(s)) &&
-                gopt_sim_state_apply(st, &d, &err) == 0 && gopt_sim_evaluate(st, &r, &err) == 0,
-            "%s", err.msg);
-  CHECK_MSG(fabs(r.step_time - sum) <= 1e-9 + 1e-6 * sum, "simulated %g s, measured steps sum to %g s", r.step_time,
-            sum);
-  gopt_sim_state_free(st);
-  gopt_sim_free(s);
-  gopt_cluster_free(c);
+  groups_check_sim(g, db, (int32_t *)group, 3, sum);
   gopt_exec_profile_clear(&p);
   gopt_exec_free(x);
   gopt_costdb_free(db);
@@ -179,15 +134,15 @@ int main(void) {
   gopt_error err = {0};
   for (int lay = 0; lay < 2; lay++) {
     gopt_host_tensor ref[4] = {{0}}, got[4] = {{0}};
-    int s0 = run(g, NULL, lay, ref, &err);
+    int s0 = groups_run(g, NULL, lay, 3, ref, 4, &err);
     CHECK_MSG(s0 > 0, "unfused (%s): %s", lay ? "auto" : "plain", err.msg);
-    int s1 = run(g, group, lay, got, &err);
+    int s1 = groups_run(g, group, lay, 3, got, 4, &err);
     CHECK_MSG(s1 > 0, "fused (%s): %s", lay ? "auto" : "plain", err.msg);
     /* 10 nodes: conv chain 1 step, loop 1, k 1, mul3 1, matmul chain 1 */
     CHECK_EQ_INT(s1, 5);
     /* plain unfused: one step per node; auto unfused: the pass makes both chains itself */
     CHECK_EQ_INT(s0, lay ? 6 : 10);
-    double d = max_diff(ref, got);
+    double d = groups_max_diff(ref, got, 4);
     /* auto: the chains are the same oneDNN primitives either way, but unfused the lone Sigmoid
      * runs as oneDNN's eltwise primitive under the layout pass and fused inside the group's loop
      * (gopt's own sigmoid): the two agree to the last bits of a float, not bitwise */
@@ -202,7 +157,7 @@ int main(void) {
   for (size_t i = 0; i < g->nodes.n; i++) group[i] = -1;
   group[nd[N_CONV]] = group[nd[N_RELU]] = group[nd[N_ADD]] = group[nd[N_MUL]] = 0; /* a chain and a Mul */
   gopt_host_tensor o[4] = {{0}};
-  CHECK_MSG(run(g, group, GOPT_EXEC_LAYOUT_AUTO, o, &err) < 0 && err.code == GOPT_EUNSUP &&
+  CHECK_MSG(groups_run(g, group, GOPT_EXEC_LAYOUT_AUTO, 3, o, 4, &err) < 0 && err.code == GOPT_EUNSUP &&
                 strstr(err.msg, "fusion group 0"), "%d %s", err.code, err.msg);
   clear4(o);
   free(group);

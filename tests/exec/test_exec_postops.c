@@ -17,7 +17,7 @@
 
 #include "check.h"
 #include "exec_graph.h"
-#include "gopt/exec.h"
+#include "exec_groups.h"
 #include "gopt/ops.h"
 
 enum { N_MM1, N_B1, N_DIV, N_ERF, N_ADD1, N_MULX, N_HALF, N_MM2, N_B2, N_GAM, N_RES, N_R, N_CONV, N_MC,
@@ -91,15 +91,7 @@ static int kind_of(const gopt_graph *g, const int32_t *nd, const int *idx, int n
 /* Runs g under the layout pass (random inputs from seed 5) with the groups (NULL: none); outputs
  * into out[3]; returns the number of steps, -1 on error. */
 static int run(const gopt_graph *g, const int32_t *group, gopt_host_tensor *out, gopt_error *err) {
-  gopt_exec *x = NULL;
-  gopt_exec_opts o = {.threads = 1, .seed = 1, .group = group, .layouts = GOPT_EXEC_LAYOUT_AUTO};
-  int rc = gopt_exec_new(g, &o, &x, NULL, err);
-  if (!rc) rc = gopt_exec_random_inputs(x, 5, err);
-  if (!rc) rc = gopt_exec_run(x, err);
-  for (size_t i = 0; !rc && i < 3; i++) rc = gopt_exec_get_output(x, i, &out[i], err);
-  int steps = rc ? -1 : (int)gopt_exec_n_steps(x);
-  gopt_exec_free(x);
-  return steps;
+  return groups_run(g, group, GOPT_EXEC_LAYOUT_AUTO, 5, out, 3, err);
 }
 
 static double out_diff(const gopt_host_tensor *a, const gopt_host_tensor *b) {

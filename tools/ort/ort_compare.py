@@ -54,7 +54,8 @@ def case_inputs(case):
     return model, arrs
 
 
-def run_ort(model, arrs, work, threads=1, reps=0):
+def write_inputs(model, arrs, work):
+    """Writes arrs as ort_run.js's IN.json (returned) and one raw file per input, in WORK."""
     spec = {"inputs": {}}
     for i, (name, a) in enumerate(arrs.items()):
         typ = NP2ORT.get(a.dtype.type)
@@ -66,6 +67,11 @@ def run_ort(model, arrs, work, threads=1, reps=0):
     inp = os.path.join(work, "in.json")
     with open(inp, "w") as fh:
         json.dump(spec, fh)
+    return inp
+
+
+def run_ort(model, arrs, work, threads=1, reps=0):
+    inp = write_inputs(model, arrs, work)
     out = os.path.join(work, "ort_out")
     cmd = ["node", RUN, model, inp, out, "--threads", str(threads)] + (["--time", str(reps)] if reps else [])
     p = subprocess.run(cmd, capture_output=True, text=True)

@@ -3,12 +3,15 @@
 // into .deps/node (or found through NODE_PATH).
 //
 //   node tools/ort/ort_run.js MODEL.onnx IN.json OUT_DIR [--threads N] [--time REPS]
+//   node tools/ort/ort_run.js MODEL.onnx IN.json OUT_DIR [--threads N] --paced WARMUP
 //
 // IN.json: {"inputs": {"<name>": {"type": "float32", "dims": [1, 3], "file": "x.bin"}, ...}}
 // (raw little-endian data; relative files are relative to IN.json; types: float32, float64,
 // int8, uint8, int16, uint16, int32, int64, bool). Writes OUT_DIR/outputs.json in the same form
 // with one .bin per output, plus "seconds" (median of REPS timed runs after one warm-up) when
-// --time is given. Any error: one line on stderr and exit 1.
+// --time is given. --paced: no outputs; WARMUP runs, then "ready" on stdout, then for every line
+// read on stdin one run and its wall and CPU seconds (process.cpuUsage: every thread) printed (bench/exec/pair_time.py alternates these
+// runs with gopt's `run --time --paced`); ends at EOF. Any error: one line on stderr and exit 1.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -58,17 +61,35 @@ function readInputs(ort, inPath) {
   return feeds;
 }
 
+// --paced: WARMUP runs, "ready", then one timed run per stdin line (its wall and CPU seconds printed).
+async function runPaced(session, feeds, warmup, model) {
+  try {
+    for (let r = 0; r < warmup; r++) await session.run(feeds);
+    process.stdout.write('ready\n');
+    const rl = require('readline').createInterface({ input: process.stdin });
+    for await (const _ of rl) { // eslint-disable-line no-unused-vars
+      const c0 = process.cpuUsage(), t0 = process.hrtime.bigint();
+      await session.run(feeds);
+      const wall = Number(process.hrtime.bigint() - t0) / 1e9, c = process.cpuUsage(c0);
+      process.stdout.write(`${wall.toFixed(9)} ${((c.user + c.system) / 1e6).toFixed(9)}\n`);
+    }
+  } catch (e) {
+    fail(`${model}: run: ${String(e.message).split('\n')[0]}`);
+  }
+}
+
 async function main() {
   const args = process.argv.slice(2);
-  let threads = 1, reps = 0;
+  let threads = 1, reps = 0, paced = -1;
   const pos = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--threads') threads = parseInt(args[++i], 10);
     else if (args[i] === '--time') reps = parseInt(args[++i], 10);
+    else if (args[i] === '--paced') paced = parseInt(args[++i], 10);
     else pos.push(args[i]);
   }
-  if (pos.length !== 3 || !(threads >= 1) || !(reps >= 0))
-    fail('usage: ort_run.js MODEL.onnx IN.json OUT_DIR [--threads N] [--time REPS]');
+  if (pos.length !== 3 || !(threads >= 1) || !(reps >= 0) || (paced !== -1 && !(paced >= 0)))
+    fail('usage: ort_run.js MODEL.onnx IN.json OUT_DIR [--threads N] [--time REPS | --paced WARMUP]');
   const [model, inPath, outDir] = pos;
   const ort = loadOrt();
   let session;
@@ -81,6 +102,7 @@ async function main() {
     fail(`${model}: ${String(e.message).split('\n')[0]}`);
   }
   const feeds = readInputs(ort, inPath);
+  if (paced >= 0) return runPaced(session, feeds, paced, model);
   let results;
   try {
     results = await session.run(feeds);

@@ -1,0 +1,294 @@
+/* test_segment.c: the segment-level placement head (learn_segment.c). On a chain of MatMuls whose
+ * weights do not fit one device, with device 1 twice as fast as device 0, the best contiguous split
+ * is found by brute force over every split point and both device orders; the head's clusters can
+ * represent it (no cluster straddles the cut), and after a short fixed-seed PPO run its greedy
+ * placement scores exactly like it, while the per-node head (independent per-node sampling, the
+ * head of version-1 policies) trained with the same budget and seeds does not reach it. Also:
+ * placement fine-tuning never ends worse than the best baseline (the searches' start is a candidate);
+ * clusters on a fork keep each branch consecutive, samples are valid, and policy files keep the
+ * head (a version-1 file loads with the per-node head; an unknown version is one line). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "gopt/learn.h"
+#include "gopt/task.h"
+#include "gopt/util.h"
+#include "learn/learn_internal.h"
+
+#define N_CHAIN 24
+#define N_CLUSTERS 8
+#define K_CHAIN 16384
+
+/* x[8,K] -> MatMul(W_i[K,K]) x n, every weight K*K floats. */
+static gopt_graph *matmul_chain(int n, int64_t k) {
+  gopt_graph *g = gopt_graph_new("chain");
+  int64_t d[2] = {8, k}, w[2] = {k, k};
+  int32_t prev = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 2, d, NULL);
+  gopt_graph_add_input(g, prev);
+  char nm[32];
+  for (int i = 0; i < n; i++) {
+    snprintf(nm, sizeof nm, "W%d", i);
+    int32_t W = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, 2, w, NULL);
+    gopt_tensor_set_const(g, W, NULL, (size_t)(k * k * 4), NULL);
+    g->tensors.a[W].flags |= GOPT_T_PARAM;
+    snprintf(nm, sizeof nm, "m%d", i);
+    int32_t t = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, 2, d, NULL);
+    int32_t in[2] = {prev, W};
+    gopt_graph_add_node(g, "MatMul", nm, 2, in, 1, &t, NULL);
+    prev = t;
+  }
+  gopt_graph_add_output(g, prev);
+  return g;
+}
+
+typedef struct fix { gopt_graph *g; gopt_cluster *c; gopt_env *e; } fix;
+
+/* 2xV100-nvlink with device 1 twice as fast (FLOP/s, memory bandwidth, the GPU model's terms). */
+static int fix_make(fix *f, gopt_graph *g) {
+  gopt_error err = {0};
+  memset(f, 0, sizeof *f);
+  f->g = g;
+  gopt_env_opts o = {.task = GOPT_TASK_PLACEMENT, .threads = 2};
+  int rc = gopt_cluster_parse("2xV100-nvlink", &f->c, &err);
+  if (!rc) {
+    gopt_device *d1 = &f->c->devices[1];
+    for (int t = 0; t < GOPT_DT_COUNT; t++) d1->peak_flops[t] *= 2;
+    d1->mem_bw *= 2;
+    if (d1->gpu_model) gopt_gpu_scale(d1->gpu_coef, 1, 1, 1, 2, 2, 1, d1->gpu_coef);
+  }
+  rc = rc ? rc : gopt_env_new(f->g, f->c, &o, &f->e, &err);
+  CHECK_MSG(rc == 0, "%s", err.msg);
+  return rc;
+}
+
+static void fix_free(fix *f) {
+  gopt_env_free(f->e);
+  gopt_cluster_free(f->c);
+  gopt_graph_free(f->g);
+}
+
+static void eval1(gopt_env *e, const double *x, gopt_env_result *r) {
+  gopt_error err = {0};
+  CHECK_MSG(gopt_env_evaluate_batch(e, x, 1, r, &err) == 0, "%s", err.msg);
+}
+
+/* Nodes in chain order are variables 0..n-1 (one device variable per node, added in order). */
+static void split_x(double *x, int n, int cut, int first) {
+  for (int i = 0; i < n; i++) x[i] = i < cut ? first : 1 - first;
+}
+
+/* Trains a fresh placement policy with the given cluster count and returns its greedy result. */
+static void train_greedy(gopt_env *e, int clusters, gopt_env_result *r0, gopt_env_result *r1, double *best_sampled) {
+  gopt_error err = {0};
+  gopt_learn_arch a = {.clusters = clusters};
+  gopt_policy *p = NULL;
+  size_t nv = gopt_env_nvars(e);
+  double *x = calloc(nv, sizeof *x);
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, &a, 1, &p, &err) == 0);
+  CHECK_EQ_INT(gopt_policy_arch(p).clusters, clusters);
+  CHECK(gopt_policy_decide(p, e, 1, 1, 0, x, &err) == 0);
+  eval1(e, x, r0);
+  gopt_learn_train_opts o = {.iters = 40, .seed = 3, .graphs_per_iter = 1, .samples = 16};
+  gopt_learn_train_result tr;
+  const char *name = "chain";
+  CHECK_MSG(gopt_learn_train(p, &e, &name, 1, &o, &tr, &err) == 0, "%s", err.msg);
+  CHECK(gopt_policy_decide(p, e, 1, 1, 0, x, &err) == 0);
+  eval1(e, x, r1);
+  /* p->best: the best objective sampled during training (trainer state) */
+  *best_sampled = p->best[0];
+  free(x);
+  gopt_policy_free(p);
+}
+
+static void test_chain_split(void) {
+  fix f;
+  if (fix_make(&f, matmul_chain(N_CHAIN, K_CHAIN))) return;
+  size_t nv = gopt_env_nvars(f.e);
+  CHECK_EQ_INT(nv, N_CHAIN);
+  double *x = calloc(nv, sizeof *x);
+  gopt_env_result best = {0}, r;
+  int best_cut = -1, have = 0;
+  for (int first = 0; first < 2; first++)
+    for (int cut = 0; cut <= N_CHAIN; cut++) {
+      split_x(x, N_CHAIN, cut, first);
+      eval1(f.e, x, &r);
+      if (!have || gopt_env_result_better(&r, &best)) best = r, best_cut = cut, have = 1;
+    }
+  fprintf(stderr, "segment: best contiguous split after %d of %d nodes, %.6g s (feasible %d)\n", best_cut, N_CHAIN,
+          best.objective, best.feasible);
+  CHECK(best.feasible && best_cut > 0 && best_cut < N_CHAIN);
+  split_x(x, N_CHAIN, N_CHAIN / 2, 0);
+  eval1(f.e, x, &r);
+  CHECK(gopt_env_result_better(&best, &r)); /* the balanced split (the pipeline prior) is not optimal */
+
+  /* the head's clusters: N_CLUSTERS equal runs of the chain; none straddles the optimal cut */
+  gopt_error err = {0};
+  gopt_learn_arch a = {.clusters = N_CLUSTERS};
+  gopt_policy *p = NULL;
+  learn_graph *g = NULL;
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, &a, 1, &p, &err) == 0);
+  CHECK(learn_graph_for(p, f.e, &g, &err) == 0);
+  if (g) {
+    CHECK_EQ_INT(g->n_seg, N_CLUSTERS);
+    for (int64_t v = 1; v < g->nk[GOPT_VAR_DEVICE]; v++)
+      CHECK(g->var_seg[v] >= g->var_seg[v - 1]);
+    CHECK(g->var_seg[best_cut] != g->var_seg[best_cut - 1]);
+  }
+  learn_graph_free(g);
+  gopt_policy_free(p);
+
+  gopt_env_result s0, s1, n0, n1;
+  double s_best, n_best;
+  train_greedy(f.e, N_CLUSTERS, &s0, &s1, &s_best);
+  train_greedy(f.e, -1, &n0, &n1, &n_best);
+  fprintf(stderr, "segment head: untrained %.6g, trained %.6g (best sampled %.6g); per-node head: untrained %.6g, "
+          "trained %.6g (best sampled %.6g); optimum %.6g\n", s0.objective, s1.objective, s_best, n0.objective,
+          n1.objective, n_best, best.objective);
+  CHECK(gopt_env_result_cmp(&s1, &best) == 0);   /* the segment head reaches the optimum */
+  CHECK(gopt_env_result_better(&s1, &s0));
+  CHECK(gopt_env_result_better(&best, &n1));     /* the per-node head does not */
+  free(x);
+  fix_free(&f);
+}
+
+/* Rewrites a policy file's format version (and its checksum). */
+static void set_file_version(const char *path, uint32_t ver) {
+  void *buf = NULL;
+  size_t n = 0;
+  gopt_error err = {0};
+  CHECK(gopt_file_read(path, &buf, &n, &err) == 0 && n > 24);
+  if (!buf || n <= 24) { free(buf); return; }
+  unsigned char *d = buf;
+  memcpy(d + 8, &ver, 4);
+  uint64_t h = gopt_hash_bytes(d, n - 8, 0);
+  memcpy(d + n - 8, &h, 8);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(d, 1, n, f) == n);
+  if (f) fclose(f);
+  free(buf);
+}
+
+/* The head survives save/load (same decisions); a version-1 file (no place_head line) loads with
+ * the per-node head; a file from a newer format is refused with one line naming it. */
+static void test_files(void) {
+  gopt_graph *g = matmul_chain(6, 1024);
+  fix f;
+  if (fix_make(&f, g)) return;
+  gopt_error err = {0};
+  char path[128];
+  snprintf(path, sizeof path, "/tmp/gopt_test_segment_%d.gpol", (int)getpid());
+  size_t nv = gopt_env_nvars(f.e);
+  double *xa = calloc(4 * nv, sizeof *xa), *xb = calloc(4 * nv, sizeof *xb);
+  gopt_policy *p = NULL, *q = NULL;
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 7, &p, &err) == 0);
+  CHECK_EQ_INT(gopt_policy_arch(p).clusters, 64); /* the default for placement */
+  CHECK(gopt_policy_decide(p, f.e, 1, 4, 5, xa, &err) == 0);
+  CHECK(gopt_policy_save(p, path, &err) == 0);
+  CHECK_MSG(gopt_policy_load(path, GOPT_TASK_PLACEMENT, &q, &err) == 0, "%s", err.msg);
+  if (q) {
+    CHECK_EQ_INT(gopt_policy_arch(q).clusters, 64);
+    CHECK(gopt_policy_decide(q, f.e, 1, 4, 5, xb, &err) == 0);
+    CHECK(memcmp(xa, xb, 4 * nv * sizeof *xa) == 0);
+  }
+  gopt_policy_free(p);
+  gopt_policy_free(q);
+  q = NULL;
+  gopt_learn_arch node = {.clusters = -1};
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, &node, 7, &p, &err) == 0);
+  CHECK(gopt_policy_save(p, path, &err) == 0);
+  set_file_version(path, 1);
+  CHECK_MSG(gopt_policy_load(path, GOPT_TASK_PLACEMENT, &q, &err) == 0, "%s", err.msg);
+  if (q) CHECK_EQ_INT(gopt_policy_arch(q).clusters, -1);
+  CHECK_EQ_INT(gopt_policy_param_count(q ? q : p), gopt_policy_param_count(p));
+  gopt_policy_free(q);
+  q = NULL;
+  set_file_version(path, GOPT_LEARN_FILE_VERSION + 1);
+  CHECK(gopt_policy_load(path, GOPT_TASK_PLACEMENT, &q, &err) != 0);
+  CHECK(strstr(err.msg, path) && strstr(err.msg, "version") && !strchr(err.msg, '\n'));
+  gopt_policy_free(p);
+  unlink(path);
+  free(xa);
+  free(xb);
+  fix_free(&f);
+}
+
+/* On a fork (x -> two branches of 4 Muls -> add), the depth-first order keeps each branch
+ * consecutive (Kahn's order, the rows', alternates between them), so with 2 clusters no cluster
+ * holds nodes of both branches and the head can put the branches on different devices (m-ETF's
+ * branch interleaving) with one decision each. Boundaries fall by weight, not at branch starts:
+ * with 3 clusters of 3 nodes one would straddle. */
+static void test_fork_clusters(void) {
+  gopt_graph *g = gopt_graph_new("fork");
+  int64_t d[2] = {64, 64};
+  int32_t x = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 2, d, NULL), br[2];
+  gopt_graph_add_input(g, x);
+  char nm[32];
+  for (int b = 0; b < 2; b++) {
+    int32_t prev = x;
+    for (int i = 0; i < 4; i++) {
+      snprintf(nm, sizeof nm, "b%d_%d", b, i);
+      int32_t t = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, 2, d, NULL);
+      int32_t in[2] = {prev, prev};
+      gopt_graph_add_node(g, "Mul", nm, 2, in, 1, &t, NULL);
+      prev = t;
+    }
+    br[b] = prev;
+  }
+  int32_t y = gopt_graph_add_tensor(g, "y", GOPT_DT_FLOAT, 2, d, NULL);
+  gopt_graph_add_node(g, "Add", "join", 2, br, 1, &y, NULL);
+  gopt_graph_add_output(g, y);
+  fix f;
+  if (fix_make(&f, g)) return;
+  gopt_error err = {0};
+  learn_graph *lg = NULL;
+  CHECK(learn_graph_new(f.e, &lg, &err) == 0);
+  CHECK(lg && learn_graph_segment(lg, f.e, 2, &err) == 0);
+  if (lg) {
+    /* node ids: branch b's i-th Mul is node 4b+i, the join node 8; rows are Kahn's order */
+    const gopt_env_var *vars = gopt_env_vars(f.e);
+    int seg_of_node[9];
+    for (int64_t v = 0; v < lg->nk[GOPT_VAR_DEVICE]; v++) seg_of_node[vars[lg->var[GOPT_VAR_DEVICE][v]].node] = lg->var_seg[v];
+    CHECK_EQ_INT(lg->n_seg, 2);
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++) CHECK(seg_of_node[i] != seg_of_node[4 + j]);
+  }
+  learn_graph_free(lg);
+  fix_free(&f);
+}
+
+/* Placement fine-tuning takes the searches' start (the best of the default and the baselines) as a
+ * candidate inside its budget: never worse than the best baseline, exactly 17 + N evaluations. */
+static void test_finetune_start(void) {
+  fix f;
+  if (fix_make(&f, matmul_chain(N_CHAIN, K_CHAIN))) return;
+  gopt_error err = {0};
+  gopt_policy *p = NULL;
+  gopt_env_result ref;
+  size_t nv = gopt_env_nvars(f.e);
+  double *x = calloc(nv, sizeof *x);
+  CHECK(gopt_learn_reference(f.e, &ref, NULL, &err) == 0);
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 4, &p, &err) == 0);
+  gopt_learn_opt_opts o = {.samples = 16, .finetune_evals = 24, .seed = 2};
+  gopt_search_result res;
+  CHECK_MSG(gopt_learn_optimize(p, f.e, &o, x, &res, &err) == 0, "%s", err.msg);
+  CHECK_EQ_INT(res.evals, 17 + 24);
+  CHECK(gopt_env_result_cmp(&res.best, &ref) <= 0);
+  gopt_env_result r;
+  eval1(f.e, x, &r);
+  CHECK(gopt_env_result_cmp(&r, &res.best) == 0);
+  free(x);
+  gopt_policy_free(p);
+  fix_free(&f);
+}
+
+int main(void) {
+  test_finetune_start();
+  test_chain_split();
+  test_files();
+  test_fork_clusters();
+  return check_exit("test_segment");
+}
