@@ -20,27 +20,7 @@
 #include "gopt/task.h"
 #include "gopt/zoo.h"
 
-/* x[8,K] -> MatMul(W_i[K,K]) x n: each weight takes frac of a device's memory. */
-static gopt_graph *matmul_chain(int n, int64_t k) {
-  gopt_graph *g = gopt_graph_new("chain");
-  int64_t d[2] = {8, k}, w[2] = {k, k};
-  int32_t prev = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 2, d, NULL);
-  gopt_graph_add_input(g, prev);
-  char nm[32];
-  for (int i = 0; i < n; i++) {
-    snprintf(nm, sizeof nm, "W%d", i);
-    int32_t W = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, 2, w, NULL);
-    gopt_tensor_set_const(g, W, NULL, (size_t)(k * k * 4), NULL);
-    g->tensors.a[W].flags |= GOPT_T_PARAM;
-    snprintf(nm, sizeof nm, "m%d", i);
-    int32_t t = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, 2, d, NULL);
-    int32_t in[2] = {prev, W};
-    gopt_graph_add_node(g, "MatMul", nm, 2, in, 1, &t, NULL);
-    prev = t;
-  }
-  gopt_graph_add_output(g, prev);
-  return g;
-}
+#include "learn_test_chain.h"
 
 typedef struct fix { gopt_graph *g; gopt_cluster *c; gopt_env *e; } fix;
 
@@ -91,7 +71,7 @@ static int x_valid(const gopt_env *e, const double *x) {
 static void test_ppo_learns(void) {
   int n = 6;
   fix f;
-  if (fix_make2(&f, matmul_chain(n, 4096), "2xV100-nvlink", GOPT_TASK_PLACEMENT, 1)) return;
+  if (fix_make2(&f, learn_test_matmul_chain(n, 4096), "2xV100-nvlink", GOPT_TASK_PLACEMENT, 1)) return;
   size_t nv = gopt_env_nvars(f.e);
   CHECK_EQ_INT(nv, n);
   /* brute force over all 2^n placements */
@@ -137,7 +117,7 @@ static void test_ppo_learns(void) {
 /* Imitation only: the greedy placement scores like the best baseline, which splits the chain. */
 static void test_imitation(void) {
   fix f;
-  if (fix_make2(&f, matmul_chain(8, 32768), "4xV100-nvlink", GOPT_TASK_PLACEMENT, 0)) return;
+  if (fix_make2(&f, learn_test_matmul_chain(8, 32768), "4xV100-nvlink", GOPT_TASK_PLACEMENT, 0)) return;
   size_t nv = gopt_env_nvars(f.e);
   double *x = calloc(nv, sizeof *x);
   gopt_error err = {0};

@@ -19,31 +19,11 @@
 #include "gopt/util.h"
 #include "learn/learn_internal.h"
 
+#include "learn_test_chain.h"
+
 #define N_CHAIN 24
 #define N_CLUSTERS 8
 #define K_CHAIN 16384
-
-/* x[8,K] -> MatMul(W_i[K,K]) x n, every weight K*K floats. */
-static gopt_graph *matmul_chain(int n, int64_t k) {
-  gopt_graph *g = gopt_graph_new("chain");
-  int64_t d[2] = {8, k}, w[2] = {k, k};
-  int32_t prev = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 2, d, NULL);
-  gopt_graph_add_input(g, prev);
-  char nm[32];
-  for (int i = 0; i < n; i++) {
-    snprintf(nm, sizeof nm, "W%d", i);
-    int32_t W = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, 2, w, NULL);
-    gopt_tensor_set_const(g, W, NULL, (size_t)(k * k * 4), NULL);
-    g->tensors.a[W].flags |= GOPT_T_PARAM;
-    snprintf(nm, sizeof nm, "m%d", i);
-    int32_t t = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, 2, d, NULL);
-    int32_t in[2] = {prev, W};
-    gopt_graph_add_node(g, "MatMul", nm, 2, in, 1, &t, NULL);
-    prev = t;
-  }
-  gopt_graph_add_output(g, prev);
-  return g;
-}
 
 typedef struct fix { gopt_graph *g; gopt_cluster *c; gopt_env *e; } fix;
 
@@ -106,7 +86,7 @@ static void train_greedy(gopt_env *e, int clusters, gopt_env_result *r0, gopt_en
 
 static void test_chain_split(void) {
   fix f;
-  if (fix_make(&f, matmul_chain(N_CHAIN, K_CHAIN))) return;
+  if (fix_make(&f, learn_test_matmul_chain(N_CHAIN, K_CHAIN))) return;
   size_t nv = gopt_env_nvars(f.e);
   CHECK_EQ_INT(nv, N_CHAIN);
   double *x = calloc(nv, sizeof *x);
@@ -175,7 +155,7 @@ static void set_file_version(const char *path, uint32_t ver) {
 /* The head survives save/load (same decisions); a version-1 file (no place_head line) loads with
  * the per-node head; a file from a newer format is refused with one line naming it. */
 static void test_files(void) {
-  gopt_graph *g = matmul_chain(6, 1024);
+  gopt_graph *g = learn_test_matmul_chain(6, 1024);
   fix f;
   if (fix_make(&f, g)) return;
   gopt_error err = {0};
@@ -264,7 +244,7 @@ static void test_fork_clusters(void) {
  * candidate inside its budget: never worse than the best baseline, exactly 17 + N evaluations. */
 static void test_finetune_start(void) {
   fix f;
-  if (fix_make(&f, matmul_chain(N_CHAIN, K_CHAIN))) return;
+  if (fix_make(&f, learn_test_matmul_chain(N_CHAIN, K_CHAIN))) return;
   gopt_error err = {0};
   gopt_policy *p = NULL;
   gopt_env_result ref;
