@@ -135,34 +135,35 @@ print(f"\nReached BRKGA-{b2 // 1000}K within {b2 // 15} evaluations on {n_ok} of
       + f". {n_ok - n_ft} of them already with the 17 zero-shot evaluations (the zero-shot decision is as good as "
       f"BRKGA-{b2 // 1000}K, often because neither beats the best baseline), {n_ft} only after fine-tuning.\n")
 
-print("### Placement: improvement over the expert, METIS and m-ETF (GO: 21% over experts, 18% over HDP)\n")
-print("(baseline - go) / baseline step time; positive = go faster. Fine-tuned = the 5K run's go row.\n")
-print("| graph @ cluster | go vs expert | go vs METIS | go vs m-ETF | fine-tuned vs expert | fine-tuned vs METIS | fine-tuned vs m-ETF |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
-imp = {k: [] for k in ("expert", "metis", "m_etf", "f_expert", "f_metis", "f_m_etf")}
-for cl, g, rid, c1, c5 in runs.get("placement", []):
-    if not c1:
-        continue
-    go0 = (by(c1, method="go") or [None])[0]
-    gof = (by(c5, method="go") or [None])[0] if c5 else None
-    cells = []
-    for pre, go in (("", go0), ("f_", gof)):
-        for b in ("expert", "metis", "m_etf"):
-            br = (by(c1, method=b) or [None])[0]
-            if not go or not br or not go["feasible"]:
-                cells.append("-")
-                continue
-            v = (br["objective"] - go["objective"]) / br["objective"] * 100 if br["feasible"] else float("inf")
-            imp[pre + b].append(v)
-            cells.append(f"{v:+.1f}%" if math.isfinite(v) else "baseline over memory")
-    print(f"| {g} @ {cl} | " + " | ".join(cells) + " |")
 def mean(xs):
     xs = [x for x in xs if math.isfinite(x)]
     return sum(xs) / len(xs) if xs else float("nan")
 
 
-
-print("| **mean** | " + " | ".join(f"{mean(imp[k]):+.1f}%" for k in imp) + " |\n")
+imp = {k: [] for k in ("expert", "metis", "m_etf", "f_expert", "f_metis", "f_m_etf")}
+# the placement table only where placement ran (TASKS="fusion joint" has no rows to average)
+if runs.get("placement"):
+    print("### Placement: improvement over the expert, METIS and m-ETF (GO: 21% over experts, 18% over HDP)\n")
+    print("(baseline - go) / baseline step time; positive = go faster. Fine-tuned = the 5K run's go row.\n")
+    print("| graph @ cluster | go vs expert | go vs METIS | go vs m-ETF | fine-tuned vs expert | fine-tuned vs METIS | fine-tuned vs m-ETF |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for cl, g, rid, c1, c5 in runs.get("placement", []):
+        if not c1:
+            continue
+        go0 = (by(c1, method="go") or [None])[0]
+        gof = (by(c5, method="go") or [None])[0] if c5 else None
+        cells = []
+        for pre, go in (("", go0), ("f_", gof)):
+            for b in ("expert", "metis", "m_etf"):
+                br = (by(c1, method=b) or [None])[0]
+                if not go or not br or not go["feasible"]:
+                    cells.append("-")
+                    continue
+                v = (br["objective"] - go["objective"]) / br["objective"] * 100 if br["feasible"] else float("inf")
+                imp[pre + b].append(v)
+                cells.append(f"{v:+.1f}%" if math.isfinite(v) else "baseline over memory")
+        print(f"| {g} @ {cl} | " + " | ".join(cells) + " |")
+    print("| **mean** | " + " | ".join(f"{mean(imp[k]):+.1f}%" for k in imp) + " |\n")
 
 print("### Inference time (zero-shot go: forward pass, 17 decodes and their evaluations)\n")
 print("| task | graph @ cluster | nodes | seconds |")
