@@ -30,6 +30,8 @@ const char *gopt_version(void);
 
 /* Monotonic wall time in seconds. */
 double gopt_now(void);
+/* The median of v[0..n) (sorts v in place); NAN when n is 0. */
+double gopt_median(double *v, size_t n);
 /* Peak resident set size of this process in bytes (0 when unknown). */
 size_t gopt_peak_rss(void);
 

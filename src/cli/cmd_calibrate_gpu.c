@@ -33,18 +33,6 @@ static const double weight_grid[] = {6, 8, 10, 12, 15, 20, 30};
 #define GPU_MAX_FILES 8
 #define WEIGHT_GRID_N ((int)(sizeof weight_grid / sizeof *weight_grid))
 
-/* Median of v[0..n) (sorts v). */
-static double median(double *v, size_t n) {
-  if (!n) return NAN;
-  for (size_t i = 1; i < n; i++)
-    for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Per layer class: median |error| of the fitted predictions of the layer rows (fwd and fwd+bwd). */
 static void class_table(const gopt_gpu_data *d, const double *coef) {
   char seen[64][48];
@@ -71,7 +59,7 @@ static void class_table(const gopt_gpu_data *d, const double *coef) {
         e[n++] = fabs(gopt_gpu_time(coef, r->phi) / r->seconds - 1) * 100;
       }
       cnt[w] = n;
-      med[w] = median(e, n);
+      med[w] = gopt_median(e, n);
     }
     printf("| %s | %zu / %zu | %.1f %% | %.1f %% |\n", k < ns ? seen[k] : "**all layers**", cnt[0],
            cnt[1], med[0], med[1]);
@@ -138,7 +126,7 @@ static int loo(const gopt_gpu_data *d, double mw, gopt_error *err) {
           n++;
         }
       double tau = gopt_sim_kendall_tau(x, y, n);
-      printf("| %s | %zu | %.1f %% | %.3f | %.3f |\n", col[c], n, median(e, n), tau,
+      printf("| %s | %zu | %.1f %% | %.3f | %.3f |\n", col[c], n, gopt_median(e, n), tau,
              n ? exp(lg / (double)n) : NAN);
     }
   }

@@ -62,17 +62,6 @@ static int exists(const char *p) {
   return stat(p, &st) == 0;
 }
 
-static int by_value(const void *a, const void *b) {
-  const double *x = a, *y = b;
-  return (*x > *y) - (*x < *y);
-}
-
-/* The median of v[0..n) (n >= 1; v is sorted in place). */
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, by_value);
-  int h = n / 2;
-  return n & 1 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
 
 /* The shipped rules.json: $GOPT_RULES, else rules/rules.json where gopt_find_shipped looks. */
 int cli_rewrite_find_rules(char *buf, size_t n) {
@@ -260,8 +249,8 @@ static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, i
     n++;
   }
   if (n > 0) {
-    t[0] = median(v[0], n);
-    t[1] = median(v[1], n);
+    t[0] = gopt_median(v[0], (size_t)n);
+    t[1] = gopt_median(v[1], (size_t)n);
   }
   char cmd[1300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -365,8 +354,8 @@ static void measure_pair(const gopt_graph *a, const gopt_graph *b, uint64_t seed
     }
   for (int k = 0; k < 2; k++) {
     if (ok[k]) {
-      t[k] = median(v[k], MEASURE_REPS);
-      cpu[k] = median(c[k], MEASURE_REPS);
+      t[k] = gopt_median(v[k], (size_t)MEASURE_REPS);
+      cpu[k] = gopt_median(c[k], (size_t)MEASURE_REPS);
     }
     gopt_exec_free(x[k]);
   }

@@ -714,7 +714,8 @@ int ex_group_chain_ok(const gopt_graph *g, const int32_t *mem, int n_mem) {
   ex_chain ch;
   ex_unit u = {NULL, mem, n_mem};
   if (h < 0) { /* the layout pass's pairings: exactly a BatchNorm and its Relu, a zero Pad and its pool */
-    for (int i = 0; i < n_mem && n_mem == 2; i++)
+    if (n_mem != 2) return 0;
+    for (int i = 0; i < n_mem; i++)
       if (bn_chain_build(&x, &ch, mem[i], &u) || pool_chain_build(&x, &ch, mem[i], &u)) return 1;
     return 0;
   }

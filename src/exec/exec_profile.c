@@ -13,15 +13,6 @@
 #include "exec/exec_internal.h"
 #include "gopt/util.h"
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* CPU seconds the process has used (every thread). */
 static double cpu_now(void) {
@@ -69,7 +60,7 @@ static double context_median(const gopt_exec *x, const double *ctx, int reps, si
   for (size_t q = s; q < x->n_steps; q++)
     if (x->steps[q].sig == x->steps[s].sig)
       for (int i = 0; i < reps; i++) buf[n++] = ctx[q * (size_t)reps + (size_t)i];
-  return median(buf, (int)n);
+  return gopt_median(buf, n);
 }
 
 /* The factor that makes the steps' in-context medians add up to run_s, the median run measured
@@ -115,7 +106,7 @@ int gopt_exec_profile_run_mode(gopt_exec *x, int warmup, int reps, int mode, gop
     if ((rc = gopt_exec_run(x, err))) goto done;
     t[i] = ex_prof_now(x) - t0;
   }
-  p->seconds = median(t, reps);
+  p->seconds = gopt_median(t, (size_t)reps);
   p->peak_bytes = x->peak_bytes;
   if (ctx) { /* per step inside whole runs */
     if ((rc = context_times(x, warmup, reps, ctx, err))) goto done;
@@ -154,7 +145,7 @@ int gopt_exec_profile_run_mode(gopt_exec *x, int warmup, int reps, int mode, gop
           if ((rc = k->run(x, k, err))) goto done;
           t[i] = ex_prof_now(x) - t0;
         }
-        o->seconds = median(t, reps);
+        o->seconds = gopt_median(t, (size_t)reps);
       }
       if (!found) {
         p->n_measured++;
@@ -200,8 +191,8 @@ int gopt_exec_time_run_cpu(gopt_exec *x, int warmup, int reps, double *seconds, 
     c[i] = cpu_now() - c0;
     t[i] = gopt_now() - t0;
   }
-  if (!rc) *seconds = median(t, reps);
-  if (!rc && cpu_seconds) *cpu_seconds = median(c, reps);
+  if (!rc) *seconds = gopt_median(t, (size_t)reps);
+  if (!rc && cpu_seconds) *cpu_seconds = gopt_median(c, (size_t)reps);
   x->check_nan = saved_nan;
   free(t);
   return rc;

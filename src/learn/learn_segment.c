@@ -246,13 +246,17 @@ static void cond_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, co
   for (int32_t i = g->src_ptr[s]; i < g->src_ptr[s + 1]; i++) out[(size_t)seg_dev[g->src_seg[i]] * LEARN_SEG_NF + 3] += g->src_w[i];
 }
 
+/* What cluster s adds to its device's load (its kernel-time share, never 0, so that a device
+ * holding a cluster is never "unused"). */
+static double seg_load(const learn_graph *g, int64_t s) { return g->seg_time[s] > 0 ? g->seg_time[s] : 1e-9; }
+
 /* Conditioning features of every cluster for the cluster devices seg_dev: [n_seg, D, NF]. */
 static void cond_all(const learn_graph *g, const int32_t *seg_dev, double *load, float *cond) {
   int D = g->n_dev;
   for (int d = 0; d < D; d++) load[d] = 0;
   for (int64_t s = 0; s < g->n_seg; s++) {
     cond_row(g, seg_dev, s, load, s ? seg_dev[s - 1] : -1, cond + (size_t)s * D * LEARN_SEG_NF);
-    load[seg_dev[s]] += g->seg_time[s] > 0 ? g->seg_time[s] : 1e-9;
+    load[seg_dev[s]] += seg_load(g, s);
   }
 }
 
@@ -280,7 +284,7 @@ void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng
       lg[d] = (float)v;
     }
     a->seg[s] = draw(lg, D, rng, greedy);
-    load[a->seg[s]] += g->seg_time[s] > 0 ? g->seg_time[s] : 1e-9;
+    load[a->seg[s]] += seg_load(g, s);
   }
   float stay = f->stay->data[0];
   for (int64_t v = 0; v < g->nk[GOPT_VAR_DEVICE]; v++) {

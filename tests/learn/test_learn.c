@@ -22,33 +22,8 @@
 
 #include "learn_test_chain.h"
 
-typedef struct fix { gopt_graph *g; gopt_cluster *c; gopt_env *e; } fix;
-
-/* fast1: device 1 gets twice the FLOP/s and bandwidth of device 0. */
-static int fix_make2(fix *f, gopt_graph *g, const char *cluster, int task, int fast1) {
-  gopt_error err = {0};
-  memset(f, 0, sizeof *f);
-  f->g = g;
-  gopt_env_opts o = {.task = task, .threads = 2};
-  int rc = gopt_cluster_parse(cluster, &f->c, &err);
-  if (!rc && fast1) {
-    gopt_device *d1 = &f->c->devices[1];
-    for (int t = 0; t < GOPT_DT_COUNT; t++) d1->peak_flops[t] *= 2;
-    d1->mem_bw *= 2;
-    /* the measured-GPU cost model of the GPU presets: its FLOP and byte terms twice as fast */
-    if (d1->gpu_model) gopt_gpu_scale(d1->gpu_coef, 1, 1, 1, 2, 2, 1, d1->gpu_coef);
-  }
-  rc = rc ? rc : gopt_env_new(f->g, f->c, &o, &f->e, &err);
-  CHECK_MSG(rc == 0, "%s", err.msg);
-  return rc;
-}
 static int fix_make(fix *f, gopt_graph *g, const char *cluster, int task) {
   return fix_make2(f, g, cluster, task, 0);
-}
-static void fix_free(fix *f) {
-  gopt_env_free(f->e);
-  gopt_cluster_free(f->c);
-  gopt_graph_free(f->g);
 }
 
 static int eval1(gopt_env *e, const double *x, gopt_env_result *r) {

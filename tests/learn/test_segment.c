@@ -25,31 +25,8 @@
 #define N_CLUSTERS 8
 #define K_CHAIN 16384
 
-typedef struct fix { gopt_graph *g; gopt_cluster *c; gopt_env *e; } fix;
-
 /* 2xV100-nvlink with device 1 twice as fast (FLOP/s, memory bandwidth, the GPU model's terms). */
-static int fix_make(fix *f, gopt_graph *g) {
-  gopt_error err = {0};
-  memset(f, 0, sizeof *f);
-  f->g = g;
-  gopt_env_opts o = {.task = GOPT_TASK_PLACEMENT, .threads = 2};
-  int rc = gopt_cluster_parse("2xV100-nvlink", &f->c, &err);
-  if (!rc) {
-    gopt_device *d1 = &f->c->devices[1];
-    for (int t = 0; t < GOPT_DT_COUNT; t++) d1->peak_flops[t] *= 2;
-    d1->mem_bw *= 2;
-    if (d1->gpu_model) gopt_gpu_scale(d1->gpu_coef, 1, 1, 1, 2, 2, 1, d1->gpu_coef);
-  }
-  rc = rc ? rc : gopt_env_new(f->g, f->c, &o, &f->e, &err);
-  CHECK_MSG(rc == 0, "%s", err.msg);
-  return rc;
-}
-
-static void fix_free(fix *f) {
-  gopt_env_free(f->e);
-  gopt_cluster_free(f->c);
-  gopt_graph_free(f->g);
-}
+static int fix_make(fix *f, gopt_graph *g) { return fix_make2(f, g, "2xV100-nvlink", GOPT_TASK_PLACEMENT, 1); }
 
 static void eval1(gopt_env *e, const double *x, gopt_env_result *r) {
   gopt_error err = {0};
