@@ -348,13 +348,14 @@ static int build_fused(gopt_sim_state *st, const int32_t *grp, int32_t ng, const
     if (s->nsig && gopt_costdb_get_run(s->db, gopt_group_sig_end(gsig, cnt), &ge)) meas = ge.seconds;
     for (int d = 0; d < D; d++) {
       const gopt_device *dv = &s->cl->devices[d];
-      double t = meas >= 0 && dv->measured ? meas : gopt_device_kernel_time(dv, cls, dt, f, b);
+      int use_meas = meas >= 0 && dv->measured;
+      double t = use_meas ? meas : gopt_device_kernel_time(dv, cls, dt, f, b);
       /* On a measured-GPU model the class-level terms above know nothing of the anchor's own
        * features (a convolution's shape, waves, grouped or depthwise kind), so they can price
        * the fused group far below its anchor alone (resnet50's layer4 3x3 conv: 145 us alone,
        * 9 us "fused" with BN+ReLU on H100). A fused kernel still does all of its anchor's work:
        * it is never cheaper than the anchor (the member with the most FLOPs) run alone. */
-      if (meas < 0 && dv->gpu_model && best >= 0) {
+      if (!use_meas && dv->gpu_model && best >= 0) {
         double a = s->ncost[(size_t)d * s->n + best];
         if (a > t) t = a;
       }
