@@ -126,9 +126,9 @@ double gopt_lowbit_to_double(int dtype, uint8_t v) {
   int c = v & ~f.sign;
   double s = (v & f.sign) ? -1 : 1;
   switch (f.special) {
-    case SP_FN: if (c == 0x7F) return NAN; break;
+    case SP_FN: if (c == 0x7F) return copysign(NAN, s); break; /* keeps the sign bit */
     case SP_FNUZ: if (v == 0x80) return NAN; break;
-    case SP_IEEE: if (c >= 0x7C) return c == 0x7C ? s * INFINITY : NAN; break;
+    case SP_IEEE: if (c >= 0x7C) return c == 0x7C ? s * INFINITY : copysign(NAN, s); break;
     default: break;
   }
   return s * fmt_val(&f, c);

@@ -350,7 +350,7 @@ int onnx_tensor_import(gopt_graph *g, const Onnx__TensorProto *tp, const char *n
     if (ext->load && ext->base_dir) {
       rc = read_external(ext->base_dir, loc, ext_off, packed, what, tname, &data, &missing, err);
       if (rc) goto done;
-      if (data && packed != want) rc = unpack_lowbit(dtype, numel, want, &data, what, tname, err);
+      if (data && gopt_dtype_bits(dtype) < 8) rc = unpack_lowbit(dtype, numel, want, &data, what, tname, err);
       if (rc) goto done;
     } else {
       missing = ext->load; /* load wanted but no directory to read from */
@@ -377,7 +377,8 @@ int onnx_tensor_import(gopt_graph *g, const Onnx__TensorProto *tp, const char *n
                           want);
       goto done;
     }
-    if (packed != want) gopt_lowbit_unpack(dtype, tp->raw_data.data, numel, data);
+    /* sub-byte types always unpack: one element packs into one byte too (and is sign-extended) */
+    if (gopt_dtype_bits(dtype) < 8) gopt_lowbit_unpack(dtype, tp->raw_data.data, numel, data);
     else if (want) memcpy(data, tp->raw_data.data, want);
     nbytes = want;
   } else if (numel == 0 && dtype != GOPT_DT_STRING) {
