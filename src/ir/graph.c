@@ -629,8 +629,9 @@ const int64_t *gopt_node_get_ints(const gopt_graph *g, int32_t n, const char *na
     *cnt = 0;
     return NULL;
   }
+  static const int64_t none[1];
   *cnt = a->n;
-  return g->ints.a + a->v.off;
+  return a->n ? g->ints.a + a->v.off : none; /* present but empty: non-NULL, even with no pool */
 }
 
 const float *gopt_node_get_floats(const gopt_graph *g, int32_t n, const char *name, size_t *cnt) {
@@ -639,8 +640,9 @@ const float *gopt_node_get_floats(const gopt_graph *g, int32_t n, const char *na
     *cnt = 0;
     return NULL;
   }
+  static const float none[1];
   *cnt = a->n;
-  return g->floats.a + a->v.off;
+  return a->n ? g->floats.a + a->v.off : none;
 }
 
 const char *gopt_node_get_string(const gopt_graph *g, int32_t n, const char *name,
