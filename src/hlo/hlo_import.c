@@ -192,6 +192,11 @@ static int parse_literal_data(const imp *im, const hlo_instr *in, int32_t t, con
       return at(im, in->line, in->col, GOPT_EPARSE, "constant '%s': more values than its shape %s",
                 in->name, "holds");
     }
+    if (!is_int && is_int_dt(dt) && !(fabs(v) < 9.2e18)) { /* nan, inf, beyond int64 */
+      free(buf);
+      return at(im, in->line, in->col, GOPT_EPARSE, "constant '%s': %.12s is not a value of its integer type",
+                in->name, p);
+    }
     store(buf, i++, dt, v, iv, is_int);
     while (*q && (*q == ':' || (*q >= 'a' && *q <= 'z'))) q++; /* sparse / suffixes */
     p = q;

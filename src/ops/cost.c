@@ -12,6 +12,9 @@ static double numel(const gopt_graph *g, int32_t t) {
 }
 
 
+/* a + b for counts b >= 0, saturating at INT64_MAX (shapes from a file may be absurd) */
+static int64_t sat_add(int64_t a, int64_t b) { return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b; }
+
 static int32_t in_t(const gopt_graph *g, int32_t n, int i) {
   return i < g->nodes.a[n].n_in ? gopt_node_input(g, n, i) : -1;
 }
@@ -118,7 +121,10 @@ void gopt_node_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
   int op = nd->op;
   for (int i = 0; i < nd->n_in; i++) {
     int32_t t = gopt_node_input(g, n, i);
-    if (t >= 0 && (g->tensors.a[t].flags & GOPT_T_PARAM)) c->params += (int64_t)numel(g, t);
+    if (t >= 0 && (g->tensors.a[t].flags & GOPT_T_PARAM)) { /* saturates: shapes may be absurd */
+      double p = (double)c->params + numel(g, t);
+      c->params = p < 9.2e18 ? (int64_t)p : INT64_MAX;
+    }
   }
   if (op < GOPT_OP_COUNT && gopt_op_class_of(op) == GOPT_OPC_SHAPE) return; /* metadata only */
   for (int i = 0; i < nd->n_in; i++) c->bytes_read += gopt_tensor_bytes(g, gopt_node_input(g, n, i));
@@ -258,10 +264,11 @@ void gopt_graph_stats_compute(const gopt_graph *g, gopt_graph_stats *s) {
     const gopt_tensor *x = &g->tensors.a[t];
     if (x->flags & GOPT_T_NOSHAPE) continue;
     int64_t ne = gopt_tensor_numel(g, (int32_t)t);
-    if (x->flags & GOPT_T_PARAM) s->trainable += ne;
+    int64_t es = (int64_t)gopt_dtype_size(x->dtype), nb = ne > INT64_MAX / (es ? es : 1) ? INT64_MAX : ne * es;
+    if (x->flags & GOPT_T_PARAM) s->trainable = sat_add(s->trainable, ne);
     if (!(x->flags & mask)) continue;
-    s->params += ne;
-    s->param_bytes += ne * (int64_t)gopt_dtype_size(x->dtype);
+    s->params = sat_add(s->params, ne);
+    s->param_bytes = sat_add(s->param_bytes, nb);
   }
   for (size_t n = 0; n < g->nodes.n; n++) {
     if (!gopt_node_alive(g, (int32_t)n)) continue;
