@@ -253,6 +253,11 @@ static int build_layer(mb *b, const char *layer, const char *a, json_t *ins, int
       return 0;
     }
     kv_ints(a, "num_layers", &layers, 1);
+    if (layers < 1 || layers > 1024 || hs[0] < 1 || hs[1] < 1) {
+      b->rc = gopt_error_set(b->err, GOPT_EPARSE, "LSTM sizes out of range (input %lld, hidden %lld, "
+                             "num_layers %lld)", (long long)hs[0], (long long)hs[1], (long long)layers);
+      return 0;
+    }
     int bf = has(a, "batch_first=True");
     build_lstm(b, bf ? xd[0] : xd[1], bf ? xd[1] : xd[0], hs[0], hs[1], layers,
                has(a, "bidirectional=True"), bf);
