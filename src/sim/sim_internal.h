@@ -36,6 +36,7 @@ struct gopt_sim {
   uint64_t *nsig;              /* [n] gopt_op_signature per position when db, else NULL */
   double *dprio;               /* [n] default priority: bottom level / max, in [0, 1] */
   int32_t *drank, *drunit;     /* [n] rank of each position by (dprio desc, position), and back */
+  uint64_t *dkey;              /* [n] encoded ready-queue key of dprio (sim_key) */
   double *lat;                 /* [L] link latency, [L] reciprocal bandwidth follow */
   double *inv_bw;
   int32_t *route;              /* [D * D] */
@@ -58,6 +59,15 @@ struct gopt_sim {
   double *res_bytes;           /* [n_res] */
   int32_t *res_off, *res_cons; /* CSR [n_res + 1]: distinct consumer positions */
   int32_t *nres_off, *nres;    /* CSR [n + 1]: resident tensors each position reads */
+  /* resident bytes per device at reset, fast form (sim_run.c's resident_bytes), when res_int:
+   * every resident's byte count is an integer and their total is below 2^53, so their sums in any
+   * order are exact. The residents read by one position only, summed per position, as pairs
+   * (res1_pos, res1_bytes); the residents read by several positions listed in resm. */
+  int res_int;
+  int32_t n_res1, n_resm;
+  int32_t *res1_pos, *resm;    /* [n_res1], [n_resm] */
+  int64_t *res1_bytes;         /* [n_res1] */
+  int32_t n_src, *src;         /* positions with no input act (ready at reset), ascending */
 };
 
 /* A transfer of one act to one device. */
@@ -188,6 +198,11 @@ static inline uint64_t sim_key(double v) {
   return ~asc;
 }
 
+/* A device's ready queue: three bitmap levels over unit ranks (sim_run.c). */
+typedef struct bm_q {
+  uint64_t *b0, *b1, *b2;
+} bm_q;
+
 #define SIM_CHG_MAX 64
 struct sim_old;
 
@@ -224,6 +239,7 @@ struct gopt_sim_state {
    * of the device's bm_words words; sim_run.c) */
   uint64_t *bm;
   size_t bm_off[3], bm_words;
+  bm_q *bq;                    /* [D] each device's three levels */
   int32_t *seq;                /* strict: each device's units in rank order, region hbase[d] */
   /* per act */
   sim_act *act;

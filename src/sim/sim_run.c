@@ -88,15 +88,7 @@ static inline void ev_push(sim_ev *ev, int *nev, uint64_t *evseq, double t, int3
 /* ---- per-device ready queues: bitmaps over unit ranks, smallest rank (highest priority, then
  * lowest unit) first. Three levels: b0 has a bit per rank, b1 a bit per b0 word, b2 a bit per b1
  * word; b2 has more than one word only beyond 2^18 units (scanned from the start). ---------- */
-typedef struct bm_q {
-  uint64_t *b0, *b1, *b2;
-} bm_q;
-
-static inline bm_q bm_at(const gopt_sim_state *st, int d) {
-  uint64_t *b = st->bm + (size_t)d * st->bm_words;
-  bm_q q = {b, b + st->bm_off[1], b + st->bm_off[2]};
-  return q;
-}
+static inline bm_q bm_at(const gopt_sim_state *st, int d) { return st->bq[d]; }
 
 static inline void bm_push(bm_q q, int32_t r) {
   uint32_t x = (uint32_t)r;
@@ -263,6 +255,9 @@ static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
 static void resident_bytes(gopt_sim_state *st) {
   const gopt_sim *s = st->s;
   const int D = st->D;
+  const int32_t *uo = st->unit_of;
+  const sim_uq *uq = st->uq;
+#define RDEV(p_) uq[uo ? uo[p_] : (p_)].dev
   for (int d = 0; d < D; d++) {
     st->resid[d] = 0;
     st->dv[d].dmark = -1;
@@ -271,23 +266,47 @@ static void resident_bytes(gopt_sim_state *st) {
     for (int32_t q = 0; q < s->n_res; q++) st->resid[0] += s->res_bytes[q];
     return;
   }
+  if (D <= 64 && s->res_int) { /* integer sums, exact in any order (sim_internal.h) */
+    int64_t acc[4][64];
+    memset(acc, 0, sizeof acc);
+    const int32_t *rp = s->res1_pos, n1 = s->n_res1;
+    const int64_t *rb = s->res1_bytes;
+    int32_t i = 0;
+    for (; i + 4 <= n1; i += 4) { /* four sums: no chain through one counter */
+      acc[0][RDEV(rp[i])] += rb[i];
+      acc[1][RDEV(rp[i + 1])] += rb[i + 1];
+      acc[2][RDEV(rp[i + 2])] += rb[i + 2];
+      acc[3][RDEV(rp[i + 3])] += rb[i + 3];
+    }
+    for (; i < n1; i++) acc[0][RDEV(rp[i])] += rb[i];
+    const uint64_t all = D == 64 ? ~0ULL : (1ULL << D) - 1;
+    for (int32_t k = 0; k < s->n_resm; k++) {
+      int32_t q = s->resm[k];
+      uint64_t m = 0;
+      for (int32_t j = s->res_off[q]; j < s->res_off[q + 1] && m != all; j++)
+        m |= 1ULL << RDEV(s->res_cons[j]);
+      for (; m; m &= m - 1) acc[0][__builtin_ctzll(m)] += (int64_t)s->res_bytes[q];
+    }
+    for (int d = 0; d < D; d++) st->resid[d] = (double)(acc[0][d] + acc[1][d] + acc[2][d] + acc[3][d]);
+    return;
+  }
   if (D <= 64) { /* the devices with a consumer of q as a bit set (sums in q order, as below) */
     for (int32_t q = 0; q < s->n_res; q++) {
       uint64_t m = 0;
-      for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++)
-        m |= 1ULL << st->uq[sim_unit(st, s->res_cons[j])].dev;
+      for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++) m |= 1ULL << RDEV(s->res_cons[j]);
       for (; m; m &= m - 1) st->resid[__builtin_ctzll(m)] += s->res_bytes[q];
     }
     return;
   }
   for (int32_t q = 0; q < s->n_res; q++)
     for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++) {
-      int d = st->uq[sim_unit(st, s->res_cons[j])].dev;
+      int d = RDEV(s->res_cons[j]);
       if (st->dv[d].dmark != q) {
         st->dv[d].dmark = q;
         st->resid[d] += s->res_bytes[q];
       }
     }
+#undef RDEV
   for (int d = 0; d < D; d++) st->dv[d].dmark = -1;
 }
 
@@ -348,7 +367,10 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   st->evseq = 0;
   resident_bytes(st);
   uint64_t h = 0;
-  for (int32_t u = 0; u < U; u++)
+  /* the units with no input (unfused: the listed positions) */
+  const int32_t *src = st->fused ? NULL : st->s->src, nsrc = st->fused ? U : st->s->n_src;
+  for (int32_t i = 0; i < nsrc; i++) {
+    int32_t u = src ? src[i] : i;
     if (st->pend[u] == 0) {
       int d = st->uq[u].dev;
       ur[u].ready_t = 0;
@@ -361,6 +383,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
         h += m;
       }
     }
+  }
   memset(lv, 0, sizeof *lv);
   lv->h = h;
   lv->h1 = h; /* ready at time 0 = now */
@@ -405,6 +428,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   int32_t *const plw = st->lw[0], *const rlw = st->lw[1], *const xlw = st->lw[2];
   const int32_t plb = st->lwb[0], rlb = st->lwb[1], xlb = st->lwb[2];
   uint64_t hh = lv->h, hh1 = lv->h1;
+  const bm_q *const bq = st->bq;
 
 #define MARK_DEV(d_)            \
   do {                          \
@@ -430,7 +454,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       hh += m_;                              \
       hh1 += m_;                             \
     }                                        \
-    bm_push(bm_at(st, dv_), uq[cu].rank);       \
+    bm_push(bq[dv_], uq[cu].rank);          \
     dv[dv_].hn++;                            \
     MARK_DEV(dv_);                           \
   } while (0)
@@ -461,7 +485,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       sim_dev *v = &dv[d];
       v->flag = 0;
       if (v->running >= 0 || v->hn == 0) continue;
-      bm_q q = bm_at(st, d);
+      bm_q q = bq[d];
       if (strict && bm_min(q) != uq[st->seq[st->hbase[d] + v->seqpos]].rank) continue;
       int32_t u = st->runit[bm_pop(q)];
       sim_ur *W = &ur[u];
