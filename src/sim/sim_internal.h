@@ -232,6 +232,8 @@ struct gopt_sim_state {
   double *uprio;               /* maintained by apply / set_priority */
   uint64_t *ukey;              /* encoded ready-queue key: of uprio, or of the rank when strict */
   int32_t *runit;              /* unit of each rank */
+  int pdef;                    /* unfused default priorities: pprio, uprio, ukey and runit not
+                                  filled (their values: NaN, dprio, dkey, drunit; sim_prio_fill) */
   uint64_t *sk;                /* [2n] sort scratch (keys) ... */
   int32_t *su;                 /* [3n] ... (units, and ranks) */
   int32_t *rorder;             /* strict: units by rank */
@@ -266,6 +268,11 @@ struct gopt_sim_state {
   int nev;
   uint64_t evseq;
   int evaluated;               /* the timeline arrays hold an evaluation */
+  int tl_valid;                /* ... including the per-unit timeline (the unit lines): not after a
+                                  light evaluation, one that neither records nor was asked for
+                                  it (sim_timeline_need) */
+  int tl_need;                 /* the next evaluation writes the per-unit timeline */
+  uint64_t dec_gen, eval_gen;  /* decision changes so far; their count at the last evaluation */
   double step;
   /* incremental re-evaluation */
   int incremental;             /* record and replay (gopt_sim_state_set_incremental) */
@@ -305,6 +312,12 @@ struct gopt_sim_state {
                                   this many kernels done (-1: none; sim_delta.c) */
 };
 
+/* Fills pprio, uprio, ukey and runit when they are the lazy defaults (pdef; sim_state.c). */
+void sim_prio_fill(gopt_sim_state *st);
+/* Unit of each ready-queue rank. */
+static inline const int32_t *sim_runit(const gopt_sim_state *st) {
+  return st->pdef ? st->s->drunit : st->runit;
+}
 /* Device of unit u. */
 static inline int32_t sim_udev(const gopt_sim_state *st, int32_t u) { return st->uq[u].dev; }
 /* Position -> unit. */
@@ -316,6 +329,12 @@ static inline int32_t sim_unit_first(const gopt_sim_state *st, int32_t u) {
   return st->fused ? st->u_pos[st->u_off[u]] : u;
 }
 
+/* Makes the per-unit timeline (unit lines: start, end, cause, iterations) of the last evaluation
+ * available: after a light one, runs the evaluation again with the same decisions writing it (the
+ * same deterministic computation, so every result is the same; the statistics are kept). Returns
+ * 0 when there is none: no evaluation, or a light one whose decisions changed since. The readers
+ * of the timeline call it first (sim_run.c). */
+int sim_timeline_need(const gopt_sim_state *st);
 /* Frees the fused-unit arrays and points the state at the unfused ones. */
 void sim_state_unfuse(gopt_sim_state *st);
 /* Ranks units 0..U-1 by (key[u], u) ascending into rank[u] and runit[rank] (a stable LSD radix

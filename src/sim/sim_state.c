@@ -484,10 +484,17 @@ static void apply_plain(gopt_sim_state *st, const int32_t *pl, const double *pr)
       st->pprio[p] = q;
       st->uprio[p] = isnan(q) ? s->dprio[p] : q;
     }
-  } else {
-    for (p = 0; p < n; p++) st->pprio[p] = NAN;
-    memcpy(st->uprio, s->dprio, (size_t)n * sizeof *st->uprio);
   }
+}
+
+void sim_prio_fill(gopt_sim_state *st) {
+  if (!st->pdef) return;
+  const gopt_sim *s = st->s;
+  for (int32_t p = 0; p < s->n; p++) st->pprio[p] = NAN;
+  memcpy(st->uprio, s->dprio, (size_t)s->n * sizeof *st->uprio);
+  memcpy(st->ukey, s->dkey, (size_t)s->n * sizeof *st->ukey);
+  memcpy(st->runit, s->drunit, (size_t)s->n * sizeof *st->runit);
+  st->pdef = 0;
 }
 
 int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error *err) {
@@ -598,6 +605,7 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
   } else {
     sim_state_unfuse(st);
   }
+  st->dec_gen++;
   st->inc_valid = 0; /* the next evaluation runs in full */
   st->rec_next = !st->applied || st->moved; /* and records only if single changes may follow */
   st->applied = 1;
@@ -608,6 +616,10 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
   const double *pr = (d && d->priority) ? d->priority : NULL;
   for (int dv = 0; dv < s->D; dv++) st->dcnt[dv] = 0;
   if (!st->fused) { /* units are positions: simple loops over them */
+    if (!pr && d && d->order) { /* default priorities under an explicit order: kept, unused */
+      for (int32_t p = 0; p < n; p++) st->pprio[p] = NAN;
+      memcpy(st->uprio, s->dprio, (size_t)n * sizeof *st->uprio);
+    }
     apply_plain(st, pl, pr);
   } else {
     for (int32_t p = 0; p < n; p++) {
@@ -628,15 +640,17 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     }
   }
   st->strict = d && d->order;
+  /* unfused default priorities: uq[].rank holds their ranks (apply_plain); the priorities, keys
+   * and units by rank are filled on first use (sim_prio_fill) */
+  st->pdef = !st->fused && !pr && !st->strict;
   if (!st->strict) {
-    if (!st->fused && !pr) memcpy(st->ukey, s->dkey, (size_t)n * sizeof *st->ukey);
-    else
+    if (!st->pdef)
       for (int32_t u = 0; u < st->U; u++) st->ukey[u] = sim_key(st->uprio[u]);
     if (pr) { /* ranks by sorting (scratch: sk, su; the ranks land in su + 2n first) */
       int32_t *rk = st->su + 2 * (size_t)st->n;
       sim_rank_keys(st->ukey, st->U, rk, st->runit, st->sk, st->su);
       for (int32_t u = 0; u < st->U; u++) st->uq[u].rank = rk[u];
-    } else { /* default priorities: their ranks (set above) are known */
+    } else if (!st->pdef) { /* fused default priorities: their ranks (set above) are known */
       memcpy(st->runit, st->udrunit, (size_t)st->U * sizeof *st->runit);
     }
   } else {
@@ -735,6 +749,7 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
   }
   int old = st->uq[u].dev;
   if (old == device) return GOPT_OK;
+  st->dec_gen++;
   if (st->inc_valid) {
     if (st->strict) {
       st->inc_valid = 0; /* each device's sequence changes: run in full */
@@ -794,6 +809,7 @@ static void rank_move(gopt_sim_state *st, int32_t u) {
 int gopt_sim_state_set_priority(gopt_sim_state *st, int32_t nid, double priority) {
   const gopt_sim *s = st->s;
   if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0) return GOPT_EINVAL;
+  sim_prio_fill(st);
   st->pprio[s->pos[nid]] = priority;
   st->moved = st->rec_next = 1;
   int32_t u = sim_unit(st, s->pos[nid]);
@@ -801,6 +817,7 @@ int gopt_sim_state_set_priority(gopt_sim_state *st, int32_t nid, double priority
   if (st->strict) return GOPT_OK;
   uint64_t k = sim_key(st->uprio[u]);
   if (k != st->ukey[u]) {
+    st->dec_gen++;
     st->ukey[u] = k;
     rank_move(st, u);
     if (st->inc_valid) {
