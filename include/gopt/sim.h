@@ -159,7 +159,11 @@ typedef struct gopt_sim_inc_stats {
 } gopt_sim_inc_stats;
 void gopt_sim_state_inc_stats(const gopt_sim_state *st, gopt_sim_inc_stats *out);
 
-/* Timeline of the last evaluation. */
+/* Timeline of the last evaluation. An evaluation that does not record (after an apply that
+ * followed another apply, or with incremental evaluation off) does not keep the per-kernel times
+ * and causes: the first of gopt_sim_timeline, gopt_sim_critical_path, gopt_sim_memory_curve and
+ * gopt_sim_write_trace after it runs the same decisions once more to rebuild them (the same
+ * results, bit for bit), and they report no evaluation when the decisions changed since. */
 typedef struct gopt_sim_item {
   int kind;          /* 0 = kernel (a node or fused group), 1 = transfer */
   int32_t id;        /* kernel: first node id of the unit; transfer: index for gopt_sim_transfer */

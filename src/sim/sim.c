@@ -15,7 +15,8 @@ void gopt_sim_free(gopt_sim *s) {
                   s->lat, s->inv_bw, s->route, s->act_tensor, s->act_of, s->act_prod,
                   s->act_bytes, s->act_out, s->in_off, s->in_act, s->out_off, s->out_act,
                   s->cons_off, s->cons, s->res_tensor, s->res_bytes, s->res_off, s->res_cons,
-                  s->nres_off, s->nres, s->gout, s->out_bytes, s->drank, s->drunit, s->nsig};
+                  s->nres_off, s->nres, s->gout, s->out_bytes, s->drank, s->drunit, s->nsig,
+                  s->res1_pos, s->resm, s->res1_bytes, s->src, s->dkey};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   free(s);
 }
@@ -23,6 +24,47 @@ void gopt_sim_free(gopt_sim *s) {
 int gopt_sim_tensor_resident(const gopt_graph *g, int32_t t) {
   const gopt_tensor *x = &g->tensors.a[t];
   return x->producer < 0 && !(x->flags & GOPT_T_ATTR) && (x->flags & (GOPT_T_CONST | GOPT_T_INPUT));
+}
+
+/* The fast forms of the reset's resident bytes and ready units (sim_internal.h). */
+static int sim_reset_lists(gopt_sim *s) {
+  double tot = 0;
+  s->res_int = 1;
+  for (int32_t q = 0; q < s->n_res; q++) {
+    double b = s->res_bytes[q];
+    if (!(b >= 0 && b == floor(b))) s->res_int = 0;
+    tot += b;
+    s->n_resm += s->res_off[q + 1] - s->res_off[q] > 1;
+  }
+  if (!(tot < 0x1p53)) s->res_int = 0;
+  int32_t np = 0; /* positions reading a one-consumer resident */
+  for (int32_t p = 0; p < s->n; p++) {
+    int has = 0;
+    for (int32_t j = s->nres_off[p]; j < s->nres_off[p + 1]; j++)
+      has |= s->res_off[s->nres[j] + 1] - s->res_off[s->nres[j]] == 1;
+    np += has;
+    s->n_src += s->in_off[p + 1] == s->in_off[p];
+  }
+  if (GOPT_ALLOC(s->res1_pos, np) || GOPT_ALLOC(s->res1_bytes, np) || GOPT_ALLOC(s->resm, s->n_resm) ||
+      GOPT_ALLOC(s->src, s->n_src))
+    return GOPT_ENOMEM;
+  for (int32_t q = 0, k = 0; q < s->n_res; q++)
+    if (s->res_off[q + 1] - s->res_off[q] > 1) s->resm[k++] = q;
+  for (int32_t p = 0, k = 0; p < s->n; p++) {
+    int64_t b = 0;
+    int has = 0;
+    for (int32_t j = s->nres_off[p]; j < s->nres_off[p + 1]; j++)
+      if (s->res_off[s->nres[j] + 1] - s->res_off[s->nres[j]] == 1) {
+        has = 1;
+        b += (int64_t)s->res_bytes[s->nres[j]];
+      }
+    if (has) {
+      s->res1_pos[s->n_res1] = p;
+      s->res1_bytes[s->n_res1++] = b;
+    }
+    if (s->in_off[p + 1] == s->in_off[p]) s->src[k++] = p;
+  }
+  return GOPT_OK;
 }
 
 int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts *opts,
@@ -169,6 +211,7 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
   for (int32_t r = 0; r < n_res; r++) cnt[r] = s->res_off[r];
   for (int32_t p = 0; p < s->n; p++)
     for (int32_t i = s->nres_off[p]; i < s->nres_off[p + 1]; i++) s->res_cons[cnt[s->nres[i]]++] = p;
+  if (sim_reset_lists(s)) goto oom;
 
   /* per-node costs on every device */
   if (GOPT_ALLOC(s->ncost, (size_t)s->n * D) || GOPT_ALLOC(s->nflops, s->n) || GOPT_ALLOC(s->nbytes, s->n) ||
@@ -225,18 +268,16 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
   for (int32_t p = 0; p < s->n; p++) s->dprio[p] = mx > 0 ? bl[p] / mx : 0;
   /* ranks of the default priorities (the ready-queue order of a state without explicit ones) */
   {
-    uint64_t *key = NULL, *kb = NULL;
+    uint64_t *kb = NULL;
     int32_t *ub = NULL;
-    if (GOPT_ALLOC(s->drank, s->n) || GOPT_ALLOC(s->drunit, s->n) || GOPT_ALLOC(key, s->n) ||
+    if (GOPT_ALLOC(s->drank, s->n) || GOPT_ALLOC(s->drunit, s->n) || GOPT_ALLOC(s->dkey, s->n) ||
         GOPT_ALLOC(kb, 2 * (size_t)s->n) || GOPT_ALLOC(ub, 2 * (size_t)s->n)) {
-      free(key);
       free(kb);
       free(ub);
       goto oom;
     }
-    for (int32_t p = 0; p < s->n; p++) key[p] = sim_key(s->dprio[p]);
-    sim_rank_keys(key, s->n, s->drank, s->drunit, kb, ub);
-    free(key);
+    for (int32_t p = 0; p < s->n; p++) s->dkey[p] = sim_key(s->dprio[p]);
+    sim_rank_keys(s->dkey, s->n, s->drank, s->drunit, kb, ub);
     free(kb);
     free(ub);
   }

@@ -266,7 +266,7 @@ static void fix_waiting(gopt_sim_state *st) {
       for (uint64_t m1 = b1[w1]; m1; m1 &= m1 - 1) {
         size_t w0 = (w1 << 6) | (size_t)__builtin_ctzll(m1);
         for (uint64_t m0 = b0[w0]; m0; m0 &= m0 - 1) {
-          sim_ur *W = &st->ur[st->runit[(w0 << 6) | (size_t)__builtin_ctzll(m0)]];
+          sim_ur *W = &st->ur[sim_runit(st)[(w0 << 6) | (size_t)__builtin_ctzll(m0)]];
           if (W->cause >= 0 && (W->cause & 1)) W->cause = W->dep;
         }
         b0[w0] = 0;

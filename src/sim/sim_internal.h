@@ -36,6 +36,7 @@ struct gopt_sim {
   uint64_t *nsig;              /* [n] gopt_op_signature per position when db, else NULL */
   double *dprio;               /* [n] default priority: bottom level / max, in [0, 1] */
   int32_t *drank, *drunit;     /* [n] rank of each position by (dprio desc, position), and back */
+  uint64_t *dkey;              /* [n] encoded ready-queue key of dprio (sim_key) */
   double *lat;                 /* [L] link latency, [L] reciprocal bandwidth follow */
   double *inv_bw;
   int32_t *route;              /* [D * D] */
@@ -58,6 +59,15 @@ struct gopt_sim {
   double *res_bytes;           /* [n_res] */
   int32_t *res_off, *res_cons; /* CSR [n_res + 1]: distinct consumer positions */
   int32_t *nres_off, *nres;    /* CSR [n + 1]: resident tensors each position reads */
+  /* resident bytes per device at reset, fast form (sim_run.c's resident_bytes), when res_int:
+   * every resident's byte count is an integer and their total is below 2^53, so their sums in any
+   * order are exact. The residents read by one position only, summed per position, as pairs
+   * (res1_pos, res1_bytes); the residents read by several positions listed in resm. */
+  int res_int;
+  int32_t n_res1, n_resm;
+  int32_t *res1_pos, *resm;    /* [n_res1], [n_resm] */
+  int64_t *res1_bytes;         /* [n_res1] */
+  int32_t n_src, *src;         /* positions with no input act (ready at reset), ascending */
 };
 
 /* A transfer of one act to one device. */
@@ -188,6 +198,11 @@ static inline uint64_t sim_key(double v) {
   return ~asc;
 }
 
+/* A device's ready queue: three bitmap levels over unit ranks (sim_run.c). */
+typedef struct bm_q {
+  uint64_t *b0, *b1, *b2;
+} bm_q;
+
 #define SIM_CHG_MAX 64
 struct sim_old;
 
@@ -217,6 +232,8 @@ struct gopt_sim_state {
   double *uprio;               /* maintained by apply / set_priority */
   uint64_t *ukey;              /* encoded ready-queue key: of uprio, or of the rank when strict */
   int32_t *runit;              /* unit of each rank */
+  int pdef;                    /* unfused default priorities: pprio, uprio, ukey and runit not
+                                  filled (their values: NaN, dprio, dkey, drunit; sim_prio_fill) */
   uint64_t *sk;                /* [2n] sort scratch (keys) ... */
   int32_t *su;                 /* [3n] ... (units, and ranks) */
   int32_t *rorder;             /* strict: units by rank */
@@ -224,6 +241,7 @@ struct gopt_sim_state {
    * of the device's bm_words words; sim_run.c) */
   uint64_t *bm;
   size_t bm_off[3], bm_words;
+  bm_q *bq;                    /* [D] each device's three levels */
   int32_t *seq;                /* strict: each device's units in rank order, region hbase[d] */
   /* per act */
   sim_act *act;
@@ -250,6 +268,11 @@ struct gopt_sim_state {
   int nev;
   uint64_t evseq;
   int evaluated;               /* the timeline arrays hold an evaluation */
+  int tl_valid;                /* ... including the per-unit timeline (the unit lines): not after a
+                                  light evaluation, one that neither records nor was asked for
+                                  it (sim_timeline_need) */
+  int tl_need;                 /* the next evaluation writes the per-unit timeline */
+  uint64_t dec_gen, eval_gen;  /* decision changes so far; their count at the last evaluation */
   double step;
   /* incremental re-evaluation */
   int incremental;             /* record and replay (gopt_sim_state_set_incremental) */
@@ -289,6 +312,12 @@ struct gopt_sim_state {
                                   this many kernels done (-1: none; sim_delta.c) */
 };
 
+/* Fills pprio, uprio, ukey and runit when they are the lazy defaults (pdef; sim_state.c). */
+void sim_prio_fill(gopt_sim_state *st);
+/* Unit of each ready-queue rank. */
+static inline const int32_t *sim_runit(const gopt_sim_state *st) {
+  return st->pdef ? st->s->drunit : st->runit;
+}
 /* Device of unit u. */
 static inline int32_t sim_udev(const gopt_sim_state *st, int32_t u) { return st->uq[u].dev; }
 /* Position -> unit. */
@@ -300,6 +329,12 @@ static inline int32_t sim_unit_first(const gopt_sim_state *st, int32_t u) {
   return st->fused ? st->u_pos[st->u_off[u]] : u;
 }
 
+/* Makes the per-unit timeline (unit lines: start, end, cause, iterations) of the last evaluation
+ * available: after a light one, runs the evaluation again with the same decisions writing it (the
+ * same deterministic computation, so every result is the same; the statistics are kept). Returns
+ * 0 when there is none: no evaluation, or a light one whose decisions changed since. The readers
+ * of the timeline call it first (sim_run.c). */
+int sim_timeline_need(const gopt_sim_state *st);
 /* Frees the fused-unit arrays and points the state at the unfused ones. */
 void sim_state_unfuse(gopt_sim_state *st);
 /* Ranks units 0..U-1 by (key[u], u) ascending into rank[u] and runit[rank] (a stable LSD radix

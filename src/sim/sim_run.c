@@ -88,15 +88,7 @@ static inline void ev_push(sim_ev *ev, int *nev, uint64_t *evseq, double t, int3
 /* ---- per-device ready queues: bitmaps over unit ranks, smallest rank (highest priority, then
  * lowest unit) first. Three levels: b0 has a bit per rank, b1 a bit per b0 word, b2 a bit per b1
  * word; b2 has more than one word only beyond 2^18 units (scanned from the start). ---------- */
-typedef struct bm_q {
-  uint64_t *b0, *b1, *b2;
-} bm_q;
-
-static inline bm_q bm_at(const gopt_sim_state *st, int d) {
-  uint64_t *b = st->bm + (size_t)d * st->bm_words;
-  bm_q q = {b, b + st->bm_off[1], b + st->bm_off[2]};
-  return q;
-}
+static inline bm_q bm_at(const gopt_sim_state *st, int d) { return st->bq[d]; }
 
 static inline void bm_push(bm_q q, int32_t r) {
   uint32_t x = (uint32_t)r;
@@ -263,6 +255,9 @@ static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
 static void resident_bytes(gopt_sim_state *st) {
   const gopt_sim *s = st->s;
   const int D = st->D;
+  const int32_t *uo = st->unit_of;
+  const sim_uq *uq = st->uq;
+#define RDEV(p_) uq[uo ? uo[p_] : (p_)].dev
   for (int d = 0; d < D; d++) {
     st->resid[d] = 0;
     st->dv[d].dmark = -1;
@@ -271,23 +266,47 @@ static void resident_bytes(gopt_sim_state *st) {
     for (int32_t q = 0; q < s->n_res; q++) st->resid[0] += s->res_bytes[q];
     return;
   }
+  if (D <= 64 && s->res_int) { /* integer sums, exact in any order (sim_internal.h) */
+    int64_t acc[4][64];
+    memset(acc, 0, sizeof acc);
+    const int32_t *rp = s->res1_pos, n1 = s->n_res1;
+    const int64_t *rb = s->res1_bytes;
+    int32_t i = 0;
+    for (; i + 4 <= n1; i += 4) { /* four sums: no chain through one counter */
+      acc[0][RDEV(rp[i])] += rb[i];
+      acc[1][RDEV(rp[i + 1])] += rb[i + 1];
+      acc[2][RDEV(rp[i + 2])] += rb[i + 2];
+      acc[3][RDEV(rp[i + 3])] += rb[i + 3];
+    }
+    for (; i < n1; i++) acc[0][RDEV(rp[i])] += rb[i];
+    const uint64_t all = D == 64 ? ~0ULL : (1ULL << D) - 1;
+    for (int32_t k = 0; k < s->n_resm; k++) {
+      int32_t q = s->resm[k];
+      uint64_t m = 0;
+      for (int32_t j = s->res_off[q]; j < s->res_off[q + 1] && m != all; j++)
+        m |= 1ULL << RDEV(s->res_cons[j]);
+      for (; m; m &= m - 1) acc[0][__builtin_ctzll(m)] += (int64_t)s->res_bytes[q];
+    }
+    for (int d = 0; d < D; d++) st->resid[d] = (double)(acc[0][d] + acc[1][d] + acc[2][d] + acc[3][d]);
+    return;
+  }
   if (D <= 64) { /* the devices with a consumer of q as a bit set (sums in q order, as below) */
     for (int32_t q = 0; q < s->n_res; q++) {
       uint64_t m = 0;
-      for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++)
-        m |= 1ULL << st->uq[sim_unit(st, s->res_cons[j])].dev;
+      for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++) m |= 1ULL << RDEV(s->res_cons[j]);
       for (; m; m &= m - 1) st->resid[__builtin_ctzll(m)] += s->res_bytes[q];
     }
     return;
   }
   for (int32_t q = 0; q < s->n_res; q++)
     for (int32_t j = s->res_off[q]; j < s->res_off[q + 1]; j++) {
-      int d = st->uq[sim_unit(st, s->res_cons[j])].dev;
+      int d = RDEV(s->res_cons[j]);
       if (st->dv[d].dmark != q) {
         st->dv[d].dmark = q;
         st->resid[d] += s->res_bytes[q];
       }
     }
+#undef RDEV
   for (int d = 0; d < D; d++) st->dv[d].dmark = -1;
 }
 
@@ -313,7 +332,7 @@ static inline uint64_t hready_set(const gopt_sim_state *st, int32_t u, sim_ur *W
 static inline uint64_t hready_get(const sim_ur *W) { return (uint64_t)W->hm[1] << 32 | W->hm[0]; }
 
 /* Resets everything for a run from time 0 and pushes the initially ready units. */
-static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
+static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec, int tl) {
   const int D = st->D, L = st->L;
   const int32_t U = st->U;
   const int32_t *in_off = st->in_off;
@@ -348,12 +367,17 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
   st->evseq = 0;
   resident_bytes(st);
   uint64_t h = 0;
-  for (int32_t u = 0; u < U; u++)
+  /* the units with no input (unfused: the listed positions) */
+  const int32_t *src = st->fused ? NULL : st->s->src, nsrc = st->fused ? U : st->s->n_src;
+  for (int32_t i = 0; i < nsrc; i++) {
+    int32_t u = src ? src[i] : i;
     if (st->pend[u] == 0) {
       int d = st->uq[u].dev;
-      ur[u].ready_t = 0;
-      ur[u].dep = -1;
-      ur[u].ready_it = -1;
+      if (tl) {
+        ur[u].ready_t = 0;
+        ur[u].dep = -1;
+        ur[u].ready_it = -1;
+      }
       bm_push(bm_at(st, d), st->uq[u].rank);
       st->dv[d].hn++;
       if (rec) {
@@ -361,6 +385,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
         h += m;
       }
     }
+  }
   memset(lv, 0, sizeof *lv);
   lv->h = h;
   lv->h1 = h; /* ready at time 0 = now */
@@ -374,18 +399,21 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec) {
 }
 
 /* The event loop from the state in *lv (and st) to the end. `one`: a single device (no links);
- * `rec`: record for incremental re-evaluation. Constant arguments specialise the inlined copies.
+ * `rec`: record for incremental re-evaluation; `tl`: write the per-unit timeline (the unit lines:
+ * times, causes, iterations; implied by rec). Without it the loop touches no unit line: a light
+ * evaluation (gopt_sim_evaluate). Constant arguments specialise the inlined copies.
  * Returns 1 when a delta replay converged to the recorded run (sim_delta_try spliced its tail;
  * the state is complete), else 0. */
 static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, sim_lv *lv,
-                                                         const int one, const int rec) {
+                                                         const int one, const int rec,
+                                                         const int tl) {
   const gopt_sim *s = st->s;
   const int D = one ? 1 : st->D;
   const int32_t U = st->U;
   const int strict = st->strict;
   const int32_t *in_off = st->in_off, *in_act = st->in_act, *out_off = st->out_off,
                 *out_act = st->out_act, *cons_off = st->cons_off, *cons = st->cons;
-  const double *ucost = st->ucost, *abytes = s->act_bytes;
+  const double *ucost = st->ucost, *abytes = s->act_bytes, *uob = st->uobytes;
   const uint8_t *aout = s->act_out;
   sim_ur *ur = st->ur;
   sim_dev *dv = st->dv;
@@ -405,6 +433,8 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   int32_t *const plw = st->lw[0], *const rlw = st->lw[1], *const xlw = st->lw[2];
   const int32_t plb = st->lwb[0], rlb = st->lwb[1], xlb = st->lwb[2];
   uint64_t hh = lv->h, hh1 = lv->h1;
+  const bm_q *const bq = st->bq;
+  const int32_t *const runit = sim_runit(st);
 
 #define MARK_DEV(d_)            \
   do {                          \
@@ -422,15 +452,17 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   } while (0)
 #define READY(c_, dv_, why_)                 \
   do {                                       \
-    (c_)->ready_t = now;                     \
-    (c_)->dep = (why_);                      \
-    (c_)->ready_it = it;                     \
+    if (tl) {                                \
+      (c_)->ready_t = now;                   \
+      (c_)->dep = (why_);                    \
+      (c_)->ready_it = it;                   \
+    }                                        \
     if (rec) {                               \
       uint64_t m_ = hready_set(st, cu, (c_)); \
       hh += m_;                              \
       hh1 += m_;                             \
     }                                        \
-    bm_push(bm_at(st, dv_), uq[cu].rank);       \
+    bm_push(bq[dv_], uq[cu].rank);          \
     dv[dv_].hn++;                            \
     MARK_DEV(dv_);                           \
   } while (0)
@@ -461,9 +493,9 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       sim_dev *v = &dv[d];
       v->flag = 0;
       if (v->running >= 0 || v->hn == 0) continue;
-      bm_q q = bm_at(st, d);
+      bm_q q = bq[d];
       if (strict && bm_min(q) != uq[st->seq[st->hbase[d] + v->seqpos]].rank) continue;
-      int32_t u = st->runit[bm_pop(q)];
+      int32_t u = runit[bm_pop(q)];
       sim_ur *W = &ur[u];
       v->hn--;
       if (strict) v->seqpos++;
@@ -472,20 +504,25 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         hh -= m;
         if (W->ready_t == now) hh1 -= m;
       }
-      W->start = now;
-      W->start_it = it;
-      W->cause = (W->ready_t < now && v->prev_unit >= 0) ? SIM_CAUSE_UNIT(v->prev_unit) : W->dep;
       double dur = ucost[(size_t)d * U + u];
-      W->end = now + dur;
+      if (tl) {
+        W->start = now;
+        W->start_it = it;
+        W->cause = (W->ready_t < now && v->prev_unit >= 0) ? SIM_CAUSE_UNIT(v->prev_unit) : W->dep;
+        W->end = now + dur;
+      }
       v->busy += sim_fx(dur);
-      v->mem += W->obytes;
+      v->mem += tl ? W->obytes : uob[u];
       if (v->mem > v->speak) v->speak = v->mem;
       v->running = u;
       /* its consumers are read when it ends: start fetching (the first few of) their lines */
       for (int32_t j = out_off[u]; j < out_off[u + 1]; j++) {
         int32_t c0 = cons_off[out_act[j]], c1 = cons_off[out_act[j] + 1];
         if (c1 > c0 + 4) c1 = c0 + 4;
-        for (int32_t c = c0; c < c1; c++) __builtin_prefetch(&ur[cons[c]], 1);
+        for (int32_t c = c0; c < c1; c++) {
+          if (tl) __builtin_prefetch(&ur[cons[c]], 1);
+          else __builtin_prefetch(&pend[cons[c]], 1);
+        }
       }
       ev_push(ev, &nev, &evseq, now + dur, 0, d);
       if (rec) {
@@ -533,7 +570,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         v->running = -1;
         v->prev_unit = u;
         done++;
-        ur[u].fin_it = it;
+        if (tl) ur[u].fin_it = it;
         step = now;
         MARK_DEV(d);
         /* inputs: drop this unit's reference to the buffer it read on d */
@@ -672,6 +709,7 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   const int D = st->D;
   const int32_t U = st->U;
   const int rec = st->incremental && st->rec_next;
+  const int tl = rec || st->tl_need; /* else a light evaluation (sim_internal.h) */
   if (rec && st->inc_valid && st->inc_from == INT32_MAX) { /* nothing changed */
     st->stats.cached++;
     st->stats.last_from = st->iters;
@@ -699,19 +737,23 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
     ck_restore(st, c, &lv);
   } else {
     if (!rec) st->nck = 0;
-    full_reset(st, &lv, rec);
+    full_reset(st, &lv, rec, tl);
   }
   int32_t from = lv.it;
   st->inc_valid = 0;
   st->inc_from = INT32_MAX;
   int conv;
   if (D == 1) {
-    if (rec) conv = run_loop(st, &lv, 1, 1);
-    else conv = run_loop(st, &lv, 1, 0);
+    if (rec) conv = run_loop(st, &lv, 1, 1, 1);
+    else if (tl) conv = run_loop(st, &lv, 1, 0, 1);
+    else conv = run_loop(st, &lv, 1, 0, 0);
   } else {
-    if (rec) conv = run_loop(st, &lv, 0, 1);
-    else conv = run_loop(st, &lv, 0, 0);
+    if (rec) conv = run_loop(st, &lv, 0, 1, 1);
+    else if (tl) conv = run_loop(st, &lv, 0, 0, 1);
+    else conv = run_loop(st, &lv, 0, 0, 0);
   }
+  st->tl_valid = tl;
+  st->eval_gen = st->dec_gen;
   int32_t to = conv ? st->stats.last_to : lv.it; /* sim_delta_try set last_to */
   sim_delta_end(st);
   sim_delta_logs_back(st, conv);
@@ -764,4 +806,17 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   if (rec) st->inc_valid = 1;
   if (r) fill_result(st, r);
   return GOPT_OK;
+}
+
+int sim_timeline_need(const gopt_sim_state *cst) {
+  gopt_sim_state *st = (gopt_sim_state *)cst; /* a workspace: created mutable by gopt_sim_state_new */
+  if (!st->evaluated) return 0;
+  if (st->tl_valid) return 1;
+  if (st->dec_gen != st->eval_gen) return 0; /* the decisions changed since: cannot be rebuilt */
+  gopt_sim_inc_stats keep = st->stats;
+  st->tl_need = 1;
+  gopt_sim_evaluate(st, NULL, NULL); /* the same decisions: the same deterministic run */
+  st->tl_need = 0;
+  st->stats = keep;
+  return st->tl_valid;
 }

@@ -48,7 +48,7 @@ void gopt_sim_state_free(gopt_sim_state *st) {
                   st->hbase, st->ddirty, st->dlist, st->peak, st->over, st->busy, st->resid,
                   st->endmem, st->rescnt, st->lk, st->ldirty, st->lbytes, st->lbusy, st->ev,
                   st->slog, st->srit, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend,
-                  st->uq};
+                  st->uq, st->bq};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   sim_delta_free(st);
   free(st);
@@ -88,9 +88,14 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
       GOPT_ALLOC(st->ldirty, L) || GOPT_ALLOC(st->lbytes, L) || GOPT_ALLOC(st->lbusy, L) ||
       GOPT_ALLOC(st->ev, D + L + 1) || GOPT_ALLOC(st->slog, n) || GOPT_ALLOC(st->srit, n) || GOPT_ALLOC(st->plog, st->capl) ||
       GOPT_ALLOC(st->rlog, st->capl) || GOPT_ALLOC(st->xlog, st->capl) ||
-      GOPT_ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || GOPT_ALLOC(st->bm, D * st->bm_words)) {
+      GOPT_ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || GOPT_ALLOC(st->bm, D * st->bm_words) ||
+      GOPT_ALLOC(st->bq, D)) {
     gopt_sim_state_free(st);
     return NULL;
+  }
+  for (size_t d = 0; d < D; d++) {
+    uint64_t *b = st->bm + d * st->bm_words;
+    st->bq[d] = (bm_q){b, b + st->bm_off[1], b + st->bm_off[2]};
   }
   memset(st->ur, 0, (n + 1) * sizeof *st->ur);
   sim_state_unfuse(st);
@@ -443,6 +448,55 @@ static void unit_priority(gopt_sim_state *st, int32_t u) {
   st->uprio[u] = isnan(v) ? st->udprio[u] : v;
 }
 
+/* Unfused apply of a placement pl and priorities pr (by node id; either NULL: defaults): the raw
+ * decisions, devices, default ranks, per-device counts, output bytes and unit priorities. */
+static void apply_plain(gopt_sim_state *st, const int32_t *pl, const double *pr) {
+  const gopt_sim *s = st->s;
+  const int32_t n = s->n, *order = s->order;
+  if (pl)
+    for (int32_t p = 0; p < n; p++) st->pdev[p] = pl[order[p]];
+  else
+    for (int32_t p = 0; p < n; p++) st->pdev[p] = -1;
+  int32_t cnt[4][64]; /* four histograms: no chain through one counter */
+  memset(cnt, 0, sizeof cnt);
+  sim_uq *uq = st->uq;
+  const int32_t *pdev = st->pdev, *drank = s->drank;
+  int32_t p = 0;
+  if (s->D <= 64)
+    for (; p + 4 <= n; p += 4)
+      for (int k = 0; k < 4; k++) {
+        int32_t v = pdev[p + k] >= 0 ? pdev[p + k] : 0;
+        uq[p + k] = (sim_uq){v, drank[p + k]};
+        cnt[k][v]++;
+      }
+  for (; p < n; p++) {
+    int32_t v = pdev[p] >= 0 ? pdev[p] : 0;
+    uq[p] = (sim_uq){v, drank[p]};
+    st->dcnt[v]++;
+  }
+  for (int dv = 0; dv < s->D && dv < 64; dv++) st->dcnt[dv] += cnt[0][dv] + cnt[1][dv] + cnt[2][dv] + cnt[3][dv];
+  if (!st->ob_plain)
+    for (p = 0; p < n; p++) st->ur[p].obytes = s->out_bytes[p];
+  st->ob_plain = 1;
+  if (pr) {
+    for (p = 0; p < n; p++) {
+      double q = pr[order[p]];
+      st->pprio[p] = q;
+      st->uprio[p] = isnan(q) ? s->dprio[p] : q;
+    }
+  }
+}
+
+void sim_prio_fill(gopt_sim_state *st) {
+  if (!st->pdef) return;
+  const gopt_sim *s = st->s;
+  for (int32_t p = 0; p < s->n; p++) st->pprio[p] = NAN;
+  memcpy(st->uprio, s->dprio, (size_t)s->n * sizeof *st->uprio);
+  memcpy(st->ukey, s->dkey, (size_t)s->n * sizeof *st->ukey);
+  memcpy(st->runit, s->drunit, (size_t)s->n * sizeof *st->runit);
+  st->pdef = 0;
+}
+
 int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error *err) {
   const gopt_sim *s = st->s;
   const gopt_graph *g = s->g;
@@ -453,14 +507,17 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     return gopt_error_set(err, GOPT_EINVAL, "decisions: made for %zu nodes, the graph has %zu",
                           d->n_nodes, g->nodes.n);
   /* placement */
-  if (d && d->placement)
-    for (int32_t p = 0; p < n; p++) {
+  if (d && d->placement) {
+    uint32_t bad = 0; /* any device outside -1 .. D - 1 (one branch-free pass, then find it) */
+    for (int32_t p = 0; p < n; p++) bad |= (uint32_t)(d->placement[s->order[p]] + 1) > (uint32_t)s->D;
+    for (int32_t p = 0; p < n && bad; p++) {
       int32_t v = d->placement[s->order[p]];
       if (v < -1 || v >= s->D)
         return gopt_error_set(err, GOPT_EINVAL,
                               "placement: node '%s' on device %d, the cluster has %d devices",
                               gopt_node_name(g, s->order[p]), v, s->D);
     }
+  }
   /* order: a permutation consistent with the dataflow */
   if (d && d->order) {
     if (GOPT_ALLOC(gmap, n)) goto oom;
@@ -548,6 +605,7 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
   } else {
     sim_state_unfuse(st);
   }
+  st->dec_gen++;
   st->inc_valid = 0; /* the next evaluation runs in full */
   st->rec_next = !st->applied || st->moved; /* and records only if single changes may follow */
   st->applied = 1;
@@ -557,20 +615,12 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
   const int32_t *pl = (d && d->placement) ? d->placement : NULL;
   const double *pr = (d && d->priority) ? d->priority : NULL;
   for (int dv = 0; dv < s->D; dv++) st->dcnt[dv] = 0;
-  if (!st->fused) { /* one pass: units are positions */
-    for (int32_t p = 0; p < n; p++) {
-      int32_t nid = s->order[p], v = pl ? pl[nid] : -1;
-      double q = pr ? pr[nid] : NAN;
-      sim_ur *w = &st->ur[p];
-      st->pdev[p] = v;
-      st->pprio[p] = q;
-      st->uq[p].dev = v >= 0 ? v : 0;
-      st->dcnt[st->uq[p].dev]++;
-      if (!st->ob_plain) w->obytes = s->out_bytes[p];
-      st->uq[p].rank = s->drank[p];
-      st->uprio[p] = isnan(q) ? s->dprio[p] : q;
+  if (!st->fused) { /* units are positions: simple loops over them */
+    if (!pr && d && d->order) { /* default priorities under an explicit order: kept, unused */
+      for (int32_t p = 0; p < n; p++) st->pprio[p] = NAN;
+      memcpy(st->uprio, s->dprio, (size_t)n * sizeof *st->uprio);
     }
-    st->ob_plain = 1;
+    apply_plain(st, pl, pr);
   } else {
     for (int32_t p = 0; p < n; p++) {
       st->pdev[p] = pl ? pl[s->order[p]] : -1;
@@ -590,13 +640,17 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     }
   }
   st->strict = d && d->order;
+  /* unfused default priorities: uq[].rank holds their ranks (apply_plain); the priorities, keys
+   * and units by rank are filled on first use (sim_prio_fill) */
+  st->pdef = !st->fused && !pr && !st->strict;
   if (!st->strict) {
-    for (int32_t u = 0; u < st->U; u++) st->ukey[u] = sim_key(st->uprio[u]);
+    if (!st->pdef)
+      for (int32_t u = 0; u < st->U; u++) st->ukey[u] = sim_key(st->uprio[u]);
     if (pr) { /* ranks by sorting (scratch: sk, su; the ranks land in su + 2n first) */
       int32_t *rk = st->su + 2 * (size_t)st->n;
       sim_rank_keys(st->ukey, st->U, rk, st->runit, st->sk, st->su);
       for (int32_t u = 0; u < st->U; u++) st->uq[u].rank = rk[u];
-    } else { /* default priorities: their ranks (set above) are known */
+    } else if (!st->pdef) { /* fused default priorities: their ranks (set above) are known */
       memcpy(st->runit, st->udrunit, (size_t)st->U * sizeof *st->runit);
     }
   } else {
@@ -695,6 +749,7 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
   }
   int old = st->uq[u].dev;
   if (old == device) return GOPT_OK;
+  st->dec_gen++;
   if (st->inc_valid) {
     if (st->strict) {
       st->inc_valid = 0; /* each device's sequence changes: run in full */
@@ -754,6 +809,7 @@ static void rank_move(gopt_sim_state *st, int32_t u) {
 int gopt_sim_state_set_priority(gopt_sim_state *st, int32_t nid, double priority) {
   const gopt_sim *s = st->s;
   if (nid < 0 || (size_t)nid >= s->g->nodes.n || s->pos[nid] < 0) return GOPT_EINVAL;
+  sim_prio_fill(st);
   st->pprio[s->pos[nid]] = priority;
   st->moved = st->rec_next = 1;
   int32_t u = sim_unit(st, s->pos[nid]);
@@ -761,6 +817,7 @@ int gopt_sim_state_set_priority(gopt_sim_state *st, int32_t nid, double priority
   if (st->strict) return GOPT_OK;
   uint64_t k = sim_key(st->uprio[u]);
   if (k != st->ukey[u]) {
+    st->dec_gen++;
     st->ukey[u] = k;
     rank_move(st, u);
     if (st->inc_valid) {

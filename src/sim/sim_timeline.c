@@ -8,7 +8,7 @@
 #include "util/util_internal.h"
 
 size_t gopt_sim_timeline(const gopt_sim_state *st, gopt_sim_item *items, size_t max) {
-  if (!st->evaluated) return 0;
+  if (!sim_timeline_need(st)) return 0;
   size_t k = 0;
   for (int32_t u = 0; u < st->U; u++, k++)
     if (k < max)
@@ -45,7 +45,7 @@ int gopt_sim_memory_curve(const gopt_sim_state *st, int dev, double **t, double 
                           gopt_error *err) {
   *t = *bytes = NULL;
   *n = 0;
-  if (!st->evaluated) return gopt_error_set(err, GOPT_EINVAL, "memory curve: no evaluation");
+  if (!sim_timeline_need(st)) return gopt_error_set(err, GOPT_EINVAL, "memory curve: no evaluation");
   if (dev < 0 || dev >= st->D) return gopt_error_set(err, GOPT_EINVAL, "memory curve: no device %d", dev);
   const gopt_sim *s = st->s;
   size_t cap = 2 * ((size_t)st->out_off[st->U] + st->nx) + 2, ne = 0;

@@ -22,7 +22,7 @@ void gopt_sim_transfer(const gopt_sim_state *st, size_t i, gopt_sim_transfer_inf
 }
 
 size_t gopt_sim_critical_path(const gopt_sim_state *st, gopt_sim_item *items, size_t max) {
-  if (!st->evaluated || st->U == 0) return 0;
+  if (!sim_timeline_need(st) || st->U == 0) return 0;
   const gopt_sim *s = st->s;
   int32_t last = 0;
   for (int32_t u = 1; u < st->U; u++)
@@ -78,7 +78,7 @@ static json_t *span(const char *name, const char *cat, int pid, int tid, double 
 int gopt_sim_write_trace(const gopt_sim_state *st, const char *path, gopt_error *err) {
   const gopt_sim *s = st->s;
   const gopt_graph *g = s->g;
-  if (!st->evaluated) return gopt_error_set(err, GOPT_EINVAL, "%s: no evaluation to trace", path);
+  if (!sim_timeline_need(st)) return gopt_error_set(err, GOPT_EINVAL, "%s: no evaluation to trace", path);
   json_t *root = json_object(), *ev = json_array();
   char buf[160];
   /* pid 1: devices (tid = device + 1); pid 2: links (tid = link + 1) */

@@ -1,0 +1,135 @@
+/* test_sim_light.c: a light evaluation (one that neither records nor writes the per-unit timeline:
+ * an apply that followed another apply, or incremental evaluation off) gives the timeline readers
+ * (gopt_sim_timeline, gopt_sim_critical_path, gopt_sim_memory_curve, gopt_sim_transfer) exactly
+ * what a fresh recording evaluation of the same decisions gives, bit for bit, on random placements
+ * on 1 and 4 devices, with and without fused groups; after a decision change that follows a light
+ * evaluation the readers report no evaluation instead of a timeline of other decisions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "sim/sim_internal.h"
+#include "sim_test_util.h"
+
+/* Random placement (and, when fuse, pairs of a node with its first consumer fused on one device). */
+static void random_decisions(const gopt_graph *g, gopt_decisions *d, int D, int fuse, uint64_t *seed) {
+  size_t N = d->n_nodes;
+  for (size_t i = 0; i < N; i++) d->placement[i] = (int32_t)(sim_test_rnd(seed) % (uint32_t)D);
+  if (!fuse) return;
+  for (size_t i = 0; i < N; i++) d->group[i] = -1;
+  for (size_t i = 0; i + 1 < N; i += 7) { /* a node and the next one when it reads its output */
+    const gopt_node *a = &g->nodes.a[i], *b = &g->nodes.a[i + 1];
+    if (!gopt_node_alive(g, (int32_t)i) || !gopt_node_alive(g, (int32_t)i + 1) || !a->n_out || !b->n_in ||
+        g->slots.a[b->in].tensor != g->outs.a[a->out])
+      continue;
+    d->group[i] = d->group[i + 1] = (int32_t)i;
+    d->placement[i + 1] = d->placement[i];
+  }
+}
+
+/* Every reader of a and b agrees bit for bit (a: light, b: recording). */
+static void same_readers(gopt_sim_state *a, gopt_sim_state *b, int D, const char *what) {
+  size_t na = gopt_sim_timeline(a, NULL, 0), nb = gopt_sim_timeline(b, NULL, 0);
+  CHECK_MSG(na == nb && na > 0, "%s: timeline %zu items, recording run %zu", what, na, nb);
+  gopt_sim_item *ia = calloc(na + 1, sizeof *ia), *ib = calloc(nb + 1, sizeof *ib);
+  if (na == nb) {
+    gopt_sim_timeline(a, ia, na);
+    gopt_sim_timeline(b, ib, nb);
+    CHECK_MSG(memcmp(ia, ib, na * sizeof *ia) == 0, "%s: timelines differ", what);
+    size_t ca = gopt_sim_critical_path(a, NULL, 0), cb = gopt_sim_critical_path(b, NULL, 0);
+    CHECK_MSG(ca == cb && ca > 0 && ca <= na, "%s: critical path %zu items, recording run %zu", what, ca, cb);
+    if (ca == cb && ca <= na) {
+      gopt_sim_critical_path(a, ia, ca);
+      gopt_sim_critical_path(b, ib, cb);
+      CHECK_MSG(memcmp(ia, ib, ca * sizeof *ia) == 0, "%s: critical paths differ", what);
+    }
+  }
+  CHECK_EQ_INT((int)gopt_sim_transfer_count(a), (int)gopt_sim_transfer_count(b));
+  for (size_t i = 0; i < gopt_sim_transfer_count(a) && i < gopt_sim_transfer_count(b); i++) {
+    gopt_sim_transfer_info ta, tb;
+    gopt_sim_transfer(a, i, &ta);
+    gopt_sim_transfer(b, i, &tb);
+    CHECK_MSG(memcmp(&ta, &tb, sizeof ta) == 0, "%s: transfer %zu differs", what, i);
+  }
+  for (int dev = 0; dev < D; dev++) {
+    double *ta = NULL, *ya = NULL, *tb = NULL, *yb = NULL;
+    size_t ma = 0, mb = 0;
+    gopt_error err = {0};
+    CHECK_EQ_INT(gopt_sim_memory_curve(a, dev, &ta, &ya, &ma, &err), 0);
+    CHECK_EQ_INT(gopt_sim_memory_curve(b, dev, &tb, &yb, &mb, &err), 0);
+    CHECK_MSG(ma == mb && ma > 0 && memcmp(ta, tb, ma * sizeof *ta) == 0 && memcmp(ya, yb, ma * sizeof *ya) == 0,
+              "%s: memory curves of device %d differ", what, dev);
+    free(ta);
+    free(ya);
+    free(tb);
+    free(yb);
+  }
+  free(ia);
+  free(ib);
+}
+
+static void one(const char *spec, const char *cluster, int fuse, uint64_t seed) {
+  gopt_graph *g = sim_test_zoo(spec);
+  gopt_cluster *c = NULL;
+  gopt_sim *s = NULL;
+  if (!g) return;
+  sim_test_open(g, cluster, &c, &s);
+  int D = c->n_devices;
+  gopt_decisions d[2];
+  for (int k = 0; k < 2; k++) {
+    gopt_decisions_init(&d[k], g);
+    d[k].placement = calloc(d[k].n_nodes + 1, sizeof *d[k].placement);
+    if (fuse) d[k].group = calloc(d[k].n_nodes + 1, sizeof *d[k].group);
+    random_decisions(g, &d[k], D, fuse, &seed);
+  }
+  gopt_sim_state *a = gopt_sim_state_new(s), *b = gopt_sim_state_new(s);
+  gopt_error err = {0};
+  gopt_sim_result ra, rb;
+  char what[160];
+  snprintf(what, sizeof what, "%s on %s%s", spec, cluster, fuse ? " fused" : "");
+  /* a: apply, evaluate, apply again, evaluate (light); b: one recording evaluation */
+  CHECK_EQ_INT(gopt_sim_state_apply(a, &d[0], &err), 0);
+  CHECK_EQ_INT(gopt_sim_evaluate(a, &ra, &err), 0);
+  CHECK_EQ_INT(gopt_sim_state_apply(a, &d[1], &err), 0);
+  CHECK_EQ_INT(gopt_sim_evaluate(a, &ra, &err), 0);
+  CHECK_MSG(!a->tl_valid, "%s: the second evaluation after two applies is light", what);
+  CHECK_EQ_INT(gopt_sim_state_apply(b, &d[1], &err), 0);
+  CHECK_EQ_INT(gopt_sim_evaluate(b, &rb, &err), 0);
+  CHECK(b->tl_valid);
+  CHECK_MSG(!fuse || rb.n_kernels < gopt_sim_node_count(s), "%s: some nodes fused", what);
+  CHECK_MSG(ra.step_time == rb.step_time, "%s: step %.17g, recording run %.17g", what, ra.step_time, rb.step_time);
+  same_readers(a, b, D, what);
+  /* the same with incremental evaluation off (every evaluation light) */
+  gopt_sim_state_set_incremental(a, 0);
+  CHECK_EQ_INT(gopt_sim_state_apply(a, &d[1], &err), 0);
+  CHECK_EQ_INT(gopt_sim_evaluate(a, &ra, &err), 0);
+  CHECK(!a->tl_valid);
+  same_readers(a, b, D, what);
+  /* a change after a light evaluation: no timeline of other decisions */
+  CHECK_EQ_INT(gopt_sim_state_apply(a, &d[0], &err), 0);
+  CHECK_EQ_INT(gopt_sim_evaluate(a, &ra, &err), 0);
+  CHECK_EQ_INT(gopt_sim_state_apply(a, &d[1], &err), 0);
+  CHECK_EQ_INT((int)gopt_sim_timeline(a, NULL, 0), 0);
+  CHECK_EQ_INT((int)gopt_sim_critical_path(a, NULL, 0), 0);
+  double *t = NULL, *y = NULL;
+  size_t m = 0;
+  CHECK(gopt_sim_memory_curve(a, 0, &t, &y, &m, &err) != 0 && m == 0);
+  CHECK_EQ_INT(gopt_sim_evaluate(a, &ra, &err), 0);
+  same_readers(a, b, D, what); /* evaluated again: the readers answer again */
+  for (int k = 0; k < 2; k++) gopt_decisions_clear(&d[k]);
+  gopt_sim_state_free(a);
+  gopt_sim_state_free(b);
+  gopt_sim_free(s);
+  gopt_cluster_free(c);
+  gopt_graph_free(g);
+}
+
+int main(void) {
+  const char *models[] = {"gnmt:layers=2,steps=6", "inception_v3", "transformer:layers=2"};
+  for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+    for (int fuse = 0; fuse < 2; fuse++) {
+      one(models[m], "4xV100-nvlink", fuse, 11 + m);
+      one(models[m], "V100", fuse, 23 + m);
+    }
+  return check_exit("test_sim_light");
+}
