@@ -294,7 +294,7 @@ static int fx_check_members(gopt_exec *x, const int32_t *mem, int n_mem, const u
 
 static int fx_hoisted(const gopt_exec *x, int32_t n, const fx_prog *f, int top) {
   int64_t e = ex_numel(x, gopt_node_output(x->g, n, 0));
-  return top ? e * FX_HOIST <= f->numel : e < f->numel;
+  return e < f->numel && (!top || e * FX_HOIST <= f->numel); /* never all of them (an empty loop) */
 }
 
 static int fx_prepare(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, int top, gopt_error *err);
