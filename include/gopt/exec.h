@@ -168,6 +168,10 @@ size_t gopt_exec_n_inplace(const gopt_exec *x);
 /* Nodes the executor ran once at plan time because every input is a constant (--layouts auto;
  * docs/EXECUTOR.md "Constant steps"): they are not run again per run. */
 size_t gopt_exec_n_hoisted(const gopt_exec *x);
+/* Members of fused elementwise groups computed once at their own, smaller shape before the group's
+ * loop instead of per element of it (LayerNorm's Sqrt(var + eps) over [T, 1] in a loop over
+ * [T, C]; docs/EXECUTOR.md "Fusion"). */
+size_t gopt_exec_n_loop_hoisted(const gopt_exec *x);
 /* Constant weights reordered once at plan time into the layout a oneDNN primitive wants (packed
  * MatMul/Gemm weights, blocked conv filters): the number of copies (one per weight tensor and
  * layout, however many primitives read it), their bytes, and the primitives reading one (more

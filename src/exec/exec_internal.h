@@ -70,6 +70,7 @@ struct gopt_exec {
                                 the NaN check; constants scanned at the first checked run only */
   size_t n_inplace;          /* outputs planned to take a dying input's buffer (exec_inplace.c) */
   size_t n_hoisted;          /* nodes run once at plan time on constants (exec_hoist.c) */
+  size_t n_loop_hoisted;     /* fused-group members computed before their loop (k_elem.c) */
   size_t live_plain, peak_plain; /* live/peak bytes as if nothing ran in place */
   uint8_t *cf_reads;         /* per tensor: read by a control node's sub-graph; NULL when none */
   void *strs;                /* STRING tensors' values (k_string.c); NULL when none */

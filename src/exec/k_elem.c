@@ -20,6 +20,8 @@ static void fx_free(void *p) {
   free(f->stores);
   free(f->scratch);
   free(f->ptrs);
+  free(f->own);
+  fx_free(f->pre);
   free(f);
 }
 
@@ -122,12 +124,15 @@ int ex_elem_handles(const gopt_exec *x, int32_t n) {
 
 /* ---- the program's kernel ------------------------------------------------------------------------- */
 
-/* fx_forward: out_k[i] = program(in_0[bcast(i)], ...) for i in [0, numel) (shapes in f); the
- * blocks run through the ISA's block function (k_vec.inc). */
-static int fx_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
-  fx_prog *f = k->st;
-  for (int l = 0; l < f->n_loads; l++) f->loads[l].base = ex_data(x, f->loads[l].tensor);
-  for (int s = 0; s < f->n_stores; s++) f->stores[s].base = ex_data(x, f->stores[s].tensor);
+/* fx_exec: out_k[i] = program(in_0[bcast(i)], ...) for i in [0, numel) (shapes in f), after f's
+ * pre-program (which fills the buffers f loads from); the blocks run through the ISA's block
+ * function (k_vec.inc). */
+static void fx_exec(gopt_exec *x, fx_prog *f) {
+  if (f->pre) fx_exec(x, f->pre);
+  for (int l = 0; l < f->n_loads; l++)
+    f->loads[l].base = f->loads[l].own ? (const void *)f->loads[l].own : ex_data(x, f->loads[l].tensor);
+  for (int s = 0; s < f->n_stores; s++)
+    f->stores[s].base = f->stores[s].own ? f->stores[s].own : ex_data(x, f->stores[s].tensor);
   int64_t nblk = (f->numel + FX_BLK - 1) / FX_BLK;
   int nt = f->n_threads;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nblk > 8)
@@ -139,16 +144,24 @@ static int fx_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     int64_t len = f->numel - start < FX_BLK ? f->numel - start : FX_BLK;
     f->block(f, regs, rp, start, len);
   }
+}
+
+static int fx_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
+  fx_exec(x, k->st);
   (void)err;
   return GOPT_OK;
 }
 
+/* k->in[in_j] may share out_j's buffer when the loop reads it contiguously, in full (a load of the
+ * main program: the pre-program's inputs are smaller than the loop). */
 int ex_elem_can_alias(const gopt_exec *x, const ex_kernel *k, int in_j, int out_j) {
-  if (k->run != fx_run || in_j < 0 || out_j < 0) return 0;
+  if (k->run != fx_run || in_j < 0 || out_j < 0 || in_j >= k->n_in) return 0;
   const fx_prog *f = k->st;
-  if (in_j >= f->n_loads || out_j >= f->n_stores) return 0;
-  const fx_load *l = &f->loads[in_j];
-  return l->kind == 1 && !l->is_bool && ex_dtype(x, l->tensor) == GOPT_DT_FLOAT &&
+  if (out_j >= f->n_stores) return 0;
+  const fx_load *l = NULL;
+  for (int j = 0; j < f->n_loads && !l; j++)
+    if (f->loads[j].tensor == k->in[in_j] && !f->loads[j].own) l = &f->loads[j];
+  return l && l->kind == 1 && !l->is_bool && ex_dtype(x, l->tensor) == GOPT_DT_FLOAT &&
          ex_numel(x, l->tensor) == f->numel && ex_numel(x, f->stores[out_j].tensor) == f->numel;
 }
 
@@ -218,32 +231,9 @@ static void fx_collapse_dims(fx_prog *f) {
   }
 }
 
-int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, gopt_error *err) {
+/* The loop shape of members mem: the largest member output (the highest rank among equal sizes). */
+static void fx_loop_shape(const gopt_exec *x, const int32_t *mem, int n_mem, fx_prog *f) {
   const gopt_graph *g = x->g;
-  int rc = GOPT_OK;
-  fx_prog *f = calloc(1, sizeof *f);
-  int32_t *reg_of = NULL; /* tensor -> register + 1 for tensors defined so far */
-  size_t nt = g->tensors.n;
-  int max_in = 0;
-  if (!f) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-  k->st = f;
-  k->fini = fx_free;
-  k->run = fx_run;
-  for (int m = 0; m < n_mem; m++) max_in += g->nodes.a[mem[m]].n_in;
-  f->loads = calloc((size_t)max_in + 1, sizeof *f->loads);
-  f->instr = calloc((size_t)(max_in + n_mem) + 1, sizeof *f->instr);
-  f->stores = calloc((size_t)n_mem + 1, sizeof *f->stores);
-  reg_of = calloc(nt + 1, sizeof *reg_of);
-  free(k->in);
-  free(k->out);
-  k->in = malloc(((size_t)max_in + 1) * sizeof *k->in);
-  k->out = malloc(((size_t)n_mem + 1) * sizeof *k->out);
-  k->n_in = k->n_out = 0;
-  if (!f->loads || !f->instr || !f->stores || !reg_of || !k->in || !k->out) {
-    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-    goto done;
-  }
-  /* loop shape: the largest member output */
   int64_t best = -1;
   for (int m = 0; m < n_mem; m++) {
     int32_t t = gopt_node_output(g, mem[m], 0);
@@ -258,123 +248,254 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
     f->rank = 1;
     f->dims[0] = 1;
   }
-  /* member outputs are registers 0..n_mem-1 by member index; loads follow */
-  uint8_t *in_group = calloc((size_t)g->nodes.n + 1, 1);
-  if (!in_group) {
-    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-    goto done;
+}
+
+/* Whether output t of a member is read outside the group in_group (by a node, a graph output or a
+ * control-flow sub-graph). */
+static int fx_read_outside(const gopt_exec *x, int32_t t, const uint8_t *in_group) {
+  const gopt_graph *g = x->g;
+  for (int32_t s = g->tensors.a[t].first_use; s >= 0; s = g->slots.a[s].next_use) {
+    int32_t c = g->slots.a[s].node;
+    if (gopt_node_alive(g, c) && !in_group[c]) return 1;
   }
-  for (int m = 0; m < n_mem; m++) in_group[mem[m]] = 1;
-  int16_t next_reg = (int16_t)n_mem;
-  for (int m = 0; m < n_mem && !rc; m++) {
-    int32_t n = mem[m];
-    const gopt_node *nd = &g->nodes.a[n];
-    int32_t out = gopt_node_output(g, n, 0);
+  for (size_t i = 0; i < g->outputs.n; i++)
+    if (g->outputs.a[i] == t) return 1;
+  return ex_control_reads(x, t);
+}
+
+/* Every member output broadcasts to the loop, and every one read outside the group has its size. */
+static int fx_check_members(gopt_exec *x, const int32_t *mem, int n_mem, const uint8_t *in_group,
+                            const fx_prog *f, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  for (int m = 0; m < n_mem; m++) {
+    int32_t out = gopt_node_output(g, mem[m], 0);
     int64_t tmp[GOPT_MAX_RANK];
-    if (bcast_strides(x, out, f->rank, f->dims, tmp) < 0) {
-      rc = ex_node_error(x, n, err, GOPT_EUNSUP, "fusion group: output shape does not broadcast "
-                         "to the group's loop shape");
-      break;
-    }
-    int16_t src[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
-    int nsrc = 0;
-    for (int i = 0; i < nd->n_in && nsrc < 8; i++) {
-      int32_t t = gopt_node_input(g, n, i);
-      if (t < 0) continue;
-      if ((nd->op == GOPT_OP_EXPAND && i == 1) || (nd->op == GOPT_OP_DROPOUT && i >= 1)) continue;
-      if (nd->op == GOPT_OP_CLIP && i > 0) continue;
-      if (nd->op == GOPT_OP_POW && i == 1 && pow_special(x, t) >= 0) continue;
-      if (reg_of[t]) {
-        src[nsrc++] = (int16_t)(reg_of[t] - 1);
-        continue;
-      }
-      /* a new load */
-      fx_load *l = &f->loads[f->n_loads];
-      l->tensor = t;
-      l->is_bool = ex_dtype(x, t) == GOPT_DT_BOOL;
-      if (bcast_strides(x, t, f->rank, f->dims, l->strides) < 0) {
-        rc = ex_node_error(x, n, err, GOPT_EUNSUP, "input '%s' does not broadcast to the loop shape",
-                           gopt_graph_str(g, g->tensors.a[t].name));
-        break;
-      }
-      int64_t tn = ex_numel(x, t);
-      l->kind = tn == 1 ? 2 : tn == f->numel ? 1 : 0;
-      reg_of[t] = next_reg + 1;
-      src[nsrc++] = next_reg++;
-      f->n_loads++;
-      k->in[k->n_in++] = t;
-    }
-    if (rc) break;
-    fx_instr *in = &f->instr[f->n_instr++];
-    in->op = (uint8_t)fx_opcode(nd->op);
-    if (nd->op == GOPT_OP_POW && nd->n_in > 1 && pow_special(x, gopt_node_input(g, n, 1)) >= 0)
-      in->op = (uint8_t)pow_special(x, gopt_node_input(g, n, 1));
-    in->dst = (int16_t)m;
-    in->a = src[0];
-    in->b = in->c = -1;
-    if (nsrc >= 2) in->b = src[1];
-    if (nsrc >= 3) in->c = src[2];
-    switch (nd->op) {
-      case GOPT_OP_LEAKY_RELU: in->p0 = (float)gopt_node_get_float(g, n, "alpha", 0.01); break;
-      case GOPT_OP_ELU: in->p0 = (float)gopt_node_get_float(g, n, "alpha", 1.0); break;
-      case GOPT_OP_HARD_SIGMOID:
-        in->p0 = (float)gopt_node_get_float(g, n, "alpha", 0.2);
-        in->p1 = (float)gopt_node_get_float(g, n, "beta", 0.5);
-        break;
-      case GOPT_OP_CLIP:
-        if (nd->n_in > 1) {
-          in->p0 = const_scalar(x, nd->n_in > 1 ? gopt_node_input(g, n, 1) : -1, -INFINITY);
-          in->p1 = const_scalar(x, nd->n_in > 2 ? gopt_node_input(g, n, 2) : -1, INFINITY);
-        } else {
-          in->p0 = (float)gopt_node_get_float(g, n, "min", -INFINITY);
-          in->p1 = (float)gopt_node_get_float(g, n, "max", INFINITY);
-        }
-        break;
-      default: break;
-    }
-    int need = nd->op == GOPT_OP_WHERE ? 3 : (in->op >= FX_ADD && in->op <= FX_PRELU) ? 2 : 1;
-    if (nsrc < need) {
-      rc = ex_node_error(x, n, err, GOPT_EINVAL, "expected %d inputs", need);
-      break;
-    }
-    /* variadic Sum/Max/Min: chain the remaining inputs */
-    for (int j = 2; j < nsrc && nd->op != GOPT_OP_WHERE; j++) {
-      fx_instr *c2 = &f->instr[f->n_instr++];
-      *c2 = *in;
-      c2->a = (int16_t)m;
-      c2->b = src[j];
-    }
-    reg_of[out] = m + 1;
-  }
-  if (!rc) {
-    /* stores: member outputs read outside the group or graph outputs */
-    for (int m = 0; m < n_mem && !rc; m++) {
-      int32_t out = gopt_node_output(g, mem[m], 0);
-      int ext = 0;
-      for (int32_t s = g->tensors.a[out].first_use; s >= 0 && !ext; s = g->slots.a[s].next_use) {
-        int32_t c = g->slots.a[s].node;
-        if (gopt_node_alive(g, c) && !in_group[c]) ext = 1;
-      }
-      for (size_t i = 0; i < g->outputs.n && !ext; i++) ext = g->outputs.a[i] == out;
-      if (!ext) ext = ex_control_reads(x, out); /* read by an If/Loop/Scan sub-graph */
-      if (!ext) continue;
-      if (ex_numel(x, out) != f->numel) {
-        rc = ex_node_error(x, mem[m], err, GOPT_EUNSUP,
+    if (bcast_strides(x, out, f->rank, f->dims, tmp) < 0)
+      return ex_node_error(x, mem[m], err, GOPT_EUNSUP, "fusion group: output shape does not broadcast "
+                           "to the group's loop shape");
+    if (ex_numel(x, out) != f->numel && fx_read_outside(x, out, in_group))
+      return ex_node_error(x, mem[m], err, GOPT_EUNSUP,
                            "fusion group: output '%s' is used outside the group but is smaller "
                            "than the group's loop (%lld of %lld elements)",
                            gopt_graph_str(g, g->tensors.a[out].name), (long long)ex_numel(x, out),
                            (long long)f->numel);
-        break;
-      }
-      f->stores[f->n_stores++] = (fx_store){out, (int16_t)m, NULL};
-      k->out[k->n_out++] = out;
-    }
   }
-  free(in_group);
+  return GOPT_OK;
+}
+
+/* Hoisting: a member whose output has at most 1/FX_HOIST of the loop's elements (LayerNorm's
+ * Sqrt(var + eps) over [T, 1] in a loop over [T, C]) would be recomputed for every element of the
+ * loop it broadcasts over. Those members (closed under their in-group producers: an elementwise
+ * op's inputs are never larger than its output) run first as a pre-program over their own shape,
+ * whose stores fill buffers of the step; the loop loads them like inputs. The same float ops on
+ * the same values, so the results are bit for bit those of the single loop. Nested pre-programs
+ * hoist every member smaller than their own loop, so each of their stores has their loop's size. */
+#define FX_HOIST 4
+
+static int fx_hoisted(const gopt_exec *x, int32_t n, const fx_prog *f, int top) {
+  int64_t e = ex_numel(x, gopt_node_output(x->g, n, 0));
+  return e < f->numel && (!top || e * FX_HOIST <= f->numel); /* never all of them (an empty loop) */
+}
+
+static int fx_prepare(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, int top, gopt_error *err);
+
+/* The members to hoist out of f's loop (fx_hoisted), or none when they do not all broadcast to the
+ * largest of them (a pre-program has one loop shape). */
+static int fx_pick_hoist(const gopt_exec *x, const fx_prog *f, const int32_t *mem, int n_mem, int top,
+                         int32_t *hoist) {
+  int n_hoist = 0;
+  for (int m = 0; m < n_mem; m++)
+    if (fx_hoisted(x, mem[m], f, top)) hoist[n_hoist++] = mem[m];
+  if (!n_hoist) return 0;
+  fx_prog shape = {0};
+  int64_t tmp[GOPT_MAX_RANK];
+  fx_loop_shape(x, hoist, n_hoist, &shape);
+  for (int m = 0; m < n_hoist; m++)
+    if (bcast_strides(x, gopt_node_output(x->g, hoist[m], 0), shape.rank, shape.dims, tmp) < 0) return 0;
+  return n_hoist;
+}
+
+/* Builds f->pre over the hoisted members of mem (their inputs from outside to pre_in[*n_pre_in])
+ * and writes the rest, in order, to loop_mem[*n_loop]. */
+static int fx_hoist(gopt_exec *x, fx_prog *f, const int32_t *mem, int n_mem, int top, int32_t *loop_mem,
+                    int *n_loop, int32_t *pre_in, int *n_pre_in, gopt_error *err) {
+  int32_t *hoist = malloc(((size_t)n_mem + 1) * sizeof *hoist);
+  ex_kernel sub = {0};
+  int n_hoist = 0, rc = GOPT_OK;
+  *n_loop = *n_pre_in = 0;
+  if (!hoist) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  n_hoist = fx_pick_hoist(x, f, mem, n_mem, top, hoist);
+  for (int m = 0, h = 0; m < n_mem; m++) {
+    if (h < n_hoist && hoist[h] == mem[m]) h++;
+    else loop_mem[(*n_loop)++] = mem[m];
+  }
+  if (!n_hoist) goto done;
+  sub.node = mem[0];
+  if ((rc = fx_prepare(x, &sub, hoist, n_hoist, 0, err))) goto done;
+  f->pre = sub.st;
+  sub.st = NULL;
+  size_t per = (size_t)f->pre->numel, total = (size_t)f->pre->n_stores * per + 16;
+  f->own = aligned_alloc(64, (total * sizeof(float) + 63) / 64 * 64);
+  if (!f->own) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (int s = 0; s < f->pre->n_stores; s++) f->pre->stores[s].own = f->own + (size_t)s * per;
+  memcpy(pre_in, sub.in, (size_t)sub.n_in * sizeof *pre_in);
+  *n_pre_in = sub.n_in;
+  if (top) x->n_loop_hoisted += (size_t)n_hoist;
+done:
+  if (sub.fini) sub.fini(sub.st);
+  free(sub.in);
+  free(sub.out);
+  free(hoist);
+  return rc;
+}
+
+/* The buffer f's pre-program stores tensor t in, or NULL. */
+static const float *fx_pre_buffer(const fx_prog *f, int32_t t) {
+  for (int s = 0; f->pre && s < f->pre->n_stores; s++)
+    if (f->pre->stores[s].tensor == t) return f->pre->stores[s].own;
+  return NULL;
+}
+
+/* Appends member m (node n, register m) to f: a load per input not seen yet, its instruction(s). */
+static int fx_emit(gopt_exec *x, ex_kernel *k, fx_prog *f, int32_t n, int m, int32_t *reg_of,
+                   int16_t *next_reg, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  int16_t src[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  int nsrc = 0;
+  for (int i = 0; i < nd->n_in && nsrc < 8; i++) {
+    int32_t t = gopt_node_input(g, n, i);
+    if (t < 0) continue;
+    if ((nd->op == GOPT_OP_EXPAND && i == 1) || (nd->op == GOPT_OP_DROPOUT && i >= 1)) continue;
+    if (nd->op == GOPT_OP_CLIP && i > 0) continue;
+    if (nd->op == GOPT_OP_POW && i == 1 && pow_special(x, t) >= 0) continue;
+    if (reg_of[t]) {
+      src[nsrc++] = (int16_t)(reg_of[t] - 1);
+      continue;
+    }
+    /* a new load */
+    fx_load *l = &f->loads[f->n_loads];
+    l->tensor = t;
+    l->own = fx_pre_buffer(f, t);
+    l->is_bool = ex_dtype(x, t) == GOPT_DT_BOOL;
+    if (bcast_strides(x, t, f->rank, f->dims, l->strides) < 0)
+      return ex_node_error(x, n, err, GOPT_EUNSUP, "input '%s' does not broadcast to the loop shape",
+                           gopt_graph_str(g, g->tensors.a[t].name));
+    int64_t tn = ex_numel(x, t);
+    l->kind = tn == 1 ? 2 : tn == f->numel ? 1 : 0;
+    reg_of[t] = *next_reg + 1;
+    src[nsrc++] = (*next_reg)++;
+    f->n_loads++;
+    if (!l->own) k->in[k->n_in++] = t;
+  }
+  fx_instr *in = &f->instr[f->n_instr++];
+  in->op = (uint8_t)fx_opcode(nd->op);
+  if (nd->op == GOPT_OP_POW && nd->n_in > 1 && pow_special(x, gopt_node_input(g, n, 1)) >= 0)
+    in->op = (uint8_t)pow_special(x, gopt_node_input(g, n, 1));
+  in->dst = (int16_t)m;
+  in->a = src[0];
+  in->b = in->c = -1;
+  if (nsrc >= 2) in->b = src[1];
+  if (nsrc >= 3) in->c = src[2];
+  switch (nd->op) {
+    case GOPT_OP_LEAKY_RELU: in->p0 = (float)gopt_node_get_float(g, n, "alpha", 0.01); break;
+    case GOPT_OP_ELU: in->p0 = (float)gopt_node_get_float(g, n, "alpha", 1.0); break;
+    case GOPT_OP_HARD_SIGMOID:
+      in->p0 = (float)gopt_node_get_float(g, n, "alpha", 0.2);
+      in->p1 = (float)gopt_node_get_float(g, n, "beta", 0.5);
+      break;
+    case GOPT_OP_CLIP:
+      if (nd->n_in > 1) {
+        in->p0 = const_scalar(x, nd->n_in > 1 ? gopt_node_input(g, n, 1) : -1, -INFINITY);
+        in->p1 = const_scalar(x, nd->n_in > 2 ? gopt_node_input(g, n, 2) : -1, INFINITY);
+      } else {
+        in->p0 = (float)gopt_node_get_float(g, n, "min", -INFINITY);
+        in->p1 = (float)gopt_node_get_float(g, n, "max", INFINITY);
+      }
+      break;
+    default: break;
+  }
+  int need = nd->op == GOPT_OP_WHERE ? 3 : (in->op >= FX_ADD && in->op <= FX_PRELU) ? 2 : 1;
+  if (nsrc < need) return ex_node_error(x, n, err, GOPT_EINVAL, "expected %d inputs", need);
+  /* variadic Sum/Max/Min: chain the remaining inputs */
+  for (int j = 2; j < nsrc && nd->op != GOPT_OP_WHERE; j++) {
+    fx_instr *c2 = &f->instr[f->n_instr++];
+    *c2 = *in;
+    c2->a = (int16_t)m;
+    c2->b = src[j];
+  }
+  reg_of[gopt_node_output(g, n, 0)] = m + 1;
+  return GOPT_OK;
+}
+
+/* Appends the pre-program's inputs to k->in that the loop does not read itself. */
+static void fx_merge_inputs(ex_kernel *k, int n_loop_in) {
+  int n = n_loop_in;
+  for (int j = n_loop_in; j < k->n_in; j++) {
+    int dup = 0;
+    for (int i = 0; i < n && !dup; i++) dup = k->in[i] == k->in[j];
+    if (!dup) k->in[n++] = k->in[j];
+  }
+  k->n_in = n;
+}
+
+/* fx_prepare: compiles members mem (a topological order) into k's program; top: the whole group
+ * (hoists members of at most 1/FX_HOIST of the loop), else a pre-program (hoists every smaller one). */
+static int fx_prepare(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, int top, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  int rc = GOPT_OK;
+  fx_prog *f = calloc(1, sizeof *f);
+  int32_t *reg_of = NULL; /* tensor -> register + 1 for tensors defined so far */
+  int32_t *loop_mem = NULL, *pre_in = NULL;
+  uint8_t *in_group = NULL;
+  int max_in = 0, n_loop = 0, n_pre_in = 0;
+  if (!f) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  k->st = f;
+  k->fini = fx_free;
+  k->run = fx_run;
+  for (int m = 0; m < n_mem; m++) max_in += g->nodes.a[mem[m]].n_in;
+  f->loads = calloc((size_t)max_in + 1, sizeof *f->loads);
+  f->instr = calloc((size_t)(max_in + n_mem) + 1, sizeof *f->instr);
+  f->stores = calloc((size_t)n_mem + 1, sizeof *f->stores);
+  reg_of = calloc(g->tensors.n + 1, sizeof *reg_of);
+  loop_mem = malloc(((size_t)n_mem + 1) * sizeof *loop_mem);
+  pre_in = malloc(((size_t)max_in + 1) * sizeof *pre_in);
+  in_group = calloc((size_t)g->nodes.n + 1, 1);
+  free(k->in);
+  free(k->out);
+  k->in = malloc(((size_t)max_in + 1) * sizeof *k->in);
+  k->out = malloc(((size_t)n_mem + 1) * sizeof *k->out);
+  k->n_in = k->n_out = 0;
+  if (!f->loads || !f->instr || !f->stores || !reg_of || !loop_mem || !pre_in || !in_group || !k->in || !k->out) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  for (int m = 0; m < n_mem; m++) in_group[mem[m]] = 1;
+  fx_loop_shape(x, mem, n_mem, f);
+  if (top && (rc = fx_check_members(x, mem, n_mem, in_group, f, err))) goto done;
+  if ((rc = fx_hoist(x, f, mem, n_mem, top, loop_mem, &n_loop, pre_in, &n_pre_in, err))) goto done;
+  /* the loop's member outputs are registers 0..n_loop-1; loads follow */
+  int16_t next_reg = (int16_t)n_loop;
+  for (int m = 0; m < n_loop && !rc; m++) rc = fx_emit(x, k, f, loop_mem[m], m, reg_of, &next_reg, err);
   if (rc) goto done;
+  int n_loop_in = k->n_in; /* the pre-program's inputs go after the loop's own */
+  memcpy(k->in + k->n_in, pre_in, (size_t)n_pre_in * sizeof *pre_in);
+  k->n_in += n_pre_in;
+  fx_merge_inputs(k, n_loop_in);
+  /* stores: member outputs read outside the members (all of the loop's size: fx_check_members for
+   * the group; a pre-program hoists every smaller member) */
+  for (int m = 0; m < n_loop; m++) {
+    int32_t out = gopt_node_output(g, loop_mem[m], 0);
+    if (!fx_read_outside(x, out, in_group)) continue;
+    f->stores[f->n_stores++] = (fx_store){out, (int16_t)m, NULL, NULL};
+    k->out[k->n_out++] = out;
+  }
   fx_collapse_dims(f);
   f->n_regs = next_reg;
-  f->n_members = n_mem;
+  f->n_members = n_loop;
   f->n_threads = x->threads > 0 ? x->threads : 1;
   f->scratch = aligned_alloc(64, (size_t)f->n_threads * (size_t)f->n_regs * FX_BLK * sizeof(float));
   f->ptrs = malloc(((size_t)f->n_threads * (size_t)f->n_regs + 1) * sizeof *f->ptrs);
@@ -382,8 +503,17 @@ int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, 
   if (!f->scratch || !f->ptrs) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
 done:
   free(reg_of);
+  free(loop_mem);
+  free(pre_in);
+  free(in_group);
   return rc;
 }
+
+int ex_prepare_fused(gopt_exec *x, ex_kernel *k, const int32_t *mem, int n_mem, gopt_error *err) {
+  return fx_prepare(x, k, mem, n_mem, 1, err);
+}
+
+size_t gopt_exec_n_loop_hoisted(const gopt_exec *x) { return x ? x->n_loop_hoisted : 0; }
 
 /* ---- generic (non-float) path ------------------------------------------------------------------------- */
 

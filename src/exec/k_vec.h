@@ -26,6 +26,7 @@ typedef struct fx_load {
   int is_bool;        /* uint8 source converted to 0/1 */
   int kind;           /* 0 general, 1 contiguous full, 2 scalar */
   int64_t strides[GOPT_MAX_RANK]; /* element strides over the loop dims (0 = broadcast) */
+  const float *own;   /* a store buffer of the program's pre-program (NULL: the tensor's value) */
 } fx_load;
 
 typedef struct fx_instr {
@@ -38,6 +39,7 @@ typedef struct fx_store {
   int32_t tensor;
   int16_t reg;
   float *base;        /* set at run time from the tensor */
+  float *own;         /* the buffer this store writes when it is a pre-program's (NULL: the tensor's) */
 } fx_store;
 
 typedef struct fx_prog fx_prog;
@@ -59,6 +61,8 @@ struct fx_prog {
   const float **ptrs; /* n_threads * n_regs register pointers */
   int n_threads;
   fx_block_fn block;  /* the ISA's block function */
+  struct fx_prog *pre; /* members hoisted out of the loop, run first at their own shape (or NULL) */
+  float *own;         /* pre's store buffers, which this program loads */
 };
 
 /* Reduction helpers (k_misc.c's general path and the vector kernels). */
