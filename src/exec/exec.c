@@ -237,6 +237,7 @@ static int prepare_kind(gopt_exec *x, ex_kernel *k, int32_t n, gopt_error *err) 
   if (ex_control_handles(x, n)) return ex_prepare_control(x, k, err); /* If, Loop, Scan */
   if (ex_string_handles(x, n)) return ex_prepare_string(x, k, err);   /* STRING tensors */
   if (ex_ref_claims(x, n)) return ex_prepare_ref(x, k, err);
+  if (ex_layout_concat_chain(x, n)) return ex_prepare_concat_bn(x, k, err);
   if (ex_layout_dnnl_claims(x, n) || ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
   else if (ex_elem_handles(x, n)) rc = ex_prepare_elem(x, k, err);
   else if (ex_data_handles(op)) rc = ex_prepare_data(x, k, err);

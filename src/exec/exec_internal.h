@@ -246,6 +246,10 @@ int ex_layout_eltwise_ok(const gopt_exec *x, int32_t n, const int32_t *group);
 /* The oneDNN eltwise algorithm (dnnl_alg_kind_t) and alpha/beta of unary node n; 0: not one. */
 int ex_layout_eltwise_of(const gopt_exec *x, int32_t n, int *alg, float *alpha, float *beta);
 int ex_layout_concat_ok(const gopt_exec *x, int32_t n, const int32_t *group);
+/* Whether n heads a Concat -> BatchNorm (-> Relu) chain of the pass, and its step's preparation
+ * (k_concat_bn.c: one pass over the Concat's inputs writes the BatchNorm's or Relu's output). */
+int ex_layout_concat_chain(const gopt_exec *x, int32_t n);
+int ex_prepare_concat_bn(gopt_exec *x, ex_kernel *k, gopt_error *err);
 /* Whether n is a float Pad that pads nothing, run under the pass as a copy in any layout. */
 int ex_layout_nop_pad(const gopt_exec *x, int32_t n, const int32_t *group);
 /* Buffer bytes of t in its recorded layout (0: plain, numel x dtype size). */
