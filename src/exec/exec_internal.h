@@ -205,6 +205,7 @@ typedef struct ex_chain {
   int32_t residual, out;
   int32_t bias;       /* a MatMul chain's constant bias (its first Add; the matmul's bias), or -1 */
   int32_t pad;        /* a Conv's zero Pad node before it, folded into its padding, or -1 */
+  int32_t pool;       /* a 1x1 Conv's AveragePool run before it instead of after (nodes[1]), or -1 */
   int64_t pad_l[3], pad_r[3]; /* that Pad's spatial amounts (begin, end) */
 } ex_chain;
 /* Runs the pass on the execution order (before the steps are prepared): post-op chains and the

@@ -601,6 +601,13 @@ static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
   }
 }
 
+/* ch: a chain of head n alone (no residual, bias, Pad or pool). */
+static void chain_init(ex_chain *ch, int32_t n) {
+  memset(ch, 0, sizeof *ch);
+  ch->residual = ch->bias = ch->pad = ch->pool = -1;
+  ch->nodes[ch->n_nodes++] = n;
+}
+
 /* Under the pass, an AveragePool (ceil_mode 0, count_include_pad 1 or no pads of its own) right after
  * a zero Pad of its spatial dims takes the Pad as its own padding, counted in the average
  * (inception_v3's nine Pad -> AveragePool pairs): a chain of the pool alone with ch->pad set.
@@ -615,9 +622,7 @@ static int pool_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit
   int own = 0;
   for (size_t i = 0; pads && i < np; i++) own |= pads[i] != 0;
   if (own && !gopt_node_get_int(g, n, "count_include_pad", 0)) return 0;
-  memset(ch, 0, sizeof *ch);
-  ch->residual = ch->bias = ch->pad = -1;
-  ch->nodes[ch->n_nodes++] = n;
+  chain_init(ch, n);
   pre_pad(x, ch, n, u);
   ch->out = gopt_node_output(g, n, 0);
   return ch->pad >= 0;
@@ -646,9 +651,7 @@ static int bn_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *
   if (g->nodes.a[n].op != GOPT_OP_BATCH_NORM || !window_ok(x, n, u->group)) return 0;
   int32_t c = sole_relu(x, n, n, u);
   if (c < 0) return 0;
-  memset(ch, 0, sizeof *ch);
-  ch->residual = ch->bias = ch->pad = -1;
-  ch->nodes[ch->n_nodes++] = n;
+  chain_init(ch, n);
   ch->nodes[ch->n_nodes++] = c;
   ch->out = gopt_node_output(g, c, 0);
   return 1;
@@ -669,9 +672,7 @@ static int concat_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_un
   if (is_output(x, Y) || uses(x, Y, un, us, 2) != 1 || us[0] != 0) return 0;
   int32_t b = un[0];
   if (!bn_ok(x, b) || !in_unit(u, n, b) || absorbed(x, b)) return 0;
-  memset(ch, 0, sizeof *ch);
-  ch->residual = ch->bias = ch->pad = -1;
-  ch->nodes[ch->n_nodes++] = n;
+  chain_init(ch, n);
   ch->nodes[ch->n_nodes++] = b;
   int32_t c = sole_relu(x, b, n, u);
   if (c >= 0) ch->nodes[ch->n_nodes++] = c;
@@ -689,14 +690,64 @@ int ex_layout_concat_chain(const gopt_exec *x, int32_t n) {
  * nodes the chain's step runs besides the head (0: no chain). */
 static int chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
   const gopt_graph *g = x->g;
-  memset(ch, 0, sizeof *ch);
-  ch->residual = ch->bias = ch->pad = -1;
-  ch->nodes[ch->n_nodes++] = n;
+  chain_init(ch, n);
   if (conv_ok(x, n, NULL)) pre_pad(x, ch, n, u);
   int32_t cur = gopt_node_output(g, n, 0), nxt;
   while ((nxt = chain_step(x, ch, cur, u)) >= 0) cur = nxt;
   ch->out = cur;
   return ch->n_nodes - 1 + (ch->pad >= 0);
+}
+
+/* Whether node n's ints attribute name is absent or every entry is v. */
+static int ints_all(const gopt_graph *g, int32_t n, const char *name, int64_t v) {
+  size_t c = 0;
+  const int64_t *a = gopt_node_get_ints(g, n, name, &c);
+  for (size_t i = 0; a && i < c; i++)
+    if (a[i] != v) return 0;
+  return 1;
+}
+
+/* Under the pass, a 1x1 Conv (stride 1, no padding, no post-ops) whose only reader is an
+ * AveragePool without padding (ceil_mode 0, no dilations) that at least halves the pixels runs
+ * after that pool instead of before it: both are linear per pixel and the bias is a constant of
+ * the average, so pool(conv(x)) = conv(pool(x)) up to rounding, with the conv's work cut by the
+ * pool's factor (a DenseNet transition's Conv1x1 -> AveragePool 2x2 stride 2 convolves a quarter
+ * of the pixels). A Pad of nothing between them (torchvision's densenet exports one) is taken too.
+ * A chain of the conv, that Pad and the pool (ch->pool); k_dnnl.c pools into scratch, then
+ * convolves into the pool's output. Returns whether it built one. */
+static int pool_first_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  if (!conv_ok(x, n, NULL)) return 0;
+  int32_t W = gopt_node_input(g, n, 1), Y = gopt_node_output(g, n, 0), un[2];
+  int us[2], r = ex_rank(x, W);
+  for (int i = 2; i < r; i++)
+    if (ex_dims(x, W)[i] != 1) return 0;
+  if (!ints_all(g, n, "strides", 1) || !ints_all(g, n, "pads", 0) || is_output(x, Y) || uses(x, Y, un, us, 2) != 1)
+    return 0;
+  int32_t p = un[0], nop = -1;
+  if (ex_layout_nop_pad(x, p, NULL) && in_unit(u, n, p) && !absorbed(x, p)) { /* densenet's Pad of nothing */
+    int32_t Z = gopt_node_output(g, p, 0);
+    if (is_output(x, Z) || uses(x, Z, un, us, 2) != 1) return 0;
+    nop = p;
+    p = un[0];
+  }
+  const gopt_node *pn = &g->nodes.a[p];
+  const char *ap = gopt_node_get_string(g, p, "auto_pad", "NOTSET");
+  if (pn->op != GOPT_OP_AVERAGE_POOL || opaque(x, p) || !in_unit(u, n, p) || absorbed(x, p) || pn->n_out != 1 ||
+      gopt_node_get_int(g, p, "ceil_mode", 0) || !ints_all(g, p, "pads", 0) || !ints_all(g, p, "dilations", 1) ||
+      (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")))
+    return 0;
+  int32_t P = gopt_node_output(g, p, 0);
+  if (!is_float(x, P) || ex_rank(x, P) != ex_rank(x, Y)) return 0;
+  int64_t in_pix = 1, out_pix = 1;
+  for (int i = 2; i < ex_rank(x, Y); i++) in_pix *= ex_dims(x, Y)[i], out_pix *= ex_dims(x, P)[i];
+  if (2 * out_pix > in_pix) return 0;
+  chain_init(ch, n);
+  if (nop >= 0) ch->nodes[ch->n_nodes++] = nop;
+  ch->nodes[ch->n_nodes++] = p;
+  ch->pool = p;
+  ch->out = P;
+  return 1;
 }
 
 int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int32_t *group, int chains_only,
@@ -730,7 +781,7 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
                (pool_chain_build(x, ch, n, &u) || bn_chain_build(x, ch, n, &u) || concat_chain_build(x, ch, n, &u));
     if (!pool && !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
     if (chains_only && (!group || group[n] < 0)) continue; /* --layouts plain: the groups' chains only */
-    if (!pool && !chain_build(x, ch, n, &u)) continue;
+    if (!pool && !chain_build(x, ch, n, &u) && !pool_first_build(x, ch, n, &u)) continue;
     l->chain_of[n] = (int32_t)l->n_chains++;
     for (int j = 1; j < ch->n_nodes; j++) l->absorbed_by[ch->nodes[j]] = n;
     if (ch->pad >= 0) l->absorbed_by[ch->pad] = n;
@@ -776,7 +827,7 @@ int ex_group_chain_ok(const gopt_graph *g, const int32_t *mem, int n_mem) {
     }
     return 0;
   }
-  return chain_build(&x, &ch, h, &u) == n_mem - 1;
+  return chain_build(&x, &ch, h, &u) == n_mem - 1 || (pool_first_build(&x, &ch, h, &u) && ch.n_nodes == n_mem);
 }
 
 int ex_layout_dnnl_claims(const gopt_exec *x, int32_t n) {

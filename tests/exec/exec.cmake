@@ -212,7 +212,7 @@ add_test(NAME exec_llm_block
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_llm_block PROPERTIES LABELS exec TIMEOUT 120)
 
-# the Concat -> BatchNorm (-> Relu) chain once more with oneDNN limited to AVX2, whose convs keep
-# nChw8c (blocked) activations: the chain's blocked path (test_exec_concat_bn.c)
-add_test(NAME test_exec_concat_bn_avx2 COMMAND test_exec_concat_bn WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-set_tests_properties(test_exec_concat_bn_avx2 PROPERTIES LABELS exec ENVIRONMENT ONEDNN_MAX_CPU_ISA=AVX2)
+# the DenseNet patterns once more with oneDNN limited to AVX2, whose convs keep nChw8c (blocked)
+# activations: the Concat -> BatchNorm chain's blocked path (test_exec_dense.c)
+add_test(NAME test_exec_dense_avx2 COMMAND test_exec_dense WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_exec_dense_avx2 PROPERTIES LABELS exec ENVIRONMENT ONEDNN_MAX_CPU_ISA=AVX2)
