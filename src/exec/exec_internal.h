@@ -31,12 +31,13 @@ struct ex_kernel {
 typedef struct ex_val {
   void *data;         /* NULL when not live */
   size_t nbytes;
+  size_t cap;         /* bytes of an activation's pooled buffer (its size class, >= nbytes) */
   uint8_t kind;       /* EX_V_* */
 } ex_val;
 
 enum { EX_V_ACT = 0, EX_V_CONST = 1, EX_V_INPUT = 2 };
 
-/* Free buffers kept for reuse, by exact size. */
+/* Free buffers kept for reuse (pool_get: by size class, the most recently freed first). */
 typedef struct ex_pool_ent {
   size_t nbytes;
   void *p;
