@@ -54,9 +54,14 @@ int gopt_exec_fusable(const gopt_graph *g, int32_t n);
  *                          residual Add as oneDNN sum; a zero Pad before a Conv) as one oneDNN step,
  *                          or that chain extended by post-ops only a group takes (oneDNN binary
  *                          Add/Mul/Sub/Div/Max/Min with a broadcast operand, PyTorch's GELU);
- *                          also the layout pass's two pairings: an inference BatchNormalization
+ *                          also the layout pass's pairings: an inference BatchNormalization
  *                          whose only reader is a Relu, with that Relu (oneDNN's fuse_norm_relu),
- *                          and a zero Pad with the AveragePool after it (the pool's padding);
+ *                          a zero Pad with the AveragePool after it (the pool's padding), a
+ *                          channel Concat with the inference BatchNormalization that is its only
+ *                          reader (and that one's only-reader Relu, or not) as one pass, and a
+ *                          1x1 Conv with the unpadded AveragePool that is its only reader (a Pad of
+ *                          nothing between them included) run pool first when the pool at least
+ *                          halves the pixels;
  *   GOPT_EXEC_GROUP_NONE   anything else, and groups of fewer than two nodes.
  * Constants without data (structure-only files) count as present (the executor makes them up),
  * except Clip bounds, whose values must be known. Graph only: no executor needed. */
@@ -65,7 +70,8 @@ int gopt_exec_group_kind(const gopt_graph *g, const int32_t *mem, int n_mem);
 /* The executor's own plan of g without fusion groups under --layouts auto (the layout pass), graph
  * only: step_of[n] (g->nodes.n entries) is the node whose oneDNN step runs node n (n itself for a
  * Conv/MatMul heading a post-op chain, a BatchNorm taking its Relu, an AveragePool taking its zero
- * Pad, and for a GlobalAveragePool or per-channel Mul/Add that reads or writes a tensor kept in
+ * Pad, a Concat taking the BatchNorm (and Relu) after it, a 1x1 Conv taking the AveragePool it
+ * runs after, and for a GlobalAveragePool or per-channel Mul/Add that reads or writes a tensor kept in
  * oneDNN's layout; the head for the chain's other nodes), -1 for nodes gopt's own kernels run (and
  * plain convs, pooling, BatchNorm, which no group can hold anyway). Every chain here is a group
  * gopt_exec_group_kind calls GOPT_EXEC_GROUP_CHAIN.

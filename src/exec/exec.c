@@ -86,18 +86,34 @@ int ex_read_ints(const gopt_exec *x, int32_t t, int64_t *v, size_t cap, size_t *
 
 static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-static void *pool_get(gopt_exec *x, size_t nbytes) {
-  size_t want = round64(nbytes ? nbytes : 1);
+/* Bytes of a new buffer for n bytes: n rounded up to its size class (steps of an eighth of the
+ * power of two below it, at most 12.5 % spare), so that a freed buffer can serve the next tensors
+ * of about its size (a DenseNet's outputs grow by one layer's channels each). */
+static size_t pool_class(size_t n) {
+  n = round64(n ? n : 1);
+  if (n <= 4096) return n;
+  size_t step = ((size_t)1 << (63 - __builtin_clzll((unsigned long long)n))) / 8;
+  return (n + step - 1) / step * step;
+}
+
+/* A buffer of at least nbytes: the most recently freed one of the pool that holds them without
+ * being twice their class (most likely still in the cache), else a new one; *cap: its bytes. */
+static void *pool_get(gopt_exec *x, size_t nbytes, size_t *cap) {
+  size_t want = pool_class(nbytes);
   for (size_t i = x->n_pool; i-- > 0;) {
-    if (x->pool[i].nbytes == want) {
+    if (x->pool[i].nbytes >= want && x->pool[i].nbytes <= 2 * want) {
       void *p = x->pool[i].p;
-      x->pool[i] = x->pool[--x->n_pool];
+      *cap = x->pool[i].nbytes;
+      memmove(&x->pool[i], &x->pool[i + 1], (x->n_pool - i - 1) * sizeof *x->pool);
+      x->n_pool--;
       return p;
     }
   }
+  *cap = want;
   return aligned_alloc(64, want);
 }
 
+/* Returns buffer p of cap bytes to the pool (the most recent at the end). */
 static void pool_put(gopt_exec *x, void *p, size_t nbytes) {
   if (!p) return;
   if (x->n_pool == x->cap_pool) {
@@ -110,7 +126,7 @@ static void pool_put(gopt_exec *x, void *p, size_t nbytes) {
     x->pool = a;
     x->cap_pool = cap;
   }
-  x->pool[x->n_pool++] = (ex_pool_ent){round64(nbytes ? nbytes : 1), p};
+  x->pool[x->n_pool++] = (ex_pool_ent){nbytes, p};
 }
 
 /* ---- deterministic random numbers ------------------------------------------------------------------ */
@@ -237,6 +253,7 @@ static int prepare_kind(gopt_exec *x, ex_kernel *k, int32_t n, gopt_error *err) 
   if (ex_control_handles(x, n)) return ex_prepare_control(x, k, err); /* If, Loop, Scan */
   if (ex_string_handles(x, n)) return ex_prepare_string(x, k, err);   /* STRING tensors */
   if (ex_ref_claims(x, n)) return ex_prepare_ref(x, k, err);
+  if (ex_layout_concat_chain(x, n)) return ex_prepare_concat_bn(x, k, err);
   if (ex_layout_dnnl_claims(x, n) || ex_dnnl_handles(op)) rc = ex_prepare_dnnl(x, k, err);
   else if (ex_elem_handles(x, n)) rc = ex_prepare_elem(x, k, err);
   else if (ex_data_handles(op)) rc = ex_prepare_data(x, k, err);
@@ -671,7 +688,7 @@ void ex_release_acts(gopt_exec *x) {
   for (size_t t = 0; t < x->g->tensors.n; t++) {
     ex_val *v = &x->vals[t];
     if (v->kind == EX_V_ACT && v->data) {
-      pool_put(x, v->data, v->nbytes);
+      pool_put(x, v->data, v->cap);
       v->data = NULL;
     }
   }
@@ -910,9 +927,10 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
       if (k->reuse && k->reuse[j] >= 0 && !x->profiling) {
         /* in place (exec_inplace.c): the input dies here, its buffer becomes the output's */
         v->data = x->vals[k->in[k->reuse[j]]].data;
+        v->cap = x->vals[k->in[k->reuse[j]]].cap;
         continue;
       }
-      v->data = pool_get(x, v->nbytes);
+      v->data = pool_get(x, v->nbytes, &v->cap);
       if (!v->data) {
         rc = ex_node_error(x, k->node, err, GOPT_ENOMEM, "out of memory for output '%s' (%zu bytes)",
                            gopt_graph_str(x->g, x->g->tensors.a[t].name), v->nbytes);
@@ -944,7 +962,7 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
       }
       x->live_bytes -= v->nbytes;
       if (v->kind == EX_V_ACT) {
-        pool_put(x, v->data, v->nbytes);
+        pool_put(x, v->data, v->cap);
         v->data = NULL;
       }
     }

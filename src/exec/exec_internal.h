@@ -31,12 +31,13 @@ struct ex_kernel {
 typedef struct ex_val {
   void *data;         /* NULL when not live */
   size_t nbytes;
+  size_t cap;         /* bytes of an activation's pooled buffer (its size class, >= nbytes) */
   uint8_t kind;       /* EX_V_* */
 } ex_val;
 
 enum { EX_V_ACT = 0, EX_V_CONST = 1, EX_V_INPUT = 2 };
 
-/* Free buffers kept for reuse, by exact size. */
+/* Free buffers kept for reuse (pool_get: by size class, the most recently freed first). */
 typedef struct ex_pool_ent {
   size_t nbytes;
   void *p;
@@ -206,6 +207,7 @@ typedef struct ex_chain {
   int32_t residual, out;
   int32_t bias;       /* a MatMul chain's constant bias (its first Add; the matmul's bias), or -1 */
   int32_t pad;        /* a Conv's zero Pad node before it, folded into its padding, or -1 */
+  int32_t pool;       /* a 1x1 Conv's AveragePool run before it instead of after (nodes[1]), or -1 */
   int64_t pad_l[3], pad_r[3]; /* that Pad's spatial amounts (begin, end) */
 } ex_chain;
 /* Runs the pass on the execution order (before the steps are prepared): post-op chains and the
@@ -247,6 +249,10 @@ int ex_layout_eltwise_ok(const gopt_exec *x, int32_t n, const int32_t *group);
 /* The oneDNN eltwise algorithm (dnnl_alg_kind_t) and alpha/beta of unary node n; 0: not one. */
 int ex_layout_eltwise_of(const gopt_exec *x, int32_t n, int *alg, float *alpha, float *beta);
 int ex_layout_concat_ok(const gopt_exec *x, int32_t n, const int32_t *group);
+/* Whether n heads a Concat -> BatchNorm (-> Relu) chain of the pass, and its step's preparation
+ * (k_concat_bn.c: one pass over the Concat's inputs writes the BatchNorm's or Relu's output). */
+int ex_layout_concat_chain(const gopt_exec *x, int32_t n);
+int ex_prepare_concat_bn(gopt_exec *x, ex_kernel *k, gopt_error *err);
 /* Whether n is a float Pad that pads nothing, run under the pass as a copy in any layout. */
 int ex_layout_nop_pad(const gopt_exec *x, int32_t n, const int32_t *group);
 /* Buffer bytes of t in its recorded layout (0: plain, numel x dtype size). */

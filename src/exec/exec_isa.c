@@ -9,9 +9,12 @@
 #include "exec/k_vec.h"
 
 static const ex_vec_ops vec_ops[EX_ISA_COUNT] = {
-    {ex_fx_block_base, ex_reduce_base, ex_lstm_cell_base, ex_gemm_acc_base, ex_count_nonfinite_base},
-    {ex_fx_block_avx2, ex_reduce_avx2, ex_lstm_cell_avx2, ex_gemm_acc_avx2, ex_count_nonfinite_avx2},
-    {ex_fx_block_avx512, ex_reduce_avx512, ex_lstm_cell_avx512, ex_gemm_acc_avx512, ex_count_nonfinite_avx512},
+    {ex_fx_block_base, ex_reduce_base, ex_lstm_cell_base, ex_gemm_acc_base, ex_count_nonfinite_base,
+     ex_affine_rows_base, ex_affine_plane_base},
+    {ex_fx_block_avx2, ex_reduce_avx2, ex_lstm_cell_avx2, ex_gemm_acc_avx2, ex_count_nonfinite_avx2,
+     ex_affine_rows_avx2, ex_affine_plane_avx2},
+    {ex_fx_block_avx512, ex_reduce_avx512, ex_lstm_cell_avx512, ex_gemm_acc_avx512, ex_count_nonfinite_avx512,
+     ex_affine_rows_avx512, ex_affine_plane_avx512},
 };
 static const char *const isa_names[EX_ISA_COUNT] = {"baseline", "avx2", "avx512"};
 static const char *const isa_needs[EX_ISA_COUNT] = {"", "AVX2 and FMA", "AVX-512 F, DQ, BW and VL"};

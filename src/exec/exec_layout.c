@@ -6,7 +6,9 @@
  * (Conv, pooling, BatchNorm, and under the pass GlobalAveragePool and per-channel Mul/Add too).
  * A MatMul with constant 2-D weights heads a chain too: its bias Add becomes oneDNN matmul's bias,
  * and the eltwise ops and residual Add after it post-ops; its output stays plain. A zero Pad of a
- * Conv's spatial dims right before it becomes the conv's padding (wavenet's causal pads).
+ * Conv's spatial dims right before it becomes the conv's padding (wavenet's causal pads). A channel
+ * Concat whose only reader is an inference BatchNorm takes it (and the Relu after it): one pass
+ * from the Concat's inputs to the normalised output (k_concat_bn.c).
  * The concrete layout of a kept tensor is the one its producer's primitive chose; k_dnnl.c records
  * it here and its consumers read it. Everything else stays plain (row-major NCHW).
  * A chain takes only nodes of its head's fusion group (a `--fusion` group may be a conv/matmul with
@@ -158,11 +160,25 @@ static int bias_ok(const gopt_exec *x, int32_t t, int64_t ncols) {
          ex_numel(x, t) == ncols && ex_dims(x, t)[ex_rank(x, t) - 1] == ncols;
 }
 
+/* An inference BatchNormalization with float operands and no used statistics outputs (any group). */
+static int bn_ok(const gopt_exec *x, int32_t n) {
+  const gopt_graph *g = x->g;
+  const gopt_node *nd = &g->nodes.a[n];
+  if (nd->op != GOPT_OP_BATCH_NORM || opaque(x, n) || nd->n_in < 5 || gopt_node_get_int(g, n, "training_mode", 0))
+    return 0;
+  int32_t X = gopt_node_input(g, n, 0);
+  if (!is_float(x, X) || ex_rank(x, X) < 3 || ex_rank(x, X) > 5) return 0;
+  for (int i = 1; i < 5; i++)
+    if (!is_float(x, gopt_node_input(g, n, i))) return 0;
+  return nd->n_out == 1 || gopt_node_output(g, n, 1) < 0;
+}
+
 /* A float MaxPool/AveragePool without a used Indices output, or an inference BatchNormalization. */
 static int window_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
   const gopt_graph *g = x->g;
   const gopt_node *nd = &g->nodes.a[n];
   if (opaque(x, n) || (!ungrouped(group, n) && !pair_grouped(x, n, group)) || nd->n_in < 1) return 0;
+  if (nd->op == GOPT_OP_BATCH_NORM) return bn_ok(x, n);
   int32_t X = gopt_node_input(g, n, 0);
   int r = X >= 0 ? ex_rank(x, X) : 0;
   if (!is_float(x, X) || r < 3 || r > 5) return 0;
@@ -171,12 +187,6 @@ static int window_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
     return 0; /* k_dnnl.c refuses it; the reference kernel reads plain buffers */
   if (nd->op == GOPT_OP_MAX_POOL || nd->op == GOPT_OP_AVERAGE_POOL)
     return nd->n_out == 1 || gopt_node_output(g, n, 1) < 0 || gopt_tensor_use_count(g, gopt_node_output(g, n, 1)) == 0;
-  if (nd->op == GOPT_OP_BATCH_NORM) {
-    if (nd->n_in < 5 || gopt_node_get_int(g, n, "training_mode", 0)) return 0;
-    for (int i = 1; i < 5; i++)
-      if (!is_float(x, gopt_node_input(g, n, i))) return 0;
-    return nd->n_out == 1 || gopt_node_output(g, n, 1) < 0;
-  }
   return 0;
 }
 
@@ -278,15 +288,11 @@ int ex_layout_eltwise_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
   return is_float(x, X) && is_float(x, Y) && ex_rank(x, X) >= 3 && ex_rank(x, X) <= 5;
 }
 
-/* Under the pass, a float Concat along the channels (axis 1) of 3-5-D activations, at most
- * EX_CONCAT_MAX inputs: oneDNN's concat primitive reads each input in its layout and writes the
- * output in the layout the inputs share (densenet's and inception's branches joined). */
-int ex_layout_concat_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
+/* A float Concat of 3-5-D activations (none constant) along the channels (axis 1). */
+static int channel_concat(const gopt_exec *x, int32_t n) {
   const gopt_graph *g = x->g;
   const gopt_node *nd = &g->nodes.a[n];
-  if (nd->op != GOPT_OP_CONCAT || opaque(x, n) || !ungrouped(group, n) || nd->n_in < 1 || nd->n_in > EX_CONCAT_MAX ||
-      nd->n_out != 1)
-    return 0;
+  if (nd->op != GOPT_OP_CONCAT || opaque(x, n) || nd->n_in < 1 || nd->n_out != 1) return 0;
   int32_t Y = gopt_node_output(g, n, 0);
   int r = Y >= 0 ? ex_rank(x, Y) : 0;
   int64_t axis = gopt_node_get_int(g, n, "axis", 0);
@@ -296,6 +302,13 @@ int ex_layout_concat_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
     if (!is_float(x, t) || ex_rank(x, t) != r || ex_is_const(x, t)) return 0;
   }
   return 1;
+}
+
+/* Under the pass, a float Concat along the channels (axis 1) of 3-5-D activations, at most
+ * EX_CONCAT_MAX inputs: oneDNN's concat primitive reads each input in its layout and writes the
+ * output in the layout the inputs share (densenet's and inception's branches joined). */
+int ex_layout_concat_ok(const gopt_exec *x, int32_t n, const int32_t *group) {
+  return ungrouped(group, n) && x->g->nodes.a[n].n_in <= EX_CONCAT_MAX && channel_concat(x, n);
 }
 
 /* The oneDNN binary post-op of node c (Add, Mul, Sub, Div, Max, Min of two inputs) that reads the
@@ -524,7 +537,7 @@ static int layout_use(const gopt_exec *x, const ex_layout *l, int32_t c, int slo
     return ch->residual == t || ch->pad == c;
   }
   if (ex_layout_binary_slot(x, c, group) == slot) return 1;
-  if (ex_layout_concat_ok(x, c, group)) return 1; /* every input */
+  if (ex_layout_concat_ok(x, c, group) || ex_layout_concat_chain(x, c)) return 1; /* every input */
   if (slot != 0) return 0;
   return conv_ok(x, c, group) || window_ok(x, c, group) || gap_ok(x, c, group) || ex_layout_nop_pad(x, c, group) ||
          ex_layout_eltwise_ok(x, c, group);
@@ -538,7 +551,10 @@ static int32_t layout_producer(const gopt_exec *x, const ex_layout *l, int32_t t
   if (p < 0 || !gopt_node_alive(x->g, p)) return -1;
   int32_t h = l->absorbed_by[p] >= 0 ? l->absorbed_by[p] : p;
   if (l->absorbed_by[p] >= 0 || l->chain_of[p] >= 0) /* only a chain's final tensor leaves its step */
-    return l->chains[l->chain_of[h]].out == t && (conv_ok(x, h, group) || window_ok(x, h, group)) ? h : -1; /* matmuls write plain */
+    return l->chains[l->chain_of[h]].out == t && (conv_ok(x, h, group) || window_ok(x, h, group) ||
+                                                   ex_layout_concat_chain(x, h))
+               ? h
+               : -1; /* matmuls write plain */
   return conv_ok(x, p, group) || window_ok(x, p, group) || gap_ok(x, p, group) ||
                  ex_layout_binary_slot(x, p, group) >= 0 || ex_layout_nop_pad(x, p, group) ||
                  ex_layout_eltwise_ok(x, p, group) || ex_layout_concat_ok(x, p, group)
@@ -585,6 +601,13 @@ static void plan_keep(gopt_exec *x, ex_layout *l, const int32_t *group) {
   }
 }
 
+/* ch: a chain of head n alone (no residual, bias, Pad or pool). */
+static void chain_init(ex_chain *ch, int32_t n) {
+  memset(ch, 0, sizeof *ch);
+  ch->residual = ch->bias = ch->pad = ch->pool = -1;
+  ch->nodes[ch->n_nodes++] = n;
+}
+
 /* Under the pass, an AveragePool (ceil_mode 0, count_include_pad 1 or no pads of its own) right after
  * a zero Pad of its spatial dims takes the Pad as its own padding, counted in the average
  * (inception_v3's nine Pad -> AveragePool pairs): a chain of the pool alone with ch->pad set.
@@ -599,9 +622,7 @@ static int pool_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit
   int own = 0;
   for (size_t i = 0; pads && i < np; i++) own |= pads[i] != 0;
   if (own && !gopt_node_get_int(g, n, "count_include_pad", 0)) return 0;
-  memset(ch, 0, sizeof *ch);
-  ch->residual = ch->bias = ch->pad = -1;
-  ch->nodes[ch->n_nodes++] = n;
+  chain_init(ch, n);
   pre_pad(x, ch, n, u);
   ch->out = gopt_node_output(g, n, 0);
   return ch->pad >= 0;
@@ -610,23 +631,58 @@ static int pool_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit
 /* Under the pass, an inference BatchNormalization whose output only a Relu reads takes the Relu
  * (oneDNN's fuse_norm_relu flag; the plain-source loop applies it too): densenet's 62 norm ->
  * relu pairs are one pass each. A chain of the BatchNorm and the Relu. Returns whether it built one. */
+/* The Relu that is the only reader of node n's output, in the unit of head h and free: that node,
+ * or -1. */
+static int32_t sole_relu(const gopt_exec *x, int32_t n, int32_t h, const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  int32_t Y = gopt_node_output(g, n, 0), un[2];
+  int us[2];
+  if (Y < 0 || is_output(x, Y) || uses(x, Y, un, us, 2) != 1) return -1;
+  int32_t c = un[0];
+  const gopt_node *nd = &g->nodes.a[c];
+  if (nd->op != GOPT_OP_RELU || opaque(x, c) || !in_unit(u, h, c) || absorbed(x, c) || nd->n_out != 1 ||
+      !is_float(x, gopt_node_output(g, c, 0)))
+    return -1;
+  return c;
+}
+
 static int bn_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
   const gopt_graph *g = x->g;
   if (g->nodes.a[n].op != GOPT_OP_BATCH_NORM || !window_ok(x, n, u->group)) return 0;
-  int32_t Y = gopt_node_output(g, n, 0), un[2];
-  int us[2];
-  if (Y < 0 || is_output(x, Y) || uses(x, Y, un, us, 2) != 1) return 0;
-  int32_t c = un[0];
-  const gopt_node *nd = &g->nodes.a[c];
-  if (nd->op != GOPT_OP_RELU || opaque(x, c) || !in_unit(u, n, c) || absorbed(x, c) || nd->n_out != 1 ||
-      !is_float(x, gopt_node_output(g, c, 0)))
-    return 0;
-  memset(ch, 0, sizeof *ch);
-  ch->residual = ch->bias = ch->pad = -1;
-  ch->nodes[ch->n_nodes++] = n;
+  int32_t c = sole_relu(x, n, n, u);
+  if (c < 0) return 0;
+  chain_init(ch, n);
   ch->nodes[ch->n_nodes++] = c;
   ch->out = gopt_node_output(g, c, 0);
   return 1;
+}
+
+/* Under the pass, a channel Concat whose output only an inference BatchNormalization reads takes
+ * that BatchNorm, and the Relu that is the BatchNorm's only reader when there is one: one pass
+ * reads every input in its own layout and writes the normalised channels straight into the
+ * output (k_concat_bn.c), so the concatenated tensor is never made. A pre-activation DenseNet
+ * layer (Concat -> BatchNorm -> Relu -> Conv; densenet121 has 62) otherwise copies every earlier
+ * feature map into the Concat and reads the copy back. A chain of the Concat, the BatchNorm and
+ * the Relu; its step runs at the last one. Returns whether it built one. */
+static int concat_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  if (!channel_concat(x, n) || (u->mem && !in_unit(u, n, n))) return 0;
+  int32_t Y = gopt_node_output(g, n, 0), un[2];
+  int us[2];
+  if (is_output(x, Y) || uses(x, Y, un, us, 2) != 1 || us[0] != 0) return 0;
+  int32_t b = un[0];
+  if (!bn_ok(x, b) || !in_unit(u, n, b) || absorbed(x, b)) return 0;
+  chain_init(ch, n);
+  ch->nodes[ch->n_nodes++] = b;
+  int32_t c = sole_relu(x, b, n, u);
+  if (c >= 0) ch->nodes[ch->n_nodes++] = c;
+  ch->out = gopt_node_output(g, ch->nodes[ch->n_nodes - 1], 0);
+  return 1;
+}
+
+int ex_layout_concat_chain(const gopt_exec *x, int32_t n) {
+  const ex_chain *ch = ex_layout_chain(x, n);
+  return ch && x->g->nodes.a[ch->nodes[0]].op == GOPT_OP_CONCAT;
 }
 
 /* Builds into ch the post-op chain of head n (conv_ok or mm_ok) over the nodes u allows: a zero
@@ -634,14 +690,64 @@ static int bn_chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *
  * nodes the chain's step runs besides the head (0: no chain). */
 static int chain_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
   const gopt_graph *g = x->g;
-  memset(ch, 0, sizeof *ch);
-  ch->residual = ch->bias = ch->pad = -1;
-  ch->nodes[ch->n_nodes++] = n;
+  chain_init(ch, n);
   if (conv_ok(x, n, NULL)) pre_pad(x, ch, n, u);
   int32_t cur = gopt_node_output(g, n, 0), nxt;
   while ((nxt = chain_step(x, ch, cur, u)) >= 0) cur = nxt;
   ch->out = cur;
   return ch->n_nodes - 1 + (ch->pad >= 0);
+}
+
+/* Whether node n's ints attribute name is absent or every entry is v. */
+static int ints_all(const gopt_graph *g, int32_t n, const char *name, int64_t v) {
+  size_t c = 0;
+  const int64_t *a = gopt_node_get_ints(g, n, name, &c);
+  for (size_t i = 0; a && i < c; i++)
+    if (a[i] != v) return 0;
+  return 1;
+}
+
+/* Under the pass, a 1x1 Conv (stride 1, no padding, no post-ops) whose only reader is an
+ * AveragePool without padding (ceil_mode 0, no dilations) that at least halves the pixels runs
+ * after that pool instead of before it: both are linear per pixel and the bias is a constant of
+ * the average, so pool(conv(x)) = conv(pool(x)) up to rounding, with the conv's work cut by the
+ * pool's factor (a DenseNet transition's Conv1x1 -> AveragePool 2x2 stride 2 convolves a quarter
+ * of the pixels). A Pad of nothing between them (torchvision's densenet exports one) is taken too.
+ * A chain of the conv, that Pad and the pool (ch->pool); k_dnnl.c pools into scratch, then
+ * convolves into the pool's output. Returns whether it built one. */
+static int pool_first_build(gopt_exec *x, ex_chain *ch, int32_t n, const ex_unit *u) {
+  const gopt_graph *g = x->g;
+  if (!conv_ok(x, n, NULL)) return 0;
+  int32_t W = gopt_node_input(g, n, 1), Y = gopt_node_output(g, n, 0), un[2];
+  int us[2], r = ex_rank(x, W);
+  for (int i = 2; i < r; i++)
+    if (ex_dims(x, W)[i] != 1) return 0;
+  if (!ints_all(g, n, "strides", 1) || !ints_all(g, n, "pads", 0) || is_output(x, Y) || uses(x, Y, un, us, 2) != 1)
+    return 0;
+  int32_t p = un[0], nop = -1;
+  if (ex_layout_nop_pad(x, p, NULL) && in_unit(u, n, p) && !absorbed(x, p)) { /* densenet's Pad of nothing */
+    int32_t Z = gopt_node_output(g, p, 0);
+    if (is_output(x, Z) || uses(x, Z, un, us, 2) != 1) return 0;
+    nop = p;
+    p = un[0];
+  }
+  const gopt_node *pn = &g->nodes.a[p];
+  const char *ap = gopt_node_get_string(g, p, "auto_pad", "NOTSET");
+  if (pn->op != GOPT_OP_AVERAGE_POOL || opaque(x, p) || !in_unit(u, n, p) || absorbed(x, p) || pn->n_out != 1 ||
+      gopt_node_get_int(g, p, "ceil_mode", 0) || !ints_all(g, p, "pads", 0) || !ints_all(g, p, "dilations", 1) ||
+      (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")))
+    return 0;
+  int32_t P = gopt_node_output(g, p, 0);
+  if (!is_float(x, P) || ex_rank(x, P) != ex_rank(x, Y)) return 0;
+  int64_t in_pix = 1, out_pix = 1;
+  for (int i = 2; i < ex_rank(x, Y); i++) in_pix *= ex_dims(x, Y)[i], out_pix *= ex_dims(x, P)[i];
+  if (2 * out_pix > in_pix) return 0;
+  chain_init(ch, n);
+  if (nop >= 0) ch->nodes[ch->n_nodes++] = nop;
+  ch->nodes[ch->n_nodes++] = p;
+  ch->pool = p;
+  ch->out = P;
+  return 1;
 }
 
 int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int32_t *group, int chains_only,
@@ -672,10 +778,10 @@ int ex_layout_plan(gopt_exec *x, const int32_t *order, size_t n_order, const int
     ex_unit u = {group, NULL, 0};
     /* the pairings; under --layouts plain only when a group names them */
     int pool = (!chains_only || (group && group[n] >= 0)) &&
-               (pool_chain_build(x, ch, n, &u) || bn_chain_build(x, ch, n, &u));
+               (pool_chain_build(x, ch, n, &u) || bn_chain_build(x, ch, n, &u) || concat_chain_build(x, ch, n, &u));
     if (!pool && !(conv_ok(x, n, group) || mm_ok(x, n, group))) continue;
     if (chains_only && (!group || group[n] < 0)) continue; /* --layouts plain: the groups' chains only */
-    if (!pool && !chain_build(x, ch, n, &u)) continue;
+    if (!pool && !chain_build(x, ch, n, &u) && !pool_first_build(x, ch, n, &u)) continue;
     l->chain_of[n] = (int32_t)l->n_chains++;
     for (int j = 1; j < ch->n_nodes; j++) l->absorbed_by[ch->nodes[j]] = n;
     if (ch->pad >= 0) l->absorbed_by[ch->pad] = n;
@@ -713,13 +819,15 @@ int ex_group_chain_ok(const gopt_graph *g, const int32_t *mem, int n_mem) {
   }
   ex_chain ch;
   ex_unit u = {NULL, mem, n_mem};
-  if (h < 0) { /* the layout pass's pairings: exactly a BatchNorm and its Relu, a zero Pad and its pool */
-    if (n_mem != 2) return 0;
-    for (int i = 0; i < n_mem; i++)
-      if (bn_chain_build(&x, &ch, mem[i], &u) || pool_chain_build(&x, &ch, mem[i], &u)) return 1;
+  if (h < 0) { /* the layout pass's pairings: exactly a BatchNorm and its Relu, a zero Pad and its
+                * pool, a Concat and the BatchNorm (and Relu) after it */
+    for (int i = 0; i < n_mem; i++) {
+      if (n_mem == 2 && (bn_chain_build(&x, &ch, mem[i], &u) || pool_chain_build(&x, &ch, mem[i], &u))) return 1;
+      if (concat_chain_build(&x, &ch, mem[i], &u)) return ch.n_nodes == n_mem;
+    }
     return 0;
   }
-  return chain_build(&x, &ch, h, &u) == n_mem - 1;
+  return chain_build(&x, &ch, h, &u) == n_mem - 1 || (pool_first_build(&x, &ch, h, &u) && ch.n_nodes == n_mem);
 }
 
 int ex_layout_dnnl_claims(const gopt_exec *x, int32_t n) {

@@ -102,6 +102,7 @@ typedef struct dn_st {
   /* a tensor whose layout differs from the primitive's: the input is reordered into scratch 0
    * (re_in), the primitive writes scratch 1 and re_out reorders it into the output */
   dnnl_primitive_t re_in, re_out;
+  dnnl_primitive_t pre;                /* or instead of re_in: the AveragePool a 1x1 conv runs first */
   dnnl_memory_t m_usr_in, m_usr_out;  /* views of the tensors in their own layouts */
   int scr_arg[2];                      /* index in mem[] of the memories on scratch 0 / 1 */
   /* sum post-op: the residual is copied (res_bytes) or reordered (re_res) into the destination */
@@ -126,6 +127,7 @@ static void dn_free(void *p) {
     if (s->mem[i]) dnnl_memory_destroy(s->mem[i]);
   if (s->prim) dnnl_primitive_destroy(s->prim);
   if (s->re_in) dnnl_primitive_destroy(s->re_in);
+  if (s->pre) dnnl_primitive_destroy(s->pre);
   if (s->re_out) dnnl_primitive_destroy(s->re_out);
   if (s->m_usr_in) dnnl_memory_destroy(s->m_usr_in);
   if (s->m_usr_out) dnnl_memory_destroy(s->m_usr_out);
@@ -157,12 +159,13 @@ static int dn_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     args[i].arg = s->arg[i];
     args[i].memory = s->mem[i];
   }
-  if (s->re_in) {
+  if (s->re_in || s->pre) { /* the input reordered, or pooled, into scratch 0 */
     dnnl_memory_t in = s->mem[s->scr_arg[0]];
     dnnl_memory_set_data_handle(in, d->scr[0]);
     dnnl_memory_set_data_handle(s->m_usr_in, ex_data(x, k->in[0]));
-    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->m_usr_in}, {DNNL_ARG_TO, in}};
-    st = dnnl_primitive_execute(s->re_in, d->stream, 2, ra);
+    dnnl_exec_arg_t ra[2] = {{s->pre ? DNNL_ARG_SRC : DNNL_ARG_FROM, s->m_usr_in},
+                             {s->pre ? DNNL_ARG_DST : DNNL_ARG_TO, in}};
+    st = dnnl_primitive_execute(s->pre ? s->pre : s->re_in, d->stream, 2, ra);
   }
   if (s->re_out) dnnl_memory_set_data_handle(s->mem[s->scr_arg[1]], d->scr[1]);
   if (st == dnnl_success && s->res >= 0) { /* sum post-op: the destination starts as the residual */
@@ -639,6 +642,88 @@ done:
   return rc;
 }
 
+/* Plain descriptor of conv weights W with groups: [G, O/G, I/G, k...] when grouped, else W's dims. */
+static void conv_w_md(const gopt_exec *x, int32_t W, int64_t groups, dnnl_memory_desc_t *md) {
+  const int64_t *wd = ex_dims(x, W);
+  int64_t wdims[DNNL_MAX_NDIMS];
+  int wr = 0;
+  if (groups > 1) {
+    wdims[wr++] = groups;
+    wdims[wr++] = wd[0] / groups;
+  } else {
+    wdims[wr++] = wd[0];
+  }
+  for (int i = 1; i < ex_rank(x, W); i++) wdims[wr++] = wd[i];
+  md_plain(md, wr, wdims);
+}
+
+/* A 1x1 Conv with the AveragePool after it run first (exec_layout.c's pool-first chain, ch->pool):
+ * the pool reads the conv's input in its layout into scratch 0 (in the layout pooling picks), and
+ * the conv reads that and writes the pool's output, in the layout it picks when the pass keeps
+ * the output, else plain. */
+static int prep_conv_pooled(gopt_exec *x, ex_kernel *k, dn_st *s, const ex_chain *ch, gopt_error *err) {
+  const gopt_graph *g = x->g;
+  ex_dnnl *d = x->dnnl;
+  int rc = GOPT_OK;
+  dnnl_primitive_desc_t ppd = NULL, pd = NULL;
+  int32_t X = k->in[0], W = k->in[1], B = k->n_in > 2 ? k->in[2] : -1, Y = k->out[0] = ch->out, P = ch->pool;
+  int r = ex_rank(x, X), sp = r - 2;
+  int64_t pdims[DNNL_MAX_NDIMS], bdim = ex_dims(x, W)[0];
+  size_t nk = 0;
+  const int64_t *ks = gopt_node_get_ints(g, P, "kernel_shape", &nk);
+  if (!ks || nk != (size_t)sp) return ex_node_error(x, P, err, GOPT_EINVAL, "kernel_shape missing");
+  dnnl_dims_t kern, strides, dil, pads, one, zero;
+  window_attrs(g, P, sp, strides, dil, pads);
+  for (int i = 0; i < sp; i++) kern[i] = ks[i], one[i] = 1, zero[i] = 0;
+  pdims[0] = ex_dims(x, X)[0];
+  pdims[1] = ex_dims(x, X)[1];
+  for (int i = 0; i < sp; i++) pdims[2 + i] = ex_dims(x, Y)[2 + i];
+  dnnl_memory_desc_t xmd, pany, pooled, w_usr, w_any, b_md, ymd;
+  tensor_md(x, X, &xmd);
+  md_any(&pany, r, pdims);
+  dnnl_pooling_v2_desc_t pdsc;
+  DN(dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding, &xmd, &pany,
+                                       strides, kern, dil, pads, pads),
+     "pooling descriptor");
+  DN(dnnl_primitive_desc_create(&ppd, &pdsc, NULL, d->eng, NULL), "pooling");
+  pooled = *dnnl_primitive_desc_query_md(ppd, dnnl_query_dst_md, 0);
+  DN(dnnl_primitive_create(&s->pre, ppd), "pooling primitive");
+  DN(dnnl_memory_create(&s->m_usr_in, &xmd, d->eng, DNNL_MEMORY_NONE), "memory");
+  if (scratch_reserve(d, 0, dnnl_memory_desc_get_size(&pooled))) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  conv_w_md(x, W, gopt_node_get_int(g, k->node, "group", 1), &w_usr);
+  md_any(&w_any, w_usr.ndims, w_usr.dims);
+  if (B >= 0) md_plain(&b_md, 1, &bdim);
+  int keep = ex_layout_keep(x, Y);
+  if (keep) md_any(&ymd, r, ex_dims(x, Y));
+  else md_plain(&ymd, r, ex_dims(x, Y));
+  if (!(pd = conv_pd(d, &pooled, &w_any, B >= 0 ? &b_md : NULL, &ymd, one, zero, zero, zero, NULL))) {
+    rc = ex_node_error(x, k->node, err, GOPT_EUNSUP, "oneDNN convolution failed: no implementation");
+    goto done;
+  }
+  dnnl_memory_desc_t w_want = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  dnnl_memory_desc_t p_dst = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+  DN(dn_make(s, pd), "convolution primitive");
+  pd = NULL;
+  if (keep && ex_layout_set_md(x, Y, &p_dst)) {
+    rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  s->scr_arg[0] = s->n;
+  DN(dn_add(s, d, DNNL_ARG_SRC, &pooled, -1, d->scr[0]), "memory");
+  s->dst_arg = s->n;
+  DN(dn_add(s, d, DNNL_ARG_DST, &p_dst, Y, NULL), "memory");
+  if ((rc = conv_weights(x, k, s, W, 1, &w_usr, &w_want, err))) goto done;
+  if (B >= 0) DN(dn_add(s, d, DNNL_ARG_BIAS, &b_md, B, NULL), "memory");
+  ex_layout_note(x, k->node, 0, 0);
+done:
+  if (ppd) dnnl_primitive_desc_destroy(ppd);
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return rc;
+}
+
 /* Conv: oneDNN chooses the activation layouts when the weights are constant (blocked layouts run
  * its direct JIT kernels, plain NCHW only im2col+GEMM). Plain mode: the input and output are
  * reordered around the conv. Under the layout pass the conv reads its input in the layout its
@@ -673,16 +758,9 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
   md_plain(&dst_md, r, yd);
   md_any(&src_any, r, xd);
   md_any(&dst_any, r, yd);
-  int64_t wdims[6];
-  int wr = 0;
-  if (groups > 1) {
-    wdims[wr++] = groups;
-    wdims[wr++] = wd[0] / groups;
-  } else {
-    wdims[wr++] = wd[0];
-  }
-  for (int i = 1; i < r; i++) wdims[wr++] = wd[i];
-  md_plain(&w_usr, wr, wdims);
+  conv_w_md(x, W, groups, &w_usr);
+  int wr = w_usr.ndims;
+  const dnnl_dim_t *wdims = w_usr.dims;
   int wconst = ex_is_const(x, W);
   if (wconst) md_any(&w_any, wr, wdims);
   else w_any = w_usr;
@@ -1110,7 +1188,10 @@ int ex_prepare_dnnl(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   k->fini = dn_free;
   k->run = dn_run;
   switch (x->g->nodes.a[k->node].op) {
-    case GOPT_OP_CONV: return prep_conv(x, k, s, err);
+    case GOPT_OP_CONV: {
+      const ex_chain *ch = ex_layout_chain(x, k->node);
+      return ch && ch->pool >= 0 ? prep_conv_pooled(x, k, s, ch, err) : prep_conv(x, k, s, err);
+    }
     case GOPT_OP_MATMUL: return prep_matmul(x, k, s, err);
     case GOPT_OP_GEMM: return prep_gemm(x, k, s, err);
     case GOPT_OP_MAX_POOL: case GOPT_OP_AVERAGE_POOL: return prep_pool(x, k, s, err);

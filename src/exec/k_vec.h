@@ -110,12 +110,21 @@ typedef void (*ex_gemm_acc_fn)(float *C, const float *A, const float *Bt, int64_
 /* count_nonfinite: how many of p[0..n) are Inf or NaN; *n_nan how many of them NaN. */
 typedef size_t (*ex_count_nonfinite_fn)(const float *p, int64_t n, size_t *n_nan);
 
+/* affine_rows: y[r*sy + j] = x[r*sx + j] a[j] + b[j] (r < rows, j < n), max(., 0) with relu;
+ * affine_plane: y[i] = x[i] a + b (i < n), max(., 0) with relu. Per-channel scale and shift of
+ * k_concat_bn.c over channels-last / blocked rows and plain planes. */
+typedef void (*ex_affine_rows_fn)(float *y, const float *x, const float *a, const float *b, int64_t rows, int64_t n,
+                                  int64_t sy, int64_t sx, int relu);
+typedef void (*ex_affine_plane_fn)(float *y, const float *x, float a, float b, int64_t n, int relu);
+
 typedef struct ex_vec_ops {
   fx_block_fn fx_block;
   ex_reduce_fn reduce;
   ex_lstm_cell_fn lstm_cell;
   ex_gemm_acc_fn gemm_acc;
   ex_count_nonfinite_fn count_nonfinite;
+  ex_affine_rows_fn affine_rows;
+  ex_affine_plane_fn affine_plane;
 } ex_vec_ops;
 
 /* The kernels of isa (EX_ISA_*). */
@@ -136,5 +145,14 @@ void ex_gemm_acc_avx512(float *C, const float *A, const float *Bt, int64_t M, in
 size_t ex_count_nonfinite_base(const float *p, int64_t n, size_t *n_nan);
 size_t ex_count_nonfinite_avx2(const float *p, int64_t n, size_t *n_nan);
 size_t ex_count_nonfinite_avx512(const float *p, int64_t n, size_t *n_nan);
+void ex_affine_rows_base(float *y, const float *x, const float *a, const float *b, int64_t rows, int64_t n,
+                         int64_t sy, int64_t sx, int relu);
+void ex_affine_plane_base(float *y, const float *x, float a, float b, int64_t n, int relu);
+void ex_affine_rows_avx2(float *y, const float *x, const float *a, const float *b, int64_t rows, int64_t n,
+                         int64_t sy, int64_t sx, int relu);
+void ex_affine_plane_avx2(float *y, const float *x, float a, float b, int64_t n, int relu);
+void ex_affine_rows_avx512(float *y, const float *x, const float *a, const float *b, int64_t rows, int64_t n,
+                           int64_t sy, int64_t sx, int relu);
+void ex_affine_plane_avx512(float *y, const float *x, float a, float b, int64_t n, int relu);
 
 #endif

@@ -190,10 +190,10 @@ add_test(NAME exec_fusion_decisions
                  --models squeezenet1_1,efficientnet_b0,bert_tiny,wavenet --budget 50
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_fusion_decisions PROPERTIES LABELS exec TIMEOUT 300)
-# the layout pass's own BatchNorm -> Relu (densenet121: 62) and Pad -> AveragePool (inception_v3: 9)
-# pairings are groups of the decisions (so the simulator prices each pair as the executor's one
-# step); every decision runs, under the layout pass and under --layouts plain (where only a group
-# makes the pair)
+# the layout pass's own Concat -> BatchNorm -> Relu (densenet121: 62) and Pad -> AveragePool
+# (inception_v3: 9) pairings are groups of the decisions (so the simulator prices each as the
+# executor's one step); every decision runs, under the layout pass and under --layouts plain (where
+# only a group makes the pair)
 add_test(NAME exec_fusion_decisions_dense
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tools/check_fusion_runs.py ${GOPT_BIN}
                  --models densenet121,inception_v3 --methods xla,go --budget 20
@@ -211,3 +211,8 @@ add_test(NAME exec_llm_block
          COMMAND ${GOPT_PYTHON} ${CMAKE_SOURCE_DIR}/tests/exec/check_llm_block.py ${GOPT_BIN}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(exec_llm_block PROPERTIES LABELS exec TIMEOUT 120)
+
+# the DenseNet patterns once more with oneDNN limited to AVX2, whose convs keep nChw8c (blocked)
+# activations: the Concat -> BatchNorm chain's blocked path (test_exec_dense.c)
+add_test(NAME test_exec_dense_avx2 COMMAND test_exec_dense WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_exec_dense_avx2 PROPERTIES LABELS exec ENVIRONMENT ONEDNN_MAX_CPU_ISA=AVX2)
