@@ -117,6 +117,10 @@ int ex_prepare_data(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* layout, i
 /* Inference BatchNormalization of a plain [N, C, ...] float source, a Relu after it when relu
  * (k_misc.c). */
 int ex_prepare_bn_plain(gopt_exec *x, ex_kernel *k, int relu, gopt_error *err);
+/* An inference BatchNorm's affine form per channel: ab[c] = scale / sqrt(var + eps) (a), ab[C + c] =
+ * B - mean a (b); y = x a + b (k_misc.c) */
+void ex_bn_affine(float *ab, int64_t C, const float *sc, const float *bi, const float *mu, const float *var,
+                  float eps);
 int ex_prepare_misc(gopt_exec *x, ex_kernel *k, gopt_error *err);   /* reductions, LSTM, pooling extras */
 /* Whether ex_prepare_X handles op (used for dispatch). */
 int ex_dnnl_handles(int op);

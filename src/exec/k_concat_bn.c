@@ -130,12 +130,9 @@ static void cb_input(const cb_st *s, int i, const float *X, float *Y, int64_t n,
   }
 }
 
-/* a = scale / sqrt(var + eps), b = B - mean a, from the BatchNorm's operands ins[0..3]. */
-static void cb_affine(cb_st *s, const float *sc, const float *bi, const float *mu, const float *var) {
-  for (int64_t c = 0; c < s->C; c++) {
-    s->ab[c] = sc[c] / sqrtf(var[c] + s->eps);
-    s->ab[s->C + c] = bi[c] - mu[c] * s->ab[c];
-  }
+/* a and b from the BatchNorm's operands bn[0..3] (scale, B, mean, var) */
+static void cb_affine(gopt_exec *x, cb_st *s, const int32_t *bn) {
+  ex_bn_affine(s->ab, s->C, ex_data(x, bn[0]), ex_data(x, bn[1]), ex_data(x, bn[2]), ex_data(x, bn[3]), s->eps);
 }
 
 enum { CB_PIX = 64 }; /* pixels per block of work: every input's rows of a block, then the next */
@@ -144,7 +141,7 @@ static int cb_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   (void)err;
   cb_st *s = k->st;
   const int32_t *bn = k->in + s->n_in;
-  if (!s->fixed) cb_affine(s, ex_data(x, bn[0]), ex_data(x, bn[1]), ex_data(x, bn[2]), ex_data(x, bn[3]));
+  if (!s->fixed) cb_affine(x, s, bn);
   float *Y = ex_data(x, k->out[0]);
   int64_t nb = (s->P + CB_PIX - 1) / CB_PIX;
 #pragma omp parallel for schedule(static) if (s->N * nb > 1 && s->N * s->C * s->P > 32768)
@@ -246,7 +243,7 @@ int ex_prepare_concat_bn(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   const int32_t *bn = k->in + s->n_in;
   s->fixed = 1;
   for (int i = 0; i < 4; i++) s->fixed &= ex_is_const(x, bn[i]) && ex_data(x, bn[i]) != NULL;
-  if (s->fixed) cb_affine(s, ex_data(x, bn[0]), ex_data(x, bn[1]), ex_data(x, bn[2]), ex_data(x, bn[3]));
+  if (s->fixed) cb_affine(x, s, bn);
   ex_layout_note(x, k->node, 0, 0);
   return GOPT_OK;
 }

@@ -298,6 +298,14 @@ static int prep_lstm(gopt_exec *x, ex_kernel *k, gopt_error *err) {
  * (ncsp_bnorm), 5-10x slower than this one; densenet's BatchNorms after each Concat read plain
  * tensors. Blocked and NHWC sources stay with oneDNN (k_dnnl.c). With relu, max(y, 0) (the layout
  * pass's BatchNorm -> Relu chain). */
+void ex_bn_affine(float *ab, int64_t C, const float *sc, const float *bi, const float *mu, const float *var,
+                  float eps) {
+  for (int64_t c = 0; c < C; c++) {
+    ab[c] = sc[c] / sqrtf(var[c] + eps);
+    ab[C + c] = bi[c] - mu[c] * ab[c];
+  }
+}
+
 typedef struct bn_st {
   int relu;  /* a Relu after it runs here (exec_layout.c's BatchNorm -> Relu chain) */
   float *ab; /* [2C]: a, then b */
@@ -320,11 +328,7 @@ static int bn_plain_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   bn_st *st = k->st;
   float *Y = ex_data(x, k->out[0]), *ab = st->ab;
   int relu = st->relu;
-  float eps = (float)gopt_node_get_float(x->g, k->node, "epsilon", 1e-5);
-  for (int64_t c = 0; c < C; c++) {
-    ab[c] = sc[c] / sqrtf(var[c] + eps);
-    ab[C + c] = bi[c] - mu[c] * ab[c];
-  }
+  ex_bn_affine(ab, C, sc, bi, mu, var, (float)gopt_node_get_float(x->g, k->node, "epsilon", 1e-5));
 #pragma omp parallel for schedule(static) if (N * C * inner > 32768)
   for (int64_t nc = 0; nc < N * C; nc++) {
     const float a = ab[nc % C], b = ab[C + nc % C];

@@ -26,6 +26,9 @@ int gopt_sim_tensor_resident(const gopt_graph *g, int32_t t) {
   return x->producer < 0 && !(x->flags & GOPT_T_ATTR) && (x->flags & (GOPT_T_CONST | GOPT_T_INPUT));
 }
 
+/* Consumers of resident q. */
+static int32_t res_ncons(const gopt_sim *s, int32_t q) { return s->res_off[q + 1] - s->res_off[q]; }
+
 /* The fast forms of the reset's resident bytes and ready units (sim_internal.h). */
 static int sim_reset_lists(gopt_sim *s) {
   double tot = 0;
@@ -34,14 +37,14 @@ static int sim_reset_lists(gopt_sim *s) {
     double b = s->res_bytes[q];
     if (!(b >= 0 && b == floor(b))) s->res_int = 0;
     tot += b;
-    s->n_resm += s->res_off[q + 1] - s->res_off[q] > 1;
+    s->n_resm += res_ncons(s, q) > 1;
   }
   if (!(tot < 0x1p53)) s->res_int = 0;
   int32_t np = 0; /* positions reading a one-consumer resident */
   for (int32_t p = 0; p < s->n; p++) {
     int has = 0;
     for (int32_t j = s->nres_off[p]; j < s->nres_off[p + 1]; j++)
-      has |= s->res_off[s->nres[j] + 1] - s->res_off[s->nres[j]] == 1;
+      has |= res_ncons(s, s->nres[j]) == 1;
     np += has;
     s->n_src += s->in_off[p + 1] == s->in_off[p];
   }
@@ -49,12 +52,12 @@ static int sim_reset_lists(gopt_sim *s) {
       GOPT_ALLOC(s->src, s->n_src))
     return GOPT_ENOMEM;
   for (int32_t q = 0, k = 0; q < s->n_res; q++)
-    if (s->res_off[q + 1] - s->res_off[q] > 1) s->resm[k++] = q;
+    if (res_ncons(s, q) > 1) s->resm[k++] = q;
   for (int32_t p = 0, k = 0; p < s->n; p++) {
     int64_t b = 0;
     int has = 0;
     for (int32_t j = s->nres_off[p]; j < s->nres_off[p + 1]; j++)
-      if (s->res_off[s->nres[j] + 1] - s->res_off[s->nres[j]] == 1) {
+      if (res_ncons(s, s->nres[j]) == 1) {
         has = 1;
         b += (int64_t)s->res_bytes[s->nres[j]];
       }
