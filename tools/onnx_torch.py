@@ -143,46 +143,88 @@ def _unsqueeze(x, axes):
     return x
 
 
-class OnnxModule(torch.nn.Module):
-    """The ONNX model at path as a module; inputs in graph-input order; outputs a tuple."""
+# Inputs that ops read as Python integers (shapes, axes, sizes): given the CPU copy of an integer
+# constant, so a forward makes no device-to-host copy and can be captured in a CUDA graph.
+HOST_ARGS = {"Reshape": (1,), "Slice": (1, 2, 3, 4), "Split": (1,), "Squeeze": (1,), "Unsqueeze": (1,),
+             "Pad": (1, 2), "Expand": (1,), "ConstantOfShape": (0,), "Resize": (1, 2, 3),
+             "ReduceMean": (1,), "ReduceSum": (1,), "Range": (0, 1, 2)}
 
-    def __init__(self, path):
+
+class OnnxModule(torch.nn.Module):
+    """The ONNX model at path as a module; inputs in graph-input order; outputs a tuple. Constants
+    (initializers and Constant nodes) are parameters (floats) or buffers, so .to(device) moves
+    them; integer constants also keep a CPU copy (self.host) for the arguments of HOST_ARGS."""
+
+    def __init__(self, path, fold=False):
         super().__init__()
         m = onnx.load(path, load_external_data=False)
         self.g = m.graph
         self.params = torch.nn.ParameterDict()
         self.consts = {}
-        for i, init in enumerate(self.g.initializer):
-            t = _tensor(init)
+        self.host = {}
+        consts = [(i.name, _tensor(i)) for i in self.g.initializer]
+        consts += [(n.output[0], torch.from_numpy(numpy_helper.to_array(_attrs(n)["value"]).copy()))
+                   for n in self.g.node if n.op_type == "Constant"]
+        self.folded = set()
+        if fold:
+            consts += self._fold(dict(consts))
+        for i, (name, t) in enumerate(consts):
             if t.is_floating_point():
                 self.params[str(i)] = torch.nn.Parameter(t)
-                self.consts[init.name] = ("p", str(i))
+                self.consts[name] = ("p", str(i))
             else:
                 self.register_buffer("c%d" % i, t)
-                self.consts[init.name] = ("b", "c%d" % i)
+                self.consts[name] = ("b", "c%d" % i)
+                self.host[name] = t.clone()
         init_names = {i.name for i in self.g.initializer}
         self.inputs = [i.name for i in self.g.input if i.name not in init_names]
         for n in self.g.node:
             if n.op_type not in OPS and n.op_type != "Constant":
                 raise NotImplementedError("%s: ONNX op %s is not covered by tools/onnx_torch.py" % (path, n.op_type))
 
+    def _fold(self, vals):
+        """Constant folding, as inference runtimes do before running a model (ONNX Runtime's and
+        TensorRT's graph optimisation): every node whose inputs are all constants is evaluated once
+        here, on the CPU, and becomes a constant; returns the new (name, tensor) pairs and marks the
+        nodes in self.folded. Off by default: a training step must keep its weights as parameters."""
+        new = []
+        with torch.no_grad():
+            for k, n in enumerate(self.g.node):
+                if n.op_type == "Constant" or n.op_type not in OPS or not all(i in vals for i in n.input if i):
+                    continue
+                out = OPS[n.op_type](_attrs(n), *[vals[i] if i else None for i in n.input])
+                for name, v in zip(n.output, out if isinstance(out, (tuple, list)) else (out,)):
+                    vals[name] = v.contiguous()
+                    new.append((name, vals[name]))
+                self.folded.add(k)
+        return new
+
     def forward(self, *xs):
         env = {}
         for k, (kind, key) in self.consts.items():
             env[k] = self.params[key] if kind == "p" else getattr(self, key)
         env.update(zip(self.inputs, xs))
-        dev = xs[0].device
-        for n in self.g.node:
-            a = _attrs(n)
-            if n.op_type == "Constant":
-                env[n.output[0]] = torch.from_numpy(numpy_helper.to_array(a["value"]).copy()).to(dev)
+        hosted = dict(self.host)  # integer values known on the CPU: constants, shapes, their arithmetic
+        for k, n in enumerate(self.g.node):
+            if n.op_type == "Constant" or k in self.folded:
                 continue
-            args = [env[i] if i else None for i in n.input]
-            while args and args[-1] is None:
-                args.pop()
-            out = OPS[n.op_type](a, *args)
-            outs = out if isinstance(out, (tuple, list)) else (out,)
+            a = _attrs(n)
+            if n.op_type == "Shape":
+                outs = (torch.tensor(list(env[n.input[0]].shape), dtype=torch.int64),)
+            elif all(i in hosted for i in n.input if i) and any(n.input):
+                out = OPS[n.op_type](a, *[hosted[i] if i else None for i in n.input])
+                outs = out if isinstance(out, (tuple, list)) else (out,)
+            else:
+                want = HOST_ARGS.get(n.op_type, ())
+                args = [(hosted[i] if k in want and i in hosted else env[i]) if i else None
+                        for k, i in enumerate(n.input)]
+                while args and args[-1] is None:
+                    args.pop()
+                out = OPS[n.op_type](a, *args)
+                outs = out if isinstance(out, (tuple, list)) else (out,)
             for name, v in zip(n.output, outs):
+                if v.device.type == "cpu" and not v.is_floating_point():
+                    hosted[name] = v
                 env[name] = v
         return tuple(env[o.name] for o in self.g.output)
 

@@ -2,6 +2,7 @@
 --json added, its output checked with tools/onnx_check.py (onnx.checker full check)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -11,9 +12,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import onnx_check  # noqa: E402
 
 
-def rewrite(cmd):
+def rewrite(cmd, keep=None):
     """Runs cmd (gopt rewrite MODEL ...) with -o and --json; returns (json or None, error line,
-    wall seconds)."""
+    wall seconds). keep: a path the checked output is copied to."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "o.onnx")
         t0 = time.time()
@@ -26,4 +27,6 @@ def rewrite(cmd):
             onnx_check.full_check(out)
         except Exception as e:  # noqa: BLE001 - reported in the row
             return None, f"onnx.checker: {str(e).splitlines()[0]}", wall
+        if keep:
+            shutil.copyfile(out, keep)
         return json.loads(r.stdout), "", wall

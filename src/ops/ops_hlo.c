@@ -111,6 +111,8 @@ void ops_hlo_set_kind(gopt_graph *g, int32_t n, int tuple_result) {
   if (checked && (!strcmp(opcode, "and") || !strcmp(opcode, "or") || !strcmp(opcode, "xor") ||
                   !strcmp(opcode, "not")))
     checked = out_dt == GOPT_DT_BOOL; /* on integers they are bitwise: no ONNX op */
+  if (checked && !strcmp(opcode, "abs")) /* abs of a complex number is its (real) modulus */
+    checked = out_dt == g->tensors.a[gopt_node_input(g, n, 0)].dtype;
   if (checked && !strcmp(opcode, "compare")) {
     const char *d = gopt_node_get_string(g, n, "direction", "");
     int k = !strcmp(d, "EQ") ? GOPT_OP_EQUAL : !strcmp(d, "LT") ? GOPT_OP_LESS
