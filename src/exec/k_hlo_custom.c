@@ -1,6 +1,8 @@
 /* k_hlo_custom.c: the executor's dense linear algebra (the HLO op triangular-solve) and its kernels
  * for custom-call targets of real modules besides cuBLAS GEMMs and cuda_threefry2x32 (those are in
  * k_hlo.c):
+ * - sharding annotations (`Sharding`, `SPMDFullToShardShape`, `SPMDShardToFullShape`): identities on
+ *   the one device the executor is; and the HLO op opt-barrier (its operands unchanged);
  * - the dense linear algebra jaxlib lowers to cuSOLVER/cuBLAS: LU with partial pivoting
  *   (`cusolver_getrf`, `cublas_getrf_batched`: results LU, 1-based pivots, info, workspace),
  *   Cholesky (`cusolver_potrf`: result factor in the lower or upper triangle as the descriptor's
@@ -63,6 +65,30 @@ static int f_neuron(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int no
       case 2: out[0].v[i] = cdf + v * exp(-0.5 * v * v) / sqrt(2 * M_PI); break;
       default: out[0].v[i] = v; break;
     }
+  }
+  return GOPT_OK;
+}
+
+/* ---- sharding annotations ---------------------------------------------------------------------- */
+
+/* custom-call Sharding / SPMDFullToShardShape / SPMDShardToFullShape (what `with_sharding_constraint`
+ * and shard_map leave before SPMD partitioning): on the one device the executor is, each is its
+ * operand unchanged; a shape change (a real partition) is refused. */
+static int f_sharding(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  char tb[64];
+  const char *t = target(G, NODE, tb, sizeof tb);
+  if (nin != 1 || nout != 1 || in[0].n != out[0].n)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "%s: one operand of the result's size expected (one device)", t);
+  memcpy(out[0].v, in[0].v, (size_t)out[0].n * sizeof(double));
+  return GOPT_OK;
+}
+
+/* opt-barrier (a rematerialisation fence): its operands' leaves unchanged, one output per leaf. */
+static int f_opt_barrier(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  if (nin != nout) return ex_node_error(x, NODE, err, GOPT_EINVAL, "opt-barrier: %d operands for %d results", nin, nout);
+  for (int i = 0; i < nout; i++) {
+    if (in[i].n != out[i].n) return ex_node_error(x, NODE, err, GOPT_EINVAL, "opt-barrier: leaf %d changes size", i);
+    if (out[i].v && in[i].v) memcpy(out[i].v, in[i].v, (size_t)out[i].n * sizeof(double));
   }
   return GOPT_OK;
 }
@@ -264,12 +290,15 @@ static int f_lu_perm(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
 ref_fn ex_hlo_custom_kernel(const gopt_graph *g, int32_t n) {
   const char *op = ex_hlo_op(g, n);
   if (op && !strcmp(op, "triangular-solve")) return f_triangular_solve;
+  if (op && !strcmp(op, "opt-barrier")) return f_opt_barrier;
   if (!op || strcmp(op, "custom-call")) return NULL;
   char tb[64];
   const char *t = target(g, n, tb, sizeof tb);
   if (!strcmp(t, "AwsNeuronGelu") || !strcmp(t, "AwsNeuronGeluApprxTanh") || !strcmp(t, "AwsNeuronGeluBackward") ||
       !strcmp(t, "AwsNeuronTransferWithStaticRing"))
     return f_neuron;
+  if (!strcmp(t, "Sharding") || !strcmp(t, "SPMDFullToShardShape") || !strcmp(t, "SPMDShardToFullShape"))
+    return f_sharding;
   if (!strcmp(t, "cusolver_getrf") || !strcmp(t, "cublas_getrf_batched")) return f_getrf;
   if (!strcmp(t, "cusolver_potrf")) return f_potrf;
   if (!strcmp(t, "cublas_trsm_batched")) return f_trsm;

@@ -193,6 +193,15 @@ static void kernel_cases(void) {
               "ENTRY e {\n  a = f32[2,1,2] constant({ { {1, 2} }, { {3, 4} } })\n  b = f32[2,2,2] constant({ { {3, 5}, {4, 6} }, { {7, 9}, {8, 10} } })\n"
               "  d = f32[2,1,2] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
               "  ROOT r = f32[4] reshape(d)\n}\n", 0, dt, 4);
+  static const double sh[] = {1, 2, 3}, ob[] = {4, 6};
+  kernel_case("Sharding custom-call is the identity on one device",
+              "ENTRY e {\n  x = f32[3] constant({1, 2, 3})\n"
+              "  ROOT s = f32[3] custom-call(x), custom_call_target=\"Sharding\", sharding={replicated}\n}\n", 0, sh, 3);
+  kernel_case("opt-barrier passes every leaf through",
+              "ENTRY e {\n  a = f32[2] constant({1, 2})\n  b = f32[2] constant({3, 4})\n"
+              "  t = (f32[2], f32[2]) tuple(a, b)\n  o = (f32[2], f32[2]) opt-barrier(t)\n"
+              "  x = f32[2] get-tuple-element(o), index=0\n  y = f32[2] get-tuple-element(o), index=1\n"
+              "  ROOT r = f32[2] add(x, y)\n}\n", 0, ob, 2);
   kernel_case("broadcast along dim 1",
               "ENTRY e {\n  x = f32[2] constant({1, 2})\n  ROOT b = f32[3,2] broadcast(x), dimensions={1}\n}\n", 0, bc, 6);
 }
