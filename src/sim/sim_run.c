@@ -311,20 +311,16 @@ static void resident_bytes(gopt_sim_state *st) {
 }
 
 /* Fingerprint weight m(u) of unit u waiting in a ready queue: the unit and why it became ready (a
- * unit, or a transfer by its act and destination, so that transfer numbering may differ between
- * runs); whether it became ready at `now` is the sum h1 (sim_lv). */
-static inline uint64_t hready(const gopt_sim_state *st, int32_t u, const sim_ur *W) {
+ * unit, or a transfer by its act and destination (SIM_CAUSE_XID), so that transfer numbering may
+ * differ between runs); whether it became ready at `now` is the sum h1 (sim_lv). */
+static inline uint64_t hready(int32_t u, const sim_ur *W) {
   uint64_t dep = (uint64_t)(int64_t)W->dep;
-  if (W->dep >= 0 && (W->dep & 1)) {
-    const sim_xfer *x = &st->x[W->dep >> 1];
-    dep = ((uint64_t)(uint32_t)x->act << 12 | (uint32_t)x->dst) << 1 | 1;
-  }
   return sim_mix((uint64_t)(uint32_t)u * 0x9E3779B97F4A7C15ULL ^ dep * 0xD6E8FEB86659FD93ULL) | 1;
 }
 
 /* Computes m(u) when u becomes ready and keeps it in its line for its start. */
-static inline uint64_t hready_set(const gopt_sim_state *st, int32_t u, sim_ur *W) {
-  uint64_t m = hready(st, u, W);
+static inline uint64_t hready_set(int32_t u, sim_ur *W) {
+  uint64_t m = hready(u, W);
   W->hm[0] = (uint32_t)m;
   W->hm[1] = (uint32_t)(m >> 32);
   return m;
@@ -365,6 +361,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec, int tl) {
   st->nx = 0;
   st->nev = 0;
   st->evseq = 0;
+  if (tl) st->nspl = 0; /* every unit line is written afresh */
   resident_bytes(st);
   uint64_t h = 0;
   /* the units with no input (unfused: the listed positions) */
@@ -377,11 +374,12 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec, int tl) {
         ur[u].ready_t = 0;
         ur[u].dep = -1;
         ur[u].ready_it = -1;
+        ur[u].ep = 0;
       }
       bm_push(bm_at(st, d), st->uq[u].rank);
       st->dv[d].hn++;
       if (rec) {
-        uint64_t m = hready_set(st, u, &ur[u]);
+        uint64_t m = hready_set(u, &ur[u]);
         h += m;
       }
     }
@@ -435,6 +433,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   uint64_t hh = lv->h, hh1 = lv->h1;
   const bm_q *const bq = st->bq;
   const int32_t *const runit = sim_runit(st);
+  const int32_t nspl = st->nspl; /* (a replay leaves the splice list as it is) */
 
 #define MARK_DEV(d_)            \
   do {                          \
@@ -453,12 +452,13 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
 #define READY(c_, dv_, why_)                 \
   do {                                       \
     if (tl) {                                \
+      if ((c_)->ep != nspl) sim_ur_settle(st, (c_)); \
       (c_)->ready_t = now;                   \
       (c_)->dep = (why_);                    \
       (c_)->ready_it = it;                   \
     }                                        \
     if (rec) {                               \
-      uint64_t m_ = hready_set(st, cu, (c_)); \
+      uint64_t m_ = hready_set(cu, (c_));    \
       hh += m_;                              \
       hh1 += m_;                             \
     }                                        \
@@ -497,6 +497,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       if (strict && bm_min(q) != uq[st->seq[st->hbase[d] + v->seqpos]].rank) continue;
       int32_t u = runit[bm_pop(q)];
       sim_ur *W = &ur[u];
+      if (tl && W->ep != nspl) sim_ur_settle(st, W); /* queued before this run */
       v->hn--;
       if (strict) v->seqpos++;
       if (rec) {
@@ -510,9 +511,10 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         W->start_it = it;
         W->cause = (W->ready_t < now && v->prev_unit >= 0) ? SIM_CAUSE_UNIT(v->prev_unit) : W->dep;
         W->end = now + dur;
+        W->sx = ns;
       }
       v->busy += sim_fx(dur);
-      v->mem += tl ? W->obytes : uob[u];
+      v->mem += uob[u];
       if (v->mem > v->speak) v->speak = v->mem;
       v->running = u;
       /* its consumers are read when it ends: start fetching (the first few of) their lines */
@@ -570,7 +572,10 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         v->running = -1;
         v->prev_unit = u;
         done++;
-        if (tl) ur[u].fin_it = it;
+        if (tl) {
+          if (ur[u].ep != nspl) sim_ur_settle(st, &ur[u]); /* started before this run */
+          ur[u].fin_it = it;
+        }
         step = now;
         MARK_DEV(d);
         /* inputs: drop this unit's reference to the buffer it read on d */
@@ -654,7 +659,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
           int32_t cu = cons[c];
           if (uq[cu].dev != dst) continue;
           if (rec) plw[np++ - plb] = cu;
-          if (--pend[cu] == 0) READY(&ur[cu], dst, SIM_CAUSE_XFER(xi));
+          if (--pend[cu] == 0) READY(&ur[cu], dst, SIM_CAUSE_XID(a, dst, st->D));
         }
       }
     }
@@ -811,7 +816,10 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
 int sim_timeline_need(const gopt_sim_state *cst) {
   gopt_sim_state *st = (gopt_sim_state *)cst; /* a workspace: created mutable by gopt_sim_state_new */
   if (!st->evaluated) return 0;
-  if (st->tl_valid) return 1;
+  if (st->tl_valid) {
+    sim_ur_settle_all(st); /* the readers read the unit lines directly */
+    return 1;
+  }
   if (st->dec_gen != st->eval_gen) return 0; /* the decisions changed since: cannot be rebuilt */
   gopt_sim_inc_stats keep = st->stats;
   st->tl_need = 1;
