@@ -35,7 +35,8 @@
  * a transfer) is mapped: tail transfers shift, earlier ones are found by identity; the logs'
  * tails move to the replay's log lengths; later checkpoints shift their log lengths, transfer
  * count, busy sums and cumulative peaks. Counters (pending inputs, buffer references, transfer
- * references) are set to their end-of-run value, 0, which the undo in ck_restore expects. */
+ * references) are left at their value at the convergence point: the undo in ck_restore starts
+ * from there (sim_internal.h, cnt_mid). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -254,11 +255,41 @@ static inline int32_t map_cause(const gopt_sim_state *st, int32_t c, int32_t nxk
   return (c >= 0 && (c & 1)) ? SIM_CAUSE_XFER(map_x(st, c >> 1, nxk, dx)) : c;
 }
 
+/* One sweep over the start log (every unit line's sx is its index there): at index i, the shift
+ * owed by a line written after e splices is the sum over the splices s >= e whose tail holds i
+ * (bp_s <= i). Times are summed as integers of grid units (exact: every shift is on the 2^-44 s
+ * grid, and the total is a difference of two times below 2^9 s, so adding it is exact too). */
 void sim_ur_settle_all(gopt_sim_state *st) {
-  if (!st->nspl) return;
-  for (int32_t u = 0; u < st->U; u++) {
-    sim_ur *W = &st->ur[u];
-    if (W->ep != st->nspl) sim_ur_settle(st, W);
+  const int32_t n = st->nspl;
+  if (!n) return;
+  int32_t ord[SIM_SPL_MAX], dk[SIM_SPL_MAX + 1] = {0};
+  int64_t dt[SIM_SPL_MAX + 1] = {0};
+  for (int32_t s = 0; s < n; s++) { /* splices by breakpoint (insertion sort: at most 64) */
+    int32_t j = s;
+    for (; j > 0 && st->spl_bp[ord[j - 1]] > st->spl_bp[s]; j--) ord[j] = ord[j - 1];
+    ord[j] = s;
+  }
+  for (int32_t i = 0, j = 0; i < st->U; i++) {
+    for (; j < n && st->spl_bp[ord[j]] <= i; j++) {
+      int32_t s = ord[j];
+      int64_t q = (int64_t)(st->spl_dt[s] * SIM_FX);
+      for (int32_t e = 0; e <= s; e++) {
+        dt[e] += q;
+        dk[e] += st->spl_dk[s];
+      }
+    }
+    if (i + 8 < st->U) __builtin_prefetch(&st->ur[st->slog[i + 8]], 1);
+    sim_ur *W = &st->ur[st->slog[i]];
+    int32_t e = W->ep;
+    if (dt[e] || dk[e]) {
+      double t = (double)dt[e] / SIM_FX;
+      W->ready_t += t;
+      W->start += t;
+      W->end += t;
+      W->ready_it += dk[e];
+      W->start_it += dk[e];
+      W->fin_it += dk[e];
+    }
     W->ep = 0;
   }
   st->nspl = 0;
@@ -283,8 +314,8 @@ static sim_ur *settle_fix(gopt_sim_state *st, sim_ur *W, int last) {
 /* The units the lazy rule (sim_ur) gets wrong for the splice being made: those waiting in a ready
  * queue at the convergence point (readied by the replay or before it, started in the tail) keep
  * their ready fields, take the tail's start fields shifted, and their start-log entries take the
- * replay's ready iteration (ck_restore reads them; a stale one left a unit out of a restored
- * queue: "never runs"); those running there end in the tail. Their causes need nothing: a
+ * replay's ready count (ck_restore reads them; a stale ready iteration there once left a
+ * unit out of a restored queue: "never runs"); those running there end in the tail. Their causes need nothing: a
  * transfer is named by identity, and the fingerprints say that a waiting unit became ready for
  * the same reason in both runs. Empties the ready queues (a complete run leaves them empty). */
 static void fix_settled(gopt_sim_state *st, double dt, int32_t dk, int last) {
@@ -303,7 +334,7 @@ static void fix_settled(gopt_sim_state *st, double dt, int32_t dk, int last) {
           W->end += dt;
           W->start_it += dk;
           W->fin_it += dk;
-          st->srit[W->sx] = W->ready_it;
+          st->sre[W->sx] = W->re;
         }
         b0[w0] = 0;
       }
@@ -323,11 +354,10 @@ static void log_tail(int32_t *lg, const int32_t *scratch, int32_t base, int32_t 
 }
 
 /* The records of the units started in the tail (recorded start log from r->ns on) shift by dt and
- * dk iterations: lazily (a splice entry, sim_ur) but for the units fix_settled corrects, and in
- * the start log, whose ready iterations of the units the tail readied shift in one sequential
- * pass. */
+ * dk iterations: lazily (a splice entry, sim_ur) but for the units fix_settled corrects. (The
+ * start log's ready counts of the units the tail readied need no shift: a converged replay has
+ * the same numbers of units started and kernels done.) */
 static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t dk) {
-  const struct sim_old *o = st->old;
   int last = dt != 0 || dk != 0;
   if (last) {
     if (st->nspl == SIM_SPL_MAX) sim_ur_settle_all(st);
@@ -336,9 +366,6 @@ static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t 
     st->spl_dk[st->nspl] = dk;
     st->nspl++;
   }
-  if (dk != 0)
-    for (int32_t i = r->ns; i < o->ns; i++)
-      if (st->srit[i] >= r->it) st->srit[i] += dk;
   fix_settled(st, dt, dk, last);
 }
 
@@ -471,10 +498,12 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
     e.qhead = e.qtail = e.run = -1;
     st->lk[l] = e;
   }
-  memset(st->pend, 0, (size_t)st->U * sizeof *st->pend);
-  memset(st->aref, 0, (size_t)st->s->n_act * sizeof *st->aref);
+  /* the counters stay at their values at the convergence point (ck_restore) */
+  st->cnt_mid = 1;
+  st->cnt_np = lv->np;
+  st->cnt_nr = lv->nr;
+  st->cnt_nxr = lv->nxr;
   st->nx = (size_t)(o->nx + dx);
-  for (size_t i = 0; i < st->nx; i++) st->x[i].refs = 0;
   st->np = o->np + dp;
   st->nr = o->nr + dr;
   st->nxr = o->nxr + dxr;

@@ -97,8 +97,8 @@ typedef struct sim_ev {
 
 
 /* Per-act run state, written when its producer finishes (its reference count, the holders of the
- * original buffer — local consumers, transfers, graph output — is in the state's aref array, so a
- * converged delta evaluation can clear all counts with one memset). */
+ * original buffer — local consumers, transfers, graph output — is in the state's aref array, with
+ * the other counters that a replay's undo restores). */
 typedef struct sim_act {
   int32_t dev;    /* device of the producer */
   int32_t xhead;  /* first transfer of the act (-1: none) */
@@ -121,11 +121,13 @@ typedef struct sim_ur {
   double ready_t, start, end;  /* seconds: became ready, started, ended */
   int32_t sx;                  /* its index in the start log (slog) when it last started */
   int32_t ep;                  /* splices already applied to this line (spl_*; <= nspl) */
-  int32_t spare0;              /* unused (the line stays 64 bytes); the pending input
-                                  count, the device and the ready-queue rank are in the state's
-                                  pend and uq arrays (dense: the event loop reads them for every
-                                  consumer, this line only for the consumers it readies); the
-                                  output bytes in the unit arrays (uobytes) */
+  int32_t re;                  /* units started + kernels done when the iteration that made it
+                                  ready began processing (-1: ready at reset; recording runs). Not
+                                  decreasing over iterations, and the same in a converged replay:
+                                  a splice does not shift it. (The pending input count, the device and the
+                                  ready-queue rank are in the state's pend and uq arrays, dense:
+                                  the event loop reads them for every consumer, this line only for
+                                  the consumers it readies; the output bytes in uobytes.) */
   uint32_t hm[2];               /* its ready-queue fingerprint weight m(u) (recording runs,
                                   low and high halves; set when it becomes ready) */
   int32_t dep, cause;          /* SIM_CAUSE (transfers: SIM_CAUSE_XID): what made it ready; what
@@ -136,8 +138,7 @@ typedef struct sim_ur {
 } sim_ur;
 
 /* Per-unit fields the event loop reads for every consumer of a finished output, packed apart
- * from the unit's line (the pending-input count is a dense array of its own, so that a converged
- * delta evaluation resets it with one memset). */
+ * from the unit's line (the pending-input count is a dense array of its own). */
 typedef struct sim_uq {
   int32_t dev;                 /* device (kept by apply / set_device) */
   int32_t rank;                /* ready-queue rank: its position in the (key, unit) order (kept
@@ -303,10 +304,17 @@ struct gopt_sim_state {
   int32_t inc_from;            /* earliest iteration a change since then can affect (INT32_MAX:
                                   none) */
   int32_t *slog;               /* [U] units in start order */
-  int32_t *srit;               /* [U] their ready iterations (ready_it), in the same order */
+  int32_t *sre;                /* [U] their ready counts (sim_ur.re), in the same order: a unit
+                                  was ready before checkpoint c if its count is below c's ns +
+                                  done, not if above (if equal: its ready_it decides) */
   int32_t *plog, *rlog, *xlog; /* [capl] pending / act ref / transfer ref decrements */
   int32_t np, nr, nxr, ns;
   size_t capl;
+  int cnt_mid;                 /* the counters (pend, aref, transfer refs) hold their values at log
+                                  positions cnt_np / cnt_nr / cnt_nxr (a converged delta replay
+                                  leaves them at its convergence point), not at the end of the run
+                                  (all 0, as a complete run leaves them) */
+  int32_t cnt_np, cnt_nr, cnt_nxr;
   int32_t *lw[3];              /* where the loop writes entry i of the pending / act ref /
                                   transfer ref log: lw[k][i - lwb[k]] (the logs themselves, or
                                   during a delta replay scratch buffers, so that the recorded tails

@@ -47,7 +47,7 @@ void gopt_sim_state_free(gopt_sim_state *st) {
                   st->runit, st->sk, st->su, st->bm, st->seq, st->act, st->x, st->dv, st->dcnt,
                   st->hbase, st->ddirty, st->dlist, st->peak, st->over, st->busy, st->resid,
                   st->endmem, st->rescnt, st->lk, st->ldirty, st->lbytes, st->lbusy, st->ev,
-                  st->slog, st->srit, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend,
+                  st->slog, st->sre, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend,
                   st->uq, st->bq};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   sim_delta_free(st);
@@ -86,7 +86,7 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
       GOPT_ALLOC(st->peak, D) || GOPT_ALLOC(st->over, D) || GOPT_ALLOC(st->busy, D) || GOPT_ALLOC(st->resid, D) ||
       GOPT_ALLOC(st->endmem, D) || GOPT_ALLOC(st->rescnt, (size_t)s->n_res * D) || GOPT_ALLOC(st->lk, L) ||
       GOPT_ALLOC(st->ldirty, L) || GOPT_ALLOC(st->lbytes, L) || GOPT_ALLOC(st->lbusy, L) ||
-      GOPT_ALLOC(st->ev, D + L + 1) || GOPT_ALLOC(st->slog, n) || GOPT_ALLOC(st->srit, n) || GOPT_ALLOC(st->plog, st->capl) ||
+      GOPT_ALLOC(st->ev, D + L + 1) || GOPT_ALLOC(st->slog, n) || GOPT_ALLOC(st->sre, n) || GOPT_ALLOC(st->plog, st->capl) ||
       GOPT_ALLOC(st->rlog, st->capl) || GOPT_ALLOC(st->xlog, st->capl) ||
       GOPT_ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || GOPT_ALLOC(st->bm, D * st->bm_words) ||
       GOPT_ALLOC(st->bq, D)) {
