@@ -30,11 +30,13 @@
  * prefix) exactly; peaks are maxima over checkpoint segments (sim_ck_save).
  *
  * What the splice rewrites: the recorded transfers past the checkpoint move to follow the
- * replayed ones, and every transfer number in the tail (FIFO and per-act links, causes, the
- * transfer-reference log, link records in later checkpoints, the units the tail readied through
- * a transfer) is mapped: tail transfers shift, earlier ones are found by identity; the logs'
- * tails move to the replay's log lengths; later checkpoints shift their log lengths, transfer
- * count, busy sums and cumulative peaks. Counters (pending inputs, buffer references, transfer
+ * replayed ones, and every transfer number in the tail (FIFO and per-act links, transfers'
+ * causes, the transfer-reference log, link records in later checkpoints; unit lines name a
+ * transfer by identity) is mapped: tail transfers shift, earlier ones are found by identity; the
+ * logs' tails move to the replay's log lengths; later checkpoints shift their log lengths,
+ * transfer count, busy sums and cumulative peaks. The tail's unit records are shifted lazily (a
+ * splice entry, sim_ur in sim_internal.h), but for the units waiting or running at the
+ * convergence point (fix_settled). Counters (pending inputs, buffer references, transfer
  * references) are left at their value at the convergence point: the undo in ck_restore starts
  * from there (sim_internal.h, cnt_mid). */
 #include <stdlib.h>
