@@ -124,6 +124,11 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
       GOPT_ALLOC(s->in_off, s->n + 1) || GOPT_ALLOC(s->nres_off, s->n + 1) || GOPT_ALLOC(rmark, NT))
     goto oom;
   s->n_act = n_act;
+  if ((int64_t)n_act * D >= (int64_t)1 << 30) { /* SIM_CAUSE_XID: a transfer's identity in 30 bits */
+    rc = gopt_error_set(err, GOPT_EINVAL, "simulator: %d activations on %d devices: more than 2^30 possible transfers",
+                        (int)n_act, D);
+    goto fail;
+  }
   for (size_t t = 0; t < NT; t++) mark[t] = rmark[t] = -1;
   /* pass 1: outputs, and counts of distinct inputs */
   int32_t k_out = 0;

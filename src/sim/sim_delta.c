@@ -30,12 +30,15 @@
  * prefix) exactly; peaks are maxima over checkpoint segments (sim_ck_save).
  *
  * What the splice rewrites: the recorded transfers past the checkpoint move to follow the
- * replayed ones, and every transfer number in the tail (FIFO and per-act links, causes, the
- * transfer-reference log, link records in later checkpoints, the units the tail readied through
- * a transfer) is mapped: tail transfers shift, earlier ones are found by identity; the logs'
- * tails move to the replay's log lengths; later checkpoints shift their log lengths, transfer
- * count, busy sums and cumulative peaks. Counters (pending inputs, buffer references, transfer
- * references) are set to their end-of-run value, 0, which the undo in ck_restore expects. */
+ * replayed ones, and every transfer number in the tail (FIFO and per-act links, transfers'
+ * causes, the transfer-reference log, link records in later checkpoints; unit lines name a
+ * transfer by identity) is mapped: tail transfers shift, earlier ones are found by identity; the
+ * logs' tails move to the replay's log lengths; later checkpoints shift their log lengths,
+ * transfer count, busy sums and cumulative peaks. The tail's unit records are shifted lazily (a
+ * splice entry, sim_ur in sim_internal.h), but for the units waiting or running at the
+ * convergence point (fix_settled). Counters (pending inputs, buffer references, transfer
+ * references) are left at their value at the convergence point: the undo in ck_restore starts
+ * from there (sim_internal.h, cnt_mid). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,12 +144,12 @@ int sim_delta_begin(gopt_sim_state *st, int32_t c) {
   }
   /* when each changed unit settled in the recorded run; it is marked unfinished for the replay */
   for (int32_t i = 0; i < st->nchg; i++) {
-    int32_t u = st->chg[i], f = st->ur[u].fin_it;
+    int32_t u = st->chg[i], f = sim_ur_at(st, u)->fin_it;
     for (int32_t j = st->out_off[u]; j < st->out_off[u + 1] && st->chg_dev[i]; j++) {
       int32_t a = st->out_act[j];
       if (s->act_out[a]) f = INT32_MAX;
       for (int32_t k = st->cons_off[a]; k < st->cons_off[a + 1] && f < INT32_MAX; k++)
-        if (st->ur[st->cons[k]].fin_it > f) f = st->ur[st->cons[k]].fin_it;
+        if (sim_ur_at(st, st->cons[k])->fin_it > f) f = st->ur[st->cons[k]].fin_it;
     }
     o->ofin[i] = f;
   }
@@ -254,10 +257,72 @@ static inline int32_t map_cause(const gopt_sim_state *st, int32_t c, int32_t nxk
   return (c >= 0 && (c & 1)) ? SIM_CAUSE_XFER(map_x(st, c >> 1, nxk, dx)) : c;
 }
 
-/* Units waiting at K (readied by the replay, started in the tail): a cause naming a transfer is
- * their ready cause, whose number the replay wrote. Empties the ready queues (a complete run
- * leaves them empty). */
-static void fix_waiting(gopt_sim_state *st) {
+/* One sweep over the start log (every unit line's sx is its index there): at index i, the shift
+ * owed by a line written after e splices is the sum over the splices s >= e whose tail holds i
+ * (bp_s <= i). Times are summed as integers of grid units (exact: every shift is on the 2^-44 s
+ * grid, and the total is a difference of two times below 2^9 s, so adding it is exact too). */
+void sim_ur_settle_all(gopt_sim_state *st) {
+  const int32_t n = st->nspl;
+  if (!n) return;
+  int32_t ord[SIM_SPL_MAX], dk[SIM_SPL_MAX + 1] = {0};
+  int64_t dt[SIM_SPL_MAX + 1] = {0};
+  for (int32_t s = 0; s < n; s++) { /* splices by breakpoint (insertion sort: at most 64) */
+    int32_t j = s;
+    for (; j > 0 && st->spl_bp[ord[j - 1]] > st->spl_bp[s]; j--) ord[j] = ord[j - 1];
+    ord[j] = s;
+  }
+  for (int32_t i = 0, j = 0; i < st->U; i++) {
+    for (; j < n && st->spl_bp[ord[j]] <= i; j++) {
+      int32_t s = ord[j];
+      int64_t q = (int64_t)(st->spl_dt[s] * SIM_FX);
+      for (int32_t e = 0; e <= s; e++) {
+        dt[e] += q;
+        dk[e] += st->spl_dk[s];
+      }
+    }
+    if (i + 8 < st->U) __builtin_prefetch(&st->ur[st->slog[i + 8]], 1);
+    sim_ur *W = &st->ur[st->slog[i]];
+    int32_t e = W->ep;
+    if (dt[e] || dk[e]) {
+      double t = (double)dt[e] / SIM_FX;
+      W->ready_t += t;
+      W->start += t;
+      W->end += t;
+      W->ready_it += dk[e];
+      W->start_it += dk[e];
+      W->fin_it += dk[e];
+    }
+    W->ep = 0;
+  }
+  st->nspl = 0;
+}
+
+int32_t sim_xid_index(const gopt_sim_state *st, int32_t cause) {
+  int32_t id = cause >> 1, a = id / st->D, dst = id % st->D, i = st->act[a].xhead;
+  while (i >= 0 && st->x[i].dst != dst) i = st->x[i].next_act;
+  return i;
+}
+
+/* Unit line W brought up to date with the splices before the one being made (`last`: the list's
+ * last entry, 0: none made), which then counts as applied: the caller fixes W by hand. */
+static sim_ur *settle_fix(gopt_sim_state *st, sim_ur *W, int last) {
+  st->nspl -= last;
+  sim_ur_settle(st, W);
+  st->nspl += last;
+  W->ep = st->nspl;
+  return W;
+}
+
+/* The units the lazy rule (sim_ur) gets wrong for the splice being made: those waiting in a ready
+ * queue at the convergence point (readied by the replay or before it, started in the tail) keep
+ * their ready fields, take the tail's start fields shifted, and their start-log entries take the
+ * replay's ready count (ck_restore reads them; a stale ready iteration there once left a
+ * unit out of a restored queue: "never runs"); those running there end in the tail. Their causes need nothing: a
+ * transfer is named by identity, and the fingerprints say that a waiting unit became ready for
+ * the same reason in both runs. Empties the ready queues (a complete run leaves them empty). */
+static void fix_settled(gopt_sim_state *st, double dt, int32_t dk, int last) {
+  for (int d = 0; d < st->D; d++)
+    if (st->dv[d].running >= 0) settle_fix(st, &st->ur[st->dv[d].running], last)->fin_it += dk;
   for (int d = 0; d < st->D; d++) {
     if (!st->dv[d].hn) continue;
     uint64_t *b0 = st->bm + (size_t)d * st->bm_words, *b1 = b0 + st->bm_off[1],
@@ -266,8 +331,12 @@ static void fix_waiting(gopt_sim_state *st) {
       for (uint64_t m1 = b1[w1]; m1; m1 &= m1 - 1) {
         size_t w0 = (w1 << 6) | (size_t)__builtin_ctzll(m1);
         for (uint64_t m0 = b0[w0]; m0; m0 &= m0 - 1) {
-          sim_ur *W = &st->ur[sim_runit(st)[(w0 << 6) | (size_t)__builtin_ctzll(m0)]];
-          if (W->cause >= 0 && (W->cause & 1)) W->cause = W->dep;
+          sim_ur *W = settle_fix(st, &st->ur[sim_runit(st)[(w0 << 6) | (size_t)__builtin_ctzll(m0)]], last);
+          W->start += dt;
+          W->end += dt;
+          W->start_it += dk;
+          W->fin_it += dk;
+          st->sre[W->sx] = W->re;
         }
         b0[w0] = 0;
       }
@@ -286,40 +355,20 @@ static void log_tail(int32_t *lg, const int32_t *scratch, int32_t base, int32_t 
   if (to > base) memcpy(lg + base, scratch, (size_t)(to - base) * sizeof *lg);
 }
 
-/* Shifts the records of the units started in the tail (recorded start log from r->ns on) by dt
- * and dk iterations; a unit the tail readied shifts its ready fields too and its cause fields
- * take the spliced run's transfer numbers (map_cause), one waiting at the convergence point keeps
- * the replay's. Units running there end in the tail. One pass over the tail's unit lines. */
-static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t dk, int32_t nxk,
-                        int32_t dx) {
-  const struct sim_old *o = st->old;
-  for (int32_t i = r->ns; i < o->ns; i++) {
-    if (i + 12 < o->ns) __builtin_prefetch(&st->ur[st->slog[i + 12]], 1); /* scattered lines */
-    sim_ur *W = &st->ur[st->slog[i]];
-    W->start += dt;
-    W->end += dt;
-    W->start_it += dk;
-    W->fin_it += dk;
-    if (st->srit[i] >= r->it) {
-      W->ready_t += dt;
-      W->ready_it += dk;
-      st->srit[i] += dk;
-      W->dep = map_cause(st, W->dep, nxk, dx);
-      W->cause = map_cause(st, W->cause, nxk, dx);
-    } else {
-      st->srit[i] = W->ready_it;
-    }
+/* The records of the units started in the tail (recorded start log from r->ns on) shift by dt and
+ * dk iterations: lazily (a splice entry, sim_ur) but for the units fix_settled corrects. (The
+ * start log's ready counts of the units the tail readied need no shift: a converged replay has
+ * the same numbers of units started and kernels done.) */
+static void shift_units(gopt_sim_state *st, const sim_lv *r, double dt, int32_t dk) {
+  int last = dt != 0 || dk != 0;
+  if (last) {
+    if (st->nspl == SIM_SPL_MAX) sim_ur_settle_all(st);
+    st->spl_bp[st->nspl] = r->ns;
+    st->spl_dt[st->nspl] = dt;
+    st->spl_dk[st->nspl] = dk;
+    st->nspl++;
   }
-  for (int d = 0; d < st->D; d++)
-    if (st->dv[d].running >= 0) st->ur[st->dv[d].running].fin_it += dk;
-}
-
-/* Whether some recorded transfer number changes in the spliced run (map_x is not the identity). */
-static int x_renumbered(const gopt_sim_state *st, int32_t nxk, int32_t dx) {
-  if (dx != 0) return 1;
-  for (int32_t oi = st->old->nx_c; oi < nxk; oi++)
-    if (map_x(st, oi, nxk, dx) != oi) return 1;
-  return 0;
+  fix_settled(st, dt, dk, last);
 }
 
 /* The replay's checkpoints, then the one at the convergence point, then the recorded ones past
@@ -385,13 +434,8 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
   const int32_t nxk = k.h->nx, dx = (int32_t)nx_new - nxk, dk = lv->it - r.it;
   const int32_t dp = lv->np - r.np, dr = lv->nr - r.nr, dxr = lv->nxr - r.nxr;
   const double dt = o->dt;
-  /* 0. the units of the tail */
-  if (dt != 0 || dk != 0 || x_renumbered(st, nxk, dx)) shift_units(st, &r, dt, dk, nxk, dx);
-  else /* units waiting at K keep the replay's ready iteration, which convergence does not
-          compare (only the waiting set): their start-log entries take it (ck_restore reads
-          them; a stale one left a unit out of a restored queue: "never runs") */
-    for (int32_t i = r.ns; i < o->ns; i++)
-      if (st->srit[i] < r.it) st->srit[i] = st->ur[st->slog[i]].ready_it;
+  /* 0. the units of the tail (and those waiting or running at K; empties the ready queues) */
+  shift_units(st, &r, dt, dk);
   /* 1. transfers waiting or in flight at K: the tail wrote their times and cause in the
    * recorded copies; tail transfers follow the replay's */
   for (int l = 0; l < L; l++) {
@@ -424,8 +468,6 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
     st->x[ni] = x;
     st->act[x.act].xhead = ni; /* the batch's last (its head) wins */
   }
-  /* 2. cause fields of units waiting at K (those the tail readied: shift_units) */
-  fix_waiting(st);
   /* 3. logs */
   log_tail(st->plog, o->lp, o->lp0, r.np, o->np, lv->np);
   log_tail(st->rlog, o->lr, o->lr0, r.nr, o->nr, lv->nr);
@@ -458,10 +500,12 @@ static void splice(gopt_sim_state *st, sim_lv *lv, int32_t kc, const sim_ev *ev,
     e.qhead = e.qtail = e.run = -1;
     st->lk[l] = e;
   }
-  memset(st->pend, 0, (size_t)st->U * sizeof *st->pend);
-  memset(st->aref, 0, (size_t)st->s->n_act * sizeof *st->aref);
+  /* the counters stay at their values at the convergence point (ck_restore) */
+  st->cnt_mid = 1;
+  st->cnt_np = lv->np;
+  st->cnt_nr = lv->nr;
+  st->cnt_nxr = lv->nxr;
   st->nx = (size_t)(o->nx + dx);
-  for (size_t i = 0; i < st->nx; i++) st->x[i].refs = 0;
   st->np = o->np + dp;
   st->nr = o->nr + dr;
   st->nxr = o->nxr + dxr;

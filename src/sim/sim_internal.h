@@ -81,9 +81,12 @@ typedef struct sim_xfer {
   int32_t start_it, fin_it; /* loop iterations that dispatched / ended it (memory curve order) */
 } sim_xfer;
 
-/* Causes (critical path): -1 none; unit u: 2u; transfer x: 2x + 1. */
+/* Causes (critical path): -1 none; unit u: 2u; transfer x: 2x + 1 (in transfer records), or by
+ * identity in unit lines: the transfer of act a to device dst, 2 (a D + dst) + 1 (gopt_sim_new
+ * checks that n_act D < 2^30). */
 #define SIM_CAUSE_UNIT(u) ((int32_t)(u) * 2)
 #define SIM_CAUSE_XFER(x) ((int32_t)(x) * 2 + 1)
+#define SIM_CAUSE_XID(a, dst, D) ((int32_t)(((a) * (D) + (dst)) * 2 + 1))
 
 typedef struct sim_ev {
   double t;
@@ -94,33 +97,48 @@ typedef struct sim_ev {
 
 
 /* Per-act run state, written when its producer finishes (its reference count, the holders of the
- * original buffer — local consumers, transfers, graph output — is in the state's aref array, so a
- * converged delta evaluation can clear all counts with one memset). */
+ * original buffer — local consumers, transfers, graph output — is in the state's aref array, with
+ * the other counters that a replay's undo restores). */
 typedef struct sim_act {
   int32_t dev;    /* device of the producer */
   int32_t xhead;  /* first transfer of the act (-1: none) */
 } sim_act;
 
-/* Per-unit state in one cache line: the run-time fields the event loop writes, and the unit's
- * output bytes (kept by apply). */
+/* Per-unit state in one cache line: the run-time fields the event loop writes (recording runs
+ * and runs that write the per-unit timeline).
+ *
+ * Lazily re-based records (issue 24): a converged delta replay does not rewrite the records of the
+ * units its spliced tail started; it appends a splice entry (start index bp, time shift dt,
+ * iteration shift dk; gopt_sim_state's spl_*) and the line catches up when it is next touched
+ * (sim_ur_settle): every splice s >= ep whose tail holds the unit (sx >= bp_s) adds its shifts to
+ * the time fields (ready_t, start, end) and the iteration fields (ready_it, start_it, fin_it).
+ * Applied in splice order, each step gives the unit's record in the run after that splice (times
+ * below 2^9 s on the 2^-44 s grid: exact sums, sim_delta.c). The exceptions are fixed when the
+ * splice is made: the units waiting in a ready queue at the convergence point keep the replay's
+ * ready fields, the units running there end in the tail. Transfer causes name the transfer by
+ * identity (SIM_CAUSE_XID: act and destination), which a splice does not renumber. */
 typedef struct sim_ur {
   double ready_t, start, end;  /* seconds: became ready, started, ended */
-  double obytes;               /* bytes of its outputs, allocated when it starts */
-  int32_t spare0;              /* unused (the line stays 64 bytes); the pending input
-                                  count, the device and the ready-queue rank are in the state's
-                                  pend and uq arrays (dense: the event loop reads them for every
-                                  consumer, this line only for the consumers it readies) */
+  int32_t sx;                  /* its index in the start log (slog) when it last started */
+  int32_t ep;                  /* splices already applied to this line (spl_*; <= nspl) */
+  int32_t re;                  /* units started + kernels done when the iteration that made it
+                                  ready began processing (-1: ready at reset; recording runs). Not
+                                  decreasing over iterations, and the same in a converged replay:
+                                  a splice does not shift it. (The pending input count, the device and the
+                                  ready-queue rank are in the state's pend and uq arrays, dense:
+                                  the event loop reads them for every consumer, this line only for
+                                  the consumers it readies; the output bytes in uobytes.) */
   uint32_t hm[2];               /* its ready-queue fingerprint weight m(u) (recording runs,
                                   low and high halves; set when it becomes ready) */
-  int32_t dep, cause;          /* SIM_CAUSE: what made it ready; what it started after */
+  int32_t dep, cause;          /* SIM_CAUSE (transfers: SIM_CAUSE_XID): what made it ready; what
+                                  it started after */
   int32_t ready_it;            /* loop iteration whose processing made it ready (-1: at reset) */
   int32_t fin_it;              /* loop iteration whose processing ended it */
   int32_t start_it;            /* loop iteration whose dispatch started it (memory curve order) */
 } sim_ur;
 
 /* Per-unit fields the event loop reads for every consumer of a finished output, packed apart
- * from the unit's line (the pending-input count is a dense array of its own, so that a converged
- * delta evaluation resets it with one memset). */
+ * from the unit's line (the pending-input count is a dense array of its own). */
 typedef struct sim_uq {
   int32_t dev;                 /* device (kept by apply / set_device) */
   int32_t rank;                /* ready-queue rank: its position in the (key, unit) order (kept
@@ -204,6 +222,7 @@ typedef struct bm_q {
 } bm_q;
 
 #define SIM_CHG_MAX 64
+#define SIM_SPL_MAX 64
 struct sim_old;
 
 struct gopt_sim_state {
@@ -223,7 +242,6 @@ struct gopt_sim_state {
   int32_t *f_in_off, *f_in, *f_out_off, *f_out, *f_cons_off, *f_cons, *f_aprod;
   double *f_cost, *f_dprio, *f_flops, *f_bytes, *f_obytes;
   int32_t *f_drank, *f_drunit;
-  int ob_plain;                /* ur[].obytes hold the unfused output bytes (apply skips them) */
   const int32_t *in_off, *in_act, *out_off, *out_act, *cons_off, *cons, *aprod;
   const double *ucost, *udprio, *uobytes; /* unit u on device d: ucost[d * U + u] */
   const int32_t *udrank, *udrunit; /* ranks of the default priorities */
@@ -286,10 +304,17 @@ struct gopt_sim_state {
   int32_t inc_from;            /* earliest iteration a change since then can affect (INT32_MAX:
                                   none) */
   int32_t *slog;               /* [U] units in start order */
-  int32_t *srit;               /* [U] their ready iterations (ready_it), in the same order */
+  int32_t *sre;                /* [U] their ready counts (sim_ur.re), in the same order: a unit
+                                  was ready before checkpoint c if its count is below c's ns +
+                                  done, not if above (if equal: its ready_it decides) */
   int32_t *plog, *rlog, *xlog; /* [capl] pending / act ref / transfer ref decrements */
   int32_t np, nr, nxr, ns;
   size_t capl;
+  int cnt_mid;                 /* the counters (pend, aref, transfer refs) hold their values at log
+                                  positions cnt_np / cnt_nr / cnt_nxr (a converged delta replay
+                                  leaves them at its convergence point), not at the end of the run
+                                  (all 0, as a complete run leaves them) */
+  int32_t cnt_np, cnt_nr, cnt_nxr;
   int32_t *lw[3];              /* where the loop writes entry i of the pending / act ref /
                                   transfer ref log: lw[k][i - lwb[k]] (the logs themselves, or
                                   during a delta replay scratch buffers, so that the recorded tails
@@ -310,7 +335,37 @@ struct gopt_sim_state {
   int delta_on;                /* a replay may converge: check at its checkpoints */
   int32_t dl_done;             /* a delta replay checks convergence at every iteration top with
                                   this many kernels done (-1: none; sim_delta.c) */
+  /* splices not yet applied to every unit line (sim_ur): splice s shifted the records of the units
+   * started at start-log index >= spl_bp[s] by spl_dt[s] seconds and spl_dk[s] iterations */
+  int32_t nspl;
+  int32_t spl_bp[SIM_SPL_MAX], spl_dk[SIM_SPL_MAX];
+  double spl_dt[SIM_SPL_MAX];
 };
+
+/* Brings unit line W up to date with the splices made since it was last written (sim_ur). */
+static inline void sim_ur_settle(const gopt_sim_state *st, sim_ur *W) {
+  for (int32_t s = W->ep; s < st->nspl; s++)
+    if (W->sx >= st->spl_bp[s]) {
+      W->ready_t += st->spl_dt[s];
+      W->start += st->spl_dt[s];
+      W->end += st->spl_dt[s];
+      W->ready_it += st->spl_dk[s];
+      W->start_it += st->spl_dk[s];
+      W->fin_it += st->spl_dk[s];
+    }
+  W->ep = st->nspl;
+}
+/* Unit u's line, up to date. */
+static inline sim_ur *sim_ur_at(const gopt_sim_state *st, int32_t u) {
+  sim_ur *W = &st->ur[u];
+  if (W->ep != st->nspl) sim_ur_settle(st, W);
+  return W;
+}
+/* Brings every unit line up to date and empties the splice list (sim_delta.c). */
+void sim_ur_settle_all(gopt_sim_state *st);
+/* Transfer number of a unit cause naming a transfer by identity (SIM_CAUSE_XID), -1 when the last
+ * evaluation has none. */
+int32_t sim_xid_index(const gopt_sim_state *st, int32_t cause);
 
 /* Fills pprio, uprio, ukey and runit when they are the lazy defaults (pdef; sim_state.c). */
 void sim_prio_fill(gopt_sim_state *st);

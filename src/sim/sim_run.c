@@ -46,7 +46,9 @@
  * link records and pending events come from the checkpoint; every counter decremented after C is
  * re-incremented from the logs (decrements are by one, so the logs are the undo); the ready
  * queues at C hold exactly the units with ready_it < C that started at or after C (the start
- * log's suffix), queued again with their current ranks; a link's queue is the chain of next_q
+ * log's suffix, where each unit's ready count, units started + kernels done when the iteration
+ * that readied it began processing, tells them apart: below C's count, ready before C; above, not;
+ * equal, its ready_it decides), queued again with their current ranks; a link's queue is the chain of next_q
  * links from its saved head, whose tail may have gained a successor after C (reset to -1); per-
  * unit and per-transfer fields written after C (start, end, cause, ready_t, dep, ready_it,
  * fin_it, a transfer's times, transfers past the saved count) and per-act fields (ref, producer
@@ -205,28 +207,51 @@ static void ck_restore(gopt_sim_state *st, int32_t c, sim_lv *lv) {
   ck_view v = sim_ck_at(st, c);
   const sim_lv *o = &v.h->v;
   sim_ur *ur = st->ur;
-  /* undo the decrements made after the checkpoint */
+  /* undo the decrements made after the checkpoint: from the end of the run (counters 0), or from
+   * where a converged delta replay left them when that is not before the checkpoint (a counter's
+   * value at a log position is its end value plus its entries from there on; an act's or a
+   * transfer's count starts when it is made, so the counters cannot be moved forward: from before
+   * the checkpoint they are set to their end values first) */
+  int32_t np = st->np, nr = st->nr, nxr = st->nxr;
+  if (st->cnt_mid) {
+    if (o->np <= st->cnt_np && o->nr <= st->cnt_nr && o->nxr <= st->cnt_nxr) {
+      np = st->cnt_np;
+      nr = st->cnt_nr;
+      nxr = st->cnt_nxr;
+    } else {
+      memset(st->pend, 0, (size_t)st->U * sizeof *st->pend);
+      memset(st->aref, 0, (size_t)st->s->n_act * sizeof *st->aref);
+      for (size_t i = 0; i < st->nx; i++) st->x[i].refs = 0;
+    }
+    st->cnt_mid = 0;
+  }
   if (st->delta_on) /* the replay may stop soon: most of these units' lines are not read */
-    for (int32_t i = o->np; i < st->np; i++) st->pend[st->plog[i]]++;
+    for (int32_t i = o->np; i < np; i++) st->pend[st->plog[i]]++;
   else
-    for (int32_t i = o->np; i < st->np; i++) {
+    for (int32_t i = o->np; i < np; i++) {
       st->pend[st->plog[i]]++;
       __builtin_prefetch(&ur[st->plog[i]], 1); /* the replay reads these units' lines */
     }
-  for (int32_t i = o->nr; i < st->nr; i++) st->aref[st->rlog[i]]++;
-  for (int32_t i = o->nxr; i < st->nxr; i++) st->x[st->xlog[i]].refs++;
+  for (int32_t i = o->nr; i < nr; i++) st->aref[st->rlog[i]]++;
+  for (int32_t i = o->nxr; i < nxr; i++) st->x[st->xlog[i]].refs++;
   /* devices and links as they were (queues refilled below, dirty flags from the lists) */
   CPY(st->dv, v.dv, D);
   CPY(st->lk, v.lk, L);
+  int32_t queued = 0; /* units in the ready queues at the checkpoint */
   for (int d = 0; d < D; d++) {
+    queued += st->dv[d].hn;
     st->dv[d].hn = 0; /* the queues are empty after a complete run */
     st->dv[d].speak = st->dv[d].mem;
   }
   st->hbase[0] = 0;
   for (int d = 0; d < D; d++) st->hbase[d + 1] = st->hbase[d] + st->dcnt[d];
-  /* ready queues: ready before the checkpoint, started at or after it */
-  for (int32_t i = o->ns; i < st->ns; i++) {
-    if (st->srit[i] >= o->it) continue; /* (read sequentially, not from the unit's line) */
+  /* ready queues: ready before the checkpoint, started at or after it (the scan stops when all
+   * are found) */
+  const int32_t ce = o->ns + o->done;
+  for (int32_t i = o->ns, found = 0; i < st->ns && found < queued; i++) {
+    if (st->sre[i] > ce) continue; /* (read sequentially; the unit's line only on a tie) */
+    if (st->sre[i] == ce && sim_ur_at(st, st->slog[i])->ready_it >= o->it) continue;
+    found++;
     int32_t u = st->slog[i];
     {
       int d = st->uq[u].dev;
@@ -311,20 +336,16 @@ static void resident_bytes(gopt_sim_state *st) {
 }
 
 /* Fingerprint weight m(u) of unit u waiting in a ready queue: the unit and why it became ready (a
- * unit, or a transfer by its act and destination, so that transfer numbering may differ between
- * runs); whether it became ready at `now` is the sum h1 (sim_lv). */
-static inline uint64_t hready(const gopt_sim_state *st, int32_t u, const sim_ur *W) {
+ * unit, or a transfer by its act and destination (SIM_CAUSE_XID), so that transfer numbering may
+ * differ between runs); whether it became ready at `now` is the sum h1 (sim_lv). */
+static inline uint64_t hready(int32_t u, const sim_ur *W) {
   uint64_t dep = (uint64_t)(int64_t)W->dep;
-  if (W->dep >= 0 && (W->dep & 1)) {
-    const sim_xfer *x = &st->x[W->dep >> 1];
-    dep = ((uint64_t)(uint32_t)x->act << 12 | (uint32_t)x->dst) << 1 | 1;
-  }
   return sim_mix((uint64_t)(uint32_t)u * 0x9E3779B97F4A7C15ULL ^ dep * 0xD6E8FEB86659FD93ULL) | 1;
 }
 
 /* Computes m(u) when u becomes ready and keeps it in its line for its start. */
-static inline uint64_t hready_set(const gopt_sim_state *st, int32_t u, sim_ur *W) {
-  uint64_t m = hready(st, u, W);
+static inline uint64_t hready_set(int32_t u, sim_ur *W) {
+  uint64_t m = hready(u, W);
   W->hm[0] = (uint32_t)m;
   W->hm[1] = (uint32_t)(m >> 32);
   return m;
@@ -365,6 +386,8 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec, int tl) {
   st->nx = 0;
   st->nev = 0;
   st->evseq = 0;
+  if (tl) st->nspl = 0; /* every unit line is written afresh */
+  st->cnt_mid = 0;      /* every counter is set when its unit, act or transfer is */
   resident_bytes(st);
   uint64_t h = 0;
   /* the units with no input (unfused: the listed positions) */
@@ -377,11 +400,13 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec, int tl) {
         ur[u].ready_t = 0;
         ur[u].dep = -1;
         ur[u].ready_it = -1;
+        ur[u].ep = 0;
       }
+      if (rec) ur[u].re = -1;
       bm_push(bm_at(st, d), st->uq[u].rank);
       st->dv[d].hn++;
       if (rec) {
-        uint64_t m = hready_set(st, u, &ur[u]);
+        uint64_t m = hready_set(u, &ur[u]);
         h += m;
       }
     }
@@ -429,12 +454,14 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
   size_t nx = st->nx;
   double now = lv->now, step = lv->step;
   int32_t it = lv->it, done = lv->done, nd = lv->nd, nl = lv->nl, next_ck = lv->next_ck;
+  int32_t ecount = 0;
   int32_t np = st->np, nr = st->nr, nxr = st->nxr, ns = st->ns;
   int32_t *const plw = st->lw[0], *const rlw = st->lw[1], *const xlw = st->lw[2];
   const int32_t plb = st->lwb[0], rlb = st->lwb[1], xlb = st->lwb[2];
   uint64_t hh = lv->h, hh1 = lv->h1;
   const bm_q *const bq = st->bq;
   const int32_t *const runit = sim_runit(st);
+  const int32_t nspl = st->nspl; /* (a replay leaves the splice list as it is) */
 
 #define MARK_DEV(d_)            \
   do {                          \
@@ -453,12 +480,14 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
 #define READY(c_, dv_, why_)                 \
   do {                                       \
     if (tl) {                                \
+      if ((c_)->ep != nspl) sim_ur_settle(st, (c_)); \
       (c_)->ready_t = now;                   \
       (c_)->dep = (why_);                    \
       (c_)->ready_it = it;                   \
     }                                        \
     if (rec) {                               \
-      uint64_t m_ = hready_set(st, cu, (c_)); \
+      (c_)->re = ecount;                     \
+      uint64_t m_ = hready_set(cu, (c_));    \
       hh += m_;                              \
       hh1 += m_;                             \
     }                                        \
@@ -497,6 +526,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       if (strict && bm_min(q) != uq[st->seq[st->hbase[d] + v->seqpos]].rank) continue;
       int32_t u = runit[bm_pop(q)];
       sim_ur *W = &ur[u];
+      if (tl && W->ep != nspl) sim_ur_settle(st, W); /* queued before this run */
       v->hn--;
       if (strict) v->seqpos++;
       if (rec) {
@@ -510,9 +540,10 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         W->start_it = it;
         W->cause = (W->ready_t < now && v->prev_unit >= 0) ? SIM_CAUSE_UNIT(v->prev_unit) : W->dep;
         W->end = now + dur;
+        W->sx = ns;
       }
       v->busy += sim_fx(dur);
-      v->mem += tl ? W->obytes : uob[u];
+      v->mem += uob[u];
       if (v->mem > v->speak) v->speak = v->mem;
       v->running = u;
       /* its consumers are read when it ends: start fetching (the first few of) their lines */
@@ -526,7 +557,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
       }
       ev_push(ev, &nev, &evseq, now + dur, 0, d);
       if (rec) {
-        st->srit[ns] = W->ready_it;
+        st->sre[ns] = W->re;
         st->slog[ns++] = u;
       }
     }
@@ -560,6 +591,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
     if (nev == 0) break;
     /* process every event at the next instant */
     if (rec && ev[nev - 1].t != now) hh1 = 0; /* every waiting unit became ready before it */
+    if (rec) ecount = ns + done;
     now = ev[nev - 1].t;
     while (nev > 0 && ev[nev - 1].t == now) {
       sim_ev e = ev[--nev];
@@ -570,7 +602,10 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         v->running = -1;
         v->prev_unit = u;
         done++;
-        if (tl) ur[u].fin_it = it;
+        if (tl) {
+          if (ur[u].ep != nspl) sim_ur_settle(st, &ur[u]); /* started before this run */
+          ur[u].fin_it = it;
+        }
         step = now;
         MARK_DEV(d);
         /* inputs: drop this unit's reference to the buffer it read on d */
@@ -654,7 +689,7 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
           int32_t cu = cons[c];
           if (uq[cu].dev != dst) continue;
           if (rec) plw[np++ - plb] = cu;
-          if (--pend[cu] == 0) READY(&ur[cu], dst, SIM_CAUSE_XFER(xi));
+          if (--pend[cu] == 0) READY(&ur[cu], dst, SIM_CAUSE_XID(a, dst, st->D));
         }
       }
     }
@@ -811,7 +846,10 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
 int sim_timeline_need(const gopt_sim_state *cst) {
   gopt_sim_state *st = (gopt_sim_state *)cst; /* a workspace: created mutable by gopt_sim_state_new */
   if (!st->evaluated) return 0;
-  if (st->tl_valid) return 1;
+  if (st->tl_valid) {
+    sim_ur_settle_all(st); /* the readers read the unit lines directly */
+    return 1;
+  }
   if (st->dec_gen != st->eval_gen) return 0; /* the decisions changed since: cannot be rebuilt */
   gopt_sim_inc_stats keep = st->stats;
   st->tl_need = 1;

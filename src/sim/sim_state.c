@@ -47,7 +47,7 @@ void gopt_sim_state_free(gopt_sim_state *st) {
                   st->runit, st->sk, st->su, st->bm, st->seq, st->act, st->x, st->dv, st->dcnt,
                   st->hbase, st->ddirty, st->dlist, st->peak, st->over, st->busy, st->resid,
                   st->endmem, st->rescnt, st->lk, st->ldirty, st->lbytes, st->lbusy, st->ev,
-                  st->slog, st->srit, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend,
+                  st->slog, st->sre, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend,
                   st->uq, st->bq};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   sim_delta_free(st);
@@ -86,7 +86,7 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
       GOPT_ALLOC(st->peak, D) || GOPT_ALLOC(st->over, D) || GOPT_ALLOC(st->busy, D) || GOPT_ALLOC(st->resid, D) ||
       GOPT_ALLOC(st->endmem, D) || GOPT_ALLOC(st->rescnt, (size_t)s->n_res * D) || GOPT_ALLOC(st->lk, L) ||
       GOPT_ALLOC(st->ldirty, L) || GOPT_ALLOC(st->lbytes, L) || GOPT_ALLOC(st->lbusy, L) ||
-      GOPT_ALLOC(st->ev, D + L + 1) || GOPT_ALLOC(st->slog, n) || GOPT_ALLOC(st->srit, n) || GOPT_ALLOC(st->plog, st->capl) ||
+      GOPT_ALLOC(st->ev, D + L + 1) || GOPT_ALLOC(st->slog, n) || GOPT_ALLOC(st->sre, n) || GOPT_ALLOC(st->plog, st->capl) ||
       GOPT_ALLOC(st->rlog, st->capl) || GOPT_ALLOC(st->xlog, st->capl) ||
       GOPT_ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || GOPT_ALLOC(st->bm, D * st->bm_words) ||
       GOPT_ALLOC(st->bq, D)) {
@@ -103,14 +103,12 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
     st->pdev[p] = -1;
     st->pprio[p] = NAN;
     st->uq[p].dev = 0;
-    st->ur[p].obytes = s->out_bytes[p];
     st->uprio[p] = s->dprio[p];
     st->ukey[p] = sim_key(s->dprio[p]);
     st->uq[p].rank = s->drank[p];
     st->runit[p] = s->drunit[p];
   }
   st->dcnt[0] = s->n;
-  st->ob_plain = 1;
   st->incremental = 1;
   st->rec_next = 1;
   st->delta = 1;
@@ -475,9 +473,6 @@ static void apply_plain(gopt_sim_state *st, const int32_t *pl, const double *pr)
     st->dcnt[v]++;
   }
   for (int dv = 0; dv < s->D && dv < 64; dv++) st->dcnt[dv] += cnt[0][dv] + cnt[1][dv] + cnt[2][dv] + cnt[3][dv];
-  if (!st->ob_plain)
-    for (p = 0; p < n; p++) st->ur[p].obytes = s->out_bytes[p];
-  st->ob_plain = 1;
   if (pr) {
     for (p = 0; p < n; p++) {
       double q = pr[order[p]];
@@ -628,8 +623,6 @@ int gopt_sim_state_apply(gopt_sim_state *st, const gopt_decisions *d, gopt_error
     }
     for (int32_t u = 0; u < st->U; u++) {
       st->uq[u].dev = 0;
-      st->ur[u].obytes = st->uobytes[u];
-      st->ob_plain = 0;
       st->uq[u].rank = st->udrank[u];
     }
     for (int32_t p = 0; p < n; p++)
@@ -756,7 +749,7 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
     } else {
       int32_t k = st->in_off[u] == st->in_off[u + 1] ? 0 : INT32_MAX;
       for (int32_t j = st->in_off[u]; j < st->in_off[u + 1]; j++) {
-        int32_t f = st->ur[st->aprod[st->in_act[j]]].fin_it;
+        int32_t f = sim_ur_at(st, st->aprod[st->in_act[j]])->fin_it;
         if (f < k) k = f;
       }
       inc_note(st, k);
@@ -821,7 +814,8 @@ int gopt_sim_state_set_priority(gopt_sim_state *st, int32_t nid, double priority
     st->ukey[u] = k;
     rank_move(st, u);
     if (st->inc_valid) {
-      inc_note(st, st->ur[u].ready_it < 0 ? 0 : st->ur[u].ready_it);
+      int32_t ri = sim_ur_at(st, u)->ready_it;
+      inc_note(st, ri < 0 ? 0 : ri);
       sim_delta_note(st, u, 0);
     }
   }

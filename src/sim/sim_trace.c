@@ -21,6 +21,12 @@ void gopt_sim_transfer(const gopt_sim_state *st, size_t i, gopt_sim_transfer_inf
   t->end = x->end;
 }
 
+/* The cause of unit u with a transfer named by its number (unit lines name it by identity). */
+static int32_t unit_cause(const gopt_sim_state *st, int32_t u) {
+  int32_t c = st->ur[u].cause;
+  return (c >= 0 && (c & 1)) ? SIM_CAUSE_XFER(sim_xid_index(st, c)) : c;
+}
+
 size_t gopt_sim_critical_path(const gopt_sim_state *st, gopt_sim_item *items, size_t max) {
   if (!sim_timeline_need(st) || st->U == 0) return 0;
   const gopt_sim *s = st->s;
@@ -30,7 +36,7 @@ size_t gopt_sim_critical_path(const gopt_sim_state *st, gopt_sim_item *items, si
   /* walk back, counting first, then fill from the end */
   size_t len = 0;
   for (int32_t c = SIM_CAUSE_UNIT(last); c >= 0; len++)
-    c = (c & 1) ? st->x[c >> 1].cause : st->ur[c >> 1].cause;
+    c = (c & 1) ? st->x[c >> 1].cause : unit_cause(st, c >> 1);
   size_t k = len;
   for (int32_t c = SIM_CAUSE_UNIT(last); c >= 0;) {
     k--;
@@ -43,7 +49,7 @@ size_t gopt_sim_critical_path(const gopt_sim_state *st, gopt_sim_item *items, si
       int32_t u = c >> 1;
       const sim_ur *w = &st->ur[u];
       it = (gopt_sim_item){0, s->order[sim_unit_first(st, u)], st->uq[u].dev, w->start, w->end};
-      c = w->cause;
+      c = unit_cause(st, u);
     }
     if (k < max) items[k] = it;
   }

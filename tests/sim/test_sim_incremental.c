@@ -5,7 +5,8 @@
  * busy, every transfer, the whole critical path, every device's memory curve — with a fresh state given the same decisions
  * and evaluated in full (the reference); and checks that replays really start late, that delta
  * evaluations converge and splice the recorded tail (the stats), and that more than 1 in 10
- * single device moves splice a tail shifted in time or iterations. */
+ * single device moves splice a tail shifted in time or iterations; and more shifted splices
+ * between two timeline reads than the list of pending re-basings holds. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -383,24 +384,21 @@ static void test_replay_point(void) {
   gopt_graph_free(g);
 }
 
-/* Regression: the shifted splice that accepts waiting units whose ready time or iteration is not
- * shifted (reverted once in c3b9d45) left, after a splice with no shift, the recorded ready
- * iteration in the start log of each unit waiting at the convergence point; a later replay
- * restored a checkpoint without that unit in its ready queue and failed with "the schedule cannot
- * complete" (a crash in bench_sim on the 80k GNMT). Its input: gnmt:steps=40 on 4xV100-nvlink, the
- * benchmark's block placement (2 % moved) and random walk (xorshift64, seed 1): 300 device moves,
- * then 90 priority changes, each evaluated, every 15th and the last 10 compared field by field
- * with a full evaluation (the bug failed at the 80th priority change). */
-static void test_reverted_splice(void) {
+/* A random walk on gnmt:steps=40 over 4xV100-nvlink from the benchmark's block placement (2 %
+ * moved; xorshift64 from `seed`): `moves` device moves, then `prios` priority changes, each
+ * evaluated, every `every`-th and the last 10 compared field by field with a full evaluation.
+ * Returns the most shifted splices made between two comparisons (the unit lines are brought up to
+ * date by the comparison's timeline reads, and otherwise only when a splice finds the list of
+ * pending ones full: SIM_SPL_MAX). */
+static uint64_t splice_walk(const char *name, uint64_t x, int moves, int prios, int every) {
   gopt_graph *g = sim_test_zoo("gnmt:steps=40");
-  if (!g) return;
+  if (!g) return 0;
   gopt_error err = {0};
   gopt_cluster *c;
   gopt_sim *s;
   sim_test_open(g, "4xV100-nvlink", &c, &s);
   size_t N = g->nodes.n;
   int D = c->n_devices;
-  uint64_t x = 1;
 #define XS() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
   int32_t *live = malloc(N * sizeof *live);
   size_t nl = 0;
@@ -425,9 +423,10 @@ static void test_reverted_splice(void) {
   snap_init(&b);
   char what[96];
   int bad = 0;
-  for (int k = 0; k < 390 && bad < 3; k++) {
+  uint64_t sh0 = 0, most = 0;
+  for (int k = 0; k < moves + prios && bad < 3; k++) {
     int32_t n = live[XS() % nl];
-    if (k < 300) {
+    if (k < moves) {
       int cur = gopt_sim_state_device(st, n), dv = (int)(XS() % (uint64_t)(D - 1));
       if (dv >= cur) dv++;
       d.placement[n] = dv;
@@ -437,9 +436,13 @@ static void test_reverted_splice(void) {
       d.priority[n] = p;
       CHECK_EQ_INT(gopt_sim_state_set_priority(st, n, p), 0);
     }
-    snprintf(what, sizeof what, "reverted splice input, change %d", k);
-    if (k % 15 == 14 || k >= 380) { /* every field against a full evaluation */
+    snprintf(what, sizeof what, "%s, change %d", name, k);
+    if (k % every == every - 1 || k >= moves + prios - 10) { /* every field against a full evaluation */
       bad += compare_fresh(s, st, &d, &a, &b, what);
+      gopt_sim_inc_stats is; /* splices made since the last comparison read the timeline */
+      gopt_sim_state_inc_stats(st, &is);
+      if (is.shifted - sh0 > most) most = is.shifted - sh0;
+      sh0 = is.shifted;
     } else { /* (each comparison costs a fresh state: ~2 s under ASan per 10) */
       int rc = gopt_sim_evaluate(st, &r, &err);
       CHECK_MSG(rc == 0, "%s: %s", what, err.msg);
@@ -449,7 +452,7 @@ static void test_reverted_splice(void) {
 #undef XS
   gopt_sim_inc_stats is;
   gopt_sim_state_inc_stats(st, &is);
-  CHECK_MSG(is.shifted > 0, "no shifted splice on the reverted splice's input");
+  CHECK_MSG(is.shifted > 0, "%s: no shifted splice", name);
   snap_free(&a);
   snap_free(&b);
   free(live);
@@ -458,6 +461,27 @@ static void test_reverted_splice(void) {
   gopt_sim_free(s);
   gopt_cluster_free(c);
   gopt_graph_free(g);
+  return most;
+}
+
+/* Regression: the shifted splice that accepts waiting units whose ready time or iteration is not
+ * shifted (reverted once in c3b9d45) left, after a splice with no shift, the recorded ready
+ * iteration in the start log of each unit waiting at the convergence point; a later replay
+ * restored a checkpoint without that unit in its ready queue and failed with "the schedule cannot
+ * complete" (a crash in bench_sim on the 80k GNMT). Its input: splice_walk from seed 1: 300
+ * device moves, then 90 priority changes, every 15th and the last 10 compared (the bug failed at
+ * the 80th priority change). */
+static void test_reverted_splice(void) { splice_walk("reverted splice input", 1, 300, 90, 15); }
+
+/* Lazily re-based records (sim_ur): more shifted splices than the pending list holds (SIM_SPL_MAX)
+ * between two timeline reads, so splices pile up on unit lines written in different runs and the
+ * full list is applied to every line; then priority changes, which read ready iterations through
+ * pending splices. Each comparison checks every field (critical path, memory curves). */
+static void test_lazy_rebase(void) {
+  uint64_t most = splice_walk("lazy re-base walk", 7, 280, 60, 140);
+  printf("lazy re-base walk: at most %llu shifted splices between two timeline reads\n", (unsigned long long)most);
+  CHECK_MSG(most > 64, "at most %llu shifted splices between two reads (the pending list holds 64)",
+            (unsigned long long)most);
 }
 
 /* Recording follows the caller: the evaluation after an apply that followed another apply with
@@ -517,6 +541,7 @@ static void test_recording_rule(void) {
 int main(void) {
   test_recording_rule();
   test_reverted_splice();
+  test_lazy_rebase();
   test_replay_point();
   test_random("inception_v3", "4xV100-nvlink", 400);
   test_random("inception_v3", "2xV100-pcie", 300);
