@@ -68,8 +68,12 @@ static int plan_open(plan *p, const gopt_graph *g, int rounds) {
   } else if (strcmp(p->name, "none")) {
     gopt_decisions_init(&p->dec, g);
     p->have_dec = 1;
-    if (gopt_decisions_load(&p->dec, g, p->name, &err) || !p->dec.group) {
-      fprintf(stderr, "bench_fusion_inproc: %s: %s\n", p->name, p->dec.group ? err.msg : "no \"fusion\" groups");
+    if (gopt_decisions_load(&p->dec, g, p->name, &err)) {
+      fprintf(stderr, "bench_fusion_inproc: %s\n", err.msg);
+      return -1;
+    }
+    if (!p->dec.group) {
+      fprintf(stderr, "bench_fusion_inproc: %s: the file has no \"fusion\" groups\n", p->name);
       return -1;
     }
     eo.group = p->dec.group;
@@ -154,7 +158,8 @@ int main(int argc, char **argv) {
     else return fprintf(stderr, "bench_fusion_inproc: at most %d plans\n", MAX_PLANS), 2;
   }
   if (!model || n < 2 || rounds < 6 || reps < 1) {
-    fprintf(stderr, "usage: bench_fusion_inproc MODEL [--rounds N>=6] [--reps K] [--seed S] [--min-us U] PLAN PLAN...\n");
+    fprintf(stderr, "usage: bench_fusion_inproc MODEL [--rounds N>=6] [--reps K] [--seed S] [--min-us U] "
+                    "PLAN PLAN...\n");
     return 2;
   }
   gopt_error err = {0};
@@ -178,8 +183,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
       if (plan_round(&p[order[i]], g, reps, r, rounds)) goto done;
   }
-  printf("%s: %d rounds x %d runs per plan, 1 thread, CPU time; ratios and differences are %s vs each plan, per round\n",
-         model, rounds, reps, p[0].name);
+  printf("%s: %d rounds x %d runs per plan, 1 thread, CPU time; ratios and differences are %s vs each plan, "
+         "per round\n", model, rounds, reps, p[0].name);
   for (int i = 0; i < n; i++) {
     double lo, hi;
     for (int r = 0; r < rounds; r++) d[r] = p[i].run[r];
