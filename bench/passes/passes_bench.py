@@ -4,7 +4,11 @@
 and on gopt's own GPT-2, BERT and ResNet training steps exported to HLO, and prints markdown tables
 (written into DOC between the passes-bench markers when given): op-count reduction of each method
 against XLA's default order, simulated step time, verification status and search time, with the
-paper's 13.3% (GPT-2 training) and 10.4% (mix) alongside."""
+paper's 13.3% (GPT-2 training) and 10.4% (mix) alongside. --only P1,P2 evaluates only the held-out
+modules under those prefixes (no training steps, no --verify: executing today's full-size modules
+in the reference executor takes minutes each; test_passes_exec verifies every pass on those the
+executor runs) and writes between the passes-bench-today markers
+(bench/passes/run.sh today: today's XLA modules, xla-2026 and xla-2026b)."""
 import json
 import os
 import subprocess
@@ -26,8 +30,8 @@ def heldout():
     return [f for f in files if any(f.startswith(p) for p in pre)]
 
 
-def run(gopt, path, method, budget):
-    args = [gopt, 'passes', path, '--json', '--verify', '--seed', '1']
+def run(gopt, path, method, budget, verify=True):
+    args = [gopt, 'passes', path, '--json', '--seed', '1'] + (['--verify'] if verify else [])
     if method == 'rl+search':
         args += ['--order', 'rl', '--budget', str(budget)]
     else:
@@ -43,28 +47,42 @@ def vs_default(rep):
 
 
 def short_verify(rep):
-    v = rep.get('verified', 'n/a')
+    if 'verified' not in rep:
+        return 'not checked'
+    v = rep['verified']
     return 'equal' if v is True else 'MISMATCH' if v is False else 'not executable'
 
 
 def main():
-    gopt, work, budget = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    doc = sys.argv[4] if len(sys.argv) > 4 else None
+    args = sys.argv[1:]
+    only = None  # --only P1,P2: just the held-out modules under these prefixes, no training steps
+    if '--only' in args:
+        i = args.index('--only')
+        only = args[i + 1].split(',')
+        del args[i:i + 2]
+    gopt, work, budget = args[0], args[1], int(args[2])
+    doc = args[3] if len(args) > 3 else None
+    begin, end = (BEGIN, END) if only is None else ('<!-- passes-bench-today:begin -->',
+                                                    '<!-- passes-bench-today:end -->')
     os.makedirs(work, exist_ok=True)
     have_rl = subprocess.run([gopt, 'passes', os.path.join(DATA, 'neuron', 'linear_module_forward.hlo'),
                               '--order', 'rl'], capture_output=True, text=True).returncode == 0
     methods = [m for m in METHODS if have_rl or not m.startswith('rl')]
     modules = []  # (label, path, group)
-    for spec, name, group in TRAIN_STEPS:
+    for spec, name, group in TRAIN_STEPS if only is None else []:
         out = os.path.join(work, name + '.hlo')
         subprocess.run([gopt, 'convert', spec, '--training', '-o', out], check=True, capture_output=True)
         modules.append(('gopt %s --training' % spec, out, group))
     for f in heldout():
-        modules.append((f, os.path.join(DATA, f), 'real'))
+        if only is not None and not any(f.startswith(p) for p in only):
+            continue
+        group = 'jax-gpt2' if f.startswith('xla-2026b/gpt2_train_step.before') else \
+            'today' if f.startswith('xla-2026') else 'real'
+        modules.append((f, os.path.join(DATA, f), group))
     res = {}
     for label, path, _ in modules:
         for m in methods:
-            res[label, m] = run(gopt, path, m, budget)
+            res[label, m] = run(gopt, path, m, budget, verify=only is None)
             sys.stderr.write('.')
             sys.stderr.flush()
     sys.stderr.write('\n')
@@ -75,9 +93,14 @@ def main():
       'method) / ops after the default order, so > 0 means fewer instructions than XLA\'s default order.'
       % budget)
     w('')
+    real = ('real', 'today', 'jax-gpt2')
     groups = [('GPT-2 training steps (gopt)', lambda g: g == 'gpt2', 'paper: 13.3%'),
-              ('GPT-2/BERT/ResNet training steps (gopt)', lambda g: g != 'real', 'paper: 10.4% (its mix)'),
-              ('held-out real modules (%d)' % sum(1 for m in modules if m[2] == 'real'), lambda g: g == 'real', ''),
+              ('GPT-2 training step (JAX 0.11)', lambda g: g == 'jax-gpt2', 'paper: 13.3%'),
+              ('GPT-2/BERT/ResNet training steps (gopt)', lambda g: g in ('gpt2', 'bert', 'resnet'),
+               'paper: 10.4% (its mix)'),
+              ('today\'s XLA modules (%d)' % sum(1 for m in modules if m[2] in ('today', 'jax-gpt2')),
+               lambda g: g in ('today', 'jax-gpt2'), ''),
+              ('held-out real modules (%d)' % sum(1 for m in modules if m[2] in real), lambda g: g in real, ''),
               ('all', lambda g: True, '')]
     w('| method | ' + ' | '.join(g[0] for g in groups) + ' | mean sim. time vs default | verified equal / not executable / mismatch | mean search time |')
     w('|---|' + '---:|' * len(groups) + '---:|---|---:|')
@@ -91,9 +114,11 @@ def main():
         ver = [short_verify(res[l, m]) for l, _, _ in modules if 'error' not in res[l, m]]
         st = [res[l, m]['search_seconds'] for l, _, _ in modules if 'error' not in res[l, m]]
         errs = sum(1 for l, _, _ in modules if 'error' in res[l, m])
-        w('| %s | %s | %+.2f%% | %d / %d / %d%s | %.3f s |' % (
-            m, ' | '.join(cells), sum(tv) / len(tv) if tv else 0, ver.count('equal'), ver.count('not executable'),
-            ver.count('MISMATCH'), ' (%d failed runs)' % errs if errs else '', sum(st) / len(st) if st else 0))
+        vcell = 'not checked here (test_passes_exec)' if only is not None else '%d / %d / %d' % (
+            ver.count('equal'), ver.count('not executable'), ver.count('MISMATCH'))
+        w('| %s | %s | %+.2f%% | %s%s | %.3f s |' % (
+            m, ' | '.join(cells), sum(tv) / len(tv) if tv else 0, vcell,
+            ' (%d failed runs)' % errs if errs else '', sum(st) / len(st) if st else 0))
     w('| targets | ' + ' | '.join(g[2] for g in groups) + ' | | | |')
     w('')
     w('Per module: instructions after each method (in brackets: vs default), simulated step time (V100, '
@@ -125,8 +150,8 @@ def main():
     print(text)
     if doc:
         d = open(doc).read()
-        if BEGIN in d and END in d:
-            d = d[:d.index(BEGIN) + len(BEGIN)] + '\n' + text + d[d.index(END):]
+        if begin in d and end in d:
+            d = d[:d.index(begin) + len(begin)] + '\n' + text + d[d.index(end):]
             tmp = doc + '.tmp'
             open(tmp, 'w').write(d)
             os.replace(tmp, doc)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/passes/run.sh [BUDGET]: the pass-ordering tables of docs/PASSES.md from one command: every
+# bench/passes/run.sh [BUDGET] | today [BUDGET]: the pass-ordering tables of docs/PASSES.md from one
+# command (`today`: only today's XLA modules, tests/hlo/data/xla-2026*, no --verify): every
 # order of `gopt passes` (XLA's CPU and GPU defaults, random, greedy, genetic, the shipped RL policy
 # greedy and with a sampling budget) on the held-out real modules (bench/passes/heldout.txt) and on
 # gopt's GPT-2, BERT and ResNet training steps exported to HLO; op-count reduction against the
@@ -12,4 +13,9 @@ cmake --build build -j2 --target gopt_cli >/dev/null
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-nice /usr/bin/python3 bench/passes/passes_bench.py build/bin/gopt "$work" "${1:-1000}" docs/PASSES.md
+if [ "${1:-}" = today ]; then  # only today's XLA modules (docs/PASSES.md, "Today's XLA modules")
+  nice /usr/bin/python3 bench/passes/passes_bench.py --only xla-2026/,xla-2026b/ build/bin/gopt "$work" \
+    "${2:-1000}" docs/PASSES.md
+else
+  nice /usr/bin/python3 bench/passes/passes_bench.py build/bin/gopt "$work" "${1:-1000}" docs/PASSES.md
+fi
