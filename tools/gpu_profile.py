@@ -49,6 +49,10 @@ def parse_args(argv):
     p.add_argument("--conv-grid", action="store_true",
                    help="also measure a grid of dense, grouped and depthwise convolutions alone "
                         "(layer rows of a pseudo-model 'conv_grid', no whole-model times)")
+    p.add_argument("--matmul-grid", action="store_true",
+                   help="also measure batched matrix products beyond attention's shapes (few "
+                        "batches, large K and N: merged weight stacks), as micro rows; alone, "
+                        "with no model")
     p.add_argument("--batch", type=int, default=32, help="the large batch (default 32)")
     p.add_argument("--no-layers", action="store_true", help="skip the per-layer rows")
     p.add_argument("--no-micro", action="store_true", help="skip the micro-benchmarks")
@@ -377,6 +381,31 @@ def micro_rows(torch, T, dev):
     return rows
 
 
+def matmul_grid_rows(torch, T, dev):
+    """BatchMatMul micro rows [B,M,K]·[B,K,N] at the shapes a merged weight stack gives (few
+    batches, K and N of a hidden size) and the plain MatMul of each batch alone beside it, which
+    the attention-shaped rows of micro_rows never reach."""
+    rows = []
+
+    def add(entry, fn):
+        with torch.no_grad():
+            entry["ms"] = T.eager_ms(fn)
+            entry["gpu_ms"] = T.graph_ms(fn)
+        rows.append(entry)
+    grid = [(2, 64, 256, 256)] if T.dry else [
+        (B, M, N, K) for B in (2, 3, 4, 8) for M in (16, 64, 256, 1024) for N in (256, 1024, 4096)
+        for K in (256, 1024)]
+    done = set()
+    for B, M, N, K in grid:
+        a, b = torch.randn(B, M, K, device=dev), torch.randn(B, K, N, device=dev)
+        add({"op": "BatchMatMul", "B": B, "M": M, "N": N, "K": K}, lambda: torch.bmm(a, b))
+        if (M, N, K) not in done:
+            done.add((M, N, K))
+            x, y = a[0].contiguous(), b[0].contiguous()
+            add({"op": "MatMul", "M": M, "N": N, "K": K}, lambda: x @ y)
+    return rows
+
+
 # ---- main ------------------------------------------------------------------------------------
 
 def main(argv):
@@ -392,7 +421,7 @@ def main(argv):
     T = Timer(torch, a.dry_run, a.reps)
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     models = {}
-    if a.arch is not None or not (a.onnx or a.torchvision):
+    if a.arch is not None or not (a.onnx or a.torchvision or a.matmul_grid):
         models.update(corpus_models(a.arch))
     tv = torchvision_models(a.torchvision)
     onnx = onnx_models(torch, a.onnx) if a.onnx else {}
@@ -417,6 +446,8 @@ def main(argv):
         out["models"][name] = {k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v))}
     if not a.no_micro:
         out["micro"] = micro_rows(torch, T, dev)
+    if a.matmul_grid:
+        out.setdefault("micro", []).extend(matmul_grid_rows(torch, T, dev))
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)
