@@ -295,18 +295,20 @@ static int64_t win_elem(const hwin *w, const rt *op, const int64_t *o, const int
   return f;
 }
 
+#define RW_MAX 8 /* operands of a variadic reduce-window (XLA's max-pool gradient fusion has 5) */
+
 /* reduce-window(x_0..x_{k-1}, init_0..init_{k-1}), window, to_apply. */
 static int f_reduce_window(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   const gopt_graph *s = ex_hlo_comp(G, NODE, "to_apply");
   int kk = nin / 2;
   hwin w;
-  if (!s || nin != 2 * kk || nout != kk || kk > 4 || (int)s->inputs.n != 2 * kk || (int)s->outputs.n != kk)
-    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "reduce-window needs k operands, k initial values, k results (k <= 4) and to_apply");
+  if (!s || nin != 2 * kk || nout != kk || kk > RW_MAX || (int)s->inputs.n != 2 * kk || (int)s->outputs.n != kk)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "reduce-window needs k operands, k initial values, k results (k <= %d) and to_apply", RW_MAX);
   if (win_parse(G, NODE, in[0].rank, &w)) return ex_node_error(x, NODE, err, GOPT_EINVAL, "reduce-window: bad window attribute");
   ex_hlo_scomp c;
   int rc = ex_hlo_scomp_init(&c, s, err);
   int64_t o[GOPT_MAX_RANK], wi[GOPT_MAX_RANK];
-  double args[8], res[4];
+  double args[2 * RW_MAX], res[RW_MAX];
   for (int64_t f = 0; f < out[0].n && !rc; f++) {
     ex_hlo_unravel(&out[0], f, o);
     for (int j = 0; j < kk; j++) args[j] = in[kk + j].v[0];

@@ -204,6 +204,26 @@ static void kernel_cases(void) {
               "  ROOT r = f32[2] add(x, y)\n}\n", 0, ob, 2);
   kernel_case("broadcast along dim 1",
               "ENTRY e {\n  x = f32[2] constant({1, 2})\n  ROOT b = f32[3,2] broadcast(x), dimensions={1}\n}\n", 0, bc, 6);
+  static const double as[] = {5, 12, 21};
+  kernel_case("async-start/-update/-done run the called computation", /* x * y + x */
+              "comp {\n  p0 = f32[3] parameter(0)\n  p1 = f32[3] parameter(1)\n  ROOT m = f32[3] multiply(p0, p1)\n}\n"
+              "ENTRY e {\n  x = f32[3] constant({1, 2, 3})\n  y = f32[3] constant({4, 5, 6})\n"
+              "  s = ((f32[3], f32[3]), f32[3], u32[]) async-start(x, y), calls=comp\n"
+              "  u = ((f32[3], f32[3]), f32[3], u32[]) async-update(s)\n  d = f32[3] async-done(u)\n"
+              "  ROOT r = f32[3] add(d, x)\n}\n", 0, as, 3);
+  /* per row, the 3 largest, ties in index order: {1, 3, 3, 0} -> 3 (1), 3 (2), 1 (0); {2, -1, 2, 5} -> 5 (3), 2 (0), 2 (2) */
+#define TOPK_X "  x = f32[2,4] constant({ {1, 3, 3, 0}, {2, -1, 2, 5} })\n"
+  static const double tv2[] = {3, 3, 1, 5, 2, 2}, ti2[] = {1, 2, 0, 3, 0, 2};
+  kernel_case("topk values", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=true\n}\n", 0, tv2, 6);
+  kernel_case("topk indices", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=true\n}\n", 1, ti2, 6);
+  static const double sv3[] = {0, 1, 3, -1, 2, 2}, si3[] = {3, 0, 1, 1, 0, 2};
+  kernel_case("topk largest=false", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=false\n}\n", 0, sv3, 6);
+  kernel_case("topk largest=false indices", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=false\n}\n", 1, si3, 6);
+  kernel_case("__gpu$TopK with a greater-than comparator",
+              "gt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = s32[] parameter(2)\n  d = s32[] parameter(3)\n"
+              "  ROOT r = pred[] compare(a, b), direction=GT\n}\n"
+              "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) custom-call(x), custom_call_target=\"__gpu$TopK\", "
+              "called_computations={gt}\n}\n", 1, ti2, 6);
 }
 
 int main(void) {
