@@ -677,6 +677,49 @@ static int f_sort(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
   return rc;
 }
 
+/* scan(inputs..., inits...), dimensions={d}, num_carries=C, is_reverse, to_apply (XLA's
+ * HloScanInstruction, as its ScanExpander defines it): for step i = 0..L-1 along d (L-1-i when
+ * is_reverse), (outputs_i..., carries) = to_apply(input slices at i..., carries), the carries
+ * starting at the inits; results (output arrays..., final carries...). Here to_apply is
+ * interpreted per element, so its parameters and results are the slices' elements (an
+ * elementwise computation: a scalar one for rank-1 inputs, as jax's cumsum writes). */
+#define SCAN_MAX 8
+static int f_scan(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  const gopt_graph *s = ex_hlo_comp(G, NODE, "to_apply");
+  size_t nd = 0;
+  const int64_t *dims = gopt_node_get_ints(G, NODE, "dimensions", &nd);
+  int64_t nci = gopt_node_get_int(G, NODE, "num_carries", -1); /* kept as text by the importer when not an int */
+  int nc = (int)(nci >= 0 ? nci : strtol(gopt_node_get_string(G, NODE, "num_carries", "0"), NULL, 10)), ni = nin - nc, no = nout - nc;
+  int rev = !strcmp(gopt_node_get_string(G, NODE, "is_reverse", "false"), "true");
+  if (!s || nd != 1 || nc < 0 || ni < 1 || no < 0 || ni + nc > SCAN_MAX || no + nc > SCAN_MAX || (int)s->inputs.n != ni + nc ||
+      (int)s->outputs.n != no + nc || dims[0] < 0 || dims[0] >= in[0].rank)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scan needs inputs, num_carries inits, one dimension and to_apply of (elements..., carries...)");
+  int64_t outer, m, inner, P;
+  ref_split3(&in[0], (int)dims[0], &outer, &m, &inner);
+  P = outer * inner;
+  for (int j = 0; j < nin; j++)
+    if (in[j].n != (j < ni ? P * m : P)) return ex_node_error(x, NODE, err, GOPT_EINVAL, "scan: operand %d does not fit the scanned shape", j);
+  for (int j = 0; j < nout; j++)
+    if (out[j].n != (j < no ? P * m : P)) return ex_node_error(x, NODE, err, GOPT_EINVAL, "scan: result %d does not fit the scanned shape", j);
+  scomp c;
+  int rc = scomp_init(&c, s, err);
+  double args[2 * SCAN_MAX], res[2 * SCAN_MAX];
+  for (int64_t p = 0; p < P && !rc; p++) { /* each position of the slices, independently */
+    int64_t base = (p / inner) * m * inner + p % inner;
+    for (int j = 0; j < nc; j++) args[ni + j] = in[ni + j].v[p];
+    for (int64_t i = 0; i < m; i++) {
+      int64_t at = base + (rev ? m - 1 - i : i) * inner;
+      for (int j = 0; j < ni; j++) args[j] = in[j].v[at];
+      scomp_eval(&c, args, res);
+      for (int j = 0; j < no; j++) out[j].v[at] = res[j];
+      for (int j = 0; j < nc; j++) args[ni + j] = res[no + j];
+    }
+    for (int j = 0; j < nc; j++) out[no + j].v[p] = args[ni + j];
+  }
+  scomp_free(&c);
+  return rc;
+}
+
 /* topk(x), k=K, largest=true|false (XLA's op), and custom-call __gpu$TopK(x) with its comparator
  * (lhs value, rhs value, lhs index, rhs index) in called_computations: along the last dim, the first
  * k of a stable sort, as (values, s32 indices); the op sorts by the total order of the values,
@@ -1246,6 +1289,7 @@ static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
   if (!strcmp(op, "reduce")) return f_reduce;
   if (!strcmp(op, "dot")) return f_dot;
   if (!strcmp(op, "sort")) return f_sort;
+  if (!strcmp(op, "scan")) return f_scan;
   if (!strcmp(op, "topk") || (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "__gpu$TopK")))
     return f_topk;
   if (!strcmp(op, "gather")) return f_gather;
@@ -1283,7 +1327,7 @@ int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   if (!strcmp(op, "call") || !strcmp(op, "fusion") || !strcmp(op, "async-start")) return prepare_sub(x, k, err);
   if (!strcmp(op, "while")) return prepare_while(x, k, err);
   if (!strcmp(op, "conditional")) return prepare_cond(x, k, err);
-  if (!strcmp(op, "reduce") || !strcmp(op, "sort") || !strcmp(op, "scatter")) { /* the computation must be interpretable: say so now */
+  if (!strcmp(op, "reduce") || !strcmp(op, "sort") || !strcmp(op, "scatter") || !strcmp(op, "scan")) { /* the computation must be interpretable: say so now */
     const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
     scomp c;
     gopt_error e = {0};

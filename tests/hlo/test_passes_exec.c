@@ -219,6 +219,25 @@ static void kernel_cases(void) {
   static const double sv3[] = {0, 1, 3, -1, 2, 2}, si3[] = {3, 0, 1, 1, 0, 2};
   kernel_case("topk largest=false", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=false\n}\n", 0, sv3, 6);
   kernel_case("topk largest=false indices", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=false\n}\n", 1, si3, 6);
+  /* scan (XLA's ScanExpander semantics): cumulative sums, forward and reversed, along either dim */
+#define SCAN_ADD "add {\n  a = f32[] parameter(0)\n  c = f32[] parameter(1)\n  s = f32[] add(a, c)\n  ROOT t = (f32[], f32[]) tuple(s, s)\n}\n"
+  static const double cs[] = {1, 3, 6, 10}, csc[] = {10}, rcs[] = {10, 9, 7, 4}, c2[] = {1, 3, 6, 104, 109, 115}, c2c[] = {6, 115},
+                      c0[] = {1, 2, 3, 5, 7, 9};
+  const char *cum = SCAN_ADD "ENTRY e {\n  x = f32[4] constant({1, 2, 3, 4})\n  z = f32[] constant(0)\n"
+                    "  ROOT s = (f32[4], f32[]) scan(x, z), dimensions={0}, num_carries=1, is_associative=true, to_apply=add\n}\n";
+  kernel_case("scan: cumsum", cum, 0, cs, 4);
+  kernel_case("scan: cumsum's final carry", cum, 1, csc, 1);
+  kernel_case("scan: reversed cumsum",
+              SCAN_ADD "ENTRY e {\n  x = f32[4] constant({1, 2, 3, 4})\n  z = f32[] constant(0)\n"
+              "  ROOT s = (f32[4], f32[]) scan(x, z), dimensions={0}, num_carries=1, is_reverse=true, to_apply=add\n}\n", 0, rcs, 4);
+#define SCAN_X "  x = f32[2,3] constant({ {1, 2, 3}, {4, 5, 6} })\n"
+  const char *row = SCAN_ADD "ENTRY e {\n" SCAN_X "  z = f32[2] constant({0, 100})\n"
+                    "  ROOT s = (f32[2,3], f32[2]) scan(x, z), dimensions={1}, num_carries=1, to_apply=add\n}\n";
+  kernel_case("scan along dim 1 of a matrix", row, 0, c2, 6);
+  kernel_case("scan along dim 1: final carries", row, 1, c2c, 2);
+  kernel_case("scan along dim 0 of a matrix",
+              SCAN_ADD "ENTRY e {\n" SCAN_X "  z = f32[3] constant({0, 0, 0})\n"
+              "  ROOT s = (f32[2,3], f32[3]) scan(x, z), dimensions={0}, num_carries=1, to_apply=add\n}\n", 0, c0, 6);
   kernel_case("__gpu$TopK with a greater-than comparator",
               "gt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = s32[] parameter(2)\n  d = s32[] parameter(3)\n"
               "  ROOT r = pred[] compare(a, b), direction=GT\n}\n"
