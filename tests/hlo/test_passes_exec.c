@@ -28,10 +28,12 @@
 #define SIZE_LIMIT (1 << 20)
 #define DEFAULT_LIMIT (1 << 20)
 #define MIN_VERIFIED 68
+#define MUST_VERIFY 0 /* most modules of must[] in main exceed the limits here */
 #else
 #define SIZE_LIMIT (1 << 22)
 #define DEFAULT_LIMIT (1 << 25)
 #define MIN_VERIFIED 81
+#define MUST_VERIFY 1
 #endif
 #define MAX_FILES 128
 
@@ -259,10 +261,8 @@ int main(void) {
   for (int i = 0; i < n_files; i++) {
     int ok = check_module(files[i]);
     verified += ok;
-#if !defined(__SANITIZE_ADDRESS__)
-    for (size_t j = 0; j < sizeof must / sizeof must[0]; j++)
+    for (size_t j = 0; MUST_VERIFY && j < sizeof must / sizeof must[0]; j++)
       if (strstr(files[i], must[j])) CHECK_MSG(ok, "%s is not verified", must[j]);
-#endif
   }
   fprintf(stderr, "%d of %d modules executable and verified (every pass and the default pipeline)\n",
           verified, n_files);
