@@ -615,6 +615,39 @@ static int sort_less(scomp *c, const rt *in, int k, int64_t base, int64_t inner,
   return res[0] != 0;
 }
 
+/* A line of a sort: the comparator c over k operands (or, c NULL, the total order of operand 0's
+ * values, descending when desc) at base, stride inner. */
+typedef struct sline {
+  scomp *c;
+  const rt *in;
+  int k, desc;
+  int64_t base, inner;
+} sline;
+
+/* IEEE total order as a signed integer key (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN). */
+static int64_t total_key(double v) {
+  int64_t b;
+  memcpy(&b, &v, sizeof b);
+  return b < 0 ? b ^ INT64_MAX : b;
+}
+
+static int line_less(const sline *l, int64_t a, int64_t b) {
+  if (l->c) return sort_less(l->c, l->in, l->k, l->base, l->inner, a, b);
+  int64_t ka = total_key(l->in[0].v[l->base + a * l->inner]), kb = total_key(l->in[0].v[l->base + b * l->inner]);
+  return l->desc ? ka > kb : ka < kb;
+}
+
+/* idx[0..m) = the positions of line l in stable sorted order (bottom-up merge sort); tmp holds m. */
+static void line_sort(const sline *l, int64_t m, int64_t *idx, int64_t *tmp) {
+  for (int64_t q = 0; q < m; q++) idx[q] = q;
+  for (int64_t w = 1; w < m; w *= 2)
+    for (int64_t lo = 0; lo < m - w; lo += 2 * w) {
+      int64_t mid = lo + w, hi = lo + 2 * w < m ? lo + 2 * w : m, p = lo, q = mid, t = 0;
+      while (p < mid || q < hi) tmp[t++] = q >= hi || (p < mid && !line_less(l, idx[q], idx[p])) ? idx[p++] : idx[q++];
+      memcpy(idx + lo, tmp, (size_t)t * sizeof *idx);
+    }
+}
+
 static int f_sort(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
   size_t nd = 0;
@@ -634,20 +667,87 @@ static int f_sort(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
   if (!rc && !idx) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   for (int64_t o = 0; o < outer && !rc; o++)
     for (int64_t i = 0; i < inner; i++) {
-      int64_t base = o * m * inner + i;
-      for (int64_t q = 0; q < m; q++) idx[q] = q;
-      for (int64_t w = 1; w < m; w *= 2) /* bottom-up merge sort: stable */
-        for (int64_t lo = 0; lo < m - w; lo += 2 * w) {
-          int64_t mid = lo + w, hi = lo + 2 * w < m ? lo + 2 * w : m, p = lo, q = mid, t = 0;
-          while (p < mid || q < hi)
-            tmp[t++] = q >= hi || (p < mid && !sort_less(&c, in, nin, base, inner, idx[q], idx[p])) ? idx[p++] : idx[q++];
-          memcpy(idx + lo, tmp, (size_t)t * sizeof *idx);
-        }
+      sline l = {&c, in, nin, 0, o * m * inner + i, inner};
+      line_sort(&l, m, idx, tmp);
       for (int j = 0; j < nin; j++)
-        for (int64_t q = 0; q < m; q++) out[j].v[base + q * inner] = in[j].v[base + idx[q] * inner];
+        for (int64_t q = 0; q < m; q++) out[j].v[l.base + q * inner] = in[j].v[l.base + idx[q] * inner];
     }
   free(idx);
   scomp_free(&c);
+  return rc;
+}
+
+/* scan(inputs..., inits...), dimensions={d}, num_carries=C, is_reverse, to_apply (XLA's
+ * HloScanInstruction, as its ScanExpander defines it): for step i = 0..L-1 along d (L-1-i when
+ * is_reverse), (outputs_i..., carries) = to_apply(input slices at i..., carries), the carries
+ * starting at the inits; results (output arrays..., final carries...). Here to_apply is
+ * interpreted per element, so its parameters and results are the slices' elements (an
+ * elementwise computation: a scalar one for rank-1 inputs, as jax's cumsum writes). */
+#define SCAN_MAX 8
+static int f_scan(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  const gopt_graph *s = ex_hlo_comp(G, NODE, "to_apply");
+  size_t nd = 0;
+  const int64_t *dims = gopt_node_get_ints(G, NODE, "dimensions", &nd);
+  int64_t nci = gopt_node_get_int(G, NODE, "num_carries", -1); /* kept as text by the importer when not an int */
+  int nc = (int)(nci >= 0 ? nci : strtol(gopt_node_get_string(G, NODE, "num_carries", "0"), NULL, 10)), ni = nin - nc, no = nout - nc;
+  int rev = !strcmp(gopt_node_get_string(G, NODE, "is_reverse", "false"), "true");
+  if (!s || nd != 1 || nc < 0 || ni < 1 || no < 0 || ni + nc > SCAN_MAX || no + nc > SCAN_MAX || (int)s->inputs.n != ni + nc ||
+      (int)s->outputs.n != no + nc || dims[0] < 0 || dims[0] >= in[0].rank)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "scan needs inputs, num_carries inits, one dimension and to_apply of (elements..., carries...)");
+  int64_t outer, m, inner, P;
+  ref_split3(&in[0], (int)dims[0], &outer, &m, &inner);
+  P = outer * inner;
+  for (int j = 0; j < nin; j++)
+    if (in[j].n != (j < ni ? P * m : P)) return ex_node_error(x, NODE, err, GOPT_EINVAL, "scan: operand %d does not fit the scanned shape", j);
+  for (int j = 0; j < nout; j++)
+    if (out[j].n != (j < no ? P * m : P)) return ex_node_error(x, NODE, err, GOPT_EINVAL, "scan: result %d does not fit the scanned shape", j);
+  scomp c;
+  int rc = scomp_init(&c, s, err);
+  double args[2 * SCAN_MAX], res[2 * SCAN_MAX];
+  for (int64_t p = 0; p < P && !rc; p++) { /* each position of the slices, independently */
+    int64_t base = (p / inner) * m * inner + p % inner;
+    for (int j = 0; j < nc; j++) args[ni + j] = in[ni + j].v[p];
+    for (int64_t i = 0; i < m; i++) {
+      int64_t at = base + (rev ? m - 1 - i : i) * inner;
+      for (int j = 0; j < ni; j++) args[j] = in[j].v[at];
+      scomp_eval(&c, args, res);
+      for (int j = 0; j < no; j++) out[j].v[at] = res[j];
+      for (int j = 0; j < nc; j++) args[ni + j] = res[no + j];
+    }
+    for (int j = 0; j < nc; j++) out[no + j].v[p] = args[ni + j];
+  }
+  scomp_free(&c);
+  return rc;
+}
+
+/* topk(x), k=K, largest=true|false (XLA's op), and custom-call __gpu$TopK(x) with its comparator
+ * (lhs value, rhs value, lhs index, rhs index) in called_computations: along the last dim, the first
+ * k of a stable sort, as (values, s32 indices); the op sorts by the total order of the values,
+ * largest first unless largest=false. */
+static int f_topk(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  int cc = !strcmp(hop(G, NODE), "custom-call");
+  const gopt_graph *s = cc ? ex_hlo_comp(G, NODE, "called_computations") : NULL;
+  if (cc && !s) s = ex_hlo_comp(G, NODE, "called_computations.0");
+  int64_t m = in[0].rank ? in[0].d[in[0].rank - 1] : 1, kk = out[0].rank ? out[0].d[out[0].rank - 1] : 1, rows = m ? in[0].n / m : 0;
+  if (nin != 1 || nout != 2 || kk > m || out[0].n != rows * kk || out[1].n != rows * kk)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "topk: one operand and (values, indices) of k per line expected");
+  if (cc && (!s || s->inputs.n != 4 || s->outputs.n != 1))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "TopK: no comparator of (value, value, index, index) in called_computations");
+  scomp c;
+  int rc = s ? scomp_init(&c, s, err) : GOPT_OK;
+  rt two[2] = {in[0], in[0]};
+  int64_t *idx = malloc((size_t)(2 * m + 1) * sizeof *idx), *tmp = idx ? idx + m : NULL;
+  two[1].v = malloc((size_t)in[0].n * sizeof(double) + 1);
+  if (!rc && (!idx || !two[1].v)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (int64_t i = 0; !rc && i < in[0].n; i++) two[1].v[i] = (double)(i % m);
+  for (int64_t r = 0; r < rows && !rc; r++) {
+    sline l = {s ? &c : NULL, two, 2, strcmp(gopt_node_get_string(G, NODE, "largest", "true"), "false") != 0, r * m, 1};
+    line_sort(&l, m, idx, tmp);
+    for (int64_t q = 0; q < kk; q++) out[0].v[r * kk + q] = in[0].v[r * m + idx[q]], out[1].v[r * kk + q] = (double)idx[q];
+  }
+  free(idx);
+  free(two[1].v);
+  if (s) scomp_free(&c);
   return rc;
 }
 
@@ -923,8 +1023,25 @@ static size_t tbytes(const gopt_exec *x, int32_t t) {
   return (size_t)ex_numel(x, t) * gopt_dtype_size(ex_dtype(x, t));
 }
 
+/* The leaves of the operands of the async-start that async-done/-update node n (through -update
+ * nodes) waits on: where the called computation's results begin in its tuple; 0 when not found. */
+static int64_t async_result_offset(const gopt_graph *g, int32_t n) {
+  for (int hops = 0; hops < 64 && n >= 0 && g->nodes.a[n].n_in > 0; hops++) {
+    int32_t t = gopt_node_input(g, n, 0);
+    const char *op = t >= 0 && g->tensors.a[t].producer >= 0 ? hop(g, g->tensors.a[t].producer) : NULL;
+    n = t >= 0 ? g->tensors.a[t].producer : -1;
+    if (op && !strcmp(op, "async-start")) return g->nodes.a[n].n_in;
+    if (!op || strcmp(op, "async-update")) return 0;
+  }
+  return 0;
+}
+
+/* tuple, get-tuple-element, async-update (its operand unchanged) and async-done (the called
+ * computation's results, after the operand leaves, of the async-start's tuple). */
 static int run_leaves(gopt_exec *x, ex_kernel *k, gopt_error *err) {
-  int64_t off = strcmp(hop(G, NODE), "tuple") ? gopt_node_get_int(G, NODE, "hlo.leaf_offset", 0) : 0;
+  const char *op = hop(G, NODE);
+  int64_t off = !strcmp(op, "tuple") || !strcmp(op, "async-update") ? 0 : !strcmp(op, "async-done") ? async_result_offset(G, NODE)
+                                                                      : gopt_node_get_int(G, NODE, "hlo.leaf_offset", 0);
   for (int i = 0; i < k->n_out; i++) {
     int32_t t = off + i < k->n_in ? k->in[off + i] : -1;
     if (t < 0 || tbytes(x, t) != tbytes(x, k->out[i]))
@@ -944,11 +1061,15 @@ static int run_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
     rc = gopt_exec_set_input(s, i, &h, err);
   }
   if (!rc) rc = gopt_exec_run(s, err);
-  for (size_t i = 0; i < gopt_exec_n_outputs(s) && !rc; i++) {
+  size_t off = strcmp(hop(G, NODE), "async-start") ? 0 : (size_t)k->n_in, nr = gopt_exec_n_outputs(s);
+  for (size_t i = 0; i < off && !rc; i++) /* async-start's tuple: (operands, results, context) */
+    memcpy(ex_data(x, k->out[i]), ex_data(x, k->in[i]), tbytes(x, k->in[i]));
+  for (size_t i = off + nr; i < (size_t)k->n_out; i++) memset(ex_data(x, k->out[i]), 0, tbytes(x, k->out[i]));
+  for (size_t i = 0; i < nr && !rc; i++) {
     gopt_host_tensor h = {0};
     rc = gopt_exec_get_output(s, i, &h, err);
-    if (!rc && h.nbytes != tbytes(x, k->out[i])) rc = ex_node_error(x, NODE, err, GOPT_EINVAL, "result %zu has the wrong size", i);
-    if (!rc) memcpy(ex_data(x, k->out[i]), h.data, h.nbytes);
+    if (!rc && h.nbytes != tbytes(x, k->out[off + i])) rc = ex_node_error(x, NODE, err, GOPT_EINVAL, "result %zu has the wrong size", i);
+    if (!rc) memcpy(ex_data(x, k->out[off + i]), h.data, h.nbytes);
     gopt_host_tensor_clear(&h);
   }
   return rc;
@@ -971,7 +1092,9 @@ static int prepare_sub(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   if (!s) return ex_node_error(x, NODE, err, GOPT_EUNSUP, "no called computation");
   int rc = gopt_exec_new(s, &o, &e, NULL, &sub);
   if (rc) return ex_node_error(x, NODE, err, rc, "computation '%s': %s", gopt_graph_str(s, s->name), sub.msg);
-  if (gopt_exec_n_inputs(e) != (size_t)k->n_in || gopt_exec_n_outputs(e) != (size_t)k->n_out) {
+  size_t nr = gopt_exec_n_outputs(e);
+  int async = !strcmp(hop(G, NODE), "async-start"); /* results (operands, results, context...) */
+  if (gopt_exec_n_inputs(e) != (size_t)k->n_in || (async ? nr + (size_t)k->n_in > (size_t)k->n_out : nr != (size_t)k->n_out)) {
     gopt_exec_free(e);
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "operands/results do not match the computation's parameters/results");
   }
@@ -1166,6 +1289,9 @@ static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
   if (!strcmp(op, "reduce")) return f_reduce;
   if (!strcmp(op, "dot")) return f_dot;
   if (!strcmp(op, "sort")) return f_sort;
+  if (!strcmp(op, "scan")) return f_scan;
+  if (!strcmp(op, "topk") || (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "__gpu$TopK")))
+    return f_topk;
   if (!strcmp(op, "gather")) return f_gather;
   if (!strcmp(op, "scatter")) return f_scatter;
   if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "cuda_threefry2x32"))
@@ -1182,8 +1308,8 @@ static ref_fn ref_kernel(const gopt_graph *g, int32_t n) {
 int ex_hlo_handles(const gopt_exec *x, int32_t n) {
   const char *op = hop(x->g, n);
   if (!op) return 0;
-  if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element")) return 1;
-  if (!strcmp(op, "call") || !strcmp(op, "fusion")) return callee(x->g, n) != NULL;
+  if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element") || !strcmp(op, "async-update") || !strcmp(op, "async-done")) return 1;
+  if (!strcmp(op, "call") || !strcmp(op, "fusion") || !strcmp(op, "async-start")) return callee(x->g, n) != NULL;
   if (!strcmp(op, "while")) return ex_hlo_comp(x->g, n, "condition") && ex_hlo_comp(x->g, n, "body");
   if (!strcmp(op, "conditional")) {
     const gopt_graph *br[HLO_COND_MAX];
@@ -1194,14 +1320,14 @@ int ex_hlo_handles(const gopt_exec *x, int32_t n) {
 
 int ex_prepare_hlo(gopt_exec *x, ex_kernel *k, gopt_error *err) {
   const char *op = hop(G, NODE);
-  if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element")) {
+  if (!strcmp(op, "tuple") || !strcmp(op, "get-tuple-element") || !strcmp(op, "async-update") || !strcmp(op, "async-done")) {
     k->run = run_leaves;
     return GOPT_OK;
   }
-  if (!strcmp(op, "call") || !strcmp(op, "fusion")) return prepare_sub(x, k, err);
+  if (!strcmp(op, "call") || !strcmp(op, "fusion") || !strcmp(op, "async-start")) return prepare_sub(x, k, err);
   if (!strcmp(op, "while")) return prepare_while(x, k, err);
   if (!strcmp(op, "conditional")) return prepare_cond(x, k, err);
-  if (!strcmp(op, "reduce") || !strcmp(op, "sort") || !strcmp(op, "scatter")) { /* the computation must be interpretable: say so now */
+  if (!strcmp(op, "reduce") || !strcmp(op, "sort") || !strcmp(op, "scatter") || !strcmp(op, "scan")) { /* the computation must be interpretable: say so now */
     const gopt_attr *a = gopt_node_attr(G, NODE, "to_apply");
     scomp c;
     gopt_error e = {0};

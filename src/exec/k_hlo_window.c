@@ -118,21 +118,41 @@ static int conv_dims(const gopt_graph *g, int32_t n, cdims *c) {
   return labels(a + 2, strlen(a + 2), 'b', 'f', &c->ob, &c->of, c->os, &c->ns);
 }
 
+/* 0 when the input x, filter f and output y of a convolution fit dim_labels c (parsed from node n,
+ * with its window w and group counts), else -1. */
+static int conv_fit(const gopt_graph *g, int32_t n, const rt *xi, const rt *fi, const rt *yo, cdims *c, hwin *w,
+                    int64_t *fg, int64_t *bg, int *bad_window) {
+  *bad_window = 0;
+  if (conv_dims(g, n, c) || xi->rank != c->ns + 2 || fi->rank != c->ns + 2 || yo->rank != c->ns + 2) return -1;
+  if (win_parse(g, n, c->ns, w)) return *bad_window = 1, -1;
+  *fg = gopt_node_get_int(g, n, "feature_group_count", 1), *bg = gopt_node_get_int(g, n, "batch_group_count", 1);
+  int64_t N = xi->d[c->lb], cin = xi->d[c->lf], cg = fi->d[c->ri], O = fi->d[c->ro];
+  if (*fg < 1 || *bg < 1 || cin != *fg * cg || O != yo->d[c->of] || O % *fg || O % *bg || N % *bg ||
+      yo->d[c->ob] != N / *bg || (*bg > 1 && (O < N || O % N)))
+    return -1;
+  for (int i = 0; i < c->ns; i++) /* the filter's spatial dims are the window's */
+    if (fi->d[c->rs[i]] != w->size[i]) return -1;
+  return 0;
+}
+
+/* The lhs offset of output feature o: its batch group's and feature group's (see the file comment). */
+static int64_t conv_lboff(int64_t o, int64_t O, int64_t N, int64_t fg, int64_t bg, int64_t cg, const cdims *c, const int64_t *ls) {
+  int64_t dm = bg > 1 ? O / N : 1;
+  return ((o / dm) * (N / bg) % N) * ls[c->lb] * (bg > 1) + (o / (O / fg)) * cg * ls[c->lf];
+}
+
 static int f_conv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nin, (void)nout;
   cdims c;
   hwin w;
-  if (conv_dims(G, NODE, &c) || in[0].rank != c.ns + 2 || in[1].rank != c.ns + 2 || out[0].rank != c.ns + 2)
-    return ex_node_error(x, NODE, err, GOPT_EINVAL, "convolution: dim_labels do not fit the operands");
-  if (win_parse(G, NODE, c.ns, &w)) return ex_node_error(x, NODE, err, GOPT_EINVAL, "convolution: bad window attribute");
-  int64_t fg = gopt_node_get_int(G, NODE, "feature_group_count", 1), bg = gopt_node_get_int(G, NODE, "batch_group_count", 1);
-  int64_t N = in[0].d[c.lb], cin = in[0].d[c.lf], cg = in[1].d[c.ri], O = in[1].d[c.ro];
-  if (fg < 1 || bg < 1 || cin != fg * cg || O != out[0].d[c.of] || O % fg || O % bg || N % bg || out[0].d[c.ob] != N / bg ||
-      (bg > 1 && (O < N || O % N)))
-    return ex_node_error(x, NODE, err, GOPT_EINVAL, "convolution: feature/batch group counts do not fit the shapes");
+  int64_t fg, bg;
+  int bw;
+  if (conv_fit(G, NODE, &in[0], &in[1], &out[0], &c, &w, &fg, &bg, &bw))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, bw ? "convolution: bad window attribute"
+                                                          : "convolution: dim_labels or feature/batch group counts do not fit the operands");
+  int64_t N = in[0].d[c.lb], cg = in[1].d[c.ri], O = in[1].d[c.ro];
   int64_t ls[GOPT_MAX_RANK], rs[GOPT_MAX_RANK], os[GOPT_MAX_RANK], pos[GOPT_MAX_RANK] = {0}, box[GOPT_MAX_RANK];
   ref_strides(&in[0], ls), ref_strides(&in[1], rs), ref_strides(&out[0], os);
-  int64_t ofg = O / fg, dm = bg > 1 ? O / N : 1, bgs = N / bg;
   double *acc = malloc((size_t)O * sizeof *acc + 1);
   int64_t *lboff = malloc((size_t)O * sizeof *lboff + 1);
   if (!acc || !lboff) {
@@ -140,8 +160,7 @@ static int f_conv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
     free(lboff);
     return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   }
-  for (int64_t o = 0; o < O; o++) /* per output feature: its batch group's and feature group's lhs offset */
-    lboff[o] = ((o / dm) * bgs % N) * ls[c.lb] * (bg > 1) + (o / ofg) * cg * ls[c.lf];
+  for (int64_t o = 0; o < O; o++) lboff[o] = conv_lboff(o, O, N, fg, bg, cg, &c, ls);
   for (int i = 0; i < c.ns + 2; i++) box[i] = i == c.of ? 1 : out[0].d[i];
   int64_t wsz[GOPT_MAX_RANK], wi[GOPT_MAX_RANK];
   for (int i = 0; i < c.ns; i++) wsz[i] = w.size[i];
@@ -179,6 +198,90 @@ static int f_conv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout
   return GOPT_OK;
 }
 
+/* ---- cuDNN convolution custom-calls ------------------------------------------------------------ */
+
+/* The convolution y = conv(xi, fi) of dims c, window w and groups fg/bg, or one of its adjoints: it
+ * visits every term y[yi] += xi[l] * fi[r] of the forward sum and, by mode, accumulates
+ * 0: y[yi] += xi[l] * fi[r] (forward), 1: fi[r] += xi[l] * y[yi] (the filter gradient, y the output
+ * gradient), 2: xi[l] += fi[r] * y[yi] (the input gradient). The tensor it writes is zeroed first. */
+static void conv_terms(int mode, const cdims *c, const hwin *w, int64_t fg, int64_t bg, rt *xi, rt *fi, rt *yo) {
+  rt *res = mode == 0 ? yo : mode == 1 ? fi : xi;
+  if (res->n) memset(res->v, 0, (size_t)res->n * sizeof(double));
+  int64_t N = xi->d[c->lb], cg = fi->d[c->ri], O = fi->d[c->ro];
+  int64_t ls[GOPT_MAX_RANK], rs[GOPT_MAX_RANK], os[GOPT_MAX_RANK], pos[GOPT_MAX_RANK] = {0}, wi[GOPT_MAX_RANK];
+  ref_strides(xi, ls), ref_strides(fi, rs), ref_strides(yo, os);
+  if (!yo->n || !xi->n || !fi->n) return;
+  do { /* every output element, feature dim included */
+    int64_t o = pos[c->of], yi = 0;
+    for (int i = 0; i < c->ns + 2; i++) yi += pos[i] * os[i];
+    int64_t lbase = pos[c->ob] * ls[c->lb] + conv_lboff(o, O, N, fg, bg, cg, c, ls), rbase = o * rs[c->ro];
+    double acc = 0, yv = yo->v[yi];
+    memset(wi, 0, sizeof wi);
+    do {
+      int64_t l = lbase, r = rbase, ok = 1;
+      for (int i = 0; i < c->ns && ok; i++) {
+        int64_t p = win_pos(w, i, pos[c->os[i]], wi[i], xi->d[c->ls[i]]);
+        ok = p >= 0;
+        l += p * ls[c->ls[i]];
+        r += (w->rev[i] ? w->size[i] - 1 - wi[i] : wi[i]) * rs[c->rs[i]];
+      }
+      for (int64_t z = 0; ok && z < cg; z++) {
+        int64_t lz = l + z * ls[c->lf], rz = r + z * rs[c->ri];
+        if (mode == 0) acc += xi->v[lz] * fi->v[rz];
+        else if (mode == 1) fi->v[rz] += xi->v[lz] * yv;
+        else xi->v[lz] += fi->v[rz] * yv;
+      }
+    } while (c->ns && bump(wi, w->size, c->ns));
+    if (mode == 0) yo->v[yi] = acc;
+  } while (bump(pos, yo->d, c->ns + 2));
+}
+
+/* The number after "key": in the JSON text s, dflt when absent. */
+static double json_num(const char *s, const char *key, double dflt) {
+  const char *p = strstr(s, key);
+  return p ? strtod(p + strlen(key), NULL) : dflt;
+}
+
+/* XLA's cuDNN convolution custom-calls (its GPU conv rewriter's kinds), each a tuple (result,
+ * u8[] scratch); window, dim_labels and group counts are those of the forward convolution
+ * input (*) filter -> output, and the operands and result take the roles
+ * - __cudnn$convForward (input, filter) -> output;
+ * - __cudnn$convBackwardInput (output gradient, filter) -> input gradient;
+ * - __cudnn$convBackwardFilter (input, output gradient) -> filter gradient;
+ * - __cudnn$convBiasActivationForward (input, filter, bias [O], side input?) -> output:
+ *   act(conv_result_scale * conv + side_input_scale * side + bias), act kNone or kRelu;
+ * the result of each is scaled by backend_config's conv_result_scale (cuDNN's alpha). */
+static int f_cudnn_conv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
+  const char *t = gopt_node_get_string(G, NODE, "custom_call_target", ""), *bc = gopt_node_get_string(G, NODE, "backend_config", "");
+  int mode = strstr(t, "BackwardFilter") ? 1 : strstr(t, "BackwardInput") ? 2 : 0, bias = strstr(t, "BiasActivation") != NULL;
+  int relu = strstr(bc, "\"activation_mode\":\"kRelu\"") != NULL;
+  if (strstr(bc, "\"activation_mode\":\"") && !relu && !strstr(bc, "\"activation_mode\":\"kNone\""))
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "%s: activation mode other than kNone/kRelu", t);
+  if (nin < 2 + bias || nin > (bias ? 4 : 2) || nout < 1)
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "%s: %d operands, %d results", t, nin, nout);
+  rt *xi = mode == 2 ? &out[0] : &in[0], *fi = mode == 1 ? &out[0] : &in[1], *yo = mode == 0 ? &out[0] : mode == 1 ? &in[1] : &in[0];
+  cdims c;
+  hwin w;
+  int64_t fg, bg;
+  int bw;
+  if (conv_fit(G, NODE, xi, fi, yo, &c, &w, &fg, &bg, &bw))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "%s: window, dim_labels or group counts do not fit the operands", t);
+  int64_t O = fi->d[c.ro], os[GOPT_MAX_RANK];
+  if (bias && (in[2].n != O || (nin == 4 && in[3].n != out[0].n)))
+    return ex_node_error(x, NODE, err, GOPT_EINVAL, "%s: bias or side input does not fit the output", t);
+  conv_terms(mode, &c, &w, fg, bg, xi, fi, yo);
+  double alpha = json_num(bc, "\"conv_result_scale\":", 1), beta = json_num(bc, "\"side_input_scale\":", 0);
+  ref_strides(&out[0], os);
+  for (int64_t i = 0; i < out[0].n; i++) {
+    double v = alpha * out[0].v[i];
+    if (bias) v += in[2].v[(i / os[c.of]) % O] + (nin == 4 ? beta * in[3].v[i] : 0);
+    out[0].v[i] = relu && v < 0 ? 0 : v;
+  }
+  for (int j = 1; j < nout; j++) /* the scratch buffer */
+    if (out[j].v) memset(out[j].v, 0, (size_t)out[j].n * sizeof(double));
+  return GOPT_OK;
+}
+
 /* ---- reduce-window, select-and-scatter ------------------------------------------------------- */
 
 /* Flat operand index of window element wi for output position o, -1 when skipped. */
@@ -192,18 +295,20 @@ static int64_t win_elem(const hwin *w, const rt *op, const int64_t *o, const int
   return f;
 }
 
+#define RW_MAX 8 /* operands of a variadic reduce-window (XLA's max-pool gradient fusion has 5) */
+
 /* reduce-window(x_0..x_{k-1}, init_0..init_{k-1}), window, to_apply. */
 static int f_reduce_window(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   const gopt_graph *s = ex_hlo_comp(G, NODE, "to_apply");
   int kk = nin / 2;
   hwin w;
-  if (!s || nin != 2 * kk || nout != kk || kk > 4 || (int)s->inputs.n != 2 * kk || (int)s->outputs.n != kk)
-    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "reduce-window needs k operands, k initial values, k results (k <= 4) and to_apply");
+  if (!s || nin != 2 * kk || nout != kk || kk > RW_MAX || (int)s->inputs.n != 2 * kk || (int)s->outputs.n != kk)
+    return ex_node_error(x, NODE, err, GOPT_EUNSUP, "reduce-window needs k operands, k initial values, k results (k <= %d) and to_apply", RW_MAX);
   if (win_parse(G, NODE, in[0].rank, &w)) return ex_node_error(x, NODE, err, GOPT_EINVAL, "reduce-window: bad window attribute");
   ex_hlo_scomp c;
   int rc = ex_hlo_scomp_init(&c, s, err);
   int64_t o[GOPT_MAX_RANK], wi[GOPT_MAX_RANK];
-  double args[8], res[4];
+  double args[2 * RW_MAX], res[RW_MAX];
   for (int64_t f = 0; f < out[0].n && !rc; f++) {
     ex_hlo_unravel(&out[0], f, o);
     for (int j = 0; j < kk; j++) args[j] = in[kk + j].v[0];
@@ -260,6 +365,7 @@ ref_fn ex_hlo_window_kernel(const gopt_graph *g, int32_t n) {
   const char *op = ex_hlo_op(g, n);
   if (!op) return NULL;
   if (!strcmp(op, "convolution")) return f_conv;
+  if (!strcmp(op, "custom-call") && strstr(gopt_node_get_string(g, n, "custom_call_target", ""), "__cudnn$conv")) return f_cudnn_conv;
   if (!strcmp(op, "reduce-window")) return f_reduce_window;
   if (!strcmp(op, "select-and-scatter")) return f_select_scatter;
   return NULL;

@@ -28,10 +28,12 @@
 #define SIZE_LIMIT (1 << 20)
 #define DEFAULT_LIMIT (1 << 20)
 #define MIN_VERIFIED 68
+#define MUST_VERIFY 0 /* most modules of must[] in main exceed the limits here */
 #else
 #define SIZE_LIMIT (1 << 22)
 #define DEFAULT_LIMIT (1 << 25)
-#define MIN_VERIFIED 75
+#define MIN_VERIFIED 81
+#define MUST_VERIFY 1
 #endif
 #define MAX_FILES 128
 
@@ -204,6 +206,45 @@ static void kernel_cases(void) {
               "  ROOT r = f32[2] add(x, y)\n}\n", 0, ob, 2);
   kernel_case("broadcast along dim 1",
               "ENTRY e {\n  x = f32[2] constant({1, 2})\n  ROOT b = f32[3,2] broadcast(x), dimensions={1}\n}\n", 0, bc, 6);
+  static const double as[] = {5, 12, 21};
+  kernel_case("async-start/-update/-done run the called computation", /* x * y + x */
+              "comp {\n  p0 = f32[3] parameter(0)\n  p1 = f32[3] parameter(1)\n  ROOT m = f32[3] multiply(p0, p1)\n}\n"
+              "ENTRY e {\n  x = f32[3] constant({1, 2, 3})\n  y = f32[3] constant({4, 5, 6})\n"
+              "  s = ((f32[3], f32[3]), f32[3], u32[]) async-start(x, y), calls=comp\n"
+              "  u = ((f32[3], f32[3]), f32[3], u32[]) async-update(s)\n  d = f32[3] async-done(u)\n"
+              "  ROOT r = f32[3] add(d, x)\n}\n", 0, as, 3);
+  /* per row, the 3 largest, ties in index order: {1, 3, 3, 0} -> 3 (1), 3 (2), 1 (0); {2, -1, 2, 5} -> 5 (3), 2 (0), 2 (2) */
+#define TOPK_X "  x = f32[2,4] constant({ {1, 3, 3, 0}, {2, -1, 2, 5} })\n"
+  static const double tv2[] = {3, 3, 1, 5, 2, 2}, ti2[] = {1, 2, 0, 3, 0, 2};
+  kernel_case("topk values", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=true\n}\n", 0, tv2, 6);
+  kernel_case("topk indices", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=true\n}\n", 1, ti2, 6);
+  static const double sv3[] = {0, 1, 3, -1, 2, 2}, si3[] = {3, 0, 1, 1, 0, 2};
+  kernel_case("topk largest=false", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=false\n}\n", 0, sv3, 6);
+  kernel_case("topk largest=false indices", "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=false\n}\n", 1, si3, 6);
+  /* scan (XLA's ScanExpander semantics): cumulative sums, forward and reversed, along either dim */
+#define SCAN_ADD "add {\n  a = f32[] parameter(0)\n  c = f32[] parameter(1)\n  s = f32[] add(a, c)\n  ROOT t = (f32[], f32[]) tuple(s, s)\n}\n"
+  static const double cs[] = {1, 3, 6, 10}, csc[] = {10}, rcs[] = {10, 9, 7, 4}, c2[] = {1, 3, 6, 104, 109, 115}, c2c[] = {6, 115},
+                      c0[] = {1, 2, 3, 5, 7, 9};
+  const char *cum = SCAN_ADD "ENTRY e {\n  x = f32[4] constant({1, 2, 3, 4})\n  z = f32[] constant(0)\n"
+                    "  ROOT s = (f32[4], f32[]) scan(x, z), dimensions={0}, num_carries=1, is_associative=true, to_apply=add\n}\n";
+  kernel_case("scan: cumsum", cum, 0, cs, 4);
+  kernel_case("scan: cumsum's final carry", cum, 1, csc, 1);
+  kernel_case("scan: reversed cumsum",
+              SCAN_ADD "ENTRY e {\n  x = f32[4] constant({1, 2, 3, 4})\n  z = f32[] constant(0)\n"
+              "  ROOT s = (f32[4], f32[]) scan(x, z), dimensions={0}, num_carries=1, is_reverse=true, to_apply=add\n}\n", 0, rcs, 4);
+#define SCAN_X "  x = f32[2,3] constant({ {1, 2, 3}, {4, 5, 6} })\n"
+  const char *row = SCAN_ADD "ENTRY e {\n" SCAN_X "  z = f32[2] constant({0, 100})\n"
+                    "  ROOT s = (f32[2,3], f32[2]) scan(x, z), dimensions={1}, num_carries=1, to_apply=add\n}\n";
+  kernel_case("scan along dim 1 of a matrix", row, 0, c2, 6);
+  kernel_case("scan along dim 1: final carries", row, 1, c2c, 2);
+  kernel_case("scan along dim 0 of a matrix",
+              SCAN_ADD "ENTRY e {\n" SCAN_X "  z = f32[3] constant({0, 0, 0})\n"
+              "  ROOT s = (f32[2,3], f32[3]) scan(x, z), dimensions={0}, num_carries=1, to_apply=add\n}\n", 0, c0, 6);
+  kernel_case("__gpu$TopK with a greater-than comparator",
+              "gt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = s32[] parameter(2)\n  d = s32[] parameter(3)\n"
+              "  ROOT r = pred[] compare(a, b), direction=GT\n}\n"
+              "ENTRY e {\n" TOPK_X "  ROOT t = (f32[2,3], s32[2,3]) custom-call(x), custom_call_target=\"__gpu$TopK\", "
+              "called_computations={gt}\n}\n", 1, ti2, 6);
 }
 
 int main(void) {
@@ -212,7 +253,17 @@ int main(void) {
   CHECK(nftw("tests/hlo/data", collect, 16, FTW_PHYS) == 0);
   qsort(files, (size_t)n_files, sizeof *files, cmp_str);
   int verified = 0;
-  for (int i = 0; i < n_files; i++) verified += check_module(files[i]);
+  /* Modules the executor runs only with its cuDNN convolution custom-calls, topk/__gpu$TopK, scan,
+   * async-start/-done and five-operand reduce-window kernels: each must verify (release limits). */
+  static const char *const must[] = {"xla-2026b/cnn_train_step.after_gpu.hlo", "xla-2026b/conv_forms.after_gpu.hlo",
+                                     "xla-2026b/control_flow.before.hlo", "xla-2026b/control_flow.after_gpu.hlo",
+                                     "xla-2026b/lstm_train_step.after_gpu.hlo"};
+  for (int i = 0; i < n_files; i++) {
+    int ok = check_module(files[i]);
+    verified += ok;
+    for (size_t j = 0; MUST_VERIFY && j < sizeof must / sizeof must[0]; j++)
+      if (strstr(files[i], must[j])) CHECK_MSG(ok, "%s is not verified", must[j]);
+  }
   fprintf(stderr, "%d of %d modules executable and verified (every pass and the default pipeline)\n",
           verified, n_files);
   CHECK(n_files == 109); /* 85 shared modules + 4 of today's XLA (xla-2026) + 20 more (xla-2026b) */
