@@ -29,7 +29,11 @@
 #define DEFAULT_LIMIT (1 << 20)
 #define MIN_VERIFIED 68
 #define MUST_VERIFY 0 /* most modules of must[] in main exceed the limits here */
+#define TODAY_EVERY 0 /* today's XLA modules (xla-2026*): the default pipeline only (their interpreted
+                       * loops and reference convolutions take minutes under ASan over every pass;
+                       * the release build runs every pass on them) */
 #else
+#define TODAY_EVERY 1
 #define SIZE_LIMIT (1 << 22)
 #define DEFAULT_LIMIT (1 << 25)
 #define MIN_VERIFIED 81
@@ -109,6 +113,7 @@ static int check_module(const char *path) {
   int every = total_elements(g) <= SIZE_LIMIT; /* else the default pipeline only */
   if (!runs) snprintf(msg, sizeof msg, "%zu tensor elements (limit %d)", total_elements(g), DEFAULT_LIMIT);
   if (has_while(g)) every = 0; /* the interpreted loops take a second a run: default only */
+  if (!TODAY_EVERY && strstr(path, "xla-2026")) every = 0;
   for (int p = 0; p <= np; p++) { /* p == np: the default pipeline */
     gopt_graph *h = NULL;
     gopt_pass_stats st = {0};
