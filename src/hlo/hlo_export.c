@@ -865,6 +865,10 @@ static int emit_comp(ex *x, const gopt_graph *g, const char *name, int entry) {
     for (int i = 0; i < k && rv >= 0; i++)
       if (c.tval[o[i]] != rv || c.tleaf[o[i]] != i) rv = -1;
   }
+  /* no outputs: the computation returns (); an instruction of that type, the last such, is the
+   * root itself (no new empty tuple, so a re-import has the same instructions) */
+  for (int64_t j = cnt - 1; k == 0 && rv < 0 && j >= 0; j--)
+    if (c.node_val[order[j]] >= 0 && c.v[c.node_val[order[j]]].n == 0) rv = c.node_val[order[j]];
   sbuf rpre = {0}, rref = {0};
   if (rv < 0) rc = group_ref(&c, &rpre, &rref, o, k, k != 1);
   int relem = !rc && rv < 0 && !rpre.p;

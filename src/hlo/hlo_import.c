@@ -583,8 +583,9 @@ static int add_node(cimp *ci, int i, int32_t *ins, size_t max_in) {
     }
   }
   gopt_error e2 = {0};
-  int32_t n = gopt_graph_add_node(g, gt ? gt : type, in->name, (int)k, ins, ci->leaf_n[i],
-                                  ci->leaves.a + ci->leaf_off[i], &e2);
+  /* an empty tuple (`()`) has no leaves; the leaf array may not exist yet */
+  const int32_t *outs = ci->leaves.a ? ci->leaves.a + ci->leaf_off[i] : NULL;
+  int32_t n = gopt_graph_add_node(g, gt ? gt : type, in->name, (int)k, ins, ci->leaf_n[i], outs, &e2);
   if (n < 0) {
     free(gt);
     return at(im, in->line, in->col, GOPT_EGRAPH, "instruction '%s': %s", in->name, e2.msg);
