@@ -326,15 +326,20 @@ def layer_rows(torch, T, ctor, inputs, batch, dev):
 
 # ---- micro-benchmarks --------------------------------------------------------------------------
 
+def timed_row(torch, T, entry, fn):
+    """entry with the eager ("ms") and CUDA-graph replay ("gpu_ms") times of fn added."""
+    with torch.no_grad():
+        entry["ms"] = T.eager_ms(fn)
+        entry["gpu_ms"] = T.graph_ms(fn)
+    return entry
+
+
 def micro_rows(torch, T, dev):
     F = torch.nn.functional
     rows = []
 
     def add(entry, fn):
-        with torch.no_grad():
-            entry["ms"] = T.eager_ms(fn)
-            entry["gpu_ms"] = T.graph_ms(fn)
-        rows.append(entry)
+        rows.append(timed_row(torch, T, entry, fn))
     top = 12 if T.dry else 26
     unary = {"Relu": torch.relu, "Sigmoid": torch.sigmoid, "Tanh": torch.tanh, "Gelu": F.gelu, "Exp": torch.exp}
     for e in range(10, top + 1, 2):
@@ -388,10 +393,7 @@ def matmul_grid_rows(torch, T, dev):
     rows = []
 
     def add(entry, fn):
-        with torch.no_grad():
-            entry["ms"] = T.eager_ms(fn)
-            entry["gpu_ms"] = T.graph_ms(fn)
-        rows.append(entry)
+        rows.append(timed_row(torch, T, entry, fn))
     grid = [(2, 64, 256, 256)] if T.dry else [
         (B, M, N, K) for B in (2, 3, 4, 8) for M in (16, 64, 256, 1024) for N in (256, 1024, 4096)
         for K in (256, 1024)]
