@@ -334,6 +334,8 @@ struct gopt_sim_state {
   sim_kact *kact;              /* [n_act] */
   int32_t *kxh;                /* [n_act] first transfer */
   sim_kev *kev;                /* [D + L] pending events */
+  double *kc;                  /* [n] kernel seconds on its device (set at the run's start) */
+  int32_t *klo;                /* [D] ready-queue cursors (sim_stream.c) */
   /* transfers */
   sim_xfer *x;
   size_t nx, capx;

@@ -48,7 +48,7 @@ void gopt_sim_state_free(gopt_sim_state *st) {
                   st->hbase, st->ddirty, st->dlist, st->peak, st->over, st->busy, st->resid,
                   st->endmem, st->rescnt, st->lk, st->ldirty, st->lbytes, st->lbusy, st->ev,
                   st->slog, st->sre, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend,
-                  st->uq, st->bq, st->kdev, st->kpd, st->kact, st->kxh, st->kev};
+                  st->uq, st->bq, st->kdev, st->kpd, st->kact, st->kxh, st->kev, st->kc, st->klo};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   sim_delta_free(st);
   free(st);
@@ -90,7 +90,7 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
       GOPT_ALLOC(st->rlog, st->capl) || GOPT_ALLOC(st->xlog, st->capl) ||
       GOPT_ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || GOPT_ALLOC(st->bm, D * st->bm_words) ||
       GOPT_ALLOC(st->bq, D) || GOPT_ALLOC(st->kpd, n + 1) || GOPT_ALLOC(st->kact, A + 1) ||
-      GOPT_ALLOC(st->kxh, A + 1) || GOPT_ALLOC(st->kev, D + L + 1) ||
+      GOPT_ALLOC(st->kxh, A + 1) || GOPT_ALLOC(st->kc, n + 1) || GOPT_ALLOC(st->klo, D + 1) || GOPT_ALLOC(st->kev, D + L + 1) ||
       (D <= 255 && !(st->kdev = calloc(n + 1, 1)))) {
     gopt_sim_state_free(st);
     return NULL;

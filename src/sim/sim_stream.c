@@ -113,18 +113,58 @@ static inline void kev_push(sim_kev *ev, int *nev, double t, int32_t id) {
 
 int sim_stream_ok(const gopt_sim_state *st) { return st->pdef && st->kdev && st->s->k_u; }
 
-/* Sets the stream's pending counts (with each unit's device) and queues its source units (after
- * sim_run.c's reset of the devices, links and resident bytes, which it shares). */
+/* Ready queues: sim_run.c's bitmaps (bm_push, bm_pop) and per device a cursor klo[d], a level-0
+ * word index with no queued rank below it, so that a pop usually reads one word (the word at the
+ * cursor) instead of three dependent ones. */
+static inline void kq_push(gopt_sim_state *st, int d, int32_t r) {
+  bm_push(st->bq[d], r);
+  if ((r >> 6) < st->klo[d]) st->klo[d] = r >> 6;
+}
+
+/* Removes and returns the smallest rank of device d's (non-empty) queue q: the one bm_pop returns. */
+static inline int32_t kq_pop(bm_q q, int32_t *lo) {
+  uint32_t j0 = (uint32_t)*lo;
+  uint64_t w0 = q.b0[j0];
+  if (__builtin_expect(!w0, 0)) { /* the cursor's word is empty: the levels above find the next */
+    uint32_t i2 = 0;
+    while (!q.b2[i2]) i2++;
+    uint32_t j1 = (i2 << 6) | (uint32_t)__builtin_ctzll(q.b2[i2]);
+    j0 = (j1 << 6) | (uint32_t)__builtin_ctzll(q.b1[j1]);
+    w0 = q.b0[j0];
+    *lo = (int32_t)j0;
+  }
+  uint32_t r = (j0 << 6) | (uint32_t)__builtin_ctzll(w0);
+  w0 &= w0 - 1;
+  q.b0[j0] = w0;
+  if (!w0) { /* (word j0 is the lowest non-empty one: its bit is the lowest in b1, as in bm_pop) */
+    uint32_t j1 = j0 >> 6;
+    uint64_t w1 = q.b1[j1] & ~(1ULL << (j0 & 63));
+    q.b1[j1] = w1;
+    if (!w1) q.b2[j1 >> 6] &= ~(1ULL << (j1 & 63));
+  }
+  return (int32_t)r;
+}
+
+/* Sets the stream's pending counts (with each unit's device) and kernel times on its device, and
+ * queues its source units (after sim_run.c's reset of the devices, links and resident bytes, which
+ * it shares). */
 static void stream_reset(gopt_sim_state *st) {
   const gopt_sim *s = st->s;
+  const int32_t n = s->n;
   const uint8_t *kdev = st->kdev;
   const int32_t *nin = s->k_nin;
+  const double *kcost = s->k_cost;
   uint32_t *kpd = st->kpd;
-  for (int32_t k = 0; k < s->n; k++) kpd[k] = (uint32_t)kdev[k] << 24 | (uint32_t)nin[k];
+  double *kc = st->kc;
+  for (int32_t k = 0; k < n; k++) {
+    kpd[k] = (uint32_t)kdev[k] << 24 | (uint32_t)nin[k];
+    kc[k] = kcost[(size_t)kdev[k] * (size_t)n + (size_t)k];
+  }
+  for (int d = 0; d < st->D; d++) st->klo[d] = 0;
   for (int32_t i = 0; i < s->n_src; i++) {
     int32_t k = s->k_src[i];
     int d = kdev[k];
-    bm_push(st->bq[d], k);
+    kq_push(st, d, k);
     st->dv[d].hn++;
   }
 }
@@ -170,7 +210,7 @@ static __attribute__((noinline)) void stream_link_done(gopt_sim_state *st, int l
     int32_t cu = kcons[c];
     if ((kpd[cu] >> 24) != dst) continue;
     if ((--kpd[cu] & 0xFFFFFF) == 0) {
-      bm_push(st->bq[dst], cu);
+      kq_push(st, (int)dst, cu);
       sim_dev *v = &st->dv[dst];
       v->hn++;
       if (!v->flag) {
@@ -206,7 +246,7 @@ static __attribute__((noinline)) int32_t stream_remote_out(gopt_sim_state *st, i
     if (cd == d) {
       local++;
       if ((--kpd[cu] & 0xFFFFFF) == 0) {
-        bm_push(st->bq[d], cu);
+        kq_push(st, d, cu);
         dv[d].hn++; /* (d is on the dirty list: its unit just ended) */
       }
     } else {
@@ -223,11 +263,11 @@ static __attribute__((noinline)) int32_t stream_remote_out(gopt_sim_state *st, i
 static __attribute__((noinline)) void stream_loop(gopt_sim_state *st, sim_lv *lv) {
   const gopt_sim *s = st->s;
   const int D = st->D;
-  const int32_t n = s->n;
   const sim_ku *ku = s->k_u;
   const sim_ka *ka = s->k_a;
   const int32_t *kin = s->k_in, *kcons = s->k_cons;
-  const double *kcost = s->k_cost;
+  const double *kc = st->kc;
+  int32_t *klo = st->klo;
   uint32_t *kpd = st->kpd;
   sim_kact *kact = st->kact;
   sim_dev *dv = st->dv;
@@ -245,9 +285,9 @@ static __attribute__((noinline)) void stream_loop(gopt_sim_state *st, sim_lv *lv
       sim_dev *v = &dv[d];
       v->flag = 0;
       if (v->running >= 0 || v->hn == 0) continue;
-      int32_t u = bm_pop(bq[d]);
+      int32_t u = kq_pop(bq[d], &klo[d]);
       v->hn--;
-      double dur = kcost[(size_t)d * n + u];
+      double dur = kc[u];
       v->busy += sim_fx(dur);
       const sim_ku U0 = ku[u];
       v->mem += U0.ob;
@@ -310,9 +350,10 @@ static __attribute__((noinline)) void stream_loop(gopt_sim_state *st, sim_lv *lv
           held++;
           kpd[cu] = --w;
           if ((w & 0xFFFFFF) == 0) {
-            __builtin_prefetch(&kcost[(size_t)d * n + cu]); /* what its start reads */
+            __builtin_prefetch(&kc[cu]); /* what its start reads */
             __builtin_prefetch(&ku[cu]);
             bm_push(bq[d], cu);
+            if ((cu >> 6) < klo[d]) klo[d] = cu >> 6;
             v->hn++;
           }
         }
