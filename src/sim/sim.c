@@ -18,6 +18,7 @@ void gopt_sim_free(gopt_sim *s) {
                   s->nres_off, s->nres, s->gout, s->out_bytes, s->drank, s->drunit, s->nsig,
                   s->res1_pos, s->resm, s->res1_bytes, s->src, s->dkey};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
+  sim_stream_free(s);
   free(s);
 }
 
@@ -289,6 +290,7 @@ int gopt_sim_new(const gopt_graph *g, const gopt_cluster *c, const gopt_sim_opts
     free(kb);
     free(ub);
   }
+  (void)sim_stream_build(s); /* out of memory: light evaluations use sim_run.c's loop */
   *out = s;
   s = NULL;
   goto done;

@@ -20,6 +20,29 @@
 #include "gopt/costdb.h"
 #include "gopt/sim.h"
 
+/* The streaming layout of a light evaluation (sim_stream.c): unit k is the position of default
+ * rank k, acts are numbered by producer. */
+typedef struct sim_ku {
+  int32_t in;                  /* first input (in k_in) */
+  int32_t out;                 /* first output act (its acts are out .. next unit's out - 1) */
+  double ob;                   /* bytes of its outputs (summed) */
+} sim_ku;
+typedef struct sim_ka {
+  double bytes;
+  int32_t cons;                /* first consumer (in k_cons) */
+  int32_t out;                 /* 1: a graph output */
+} sim_ka;
+/* Per-act run state of a light evaluation in the streaming layout: buffer holders left, the
+ * producer's device (its first transfer is in the state's kxh). */
+typedef struct sim_kact {
+  int32_t ref, dev;
+} sim_kact;
+/* A pending event of the streaming loop: its time and what ends (a device d: d; a link l: D + l). */
+typedef struct sim_kev {
+  double t;
+  int32_t id, spare;
+} sim_kev;
+
 struct gopt_sim {
   const gopt_graph *g;
   const gopt_cluster *cl;
@@ -68,6 +91,16 @@ struct gopt_sim {
   int32_t *res1_pos, *resm;    /* [n_res1], [n_resm] */
   int64_t *res1_bytes;         /* [n_res1] */
   int32_t n_src, *src;         /* positions with no input act (ready at reset), ascending */
+  /* the streaming layout (sim_stream.c; NULL when it could not be built): unit k = the position
+   * of default rank k (drunit[k]), acts renumbered in the order of their producers' k */
+  sim_ku *k_u;                 /* [n + 1] */
+  int32_t *k_in;               /* inputs of each unit, renumbered acts */
+  sim_ka *k_a;                 /* [n_act + 1] */
+  int32_t *k_cons;             /* consumers of each act, renumbered units, in their CSR order */
+  int32_t *k_a2a, *k_aprod;    /* [n_act] renumbered act -> act, -> producing position */
+  int32_t *k_nin;              /* [n] inputs per unit */
+  double *k_cost;              /* [D * n] kernel seconds (device-major) */
+  int32_t *k_src, *k_gout;     /* src as units, gout as acts, renumbered */
 };
 
 /* A transfer of one act to one device. */
@@ -221,6 +254,34 @@ typedef struct bm_q {
   uint64_t *b0, *b1, *b2;
 } bm_q;
 
+/* Queues rank r (sim_run.c describes the levels). */
+static inline void bm_push(bm_q q, int32_t r) {
+  uint32_t x = (uint32_t)r;
+  q.b0[x >> 6] |= 1ULL << (x & 63);
+  q.b1[x >> 12] |= 1ULL << ((x >> 6) & 63);
+  q.b2[x >> 18] |= 1ULL << ((x >> 12) & 63);
+}
+
+/* Removes and returns the smallest rank (the lowest set bit of every word on its path). */
+static inline int32_t bm_pop(bm_q q) {
+  uint32_t i2 = 0;
+  while (!q.b2[i2]) i2++;
+  uint64_t w2 = q.b2[i2];
+  uint32_t j1 = (i2 << 6) | (uint32_t)__builtin_ctzll(w2);
+  uint64_t w1 = q.b1[j1];
+  uint32_t j0 = (j1 << 6) | (uint32_t)__builtin_ctzll(w1);
+  uint64_t w0 = q.b0[j0];
+  uint32_t r = (j0 << 6) | (uint32_t)__builtin_ctzll(w0);
+  w0 &= w0 - 1;
+  q.b0[j0] = w0;
+  if (!w0) {
+    w1 &= w1 - 1;
+    q.b1[j1] = w1;
+    if (!w1) q.b2[i2] = w2 & (w2 - 1);
+  }
+  return (int32_t)r;
+}
+
 #define SIM_CHG_MAX 64
 #define SIM_SPL_MAX 64
 struct sim_old;
@@ -266,6 +327,15 @@ struct gopt_sim_state {
   int32_t *aref;               /* [n_act] buffer holders left (see sim_act) */
   int32_t *pend;               /* [n] per unit: inputs not yet present on its device */
   sim_uq *uq;                  /* [n] per unit: device, ready-queue rank */
+  /* the streaming layout's per-evaluation arrays (sim_stream.c) */
+  uint8_t *kdev;               /* [n] unfused: device of the position of default rank k (kept by
+                                  apply and set_device with uq; NULL when D > 255) */
+  uint32_t *kpd;               /* [n] device << 24 | pending inputs (set at the run's start) */
+  sim_kact *kact;              /* [n_act] */
+  int32_t *kxh;                /* [n_act] first transfer */
+  sim_kev *kev;                /* [D + L] pending events */
+  double *kc;                  /* [n] kernel seconds on its device (set at the run's start) */
+  int32_t *klo;                /* [D] ready-queue cursors (sim_stream.c) */
   /* transfers */
   sim_xfer *x;
   size_t nx, capx;
@@ -396,6 +466,17 @@ void sim_state_unfuse(gopt_sim_state *st);
  * sort over the key bytes that differ); kbuf and ubuf hold 2U entries (sim.c). */
 void sim_rank_keys(const uint64_t *key, int32_t U, int32_t *rank, int32_t *runit, uint64_t *kbuf,
                    int32_t *ubuf);
+/* The streaming layout (sim_stream.c): built by gopt_sim_new (GOPT_ENOMEM: not built, the
+ * arrays NULL), freed by gopt_sim_free. */
+int sim_stream_build(gopt_sim *s);
+void sim_stream_free(gopt_sim *s);
+/* Whether the next light evaluation can run in the streaming layout (default priorities). */
+int sim_stream_ok(const gopt_sim_state *st);
+/* A light evaluation in the streaming layout, after sim_run.c's reset of devices, links and
+ * resident bytes; *lv as that reset left it. Returns 1 when every kernel ran (transfers in the
+ * normal numbering, graph outputs released); 0 when the schedule cannot complete (the caller
+ * runs the normal loop for the error). */
+int sim_stream_run(gopt_sim_state *st, sim_lv *lv);
 /* Bytes of one checkpoint for D devices and L links (sim_run.c). */
 size_t sim_ck_size(int D, int L);
 /* Most checkpoints a state keeps. */
@@ -451,5 +532,80 @@ void sim_delta_end(gopt_sim_state *st);
  * logs again. */
 void sim_delta_logs_back(gopt_sim_state *st, int conv);
 void sim_delta_free(gopt_sim_state *st);
+
+/* ---- shared by the event loops (sim_run.c, sim_stream.c) ---------------------------------- */
+/* Counts a consumer of act a on device cd, another device than the producer's: cd is listed in
+ * st->dlist (*ndst entries) the first time, for sim_xfers_issue, which makes one transfer per
+ * listed device with dv[cd].dcount consumers. */
+static inline void sim_dest_count(gopt_sim_state *st, int cd, int32_t a, int32_t *ndst) {
+  sim_dev *v = &st->dv[cd];
+  if (v->dmark != a) {
+    v->dmark = a;
+    v->dcount = 0;
+    st->dlist[(*ndst)++] = cd;
+  }
+  v->dcount++;
+}
+
+/* Issues the transfers of act a (its number in the caller's numbering), produced on device d at
+ * `now`, to the devices in st->dlist[0 .. ndst), each with dv[].dcount consumers there: numbered
+ * from *nx on, chained from *xhead (the act's first transfer), appended to their links' FIFOs,
+ * the links marked dirty (st->ldirty, *nl). Shared by sim_run.c's and sim_stream.c's loops, so
+ * that both number and queue transfers alike. */
+static inline void sim_xfers_issue(gopt_sim_state *st, size_t *nx, int32_t a, int d, int32_t ndst,
+                                   double now, int32_t *xhead, int32_t *nl) {
+  sim_dev *dv = st->dv;
+  sim_link *lk = st->lk;
+  sim_xfer *xs = st->x;
+  for (int32_t k = 0; k < ndst; k++) {
+    int dd = st->dlist[k];
+    dv[dd].dmark = -1;
+    int l = st->s->route[d * st->D + dd];
+    int32_t xi = (int32_t)(*nx)++;
+    sim_xfer *x = &xs[xi];
+    x->act = a;
+    x->src = d;
+    x->dst = dd;
+    x->link = l;
+    x->req = now;
+    x->start = x->end = 0;
+    x->next_q = -1;
+    x->next_act = *xhead;
+    *xhead = xi;
+    x->refs = dv[dd].dcount;
+    x->cause = -1;
+    if (lk[l].qtail >= 0) xs[lk[l].qtail].next_q = xi;
+    else lk[l].qhead = xi;
+    lk[l].qtail = xi;
+    if (!lk[l].flag) {
+      lk[l].flag = 1;
+      st->ldirty[(*nl)++] = l;
+    }
+  }
+}
+
+/* Starts the transfer at the head of idle link l's FIFO at `now` (iteration it): b its bytes, p
+ * the unit that produced it. Sets its times and cause, the link's sums and the destination's
+ * memory; returns its end. Shared by both loops. */
+static inline double sim_link_start(gopt_sim_state *st, int l, double now, int32_t it, double b,
+                                    int32_t p) {
+  sim_link *k = &st->lk[l];
+  int32_t xi = k->qhead;
+  sim_xfer *x = &st->x[xi];
+  k->qhead = x->next_q;
+  if (k->qhead < 0) k->qtail = -1;
+  double dur = sim_grid(b * st->s->inv_bw[l] + st->s->lat[l]);
+  x->start = now;
+  x->end = now + dur;
+  x->start_it = it;
+  x->cause = (x->req < now && k->prev >= 0) ? SIM_CAUSE_XFER(k->prev) : SIM_CAUSE_UNIT(p);
+  k->bytes += b;
+  k->busy += sim_fx(dur);
+  sim_dev *v = &st->dv[x->dst];
+  v->mem += b;
+  if (v->mem > v->speak) v->speak = v->mem;
+  k->run = xi;
+  return x->end;
+}
 
 #endif

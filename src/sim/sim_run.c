@@ -91,13 +91,7 @@ static inline void ev_push(sim_ev *ev, int *nev, uint64_t *evseq, double t, int3
  * lowest unit) first. Three levels: b0 has a bit per rank, b1 a bit per b0 word, b2 a bit per b1
  * word; b2 has more than one word only beyond 2^18 units (scanned from the start). ---------- */
 static inline bm_q bm_at(const gopt_sim_state *st, int d) { return st->bq[d]; }
-
-static inline void bm_push(bm_q q, int32_t r) {
-  uint32_t x = (uint32_t)r;
-  q.b0[x >> 6] |= 1ULL << (x & 63);
-  q.b1[x >> 12] |= 1ULL << ((x >> 6) & 63);
-  q.b2[x >> 18] |= 1ULL << ((x >> 12) & 63);
-}
+/* (bm_push and bm_pop are in sim_internal.h, shared with sim_stream.c.) */
 
 /* Smallest rank in the (non-empty) queue. */
 static inline int32_t bm_min(bm_q q) {
@@ -106,26 +100,6 @@ static inline int32_t bm_min(bm_q q) {
   uint32_t j1 = (i2 << 6) | (uint32_t)__builtin_ctzll(q.b2[i2]);
   uint32_t j0 = (j1 << 6) | (uint32_t)__builtin_ctzll(q.b1[j1]);
   return (int32_t)((j0 << 6) | (uint32_t)__builtin_ctzll(q.b0[j0]));
-}
-
-/* Removes and returns the smallest rank (the lowest set bit of every word on its path). */
-static inline int32_t bm_pop(bm_q q) {
-  uint32_t i2 = 0;
-  while (!q.b2[i2]) i2++;
-  uint64_t w2 = q.b2[i2];
-  uint32_t j1 = (i2 << 6) | (uint32_t)__builtin_ctzll(w2);
-  uint64_t w1 = q.b1[j1];
-  uint32_t j0 = (j1 << 6) | (uint32_t)__builtin_ctzll(w1);
-  uint64_t w0 = q.b0[j0];
-  uint32_t r = (j0 << 6) | (uint32_t)__builtin_ctzll(w0);
-  w0 &= w0 - 1;
-  q.b0[j0] = w0;
-  if (!w0) {
-    w1 &= w1 - 1;
-    q.b1[j1] = w1;
-    if (!w1) q.b2[i2] = w2 & (w2 - 1);
-  }
-  return (int32_t)r;
 }
 
 /* ---- checkpoints ---------------------------------------------------------------------------- */
@@ -352,14 +326,16 @@ static inline uint64_t hready_set(int32_t u, sim_ur *W) {
 }
 static inline uint64_t hready_get(const sim_ur *W) { return (uint64_t)W->hm[1] << 32 | W->hm[0]; }
 
-/* Resets everything for a run from time 0 and pushes the initially ready units. */
-static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec, int tl) {
+/* Resets everything for a run from time 0 and pushes the initially ready units; `stream`: for a
+ * run in the streaming layout, which sets its own pending counts and ready units (sim_stream.c). */
+static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec, int tl, int stream) {
   const int D = st->D, L = st->L;
   const int32_t U = st->U;
   const int32_t *in_off = st->in_off;
   sim_ur *ur = st->ur;
   queues_reset(st);
-  for (int32_t u = 0; u < U; u++) st->pend[u] = in_off[u + 1] - in_off[u];
+  if (!stream)
+    for (int32_t u = 0; u < U; u++) st->pend[u] = in_off[u + 1] - in_off[u];
   for (int d = 0; d < D; d++) {
     sim_dev *v = &st->dv[d];
     v->running = v->prev_unit = v->dmark = -1;
@@ -391,7 +367,7 @@ static void full_reset(gopt_sim_state *st, sim_lv *lv, int rec, int tl) {
   resident_bytes(st);
   uint64_t h = 0;
   /* the units with no input (unfused: the listed positions) */
-  const int32_t *src = st->fused ? NULL : st->s->src, nsrc = st->fused ? U : st->s->n_src;
+  const int32_t *src = st->fused ? NULL : st->s->src, nsrc = stream ? 0 : st->fused ? U : st->s->n_src;
   for (int32_t i = 0; i < nsrc; i++) {
     int32_t u = src ? src[i] : i;
     if (st->pend[u] == 0) {
@@ -433,7 +409,6 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
                                                          const int one, const int rec,
                                                          const int tl) {
   const gopt_sim *s = st->s;
-  const int D = one ? 1 : st->D;
   const int32_t U = st->U;
   const int strict = st->strict;
   const int32_t *in_off = st->in_off, *in_act = st->in_act, *out_off = st->out_off,
@@ -568,23 +543,8 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
         sim_link *k = &lk[l];
         k->flag = 0;
         if (k->run >= 0 || k->qhead < 0) continue;
-        int32_t xi = k->qhead;
-        sim_xfer *x = &xs[xi];
-        k->qhead = x->next_q;
-        if (k->qhead < 0) k->qtail = -1;
-        double b = abytes[x->act], dur = sim_grid(b * s->inv_bw[l] + s->lat[l]);
-        x->start = now;
-        x->end = now + dur;
-        x->start_it = it;
-        x->cause = (x->req < now && k->prev >= 0) ? SIM_CAUSE_XFER(k->prev)
-                                                  : SIM_CAUSE_UNIT(st->aprod[x->act]);
-        k->bytes += b;
-        k->busy += sim_fx(dur);
-        sim_dev *v = &dv[x->dst];
-        v->mem += b;
-        if (v->mem > v->speak) v->speak = v->mem;
-        k->run = xi;
-        ev_push(ev, &nev, &evseq, x->end, 1, l);
+        int32_t a = xs[k->qhead].act;
+        ev_push(ev, &nev, &evseq, sim_link_start(st, l, now, it, abytes[a], st->aprod[a]), 1, l);
       }
       nl = 0;
     }
@@ -630,45 +590,18 @@ static inline __attribute__((always_inline)) int run_loop(gopt_sim_state *st, si
           sim_act *A = &act[a];
           for (int32_t c = cons_off[a]; c < cons_off[a + 1]; c++) {
             int32_t cu = cons[c];
-              int cd = one ? 0 : uq[cu].dev;
+            int cd = one ? 0 : uq[cu].dev;
             if (one || cd == d) {
               local++;
               if (rec) plw[np++ - plb] = cu;
               if (--pend[cu] == 0) READY(&ur[cu], cd, SIM_CAUSE_UNIT(u));
             } else {
-              if (dv[cd].dmark != a) {
-                dv[cd].dmark = a;
-                dv[cd].dcount = 0;
-                st->dlist[ndst++] = cd;
-              }
-              dv[cd].dcount++;
+              sim_dest_count(st, cd, a, &ndst);
             }
           }
           A->dev = d;
           A->xhead = -1;
-          if (!one)
-            for (int32_t k = 0; k < ndst; k++) {
-              int dd = st->dlist[k];
-              dv[dd].dmark = -1;
-              int l = s->route[d * D + dd];
-              int32_t xi = (int32_t)nx++;
-              sim_xfer *x = &xs[xi];
-              x->act = a;
-              x->src = d;
-              x->dst = dd;
-              x->link = l;
-              x->req = now;
-              x->start = x->end = 0;
-              x->next_q = -1;
-              x->next_act = A->xhead;
-              A->xhead = xi;
-              x->refs = dv[dd].dcount;
-              x->cause = -1;
-              if (lk[l].qtail >= 0) xs[lk[l].qtail].next_q = xi;
-              else lk[l].qhead = xi;
-              lk[l].qtail = xi;
-              MARK_LINK(l);
-            }
+          if (!one) sim_xfers_issue(st, &nx, a, d, ndst, now, &A->xhead, &nl);
           aref[a] = local + ndst + aout[a];
           if (aref[a] == 0) v->mem -= abytes[a];
         }
@@ -753,6 +686,7 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   }
   sim_lv lv;
   int32_t c = -1;
+  int stream = 0; /* a light evaluation in the streaming layout (sim_stream.c) */
   if (rec && st->inc_valid && st->nck > 0) { /* the last checkpoint at or before inc_from (a
                                                  shifted splice leaves them off the grid) */
     int32_t lo = 0, hi = st->nck - 1;
@@ -772,13 +706,19 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
     ck_restore(st, c, &lv);
   } else {
     if (!rec) st->nck = 0;
-    full_reset(st, &lv, rec, tl);
+    stream = !rec && !tl && sim_stream_ok(st);
+    full_reset(st, &lv, rec, tl, stream);
   }
   int32_t from = lv.it;
   st->inc_valid = 0;
   st->inc_from = INT32_MAX;
-  int conv;
-  if (D == 1) {
+  int conv = 0;
+  if (stream && !sim_stream_run(st, &lv)) { /* cannot complete: the normal loop names the unit */
+    stream = 0;
+    full_reset(st, &lv, 0, 0, 0);
+  }
+  if (stream) {
+  } else if (D == 1) {
     if (rec) conv = run_loop(st, &lv, 1, 1, 1);
     else if (tl) conv = run_loop(st, &lv, 1, 0, 1);
     else conv = run_loop(st, &lv, 1, 0, 0);
@@ -821,7 +761,7 @@ int gopt_sim_evaluate(gopt_sim_state *st, gopt_sim_result *r, gopt_error *err) {
   st->step = U > 0 ? lv.step : 0;
   /* graph outputs are released at the end of the step (logged: a replay undoes them too; a
    * converged replay spliced the recorded release) */
-  for (int32_t i = 0; i < s->n_gout && !conv; i++) {
+  for (int32_t i = 0; i < s->n_gout && !conv && !stream; i++) {
     int32_t a = s->gout[i];
     if (--st->aref[a] == 0) st->dv[st->act[a].dev].mem -= s->act_bytes[a];
     if (rec) st->rlog[st->nr++] = a;

@@ -48,7 +48,7 @@ void gopt_sim_state_free(gopt_sim_state *st) {
                   st->hbase, st->ddirty, st->dlist, st->peak, st->over, st->busy, st->resid,
                   st->endmem, st->rescnt, st->lk, st->ldirty, st->lbytes, st->lbusy, st->ev,
                   st->slog, st->sre, st->plog, st->rlog, st->xlog, st->ck, st->aref, st->pend,
-                  st->uq, st->bq};
+                  st->uq, st->bq, st->kdev, st->kpd, st->kact, st->kxh, st->kev, st->kc, st->klo};
   for (size_t i = 0; i < sizeof arrs / sizeof arrs[0]; i++) free(arrs[i]);
   sim_delta_free(st);
   free(st);
@@ -89,7 +89,9 @@ gopt_sim_state *gopt_sim_state_new(const gopt_sim *s) {
       GOPT_ALLOC(st->ev, D + L + 1) || GOPT_ALLOC(st->slog, n) || GOPT_ALLOC(st->sre, n) || GOPT_ALLOC(st->plog, st->capl) ||
       GOPT_ALLOC(st->rlog, st->capl) || GOPT_ALLOC(st->xlog, st->capl) ||
       GOPT_ALLOC(st->ck, (size_t)st->ck_max * st->ck_size) || GOPT_ALLOC(st->bm, D * st->bm_words) ||
-      GOPT_ALLOC(st->bq, D)) {
+      GOPT_ALLOC(st->bq, D) || GOPT_ALLOC(st->kpd, n + 1) || GOPT_ALLOC(st->kact, A + 1) ||
+      GOPT_ALLOC(st->kxh, A + 1) || GOPT_ALLOC(st->kc, n + 1) || GOPT_ALLOC(st->klo, D + 1) || GOPT_ALLOC(st->kev, D + L + 1) ||
+      (D <= 255 && !(st->kdev = calloc(n + 1, 1)))) {
     gopt_sim_state_free(st);
     return NULL;
   }
@@ -458,6 +460,7 @@ static void apply_plain(gopt_sim_state *st, const int32_t *pl, const double *pr)
   int32_t cnt[4][64]; /* four histograms: no chain through one counter */
   memset(cnt, 0, sizeof cnt);
   sim_uq *uq = st->uq;
+  uint8_t *kdev = st->kdev; /* the streaming layout's copy (sim_stream.c) */
   const int32_t *pdev = st->pdev, *drank = s->drank;
   int32_t p = 0;
   if (s->D <= 64)
@@ -465,11 +468,13 @@ static void apply_plain(gopt_sim_state *st, const int32_t *pl, const double *pr)
       for (int k = 0; k < 4; k++) {
         int32_t v = pdev[p + k] >= 0 ? pdev[p + k] : 0;
         uq[p + k] = (sim_uq){v, drank[p + k]};
+        if (kdev) kdev[drank[p + k]] = (uint8_t)v;
         cnt[k][v]++;
       }
   for (; p < n; p++) {
     int32_t v = pdev[p] >= 0 ? pdev[p] : 0;
     uq[p] = (sim_uq){v, drank[p]};
+    if (kdev) kdev[drank[p]] = (uint8_t)v;
     st->dcnt[v]++;
   }
   for (int dv = 0; dv < s->D && dv < 64; dv++) st->dcnt[dv] += cnt[0][dv] + cnt[1][dv] + cnt[2][dv] + cnt[3][dv];
@@ -769,6 +774,7 @@ int gopt_sim_state_set_device(gopt_sim_state *st, int32_t nid, int device) {
   st->dcnt[old]--;
   st->dcnt[device]++;
   st->uq[u].dev = device;
+  if (st->kdev && !st->fused) st->kdev[s->drank[u]] = (uint8_t)device;
   return GOPT_OK;
 }
 
