@@ -8,7 +8,11 @@
  * a distribution-free 95 % interval of the median (order statistics of binomial(ROUNDS, 1/2), as
  * bench_fusion.py). Steps are matched by their head node's name (a fused group's first member).
  * Listing a plan twice gives an A/A pair: two executors of the same steps, whose difference is
- * where their buffers and weights landed in memory, not what they compute.
+ * where their buffers and weights landed in memory, not what they compute. The executor built
+ * first (the first PLAN) is not like the others: its weight copies land where malloc puts a
+ * fresh process's, and its weight-streaming steps (1x1 convolutions on a 1x1 map) differ from
+ * every later executor's by 5-25 us, of either sign (docs/BENCHMARKS.md "Host fusion", sixth
+ * round); list the plans in alternation and compare executors beyond the first too.
  * Usage: bench_fusion_inproc MODEL [--rounds N] [--reps K] [--seed S] [--min-us U] PLAN...
  * Prints the plans' lines, then the steps whose difference to the first plan's is shown (interval
  * off 0) and at least U µs (default 2) in its median, or that one of the two plans lacks. */

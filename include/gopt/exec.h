@@ -171,6 +171,17 @@ size_t gopt_exec_peak_bytes(const gopt_exec *x);
  * GOPT_INPLACE=0), and the number of step outputs planned in place. */
 size_t gopt_exec_peak_bytes_without_inplace(const gopt_exec *x);
 size_t gopt_exec_n_inplace(const gopt_exec *x);
+/* The static memory plan (docs/EXECUTOR.md "Memory"): the bytes of the one arena every activation
+ * buffer of a run lies in, at an offset fixed per executor (0: no plan, environment GOPT_ARENA=0,
+ * or a graph that produces a tensor twice; buffers then come from a pool of freed ones), and
+ * tensor t's offset in it (returns 0 when t has no planned buffer: a constant, a graph input).
+ * Two activations whose buffers overlap in the arena are never live at the same step, except an
+ * output written in place into the input that dies at its step. */
+size_t gopt_exec_arena_bytes(const gopt_exec *x);
+int gopt_exec_arena_offset(const gopt_exec *x, int32_t t, size_t *off);
+/* Bytes of the buffers the pool has made (those the arena does not serve: per-step profiling that
+ * keeps every buffer alive, or no plan); they are kept for reuse until the executor is freed. */
+size_t gopt_exec_pool_bytes(const gopt_exec *x);
 /* Nodes the executor ran once at plan time because every input is a constant (--layouts auto;
  * docs/EXECUTOR.md "Constant steps"): they are not run again per run. */
 size_t gopt_exec_n_hoisted(const gopt_exec *x);

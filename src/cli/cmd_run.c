@@ -820,6 +820,8 @@ int cli_run(int argc, char **argv) {
     json_object_set_new(out, "peak_bytes_without_inplace",
                         json_integer((json_int_t)gopt_exec_peak_bytes_without_inplace(x)));
     json_object_set_new(out, "inplace_outputs", json_integer((json_int_t)gopt_exec_n_inplace(x)));
+    json_object_set_new(out, "arena_bytes", json_integer((json_int_t)gopt_exec_arena_bytes(x)));
+    json_object_set_new(out, "pool_bytes", json_integer((json_int_t)gopt_exec_pool_bytes(x)));
     json_t *outs = json_array();
     json_object_set_new(out, "outputs", outs);
     for (size_t i = 0; i < gopt_exec_n_outputs(x); i++) {
@@ -836,10 +838,12 @@ int cli_run(int argc, char **argv) {
     }
     if (!o.json && !o.profile && !o.time)
       printf("%s: %zu steps in %.3f ms, peak live activations %.2f MB (%zu bytes; %zu without "
-             "in-place, %zu outputs in place), %s kernels\n", o.model,
-             gopt_exec_n_steps(x), dt * 1e3, (double)gopt_exec_peak_bytes(x) / 1e6,
-             gopt_exec_peak_bytes(x), gopt_exec_peak_bytes_without_inplace(x),
-             gopt_exec_n_inplace(x), gopt_exec_isa(x));
+             "in-place, %zu outputs in place), activation buffers %zu bytes (arena %zu, pool %zu), "
+             "%s kernels\n", o.model, gopt_exec_n_steps(x), dt * 1e3,
+             (double)gopt_exec_peak_bytes(x) / 1e6, gopt_exec_peak_bytes(x),
+             gopt_exec_peak_bytes_without_inplace(x), gopt_exec_n_inplace(x),
+             gopt_exec_arena_bytes(x) + gopt_exec_pool_bytes(x), gopt_exec_arena_bytes(x),
+             gopt_exec_pool_bytes(x), gopt_exec_isa(x));
     if (o.outputs && write_outputs(x, &o)) goto done;
   }
   if (o.profile && run_profile(x, g, &o, out)) goto done;

@@ -110,7 +110,9 @@ static void *pool_get(gopt_exec *x, size_t nbytes, size_t *cap) {
     }
   }
   *cap = want;
-  return aligned_alloc(64, want);
+  void *p = aligned_alloc(64, want);
+  if (p) x->pool_bytes += want;
+  return p;
 }
 
 /* Returns buffer p of cap bytes to the pool (the most recent at the end). */
@@ -674,6 +676,7 @@ int gopt_exec_new(const gopt_graph *g, const gopt_exec_opts *o, gopt_exec **out,
   if (o && o->layouts == GOPT_EXEC_LAYOUT_AUTO && (rc = ex_hoist_const_steps(x, err))) goto fail;
   if ((rc = make_lifetimes(x, err))) goto fail;
   if ((rc = ex_plan_inplace(x, err))) goto fail;
+  if ((rc = ex_arena_plan(x, err))) goto fail;
   free(order);
   if (n_random) *n_random = nrand;
   *out = x;
@@ -688,7 +691,7 @@ void ex_release_acts(gopt_exec *x) {
   for (size_t t = 0; t < x->g->tensors.n; t++) {
     ex_val *v = &x->vals[t];
     if (v->kind == EX_V_ACT && v->data) {
-      pool_put(x, v->data, v->cap);
+      if (!ex_arena_put(x, v->data, v->nbytes)) pool_put(x, v->data, v->cap);
       v->data = NULL;
     }
   }
@@ -712,6 +715,8 @@ void gopt_exec_free(gopt_exec *x) {
   free(x->owned_consts);
   for (size_t i = 0; i < x->n_pool; i++) free(x->pool[i].p);
   free(x->pool);
+  free(x->arena);
+  free(x->arena_off);
   if (x->input_data)
     for (size_t i = 0; i < x->n_inputs; i++) free(x->input_data[i]);
   free(x->input_data);
@@ -921,8 +926,7 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
       int32_t t = k->out[j];
       ex_val *v = &x->vals[t];
       if (v->kind != EX_V_ACT || v->data) continue;
-      v->nbytes = ex_layout_nbytes(x, t); /* a oneDNN layout may pad the channels */
-      if (!v->nbytes) v->nbytes = (size_t)ex_numel(x, t) * gopt_dtype_size(ex_dtype(x, t));
+      v->nbytes = ex_act_nbytes(x, t);
       x->live_plain += v->nbytes;
       if (k->reuse && k->reuse[j] >= 0 && !x->profiling) {
         /* in place (exec_inplace.c): the input dies here, its buffer becomes the output's */
@@ -930,7 +934,8 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
         v->cap = x->vals[k->in[k->reuse[j]]].cap;
         continue;
       }
-      v->data = pool_get(x, v->nbytes, &v->cap);
+      v->cap = v->nbytes;
+      if (!(v->data = ex_arena_get(x, t))) v->data = pool_get(x, v->nbytes, &v->cap);
       if (!v->data) {
         rc = ex_node_error(x, k->node, err, GOPT_ENOMEM, "out of memory for output '%s' (%zu bytes)",
                            gopt_graph_str(x->g, x->g->tensors.a[t].name), v->nbytes);
@@ -962,7 +967,7 @@ int gopt_exec_run(gopt_exec *x, gopt_error *err) {
       }
       x->live_bytes -= v->nbytes;
       if (v->kind == EX_V_ACT) {
-        pool_put(x, v->data, v->cap);
+        if (!ex_arena_put(x, v->data, v->nbytes)) pool_put(x, v->data, v->cap);
         v->data = NULL;
       }
     }

@@ -60,6 +60,10 @@ struct gopt_exec {
   void **input_data;         /* persistent copies of the inputs */
   ex_pool_ent *pool;
   size_t n_pool, cap_pool;
+  size_t pool_bytes;         /* bytes of every buffer the pool has made */
+  uint8_t *arena;            /* the static memory plan's arena (exec_arena.c); NULL before a run */
+  size_t arena_bytes;        /* its bytes; 0: no plan, the pool serves every run */
+  size_t *arena_off;         /* per tensor: its buffer's offset in the arena, SIZE_MAX none */
   size_t live_bytes, peak_bytes;
   int ran;                   /* outputs of a run are live */
   void *dnnl;                /* ex_dnnl context (engine, stream) */
@@ -187,6 +191,17 @@ void ex_dnnl_fini(gopt_exec *x);
 
 /* Returns every activation buffer to the pool (outputs of the last run included). */
 void ex_release_acts(gopt_exec *x);
+
+/* ---- static memory plan (exec_arena.c) --------------------------------------------------------- */
+/* Bytes of activation t's buffer: its oneDNN layout's (padded channels) or its plain size. */
+size_t ex_act_nbytes(const gopt_exec *x, int32_t t);
+/* Plans every activation buffer's offset in one arena (after ex_plan_inplace). */
+int ex_arena_plan(gopt_exec *x, gopt_error *err);
+/* Tensor t's planned buffer (the arena made at the first call), or NULL: no plan for it, or
+ * profiling keeps every buffer alive (the caller takes one from the pool). */
+void *ex_arena_get(gopt_exec *x, int32_t t);
+/* Whether p (nbytes) lies in the arena (then it is released there, not to the pool). */
+int ex_arena_put(gopt_exec *x, void *p, size_t nbytes);
 
 /* ---- layout assignment (exec_layout.c) ------------------------------------------------------------- */
 /* One post-op of a convolution: a oneDNN eltwise (alg = dnnl_alg_kind_t, alpha, beta), the sum

@@ -1,6 +1,6 @@
 /* exec_graph.h: graph-building helpers shared by the executor's C tests (test_exec.c,
  * test_exec_isa.c, test_exec_hoist.c, …): add a tensor, a constant or a one-output node with a
- * CHECK on failure, infer shapes, and a deterministic xorshift for test values in [-1, 1).
+ * CHECK on failure, infer shapes, load a corpus model, and a deterministic xorshift for test values in [-1, 1).
  * Include after check.h. */
 #ifndef GOPT_TESTS_EXEC_GRAPH_H
 #define GOPT_TESTS_EXEC_GRAPH_H
@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "gopt/graph.h"
+#include "gopt/onnx.h"
 #include "gopt/ops.h"
 
 static inline int32_t tensor(gopt_graph *g, const char *name, int dtype, int rank, const int64_t *dims) {
@@ -38,6 +39,20 @@ static inline void finish(gopt_graph *g) {
   gopt_error err = {0};
   gopt_infer_opts io = {.fold_constants = 0, .keep_source_shapes = 1};
   CHECK_MSG(gopt_infer_shapes(g, &io, &err) == 0, "%s", err.msg);
+}
+
+/* An ONNX model (a corpus file: made-up weights from the executor's seed) with its batch bound to
+ * 1 and shapes inferred (constants folded); NULL after a failed CHECK. */
+static inline gopt_graph *load_model(const char *path) {
+  gopt_error err = {0};
+  gopt_graph *g = NULL;
+  CHECK_MSG(gopt_onnx_load(path, NULL, &g, &err) == 0, "%s", err.msg);
+  if (!g) return NULL;
+  const char *sym = gopt_graph_batch_symbol(g);
+  if (sym) gopt_graph_bind_symbol(g, sym, 1);
+  gopt_infer_opts io = {.fold_constants = 1, .keep_source_shapes = 1};
+  CHECK_MSG(gopt_infer_shapes(g, &io, &err) == 0, "%s", err.msg);
+  return g;
 }
 
 static uint64_t rng = 88172645463325252ULL;

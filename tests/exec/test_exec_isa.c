@@ -406,14 +406,8 @@ static void test_inplace_small(void) {
  * the peak of the run without in-place equals what the in-place run reports as its plain peak,
  * and the in-place peak is lower. */
 static void test_inplace_corpus(const char *path) {
-  gopt_error err = {0};
-  gopt_graph *g = NULL;
-  CHECK_MSG(gopt_onnx_load(path, NULL, &g, &err) == 0, "%s", err.msg);
+  gopt_graph *g = load_model(path);
   if (!g) return;
-  const char *sym = gopt_graph_batch_symbol(g);
-  if (sym) gopt_graph_bind_symbol(g, sym, 1);
-  gopt_infer_opts io = {.fold_constants = 1, .keep_source_shapes = 1};
-  CHECK_MSG(gopt_infer_shapes(g, &io, &err) == 0, "%s", err.msg);
   gopt_host_tensor a = {0}, b = {0};
   size_t pa = 0, pb = 0, plain = 0, nip = 0;
   CHECK(run_isa(g, NULL, 0, NULL, 0, &a, 1, &pa, NULL, NULL) == 1);
