@@ -134,7 +134,7 @@ gopt_graph *gopt_graph_clone_lean(const gopt_graph *g, size_t max_bytes) {
   }
   if (GOPT_ARR_GROW(c->subgraphs, g->subgraphs.n)) goto fail;
   for (size_t i = 0; i < g->subgraphs.n; i++) {
-    gopt_graph *s = gopt_graph_clone_lean(g->subgraphs.a[i], max_bytes);
+    gopt_graph *s = gopt_graph_clone(g->subgraphs.a[i]); /* whole: only g's own constants are left out */
     if (!s) goto fail;
     s->parent = c;
     c->subgraphs.a[c->subgraphs.n++] = s;
