@@ -15,3 +15,4 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //
 "$GOPT" devices | grep -E "cost model: measured-GPU" | sort -u | sed 's/^ */GPU preset: /'
 echo
 /usr/bin/python3 bench/rewrite/tensat_gpu.py "$GOPT" "$@"
+echo "- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) ($(date -u '+%F %H:%M') UTC)"

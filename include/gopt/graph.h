@@ -236,6 +236,10 @@ const char *gopt_graph_str(const gopt_graph *g, uint32_t id);
 gopt_graph *gopt_graph_new(const char *name);
 void gopt_graph_free(gopt_graph *g);  /* accepts NULL; frees sub-graphs and constant data */
 gopt_graph *gopt_graph_clone(const gopt_graph *g);
+/* A clone whose own constants of more than max_bytes carry no bytes (data NULL, nbytes kept;
+ * sub-graphs are copied whole): the structure of a model without copying its large weights
+ * (SIZE_MAX: gopt_graph_clone). */
+gopt_graph *gopt_graph_clone_lean(const gopt_graph *g, size_t max_bytes);
 /* Reserves room for about n nodes (and as many tensors) to avoid regrowth while building. */
 void gopt_graph_reserve(gopt_graph *g, size_t n_nodes);
 
@@ -265,6 +269,9 @@ uint32_t gopt_graph_symbol(gopt_graph *g, const char *name);
 uint32_t gopt_graph_new_symbol(gopt_graph *g);
 /* Makes t a constant with the given bytes (copied; data NULL = bytes not available). */
 int gopt_tensor_set_const(gopt_graph *g, int32_t t, const void *data, size_t nbytes, gopt_error *err);
+/* As gopt_tensor_set_const, but takes ownership of data (malloc'd; freed with the graph, or here
+ * on failure) instead of copying it. */
+int gopt_tensor_adopt_const(gopt_graph *g, int32_t t, void *data, size_t nbytes, gopt_error *err);
 /* Constant bytes of t, NULL when t is not constant or its bytes are missing. */
 const void *gopt_tensor_data(const gopt_graph *g, int32_t t);
 int gopt_graph_add_input(gopt_graph *g, int32_t t);

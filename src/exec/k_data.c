@@ -50,8 +50,54 @@ static int coalesce_view(int rank, const int64_t *d, const int64_t *st, int64_t 
   return n;
 }
 
+/* Copies one element of es bytes. */
+static inline void copy_elem(char *q, const char *p, size_t es) {
+  if (es == 4) *(uint32_t *)q = *(const uint32_t *)p;
+  else if (es == 8) *(uint64_t *)q = *(const uint64_t *)p;
+  else memcpy(q, p, es);
+}
+
+#define TR_TILE 64 /* tile edge of the blocked transpose (elements) */
+
+/* The blocked form of strided_copy_forward for a view whose last dim is strided (sl = st[rank-1]
+ * != 1) while dim k (< rank - 1) is contiguous in the source (st[k] == 1), as in a transpose:
+ * element by element, every read of an output row would touch a new cache line and often a new
+ * page. Tiles of TR_TILE x TR_TILE over (dim k, last dim) read TR_TILE source rows and write
+ * TR_TILE output rows that stay in cache. Parallel over the other dims and the tiles of dim k. */
+static void blocked_copy(void *dst, const void *src, size_t es, int rank, const int64_t *d, const int64_t *st,
+                         int64_t off, int k) {
+  int64_t last = d[rank - 1], sl = st[rank - 1], dk = d[k];
+  int64_t dst_k = last; /* destination stride of dim k: product of the dims after it */
+  for (int i = k + 1; i < rank - 1; i++) dst_k *= d[i];
+  int64_t outer = 1;
+  for (int i = 0; i < rank - 1; i++)
+    if (i != k) outer *= d[i];
+  int64_t kt = (dk + TR_TILE - 1) / TR_TILE, jobs = outer * kt;
+#pragma omp parallel for schedule(static) if (outer * dk * last > 32768)
+  for (int64_t job = 0; job < jobs; job++) {
+    int64_t o = job / kt, k0 = (job % kt) * TR_TILE, k1 = k0 + TR_TILE < dk ? k0 + TR_TILE : dk;
+    int64_t so = off, dof = 0, rem = o, stride = 1;
+    for (int i = rank - 2; i >= 0; i--) { /* the other dims' index from o, as dims of dst */
+      int64_t di = i == k ? 1 : d[i], ii = i == k ? 0 : rem % di;
+      if (i != k) rem /= di;
+      so += ii * st[i];
+      dof += ii * stride * last;
+      stride *= d[i];
+    }
+    for (int64_t j0 = 0; j0 < last; j0 += TR_TILE) {
+      int64_t j1 = j0 + TR_TILE < last ? j0 + TR_TILE : last;
+      for (int64_t ik = k0; ik < k1; ik++) {
+        char *q = (char *)dst + (size_t)(dof + ik * dst_k) * es;
+        const char *p = (const char *)src + (size_t)(so + ik) * es;
+        for (int64_t j = j0; j < j1; j++) copy_elem(q + (size_t)j * es, p + (size_t)(j * sl) * es, es);
+      }
+    }
+  }
+}
+
 /* strided_copy_forward: dst[i0..ir] (contiguous, dims d) = src[off + sum i_k * st[k]], elements of
- * es bytes; parallel over rows of the last dim (after coalesce_view). */
+ * es bytes; parallel over rows of the last dim (after coalesce_view), blocked (blocked_copy) when
+ * the last dim is strided and another dim contiguous. */
 static void strided_copy_forward(void *dst, const void *src, size_t es, int rank0, const int64_t *d0,
                                  const int64_t *st0, int64_t off) {
   for (int i = 0; i < rank0; i++)
@@ -66,6 +112,11 @@ static void strided_copy_forward(void *dst, const void *src, size_t es, int rank
   int64_t rows = 1;
   for (int i = 0; i < rank - 1; i++) rows *= d[i];
   if (last == 0 || rows == 0) return;
+  for (int k = 0; sl != 1 && k < rank - 1; k++)
+    if (st[k] == 1 && d[k] >= 8 && last >= 8) {
+      blocked_copy(dst, src, es, rank, d, st, off, k);
+      return;
+    }
 #pragma omp parallel for schedule(static) if (rows * last > 32768)
   for (int64_t r = 0; r < rows; r++) {
     int64_t rem = r, o = off;

@@ -92,7 +92,9 @@ void gopt_graph_free(gopt_graph *g) {
                        : (memcpy((dst).a, (src).a, (src).n * sizeof *(src).a), \
                           (dst).n = (dst).cap = (src).n, 0)))
 
-gopt_graph *gopt_graph_clone(const gopt_graph *g) {
+gopt_graph *gopt_graph_clone(const gopt_graph *g) { return gopt_graph_clone_lean(g, SIZE_MAX); }
+
+gopt_graph *gopt_graph_clone_lean(const gopt_graph *g, size_t max_bytes) {
   gopt_graph *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   *c = *g;
@@ -121,6 +123,7 @@ gopt_graph *gopt_graph_clone(const gopt_graph *g) {
   if (GOPT_ARR_GROW(c->consts, g->consts.n)) goto fail;
   for (size_t i = 0; i < g->consts.n; i++) {
     gopt_const k = g->consts.a[i];
+    if (k.data && k.nbytes > max_bytes) k.data = NULL; /* the bytes stay out; nbytes is kept */
     if (k.data) {
       void *d = malloc(k.nbytes ? k.nbytes : 1);
       if (!d) goto fail;
@@ -131,7 +134,7 @@ gopt_graph *gopt_graph_clone(const gopt_graph *g) {
   }
   if (GOPT_ARR_GROW(c->subgraphs, g->subgraphs.n)) goto fail;
   for (size_t i = 0; i < g->subgraphs.n; i++) {
-    gopt_graph *s = gopt_graph_clone(g->subgraphs.a[i]);
+    gopt_graph *s = gopt_graph_clone(g->subgraphs.a[i]); /* whole: only g's own constants are left out */
     if (!s) goto fail;
     s->parent = c;
     c->subgraphs.a[c->subgraphs.n++] = s;
@@ -316,18 +319,22 @@ int gopt_tensor_set_const(gopt_graph *g, int32_t t, const void *data, size_t nby
                             nbytes, gopt_graph_str(g, g->tensors.a[t].name));
     memcpy(copy, data, nbytes);
   }
+  return gopt_tensor_adopt_const(g, t, copy, nbytes, err);
+}
+
+int gopt_tensor_adopt_const(gopt_graph *g, int32_t t, void *data, size_t nbytes, gopt_error *err) {
   gopt_tensor *x = &g->tensors.a[t];
   if (x->cdata >= 0) {
     gopt_const *k = &g->consts.a[x->cdata];
     free(k->data);
-    k->data = copy;
+    k->data = data;
     k->nbytes = data ? nbytes : k->nbytes;
     if (data) k->external = 0;
     return GOPT_OK;
   }
-  gopt_const k = {copy, nbytes, t, 0, 0, -1};
+  gopt_const k = {data, nbytes, t, 0, 0, -1};
   if (GOPT_ARR_PUSH(g->consts, k)) {
-    free(copy);
+    free(data);
     return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   }
   x->cdata = (int32_t)(g->consts.n - 1);

@@ -39,12 +39,15 @@ static int foldable_op(int op) {
          c == GOPT_OPC_SHAPE;
 }
 
-/* Computes node n's outputs (all inputs constants with data) with the executor into g. */
+/* Computes node n's outputs (all inputs constants with data) with the executor into g. The
+ * one-node graph borrows g's input bytes (the executor reads constants in place; they are
+ * detached before it is freed) and g adopts the outputs' buffers: a fold of a large weight
+ * copies it only where the executor returns its output. */
 static int fold_run(gopt_graph *g, int32_t n, gopt_error *err) {
   const gopt_node *nd = &g->nodes.a[n];
   gopt_graph *m = gopt_graph_new("fold");
   gopt_exec *x = NULL;
-  int rc = GOPT_ENOMEM;
+  int rc = GOPT_ENOMEM, n_lent = 0;
   int32_t in[RW_MAX_IN * 4], out[RW_MAX_OUT * 2];
   if (!m || nd->n_in > (int)(sizeof in / sizeof in[0]) || nd->n_out > (int)(sizeof out / sizeof out[0]))
     goto done;
@@ -55,9 +58,9 @@ static int fold_run(gopt_graph *g, int32_t n, gopt_error *err) {
     if (t < 0) continue;
     const gopt_tensor *tt = &g->tensors.a[t];
     in[k] = gopt_graph_add_tensor(m, NULL, tt->dtype, tt->rank, gopt_tensor_dims(g, t), err);
-    if (in[k] < 0 || gopt_tensor_set_const(m, in[k], gopt_tensor_data(g, t),
-                                           g->consts.a[tt->cdata].nbytes, err))
-      goto done;
+    if (in[k] < 0 || gopt_tensor_set_const(m, in[k], NULL, g->consts.a[tt->cdata].nbytes, err)) goto done;
+    m->consts.a[m->tensors.a[in[k]].cdata].data = (void *)gopt_tensor_data(g, t); /* lent */
+    n_lent = k + 1;
   }
   for (int k = 0; k < nd->n_out; k++)
     if ((out[k] = gopt_graph_add_tensor(m, NULL, GOPT_DT_FLOAT, -1, NULL, err)) < 0) goto done;
@@ -73,7 +76,8 @@ static int fold_run(gopt_graph *g, int32_t n, gopt_error *err) {
   for (int k = 0; k < nd->n_out; k++) {
     gopt_host_tensor h = {0};
     if ((rc = gopt_exec_get_output(x, (size_t)k, &h, err))) goto done;
-    rc = gopt_tensor_set_const(g, outs[k], h.data, h.nbytes, err);
+    rc = gopt_tensor_adopt_const(g, outs[k], h.data, h.nbytes, err);
+    h.data = NULL; /* g's now (or freed on failure) */
     gopt_host_tensor_clear(&h);
     if (rc) goto done;
     g->tensors.a[outs[k]].flags |= GOPT_T_INIT;
@@ -81,6 +85,8 @@ static int fold_run(gopt_graph *g, int32_t n, gopt_error *err) {
   rc = 0;
 done:
   gopt_exec_free(x);
+  for (int k = 0; k < n_lent; k++) /* the lent bytes stay g's */
+    if (in[k] >= 0 && m->tensors.a[in[k]].cdata >= 0) m->consts.a[m->tensors.a[in[k]].cdata].data = NULL;
   gopt_graph_free(m);
   return rc;
 }

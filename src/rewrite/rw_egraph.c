@@ -36,6 +36,11 @@ static int eg_fit(rw_egraph *e) {
       grow((void **)&e->tapp, &tc2, e->s->tensors.n, sizeof(int32_t), 0xff))
     return -1;
   e->tcap = tc < tc2 ? tc : tc2;
+  size_t lc = e->lcap, lc2 = e->lcap;
+  if (grow((void **)&e->tlazy, &lc, e->s->tensors.n, sizeof(int32_t), 0xff) ||
+      grow((void **)&e->tlazy_h, &lc2, e->s->tensors.n, sizeof(int32_t), 0xff))
+    return -1;
+  e->lcap = lc < lc2 ? lc : lc2;
   if (grow((void **)&e->state, &nc, e->s->nodes.n, 1, 0)) return -1;
   if (grow((void **)&e->napp, &nc2, e->s->nodes.n, sizeof(int32_t), 0xff)) return -1;
   e->ncap = nc < nc2 ? nc : nc2;
@@ -205,7 +210,9 @@ int rw_eg_init(rw_egraph *e, const gopt_graph *g, gopt_error *err) {
   memset(e, 0, sizeof *e);
   int32_t *order = NULL;
   int rc = GOPT_ENOMEM;
-  if (!(e->s = gopt_graph_clone(g)) || eg_leaves(e)) goto fail;
+  e->src = g;
+  e->n_src_t = g->tensors.n;
+  if (!(e->s = gopt_graph_clone_lean(g, RW_EG_LEAN)) || eg_leaves(e)) goto fail;
   e->n_orig = e->s->nodes.n;
   if (!(order = malloc((g->nodes.n + 1) * sizeof *order))) goto fail;
   int64_t n = gopt_graph_topo(e->s, order, err);
@@ -242,6 +249,13 @@ void rw_eg_clear(rw_egraph *e) {
   free(e->mnode);
   free(e->mk);
   free(e->roots);
+  for (size_t i = 0; i < e->n_lazy; i++) {
+    gopt_graph_free(e->lazy[i].l);
+    free(e->lazy[i].in_l);
+  }
+  free(e->lazy);
+  free(e->tlazy);
+  free(e->tlazy_h);
   memset(e, 0, sizeof *e);
 }
 
@@ -264,15 +278,17 @@ static int32_t import_tensor(rw_egraph *e, const gopt_graph *h, int32_t t, int32
   e->tapp[s] = app;
   if (!(x->flags & GOPT_T_CONST)) return s;
   const gopt_const *cd = &h->consts.a[x->cdata];
-  if (gopt_tensor_set_const(e->s, s, cd->data, cd->nbytes, err)) return -1;
+  if (gopt_tensor_set_const(e->s, s, cd->data, cd->nbytes, err)) return -1; /* small, or lazy (no bytes) */
   e->s->consts.a[e->s->tensors.a[s].cdata].nbytes = cd->nbytes;
   e->s->tensors.a[s].flags |= x->flags & (GOPT_T_INIT | GOPT_T_PARAM);
   return s;
 }
 
 int rw_eg_import(rw_egraph *e, const gopt_graph *h, const int32_t *map_h, const int32_t *map_t, int n_map,
-                 const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, gopt_error *err) {
-  int32_t *tm = malloc((h->tensors.n + 1) * sizeof *tm), *order = malloc((h->nodes.n + 1) * sizeof *order);
+                 const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, int32_t *tm_out,
+                 gopt_error *err) {
+  int32_t *tm = tm_out ? tm_out : malloc((h->tensors.n + 1) * sizeof *tm);
+  int32_t *order = malloc((h->nodes.n + 1) * sizeof *order);
   int rc = 0, made = 0;
   if (!tm || !order) {
     rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
@@ -336,7 +352,7 @@ int rw_eg_import(rw_egraph *e, const gopt_graph *h, const int32_t *map_h, const 
     if (i == 0 && out_t) *out_t = tm[t];
   }
 done:
-  free(tm);
+  if (tm != tm_out) free(tm);
   free(order);
   return rc ? (rc < 0 ? rc : -rc) : made;
 }

@@ -17,6 +17,21 @@
 /* State of an S node. */
 enum { EG_NONE = 0, EG_LIVE, EG_DUP, EG_FILTERED };
 
+/* Bytes: larger constants are left out of S (read from the input graph) and out of the fragments
+ * that rewrites are applied to. */
+#define RW_EG_LEAN 65536
+
+/* A lazily folded constant's recipe: the source fragment of the application that derived it (the
+ * weights it computes from left out) and the match in it. rw_eg_to_graph runs the rewrite again
+ * with those weights when the extracted graph uses such a constant: saturation never computes
+ * (and S never holds) folded weights that the result may not use. */
+typedef struct rw_lazy {
+  gopt_graph *l;                /* the fragment (owned) */
+  gopt_rewrite_match m;         /* the match in l */
+  int32_t *in_l, *in_s;         /* l's constants left out, and the S tensors they stand for */
+  int n_in;
+} rw_lazy;
+
 typedef struct rw_egraph {
   gopt_graph *s;        /* the store (owned) */
   int32_t *tcls;        /* S tensor -> class (-1: none yet) */
@@ -39,9 +54,19 @@ typedef struct rw_egraph {
   int32_t *roots;       /* classes of the graph outputs */
   size_t n_roots;
   gopt_rewrite_costs *costs; /* measured op costs for the extraction (borrowed; NULL: analytical) */
+  const gopt_graph *src; /* the input graph (borrowed; must outlive e): S tensor t < n_src_t holds
+                            no bytes over RW_EG_LEAN, they are src's tensor t's */
+  size_t n_src_t;
+  const gopt_ruleset *rs; /* the rules the recipes re-run (borrowed) */
+  rw_lazy *lazy;        /* recipes of the lazily folded constants */
+  size_t n_lazy, cap_lazy;
+  int32_t *tlazy;       /* per S tensor: its recipe (-1: none) ... */
+  int32_t *tlazy_h;     /* ... and the tensor of the recipe's rewritten fragment that it is */
+  size_t lcap;
 } rw_egraph;
 
-/* Seeds the e-graph from g (shapes inferred): S = a copy of g. */
+/* Seeds the e-graph from g (shapes inferred): S = a copy of g without its constants' bytes over
+ * RW_EG_LEAN, which stay g's (g must outlive e). */
 int rw_eg_init(rw_egraph *e, const gopt_graph *g, gopt_error *err);
 void rw_eg_clear(rw_egraph *e); /* accepts a zeroed or cleared e-graph */
 int32_t rw_eg_find(const rw_egraph *e, int32_t c);
@@ -49,14 +74,30 @@ int32_t rw_eg_find(const rw_egraph *e, int32_t c);
 int32_t rw_eg_tclass(const rw_egraph *e, int32_t t);
 /* Merges two classes; returns 1 when they were different, 0 when equal, <0 out of memory. */
 int rw_eg_union(rw_egraph *e, int32_t a, int32_t b);
+/* The bytes of S tensor t: S's own, the input graph's, or NULL (a lazily folded constant, or a
+ * constant without bytes). */
+const void *rw_eg_data(const rw_egraph *e, int32_t t);
+/* Takes recipe l/m (l owned from now on, also on failure) for the constants that importing its
+ * rewrite h made without bytes: S tensors tm[t] >= first_t of h's constants t (tm: h tensor ->
+ * S tensor, -1 none). in_l/in_s: l's constants left out and their S tensors. 0 or GOPT_ENOMEM. */
+int rw_eg_add_lazy(rw_egraph *e, const gopt_ruleset *rs, gopt_graph *l, const gopt_rewrite_match *m,
+                   const int32_t *in_l, const int32_t *in_s, int n_in, const gopt_graph *h, const int32_t *tm,
+                   size_t first_t, gopt_error *err);
+/* Gives the constants of g (a copy of S, same tensor ids, nodes not needed removed) that live
+ * nodes read or that are outputs their bytes: a copy of S's or the input graph's, or those of
+ * lazily folded constants, computed by their recipes (recursively). Constants without bytes
+ * anywhere stay so. */
+int rw_eg_fill_data(const rw_egraph *e, gopt_graph *g, gopt_error *err);
+
 /* Copies graph h's live nodes into S (h's tensors map_h[i] (-1: none) stand for S tensors
  * map_t[i]; other constants become new leaves; every non-constant graph input of h must be mapped,
  * else GOPT_EGRAPH before anything is imported), hash-conses them and merges, for each i < n_out,
  * the class of h's output i (by position: names may have been swapped by rw_replace) with class
  * out_cls[i]; out_t (may be NULL) receives the S tensor of h's output 0. app tags the new e-nodes
- * and leaves. Returns the number of new e-nodes or < 0 (GOPT_EGRAPH: h cannot be imported). */
+ * and leaves; tm (may be NULL; h->tensors.n entries) receives the S tensor of each h tensor (-1
+ * none). Returns the number of new e-nodes or < 0 (GOPT_EGRAPH: h cannot be imported). */
 int rw_eg_import(rw_egraph *e, const gopt_graph *h, const int32_t *map_h, const int32_t *map_t, int n_map,
-                 const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, gopt_error *err);
+                 const int32_t *out_cls, int n_out, int32_t app, int32_t *out_t, int32_t *tm, gopt_error *err);
 /* Restores congruence (merging classes of e-nodes that became equal) and rebuilds the member
  * lists; returns the number of merges or < 0. */
 int rw_eg_rebuild(rw_egraph *e, gopt_error *err);
@@ -84,10 +125,12 @@ enum { RW_X_ILP = 1, RW_X_TOPO = 2 };
 /* Extracts one e-node per needed class minimising the sum of the e-nodes' kernel times on c
  * (the simulator's per-node time): greedily bottom-up, and with RW_X_ILP by ILP with GLPK within
  * ilp_seconds of the call (costing and building included; the LP relaxation first, then branch
- * and cut with the greedy choice as the incumbent) (Tensat's formulation: binary e-node variables, each chosen e-node's child classes
- * covered; with RW_X_TOPO also topological-order variables that forbid cycles). The ILP's
- * solution is used unless it is missing (time limit) or worse than greedy's (x->how says). */
-int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_seconds,
+ * and cut with the greedy choice as the incumbent) less lazy_s_per_byte times the bytes of the
+ * lazily folded constants the greedy choice uses (time kept for computing them) (Tensat's
+ * formulation: binary e-node variables, each chosen e-node's child classes covered; with
+ * RW_X_TOPO also topological-order variables that forbid cycles). The ILP's solution is used
+ * unless it is missing (time limit) or worse than greedy's (x->how says). */
+int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_seconds, double lazy_s_per_byte,
                rw_extraction *x, gopt_error *err);
 void rw_extraction_clear(rw_extraction *x); /* accepts NULL */
 /* Builds the IR graph of an extraction: a copy of S whose chosen nodes are rewired to the chosen

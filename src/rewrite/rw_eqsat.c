@@ -8,8 +8,10 @@
  * whose nodes are every e-node wired to the classes' first tensors. A match is applied by
  * building its source as a small IR graph, rewriting that with gopt_rewrite_apply (the same
  * application, shape checks, cycle check and weight folding as greedy) and importing the result
- * into the e-graph, merged with the matched outputs. Then the e-graph is rebuilt and cycles are
- * filtered. Stops at saturation, the iteration limit, the e-node limit or the time limit. */
+ * into the e-graph, merged with the matched outputs; weights over RW_EG_LEAN bytes stay out of the
+ * fragment, and those the rewrite derives from them are folded lazily (rw_lazy.c). Then the
+ * e-graph is rebuilt and cycles are filtered. Stops at saturation, the iteration limit, the
+ * e-node limit or the time limit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 #define EQ_SECONDS 10.0      /* default total time (saturation gets 40%) */
 #define EQ_RULE_MATCHES 2000 /* matches of one rule per iteration */
 #define EQ_MULTI_ITERS 1     /* Tensat's k_multi: multi-pattern rules in the first iterations only */
+#define EQ_LAZY_PASSES 3.0   /* passes over its bytes to compute a lazily folded constant (timing) */
 
 typedef struct eq_match {
   int32_t rule;
@@ -222,15 +225,19 @@ typedef struct eq_frag {
   char in_names[RW_MAX_VARS * 4][16];  /* l's inputs ("eqin<i>") ... */
   int32_t in_s[RW_MAX_VARS * 4];       /* ... stand for these S tensors */
   int n_in;
-  int full_data;                       /* copy every constant's bytes (else only small ones) */
-  int dropped;                         /* a constant's bytes were left out */
+  int32_t left_l[RW_MAX_VARS * 4];     /* l's constants left out (large or lazily folded) ... */
+  int32_t left_s[RW_MAX_VARS * 4];     /* ... and their S tensors */
+  int n_left;
   int32_t out_cls[RW_MAX_OUT * 4];     /* l's outputs, in order, belong to these classes */
   int32_t out_s0;                      /* the S tensor of output 0 */
   int n_out;
 } eq_frag;
 
-/* An l tensor standing for S tensor t (constants keep their bytes, others are graph inputs). */
-static int32_t frag_input(eq_frag *f, const gopt_graph *s, int32_t t, gopt_error *err) {
+/* An l tensor standing for S tensor t (constants keep their bytes up to RW_EG_LEAN, others are
+ * graph inputs). A constant whose bytes are left out (large, or lazily folded) is recorded: a
+ * rewrite that computes weights from it makes lazily folded constants (eq_apply). */
+static int32_t frag_input(eq_frag *f, const rw_egraph *e, int32_t t, gopt_error *err) {
+  const gopt_graph *s = e->s;
   if (f->n_in >= (int)(sizeof f->in_s / sizeof f->in_s[0]))
     return gopt_error_set(err, GOPT_EUNSUP, "fragment has too many inputs"), -1;
   const gopt_tensor *x = &s->tensors.a[t];
@@ -239,10 +246,13 @@ static int32_t frag_input(eq_frag *f, const gopt_graph *s, int32_t t, gopt_error
   if (lt < 0) return -1;
   if (x->flags & GOPT_T_CONST) {
     const gopt_const *cd = &s->consts.a[x->cdata];
-    /* weights are copied only when a rewrite computes with them (a retry, see eq_apply) */
-    int keep = f->full_data || cd->nbytes <= 65536;
-    f->dropped |= !keep && cd->data;
-    if (gopt_tensor_set_const(f->l, lt, keep ? cd->data : NULL, cd->nbytes, err)) return -1;
+    const void *data = rw_eg_data(e, t);
+    int keep = data && cd->nbytes <= RW_EG_LEAN;
+    if (!keep && (data || e->tlazy[t] >= 0)) {
+      f->left_l[f->n_left] = lt;
+      f->left_s[f->n_left++] = t;
+    }
+    if (gopt_tensor_set_const(f->l, lt, keep ? data : NULL, cd->nbytes, err)) return -1;
     f->l->consts.a[f->l->tensors.a[lt].cdata].nbytes = cd->nbytes;
     f->l->tensors.a[lt].flags |= x->flags & (GOPT_T_INIT | GOPT_T_PARAM);
   } else if (gopt_graph_add_input(f->l, lt)) {
@@ -265,7 +275,7 @@ static int frag_pattern(const rw_egraph *e, const rw_rule *r, const eq_match *mm
   for (int v = 0; v < r->n_vars; v++) {
     int32_t c = rw_eg_find(e, mm->var[v]);
     int32_t t = r->var_const[v] || e->cleaf[c] >= 0 ? e->cleaf[c] : e->crep[c];
-    if ((vars[v] = frag_input(f, e->s, t, err)) < 0) return err->code;
+    if ((vars[v] = frag_input(f, e, t, err)) < 0) return err->code;
   }
   int rc = rw_pattern_build(f->l, &r->src, vars, outs, err);
   for (int o = 0; !rc && o < r->src.n_out; o++) {
@@ -322,7 +332,7 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
       for (int k = 0; k < nd->n_in; k++) {
         int32_t t = gopt_node_input(s, n, k), lt = -1;
         if (t >= 0 && (lt = frag_lookup(ms, ml, nm, t)) < 0) {
-          if ((lt = frag_input(f, s, t, err)) < 0) return err->code;
+          if ((lt = frag_input(f, e, t, err)) < 0) return err->code;
           ms[nm] = t;
           ml[nm++] = lt;
         }
@@ -398,26 +408,17 @@ static int frag_shaped(const gopt_graph *h) {
   return 1;
 }
 
-/* 1 when the rewritten fragment h holds a constant without bytes that is not one of the
- * fragment's inputs (map_h): a weight the rewrite derived (reshaped, concatenated, folded) from
- * bytes left out of the fragment, whether or not the rewrite flagged it GOPT_RW_NODATA. */
-static int frag_lost_data(const eq_frag *f, const gopt_graph *h, const int32_t *map_h) {
-  for (size_t t = 0; t < h->tensors.n; t++) {
-    if (!(h->tensors.a[t].flags & GOPT_T_CONST) || gopt_tensor_data(h, (int32_t)t)) continue;
-    int input = 0;
-    for (int i = 0; i < f->n_in && !input; i++) input = map_h[i] == (int32_t)t;
-    if (!input) return 1;
-  }
-  return 0;
-}
-
-/* One try of eq_apply: with full_data every weight's bytes are in the fragment; without, a
- * rewrite that computed new weights from left-out bytes sets *dropped and imports nothing. */
-static int eq_apply_once(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
-                         const gopt_rewrite_match *sm, int32_t app, int *flags, int32_t *io_t,
-                         int full_data, int *dropped, gopt_error *err) {
+/* Applies one match: its source as a fragment (weights over RW_EG_LEAN bytes left out),
+ * rewritten by gopt_rewrite_apply and imported; io_t receives the S tensors of the source's and
+ * the result's first output. Weights the rewrite derives from weights left out are imported
+ * without bytes, with the fragment as their recipe (rw_eg_add_lazy). Returns the new e-nodes
+ * (>= 0), -1 when the application is rejected (the fragment cannot be built, or
+ * gopt_rewrite_apply rejects it), -2 on out of memory (err set). */
+static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm, const gopt_rewrite_match *sm,
+                    int32_t app, int *flags, int32_t *io_t, gopt_error *err) {
   eq_frag *f = calloc(1, sizeof *f);
   gopt_graph *h = NULL;
+  int32_t *tm = NULL;
   gopt_error e2 = {0};
   int rc = -1;
   if (!f || !(f->l = gopt_graph_new("eqsat"))) {
@@ -426,7 +427,6 @@ static int eq_apply_once(rw_egraph *e, const gopt_ruleset *rs, const eq_match *m
     goto done;
   }
   gopt_graph_set_opset(f->l, "", gopt_graph_opset(e->s, "", 13));
-  f->full_data = full_data;
   int fr = sm ? frag_builtin(e, sm, f, &e2) : frag_pattern(e, &rs->r[mm->rule], mm, f, &e2);
   gopt_infer_opts io = {0, 0};
   if (fr || gopt_infer_shapes(f->l, &io, &e2) || gopt_rewrite_apply(f->l, rs, &f->m, &h, flags, &e2)) {
@@ -439,33 +439,29 @@ static int eq_apply_once(rw_egraph *e, const gopt_ruleset *rs, const eq_match *m
   if (!frag_shaped(h)) goto done; /* rejected: S keeps static shapes everywhere */
   int32_t map_h[RW_MAX_VARS * 4];
   frag_resolve(f, e->s, h, map_h);
-  *dropped = f->dropped && ((*flags & GOPT_RW_NODATA) || frag_lost_data(f, h, map_h)); /* computed with weights left out */
-  if (*dropped) goto done;
   io_t[0] = f->out_s0;
-  rc = rw_eg_import(e, h, map_h, f->in_s, f->n_in, f->out_cls, f->n_out, app, &io_t[1], &e2);
+  size_t first_t = e->s->tensors.n;
+  if (!(tm = malloc((h->tensors.n + 1) * sizeof *tm))) {
+    rc = -2;
+    gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    goto done;
+  }
+  rc = rw_eg_import(e, h, map_h, f->in_s, f->n_in, f->out_cls, f->n_out, app, &io_t[1], tm, &e2);
   if (rc < 0 && e2.code != GOPT_EGRAPH) { /* GOPT_EGRAPH: h cannot be imported, rejected (-1) */
     *err = e2;
     rc = -2;
   } else if (rc < 0) {
     rc = -1;
+  } else if (f->n_left) { /* the fragment is the recipe of what it derived from what was left out */
+    gopt_graph *l = f->l;
+    f->l = NULL;
+    if (rw_eg_add_lazy(e, rs, l, &f->m, f->left_l, f->left_s, f->n_left, h, tm, first_t, err)) rc = -2;
   }
 done:
+  free(tm);
   gopt_graph_free(h);
   if (f) gopt_graph_free(f->l);
   free(f);
-  return rc;
-}
-
-/* Applies one match: its source as a fragment, rewritten by gopt_rewrite_apply, imported;
- * io_t receives the S tensors of the source's and the result's first output. Large weights are
- * left out of the fragment unless the rewrite computes new weights from them (then it runs
- * again with them). Returns the new e-nodes (>= 0), -1 when the application is rejected (the
- * fragment cannot be built, or gopt_rewrite_apply rejects it), -2 on out of memory (err set). */
-static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm,
-                    const gopt_rewrite_match *sm, int32_t app, int *flags, int32_t *io_t, gopt_error *err) {
-  int dropped = 0;
-  int rc = eq_apply_once(e, rs, mm, sm, app, flags, io_t, 0, &dropped, err);
-  if (dropped) rc = eq_apply_once(e, rs, mm, sm, app, flags, io_t, 1, &dropped, err);
   return rc;
 }
 
@@ -725,6 +721,37 @@ static int eq_steps(const rw_egraph *e, const rw_extraction *xt, const eq_run *q
   return 0;
 }
 
+/* Bytes per second of copying weights into fresh memory on this machine now (page faults
+ * included): a timed copy of up to 64 MB of g's largest constant; 0 when none has 1 MB. */
+static double eq_copy_rate(const gopt_graph *g) {
+  size_t big = 0;
+  const void *d = NULL;
+  for (size_t i = 0; i < g->consts.n; i++)
+    if (g->consts.a[i].data && g->consts.a[i].nbytes > big) big = g->consts.a[i].nbytes, d = g->consts.a[i].data;
+  size_t n = big < ((size_t)64 << 20) ? big : (size_t)64 << 20;
+  if (n < ((size_t)1 << 20)) return 0;
+  double t = gopt_now();
+  void *p = malloc(n);
+  if (!p) return 0;
+  memcpy(p, d, n);
+  volatile unsigned char sink = ((unsigned char *)p)[n - 1];
+  (void)sink;
+  free(p);
+  t = gopt_now() - t;
+  return t > 0 ? (double)n / t : 0;
+}
+
+/* Seconds to keep for what follows the extraction: copying the structure (t_init, timed at the
+ * start) and the result's weights (or the kept input's) once, timed at `rate`, with 50% to
+ * spare; at least a tenth of the total. (The lazily folded constants the extraction uses are
+ * kept time for by rw_extract: EQ_LAZY_PASSES.) */
+static double eq_reserve(const rw_egraph *e, double t_init, double rate, double secs) {
+  double bytes = 0;
+  for (size_t i = 0; i < e->src->consts.n; i++) bytes += (double)e->src->consts.a[i].nbytes;
+  double est = 1.5 * (t_init + (rate > 0 ? bytes / rate : 0));
+  return est > 0.1 * secs ? est : 0.1 * secs;
+}
+
 /* Tensat: saturate, extract, convert back; the input graph is kept when nothing cheaper is
  * extracted. o->budget is the e-node limit, o->seconds the total time (40% for saturation). */
 int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
@@ -741,21 +768,24 @@ int rw_search_eqsat(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewr
   int rc = rw_cost(g, o, &r->cost_before, err);
   if (rc || (rc = rw_eg_init(&e, g, err))) return rc;
   e.costs = o->costs;
-  double t_init = gopt_now() - t0; /* about what one copy of g (kept input or conversion) costs */
+  double t_init = gopt_now() - t0; /* about what one copy of g's structure costs */
+  double rate = eq_copy_rate(g);
   q.o = o;
   q.t0 = t0;
   q.cost_before = r->cost_before;
   if ((rc = eq_saturate(&e, rs, node_limit, t0 + 0.4 * secs, &q, err))) goto done;
-  /* the extraction gets what is left but a reserve for building and costing the extracted graph
-   * (or copying the kept input): a tenth of the total, or more for a graph whose copy and costing
-   * at the start took longer, so the search ends within `secs` */
-  double reserve = 1.5 * t_init > 0.1 * secs ? 1.5 * t_init : 0.1 * secs;
+  /* the extraction gets what is left but a reserve for building the extracted graph (or copying
+   * the kept input), so the search ends within `secs` */
+  double reserve = eq_reserve(&e, t_init, rate, secs);
   double t_sat = gopt_now(), left = secs - (t_sat - t0) - reserve;
   eq_progress(&q, &e, "extraction");
   /* after a stop request only the greedy extraction runs (fast); a request during the ILP stops
    * it with its best solution so far (rw_extract) */
   int mode = rw_stop_requested() ? 0 : RW_X_ILP; /* filtering left it acyclic: no order rows */
-  if ((rc = rw_extract(&e, o->cluster, mode, left > 0.2 ? left : 0.2, &xt, err))) goto done;
+  /* a recipe copies its inputs, computes and hands over its output: about three passes over the
+   * bytes of a lazily folded constant, 50% to spare */
+  double lazy_s = rate > 0 ? 1.5 * EQ_LAZY_PASSES / rate : 0;
+  if ((rc = rw_extract(&e, o->cluster, mode, left > 0.2 ? left : 0.2, lazy_s, &xt, err))) goto done;
   double t_ext = gopt_now();
   if ((r->interrupted = rw_stop_requested()) && !mode) snprintf(xt.how, sizeof xt.how, "greedy (stop requested: no ILP)");
   gopt_error e2 = {0};

@@ -431,13 +431,13 @@ static void test_runtime_shapes(void) {
 
 enum { V0 = 1, V1 = 2, V2 = 6, V3 = 1, V4 = 5 };
 
-/* y = op(x) for x[1,2,6,1,5] holding 0, 1, 2, ...: a Transpose (attrs: perm) or a Slice
+/* y = op(x) for x of dims xd (rank 5) holding 0, 1, 2, ...: a Transpose (attrs: perm) or a Slice
  * (starts/ends/axes/steps as inputs); returns y's data (caller frees) and its dims in yd. */
-static float *view_run(const char *op, const int64_t *perm, const int64_t *sl, int64_t *yd) {
+static float *view_run(const char *op, const int64_t *xd, const int64_t *perm, const int64_t *sl, int64_t *yd) {
   gopt_error err = {0};
   gopt_graph *g = gopt_graph_new("view");
   gopt_graph_set_opset(g, "", 13);
-  int64_t xd[5] = {V0, V1, V2, V3, V4}, one = 1;
+  int64_t one = 1, nx = xd[0] * xd[1] * xd[2] * xd[3] * xd[4];
   int32_t x = tensor(g, "x", GOPT_DT_FLOAT, 5, xd), y = tensor(g, "y", GOPT_DT_UNDEFINED, -1, NULL);
   gopt_graph_add_input(g, x);
   if (!strcmp(op, "Transpose")) {
@@ -451,12 +451,14 @@ static float *view_run(const char *op, const int64_t *perm, const int64_t *sl, i
   }
   gopt_graph_add_output(g, y);
   finish(g);
-  float xv[V0 * V1 * V2 * V3 * V4];
-  for (int i = 0; i < V0 * V1 * V2 * V3 * V4; i++) xv[i] = (float)i;
-  gopt_host_tensor in = {.dtype = GOPT_DT_FLOAT, .rank = 5, .dims = {V0, V1, V2, V3, V4}, .data = xv,
-                         .nbytes = sizeof xv};
+  float *xv = malloc((size_t)nx * sizeof *xv);
+  CHECK(xv != NULL);
+  for (int64_t i = 0; xv && i < nx; i++) xv[i] = (float)i;
+  gopt_host_tensor in = {.dtype = GOPT_DT_FLOAT, .rank = 5, .dims = {xd[0], xd[1], xd[2], xd[3], xd[4]},
+                         .data = xv, .nbytes = (size_t)nx * sizeof *xv};
   gopt_host_tensor out = {0};
-  CHECK_MSG(run_graph(g, NULL, &in, &out, 1, NULL, &err) == 0, "%s: %s", op, err.msg);
+  CHECK_MSG(xv && run_graph(g, NULL, &in, &out, 1, NULL, &err) == 0, "%s: %s", op, err.msg);
+  free(xv);
   for (int i = 0; i < 5; i++) yd[i] = out.dims[i];
   float *d = out.data;
   out.data = NULL;
@@ -482,26 +484,32 @@ static int view_bad(const float *y, const int64_t *yd, const int64_t *st, int64_
   return bad;
 }
 
-/* Transposes (a channel shuffle's 0,2,1,3,4, one that moves the last dim, one that keeps the order)
- * and Slices (a channel range, a strided one, a reversed one) against loops over every index. */
+/* Transposes (a channel shuffle's 0,2,1,3,4, one that moves the last dim, one that keeps the order;
+ * on x[1,3,70,1,130] two that take the blocked copy, tiles not dividing the dims, with the
+ * contiguous source dim next to the last and two dims before it) and Slices (a channel range, a
+ * strided one, a reversed one) against loops over every index. */
 static void test_views(void) {
-  static const int64_t perms[3][5] = {{0, 2, 1, 3, 4}, {4, 1, 3, 2, 0}, {0, 1, 2, 3, 4}};
-  const int64_t xs[5] = {V1 * V2 * V3 * V4, V2 * V3 * V4, V3 * V4, V4, 1};
-  for (int p = 0; p < 3; p++) {
+  static const int64_t perms[5][5] = {{0, 2, 1, 3, 4}, {4, 1, 3, 2, 0}, {0, 1, 2, 3, 4}, {0, 1, 4, 3, 2},
+                                      {4, 1, 2, 3, 0}};
+  static const int64_t small[5] = {V0, V1, V2, V3, V4}, big[5] = {1, 3, 70, 1, 130};
+  for (int p = 0; p < 5; p++) {
+    const int64_t *xd = p < 3 ? small : big;
+    const int64_t xs[5] = {xd[1] * xd[2] * xd[3] * xd[4], xd[2] * xd[3] * xd[4], xd[3] * xd[4], xd[4], 1};
     int64_t yd[5], st[5], off = 0;
     for (int a = 0; a < 5; a++) st[a] = xs[perms[p][a]];
-    float *y = view_run("Transpose", perms[p], NULL, yd);
+    float *y = view_run("Transpose", xd, perms[p], NULL, yd);
     int bad = view_bad(y, yd, st, off);
     CHECK_MSG(!bad, "Transpose perm %d: %d elements differ from the index loop", p, bad);
     free(y);
   }
+  const int64_t xs[5] = {V1 * V2 * V3 * V4, V2 * V3 * V4, V3 * V4, V4, 1};
   static const int64_t slices[3][4] = {{1, 4, 2, 1}, {0, 5, 4, 2}, {-1, -100, 2, -2}}; /* starts, ends, axes, steps */
   for (int q = 0; q < 3; q++) {
     int64_t yd[5], st[5];
     const int64_t *sl = slices[q];
     int64_t dim = (int64_t[]){V0, V1, V2, V3, V4}[sl[2]], s0 = sl[0] < 0 ? sl[0] + dim : sl[0];
     for (int a = 0; a < 5; a++) st[a] = a == sl[2] ? xs[a] * sl[3] : xs[a];
-    float *y = view_run("Slice", NULL, sl, yd);
+    float *y = view_run("Slice", small, NULL, sl, yd);
     int bad = view_bad(y, yd, st, s0 * xs[sl[2]]);
     CHECK_MSG(!bad && yd[sl[2]] == 3, "Slice %d: %d elements differ, %lld along the axis", q, bad,
               (long long)yd[sl[2]]);

@@ -1,5 +1,6 @@
 /* test_graph.c: the graph IR: building, attributes, use lists, editing, topological order, cycle
- * detection, validation, the structural hash's invariances, compaction and cloning. Expected
+ * detection, validation, the structural hash's invariances, compaction, cloning (also without
+ * large constants' bytes) and adopting a constant's buffer. Expected
  * values are derived by hand from the small graphs built here. */
 #include <stdlib.h>
 #include <string.h>
@@ -218,8 +219,34 @@ static void test_large_chain(void) {
   gopt_graph_free(g);
 }
 
+/* gopt_graph_clone_lean leaves out the bytes of constants over the limit (their size kept) and
+ * copies the others; gopt_tensor_adopt_const takes a buffer without copying it. */
+static void test_clone_lean(void) {
+  gopt_graph *g = diamond(0);
+  int32_t w = gopt_graph_find_tensor(g, "w"), b = T(g, "b", 1, 4);
+  float wd[64], bd[4] = {1, 2, 3, 4};
+  for (int i = 0; i < 64; i++) wd[i] = (float)i;
+  CHECK(gopt_tensor_set_const(g, w, wd, sizeof wd, NULL) == 0 && gopt_tensor_set_const(g, b, bd, sizeof bd, NULL) == 0);
+  gopt_graph *c = gopt_graph_clone_lean(g, 16);
+  CHECK(c && !gopt_tensor_data(c, w) && (c->tensors.a[w].flags & GOPT_T_CONST) &&
+        c->consts.a[c->tensors.a[w].cdata].nbytes == sizeof wd);
+  CHECK(c && gopt_tensor_data(c, b) && gopt_tensor_data(c, b) != gopt_tensor_data(g, b) &&
+        !memcmp(gopt_tensor_data(c, b), bd, sizeof bd));
+  CHECK(c && gopt_graph_hash(c) != gopt_graph_hash(g)); /* the bytes are part of the hash */
+  float *own = malloc(sizeof wd);
+  CHECK(own != NULL);
+  if (c && own) {
+    memcpy(own, wd, sizeof wd);
+    CHECK(gopt_tensor_adopt_const(c, w, own, sizeof wd, NULL) == 0 && gopt_tensor_data(c, w) == own);
+    CHECK(gopt_graph_hash(c) == gopt_graph_hash(g));
+  }
+  gopt_graph_free(c);
+  gopt_graph_free(g);
+}
+
 int main(void) {
   test_build_and_topo();
+  test_clone_lean();
   test_attrs();
   test_hash();
   test_edit_and_compact();

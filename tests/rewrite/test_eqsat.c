@@ -6,7 +6,9 @@
  * and computes the same outputs; a deliberately wrong rule forced into eqsat is caught by the
  * output comparison; a rewrite that maps an output to one of its fragment's inputs
  * (concat_of_split) converts back to a valid, cheaper graph; extraction costs a contiguous Split
- * as free like the simulator, so eqsat merges parallel convs as greedy does. */
+ * as free like the simulator, so eqsat merges parallel convs as greedy does; large weights and
+ * those rewrites derive from them stay out of the e-graph and are computed for the extracted
+ * graph only (recipes run again, one reading another's result). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +163,7 @@ static double brute_force(const rw_egraph *e, const double *cost) {
 static void check_extraction(const rw_egraph *e, const gopt_graph *g, int mode, double opt, int exact) {
   rw_extraction x;
   gopt_error err = {0};
-  CHECK_MSG(rw_extract(e, NULL, mode, 20, &x, &err) == 0, "%s", err.msg);
+  CHECK_MSG(rw_extract(e, NULL, mode, 20, 0, &x, &err) == 0, "%s", err.msg);
   if (exact) CHECK_NEAR(x.objective, opt, 1e-9 * opt);
   else CHECK(x.objective >= opt * (1 - 1e-9));
   if (mode & RW_X_ILP) CHECK_MSG(x.used_ilp && strstr(x.how, "ilp (optimal"), "%s", x.how);
@@ -214,7 +216,7 @@ static void test_cycle(const gopt_ruleset *rs) {
   CHECK(e.state[1] == EG_FILTERED); /* r2, whose child class is now its own */
   rw_extraction x;
   gopt_graph *h = NULL;
-  CHECK(rw_extract(&e, NULL, RW_X_ILP | RW_X_TOPO, 20, &x, &err) == 0);
+  CHECK(rw_extract(&e, NULL, RW_X_ILP | RW_X_TOPO, 20, 0, &x, &err) == 0);
   CHECK(rw_eg_to_graph(&e, &x, &h, &err) == 0);
   if (h) CHECK_EQ_INT(gopt_graph_node_count(h), 1);
   gopt_graph_free(h);
@@ -400,7 +402,7 @@ static void test_parallel_conv(void) {
   gopt_graph *h = NULL;
   CHECK(rw_eg_init(&e, g, &err) == 0);
   CHECK(rw_eq_saturate(&e, rs, 10000, 30, NULL, 0, &err) == 0);
-  CHECK(rw_extract(&e, NULL, RW_X_ILP | RW_X_TOPO, 20, &xt, &err) == 0);
+  CHECK(rw_extract(&e, NULL, RW_X_ILP | RW_X_TOPO, 20, 0, &xt, &err) == 0);
   CHECK(rw_eg_to_graph(&e, &xt, &h, &err) == 0);
   double step = 0;
   CHECK(h && gopt_rewrite_cost(h, NULL, &step, &err) == 0);
@@ -410,6 +412,84 @@ static void test_parallel_conv(void) {
   rw_eg_clear(&e);
   gopt_rewrite_result_clear(&rg);
   gopt_rewrite_result_clear(&re);
+  gopt_graph_free(g);
+  gopt_ruleset_free(rs);
+}
+
+/* A weight of n floats named name, values from seed k. */
+static int32_t weight(gopt_graph *g, const char *name, int rank, const int64_t *d, int k) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) n *= d[i];
+  float *v = malloc((size_t)n * sizeof *v);
+  int32_t t = gopt_graph_add_tensor(g, name, GOPT_DT_FLOAT, rank, d, NULL);
+  for (int64_t i = 0; v && i < n; i++) v[i] = (float)(((i * 31 + 7 * k) % 23) - 11) / 64.0f;
+  CHECK(v && t >= 0 && gopt_tensor_set_const(g, t, v, (size_t)n * sizeof *v, NULL) == 0);
+  free(v);
+  return t;
+}
+
+/* Weights over RW_EG_LEAN bytes stay out of the e-graph and so do the weights rewrites derive from
+ * them: y0 = x (s Transpose(W)) folds Transpose(W) (iteration 1) and then the Mul by s over that
+ * folded constant (iteration 2: a recipe whose input is itself lazily folded); y1, y2 = x W1,
+ * x W2 merge into one MatMul over their concatenated weights (built-ins computing the weights in
+ * C).
+ * The e-graph holds none of those bytes; the extracted graph has every weight's bytes, computed
+ * by running the recipes again, and the same outputs as the input. */
+static void test_lazy_weights(void) {
+  gopt_ruleset *rs = gopt_ruleset_builtin();
+  gopt_graph *g = gopt_graph_new("lazy");
+  gopt_graph_set_opset(g, "", 17);
+  int64_t xd[2] = {4, 160}, wd[2] = {160, 160}, one = 1;
+  int32_t x = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 2, xd, NULL);
+  gopt_graph_add_input(g, x);
+  int32_t w = weight(g, "w", 2, wd, 0), w1 = weight(g, "w1", 2, wd, 1), w2 = weight(g, "w2", 2, wd, 2);
+  int32_t s = weight(g, "s", 1, &one, 3);
+  int32_t t1 = tensor(g, "t1", 160, 160), t2 = tensor(g, "t2", 160, 160);
+  int32_t y0 = tensor(g, "y0", 4, 160), y1 = tensor(g, "y1", 4, 160), y2 = tensor(g, "y2", 4, 160);
+  node(g, "Transpose", "tr", w, -1, t1);
+  node(g, "Mul", "mul", t1, s, t2);
+  node(g, "MatMul", "m0", x, t2, y0);
+  node(g, "MatMul", "m1", x, w1, y1);
+  node(g, "MatMul", "m2", x, w2, y2);
+  gopt_graph_add_output(g, y0);
+  gopt_graph_add_output(g, y1);
+  gopt_graph_add_output(g, y2);
+  finish(g);
+  CHECK(160 * 160 * sizeof(float) > RW_EG_LEAN);
+  gopt_error err = {0};
+  rw_egraph e;
+  CHECK(rw_eg_init(&e, g, &err) == 0);
+  CHECK(!gopt_tensor_data(e.s, w) && rw_eg_data(&e, w) == gopt_tensor_data(g, w)); /* read from g */
+  CHECK_MSG(rw_eq_saturate(&e, rs, 10000, 30, NULL, 0, &err) == 0, "%s", err.msg);
+  size_t lazy = 0, chained = 0;
+  for (size_t t = 0; t < e.s->tensors.n; t++) {
+    if (e.tlazy[t] < 0) continue;
+    lazy++;
+    CHECK(!gopt_tensor_data(e.s, (int32_t)t)); /* no bytes in the e-graph */
+    const rw_lazy *z = &e.lazy[e.tlazy[t]];
+    for (int i = 0; i < z->n_in; i++) chained += e.tlazy[z->in_s[i]] >= 0;
+  }
+  CHECK_MSG(lazy >= 3 && chained >= 1, "%zu lazily folded constants, %zu recipes reading one", lazy, chained);
+  rw_eg_clear(&e);
+  gopt_rewrite_opts o = {"eqsat", NULL, 0, 0, 30, 0, 1};
+  gopt_rewrite_result r;
+  CHECK_MSG(gopt_rewrite_search(g, rs, &o, &r, &err) == 0, "%s", err.msg);
+  CHECK_MSG(r.cost_after < r.cost_before && !r.input_kept, "%s", r.note);
+  int folded = 0, merged = 0;
+  for (size_t i = 0; i < r.n_steps; i++) {
+    const char *name = gopt_ruleset_rule_name(rs, (size_t)r.steps[i].rule);
+    folded += !strcmp(name, "fold_constants");
+    merged += !strncmp(name, "merge_parallel_matmul", 21);
+  }
+  CHECK_MSG(folded >= 1 && merged == 1, "%d folds, %d merges (%s)", folded, merged, r.note);
+  for (size_t t = 0; r.graph && t < r.graph->tensors.n; t++)
+    if ((r.graph->tensors.a[t].flags & GOPT_T_CONST) && gopt_tensor_use_count(r.graph, (int32_t)t))
+      CHECK_MSG(gopt_tensor_data(r.graph, (int32_t)t), "constant '%s' has no bytes",
+                gopt_graph_str(r.graph, r.graph->tensors.a[t].name));
+  for (size_t n = 0; r.graph && n < r.graph->nodes.n; n++) /* folded into y0's weight */
+    CHECK(r.graph->nodes.a[n].op != GOPT_OP_TRANSPOSE && r.graph->nodes.a[n].op != GOPT_OP_MUL);
+  CHECK_MSG(r.graph && gopt_rewrite_compare(g, r.graph, 5, 1e-5, 1e-6, NULL, &err) == 0, "%s", err.msg);
+  gopt_rewrite_result_clear(&r);
   gopt_graph_free(g);
   gopt_ruleset_free(rs);
 }
@@ -429,6 +509,7 @@ int main(void) {
   test_wrong_rule(rs, wi);
   test_concat_of_split();
   test_parallel_conv();
+  test_lazy_weights();
   gopt_ruleset_free(rs);
   return check_exit("test_eqsat");
 }
