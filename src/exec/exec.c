@@ -889,12 +889,10 @@ static int nan_flags_init(gopt_exec *x, nan_state *ns, gopt_error *err) {
   return GOPT_OK;
 }
 
-/* Whether step k's input j gave its buffer to one of the step's outputs (in place). */
+/* Whether step k's input j gave its buffer to one of the step's outputs (in place; never while
+ * profiling, which keeps every buffer). */
 static int given_in_place(const gopt_exec *x, const ex_kernel *k, int j) {
-  if (!k->reuse || x->profiling) return 0;
-  for (int o = 0; o < k->n_out; o++)
-    if (k->reuse[o] == j) return 1;
-  return 0;
+  return !x->profiling && ex_kernel_gives(k, j);
 }
 
 /* After a failed step: the inputs that gave their buffers to outputs no longer own them (so

@@ -60,8 +60,9 @@ static int32_t sim_new(arena_sim *m, size_t nbytes, int32_t s) {
   return (int32_t)m->n++;
 }
 
-/* Whether input j of step k hands its buffer to an output (the run loop's given_in_place). */
-static int gives(const ex_kernel *k, int j) {
+/* Whether input j of step k hands its buffer to one of the step's outputs (in place, as the
+ * exec_inplace.c decisions say); shared by the run loop (exec.c) and the plan's replay. */
+int ex_kernel_gives(const ex_kernel *k, int j) {
   for (int o = 0; k->reuse && o < k->n_out; o++)
     if (k->reuse[o] == j) return 1;
   return 0;
@@ -91,7 +92,7 @@ static int replay(const gopt_exec *x, arena_sim *m) {
       int32_t t = j < k->n_in ? k->in[j] : k->out[j - k->n_in];
       if (t < 0 || x->last_use[t] != (int32_t)s || x->vals[t].kind != EX_V_ACT || !m->live[t]) continue;
       m->live[t] = 0;
-      if (j < k->n_in && gives(k, j)) continue; /* the buffer lives on as an output's */
+      if (j < k->n_in && ex_kernel_gives(k, j)) continue; /* the buffer lives on as an output's */
       m->b[m->blk_of[t]].last = (int32_t)s;
     }
   }

@@ -195,6 +195,8 @@ void ex_release_acts(gopt_exec *x);
 /* ---- static memory plan (exec_arena.c) --------------------------------------------------------- */
 /* Bytes of activation t's buffer: its oneDNN layout's (padded channels) or its plain size. */
 size_t ex_act_nbytes(const gopt_exec *x, int32_t t);
+/* Whether input j of step k hands its buffer to one of its outputs (in place). */
+int ex_kernel_gives(const ex_kernel *k, int j);
 /* Plans every activation buffer's offset in one arena (after ex_plan_inplace). */
 int ex_arena_plan(gopt_exec *x, gopt_error *err);
 /* Tensor t's planned buffer (the arena made at the first call), or NULL: no plan for it, or
