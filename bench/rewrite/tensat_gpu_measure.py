@@ -7,7 +7,7 @@ H100"). Three steps, the middle one on the GPU machine:
     python3 bench/rewrite/tensat_gpu_measure.py table DIR RESULT.json
 
 `prepare` (any machine, ~5 min on 2 cores) writes each model as ONNX (`gopt convert`) and its
-greedy (budget 100) and eqsat rewrites costed on CLUSTER (`gopt rewrite --json`: every output
+greedy (budget 100), eqsat and rl rewrites costed on CLUSTER (`gopt rewrite --json`: every output
 verified by gopt's executor and ONNX Runtime before it is written, then onnx.checker's full check),
 then leaves the float weights out of every file (external-data entries with no data file, so the
 files travel small; tools/onnx_torch.py gives such weights seeded random values: they do not
@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from tensat_gpu import TENSAT  # noqa: E402
 
-METHODS = ("greedy", "eqsat")
+METHODS = ("greedy", "eqsat", "rl")
 
 
 def strip_weights(path, min_bytes=4096):
@@ -106,10 +106,14 @@ def measure(d, result, device, reps):
                                 "seconds": r["seconds"], "speedup": r["speedup"]})
             print(f"{row['label']} {m}: {r['seconds'][0] * 1e3:.3f} -> {r['seconds'][1] * 1e3:.3f} ms "
                   f"({r['mode']}), speed-up {r['speedup']:.3f}", file=sys.stderr)
-    tmp = result + ".tmp"
+            write_json(result, res)  # after every pair: a run cut short keeps what it measured
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(tmp, result)
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
 
 
 def table(d, result):
