@@ -147,6 +147,7 @@ static uint64_t g_dev_shifted, g_dev_moves;
 /* Random changes on one graph and cluster: single device moves, single priority changes, and
  * batches of 2-8 mixed changes before one evaluation. */
 static void test_random(const char *spec, const char *cluster, int rounds) {
+  rounds = CHECK_ROUNDS(rounds);
   gopt_graph *g = sim_test_zoo(spec);
   if (!g) return;
   gopt_error err = {0};

@@ -56,6 +56,7 @@ static double new_value(const gopt_env_var *v, double cur) {
  * fresh full evaluation. Device and priority variables are chosen 10 times as often as fusion
  * bits (a fusion change re-applies the decisions: a full evaluation either way). */
 static void test_moves(const char *spec, const char *cluster, int task, int rounds) {
+  rounds = CHECK_ROUNDS(rounds);
   gopt_graph *g = NULL;
   gopt_cluster *c = NULL;
   gopt_env *e = open_env(spec, cluster, task, &g, &c);
@@ -127,6 +128,7 @@ static void test_moves(const char *spec, const char *cluster, int task, int roun
 /* The same search, seed and budget with delta, incremental-only and full evaluation. */
 static void test_search_same(const char *method, const char *spec, const char *cluster, int task,
                              uint64_t budget) {
+  budget = CHECK_ROUNDS(budget);
   gopt_graph *g = NULL;
   gopt_cluster *c = NULL;
   gopt_env *e = open_env(spec, cluster, task, &g, &c);
