@@ -42,6 +42,9 @@ def parse_args(argv):
                    help="corpus architectures to build with PyTorch (default: all of "
                         "tools/export_corpus.py's when no --onnx is given)")
     p.add_argument("--onnx", nargs="*", default=[], help="ONNX model files to measure")
+    p.add_argument("--tv-layers", action="store_true",
+                   help="also measure the per-layer rows of the --torchvision models (a calibration "
+                        "set; leave it off for held-out sets, whose rows no fit may see)")
     p.add_argument("--torchvision", nargs="*", default=[], metavar="NAME[:SIZE]",
                    help="torchvision architectures to build by name (random weights; SIZE: the "
                         "square image side, default 224), e.g. the held-out set of "
@@ -410,6 +413,13 @@ def matmul_grid_rows(torch, T, dev):
 
 # ---- main ------------------------------------------------------------------------------------
 
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
+
+
 def main(argv):
     a = parse_args(argv)
     import torch
@@ -431,7 +441,8 @@ def main(argv):
     if a.conv_grid:
         models["conv_grid"] = (conv_grid_model, lambda b: (torch.zeros(b, 1),))
     models.update(onnx)
-    whole_only = set(tv) | set(onnx)  # layer rows: the corpus's PyTorch modules and the conv grid
+    # layer rows: the corpus's PyTorch modules and the conv grid (and --torchvision models with --tv-layers)
+    whole_only = (set() if a.tv_layers else set(tv)) | set(onnx)
     out = {"device": "cpu (dry run)" if a.dry_run else torch.cuda.get_device_name(0),
            "torch": torch.__version__, "precision": "fp32, TF32 off (bf16 autocast only where a key says bf16)",
            "method": "tools/gpu_profile.py (docs/SIMULATOR.md)", "dry_run": a.dry_run, "batch": a.batch, "models": {}, "micro": []}
@@ -446,14 +457,12 @@ def main(argv):
             sys.stderr.write("gpu_profile.py: %s: %r (left out)\n" % (name, e))
             continue
         out["models"][name] = {k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v))}
+        write_json(a.out, out)  # after every model: a run cut short keeps what it measured
     if not a.no_micro:
         out["micro"] = micro_rows(torch, T, dev)
     if a.matmul_grid:
         out.setdefault("micro", []).extend(matmul_grid_rows(torch, T, dev))
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(out, f, indent=1)
-    os.replace(tmp, a.out)
+    write_json(a.out, out)
     sys.stderr.write("gpu_profile.py: wrote %s (%d models, %d micro-benchmarks)\n"
                      % (a.out, len(out["models"]), len(out["micro"])))
     return 0
