@@ -410,6 +410,22 @@ static void frag_resolve(const eq_frag *f, const gopt_graph *s, const gopt_graph
   }
 }
 
+/* 1 when the rewritten fragment h's outputs have the dtypes and shapes of the source fragment l's:
+ * importing merges each into the class of the output it replaces, and a class must hold one shape
+ * (in a whole graph greedy's shape inference rejects such a rewrite where the output is read; a
+ * fragment's outputs are read by nothing). */
+static int frag_same_outputs(const gopt_graph *l, const gopt_graph *h) {
+  if (l->outputs.n != h->outputs.n) return 0;
+  for (size_t i = 0; i < l->outputs.n; i++) {
+    const gopt_tensor *a = &l->tensors.a[l->outputs.a[i]], *b = &h->tensors.a[h->outputs.a[i]];
+    if (a->dtype != b->dtype || a->rank != b->rank ||
+        (a->rank > 0 && memcmp(gopt_tensor_dims(l, l->outputs.a[i]), gopt_tensor_dims(h, h->outputs.a[i]),
+                               (size_t)a->rank * sizeof(int64_t))))
+      return 0;
+  }
+  return 1;
+}
+
 /* 1 when every live node of the rewritten fragment h has its first input and known shapes on
  * every tensor it reads and writes: a rewrite that lost an input or a shape is rejected, else the
  * extraction could pick a node (costed as nearly free) that the executor cannot run. */
@@ -454,7 +470,7 @@ static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm, co
     }
     goto done;
   }
-  if (!frag_shaped(h)) goto done; /* rejected: S keeps static shapes everywhere */
+  if (!frag_shaped(h) || !frag_same_outputs(f->l, h)) goto done; /* rejected: S keeps static shapes everywhere */
   int32_t map_h[RW_MAX_VARS * 4];
   frag_resolve(f, e->s, h, map_h);
   io_t[0] = f->out_s0;
