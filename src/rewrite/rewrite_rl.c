@@ -375,8 +375,11 @@ static int rl_episodes(gopt_seq_policy *p, gopt_rewrite_rl *r, uint64_t seed, lo
   res->rejected = r->rejected;
   res->dequeued = (size_t)steps;
   res->interrupted = r->interrupted;
-  if (best_at == 0) snprintf(res->note, sizeof res->note, "rl: %ld episodes (the greedy one and %ld sampled), %ld steps; best: the greedy episode", ran, ran - 1, steps);
-  else snprintf(res->note, sizeof res->note, "rl: %ld episodes (the greedy one and %ld sampled), %ld steps; best: sample %ld (seed %llu)", ran, ran - 1, steps, best_at, (unsigned long long)(seed + (uint64_t)best_at));
+  char best[64] = "the greedy episode";
+  if (best_at > 0)
+    snprintf(best, sizeof best, "sample %ld (seed %llu)", best_at, (unsigned long long)(seed + (uint64_t)best_at));
+  snprintf(res->note, sizeof res->note, "rl: %ld episodes (the greedy one and %ld sampled), %ld steps; best: %s", ran,
+           ran - 1, steps, best);
   return 0;
 }
 

@@ -100,7 +100,8 @@ static void check_views(int concat, const char *name) {
   if (concat) /* the Concat's class holds the merged conv (concat_of_split) */
     CHECK_MSG(has_member(&e, out0, GOPT_OP_CONV, -1), "the Concat's class has no Conv: %s was not matched", name);
   else /* Relu(conv0)'s class holds a Split of a Relu (hoist_unary_over_split) */
-    CHECK_MSG(has_member(&e, out0, GOPT_OP_SPLIT, GOPT_OP_RELU), "no Split of a Relu beside Relu(conv0): %s was not matched", name);
+    CHECK_MSG(has_member(&e, out0, GOPT_OP_SPLIT, GOPT_OP_RELU), "no Split of a Relu beside Relu(conv0): %s not matched",
+              name);
   rw_eg_clear(&e);
   gopt_graph_free(g);
   gopt_ruleset_free(rs);
