@@ -1,6 +1,7 @@
 """tensat_gpu.py GOPT [CLUSTER...]: the "Tensat's seven on the calibrated GPU presets" table of
 docs/REWRITE.md. Runs `gopt rewrite --json` with greedy (budget 100), eqsat (default limits: 10
-s) and rl (the shipped policy, one episode of <= 100 steps) on Tensat's seven models (environment
+s) and rl (the shipped policy: its greedy episode and up to 64 sampled ones, <= 100 steps each, 10 s
+in all) on Tensat's seven models (environment
 METHODS: a comma-separated subset), costed on each cluster (default H100 and V100: the measured-GPU cost
 model calibrated on a real H100, V100 extrapolated from it; docs/SIMULATOR.md), every output
 verified by gopt's executor and ONNX Runtime before it was written and checked with

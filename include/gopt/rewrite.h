@@ -134,7 +134,7 @@ typedef struct gopt_rewrite_opts {
   long budget;                 /* greedy: graphs dequeued (<= 0: 100); eqsat: e-node limit
                                   (<= 0: 20000) */
   double seconds;              /* wall-clock limit (<= 0: none; eqsat: 10, 40% for saturation,
-                                  the rest for the ILP) */
+                                  the rest for the ILP; rl: 10, all its episodes) */
   double max_growth;           /* op count limit as a multiple of the original (<= 0: 2) */
   uint64_t seed;
   const char *policy;          /* rl: the policy file (NULL: the shipped policies/rewrite.gpol);
@@ -147,6 +147,9 @@ typedef struct gopt_rewrite_opts {
    * cluster's measured devices (`host`) every op is priced from its measured time, and ops the
    * database lacks are profiled on demand (gopt_rewrite_costs_new) */
   gopt_rewrite_costs *costs;
+  long samples;                /* rl: episodes sampled from the policy after its greedy one, seeds
+                                  seed + 1 ... (0: 64; < 0: none), while `seconds` (rl default: 10,
+                                  all episodes together) allows; the best graph of all is the result */
 } gopt_rewrite_opts;
 
 /* One applied rewrite of the best graph's history. */

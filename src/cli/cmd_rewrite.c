@@ -21,14 +21,16 @@ static const char rewrite_help[] =
     "usage: gopt rewrite MODEL -o OUT.onnx [--method greedy|eqsat|rl] [--cluster C] [--budget N]\n"
     "                    [--seconds S] [--alpha A] [--rules F] [--seed S] [--verify exec|ort|both]\n"
     "                    [--json] [--measure] [--measure-on exec|ort] [--costdb DB] [--batch N]\n"
-    "                    [--policy P.gpol]\n"
+    "                    [--policy P.gpol] [--samples N]\n"
     "       gopt rewrite --list-methods\n"
     "  MODEL          an .onnx file or a zoo spec\n"
     "  --method M     greedy (TASO's cost-ordered backtracking search; default), eqsat (Tensat:\n"
     "                 equality saturation in an e-graph, ILP extraction with GLPK) or rl (X-RLflow-\n"
-    "                 style agent: one greedy episode of a learned policy, one rewrite per step,\n"
-    "                 temporary losses allowed; the best graph seen is the result)\n"
+    "                 style agent: episodes of a learned policy, one rewrite per step, temporary\n"
+    "                 losses allowed; the best graph seen is the result)\n"
     "  --policy P     rl: the policy (default: the shipped policies/rewrite.gpol; gopt train --method rewrite)\n"
+    "  --samples N    rl: episodes sampled from the policy (seeds from --seed) after its greedy\n"
+    "                 one, while --seconds allows (default 64; 0: the greedy episode only)\n"
     "  --cluster C    cost device preset (default V100): the simulator's step time\n"
     "  --costdb DB    measured op costs (TASO's cost model) for a cluster with measured devices\n"
     "                 (--cluster host): every op is priced from its measured time in DB (a\n"
@@ -36,7 +38,8 @@ static const char rewrite_help[] =
     "                 profiled on demand (alone, one thread, median of 10 runs) and added to DB\n"
     "  --budget N     greedy: graphs dequeued (default 100); eqsat: e-node limit (20000); rl: steps (100)\n"
     "  --seconds S    wall-clock limit of the search (eqsat: default 10: 40% saturation, the rest\n"
-    "                 extraction and building the result; verification and writing come after)\n"
+    "                 extraction and building the result; rl: default 10, all its episodes;\n"
+    "                 verification and writing come after)\n"
     "                 (every method: a progress line on stderr when it is a terminal; Ctrl-C stops\n"
     "                 the search with its best graph so far, verified and written as usual)\n"
     "  --alpha A      accept candidates costing < A x best (default 1.05)\n"
@@ -264,7 +267,7 @@ static int verify_ort(const gopt_graph *a, const gopt_graph *b, uint64_t seed, i
 
 typedef struct rw_args {
   const char *model, *out, *method, *cluster, *rules, *verify, *policy, *costdb, *measure_on;
-  long budget, seed;
+  long budget, seed, samples; /* samples: -1 = none (--samples 0), 0 = the default */
   double seconds, alpha;
   int json, measure;
   cli_model_opts mo;
@@ -290,7 +293,8 @@ static int parse_args(int argc, char **argv, rw_args *a) {
     } else if (!strcmp(s, "-o") || !strcmp(s, "--method") || !strcmp(s, "--cluster") ||
                !strcmp(s, "--rules") || !strcmp(s, "--verify") || !strcmp(s, "--budget") ||
                !strcmp(s, "--seed") || !strcmp(s, "--seconds") || !strcmp(s, "--alpha") ||
-               !strcmp(s, "--policy") || !strcmp(s, "--costdb") || !strcmp(s, "--measure-on")) {
+               !strcmp(s, "--policy") || !strcmp(s, "--costdb") || !strcmp(s, "--measure-on") ||
+               !strcmp(s, "--samples")) {
       if (!has) return cli_usage_error("rewrite", "%s needs a value", s);
       const char *v = argv[++i];
       char *end;
@@ -306,6 +310,9 @@ static int parse_args(int argc, char **argv, rw_args *a) {
         if (cli_parse_long("rewrite", s, v, 1, 1000000, &a->budget)) return 2;
       } else if (!strcmp(s, "--seed")) {
         if (cli_parse_long("rewrite", s, v, 0, 0x7fffffff, &a->seed)) return 2;
+      } else if (!strcmp(s, "--samples")) {
+        if (cli_parse_long("rewrite", s, v, 0, 100000, &a->samples)) return 2;
+        if (!a->samples) a->samples = -1;
       } else {
         double d = strtod(v, &end);
         if (*end || !(d > 0)) return cli_usage_error("rewrite", "%s: expected a positive number, got '%s'", s, v);
@@ -324,6 +331,8 @@ static int parse_args(int argc, char **argv, rw_args *a) {
   if (!a->out) return cli_usage_error("rewrite", "missing -o OUT.onnx");
   if (a->verify && strcmp(a->verify, "exec") && strcmp(a->verify, "ort") && strcmp(a->verify, "both"))
     return cli_usage_error("rewrite", "--verify: expected exec, ort or both, got '%s'", a->verify);
+  if (a->samples && (!a->method || strcmp(a->method, "rl")))
+    return cli_usage_error("rewrite", "--samples is for --method rl");
   if (a->measure_on && strcmp(a->measure_on, "exec") && strcmp(a->measure_on, "ort"))
     return cli_usage_error("rewrite", "--measure-on: expected exec or ort, got '%s'", a->measure_on);
   if (a->measure_on && !strcmp(a->measure_on, "ort") && a->verify && !strcmp(a->verify, "exec"))
@@ -567,7 +576,7 @@ int cli_rewrite(int argc, char **argv) {
   cli_rewrite_strip_weights(sg, NULL);
   cli_rewrite_progress_state ps = {cli_rewrite_progress_mode(), 0, 0};
   gopt_rewrite_opts ro = {a.method, c, a.alpha, a.budget, a.seconds, 0, seed, a.policy,
-                          ps.mode ? cli_rewrite_progress : NULL, &ps, costs};
+                          ps.mode ? cli_rewrite_progress : NULL, &ps, costs, a.samples};
   int eqsat = a.method && !strcmp(a.method, "eqsat");
   /* Every pattern rule the best result uses is verified again (numerically, with the executor)
    * before it is applied to the model; one that fails is disabled and the search runs again, so

@@ -361,8 +361,11 @@ static int apply_pconv(gopt_graph *h, const gopt_rewrite_match *m, int *flags, g
     memcpy(copy, v, cnt * sizeof *v);
     if (gopt_node_set_ints(h, nc, ia[k], copy, cnt)) goto done;
   }
-  int64_t ks[2] = {kh, kw};
+  int64_t ks[2] = {kh, kw}, same[4] = {kh / 2, kw / 2, kh / 2, kw / 2};
   if (gopt_node_set_ints(h, nc, "kernel_shape", ks, 2)) goto done;
+  /* enlarged (both convs "same" padded): the merged kernel's own padding; the larger kernel's
+   * pads were wrong for 1x3 with 3x1 (3x3 padded 0,1: 8x8 became 6x8) */
+  if ((da[2] != db[2] || da[3] != db[3]) && gopt_node_set_ints(h, nc, "pads", same, 4)) goto done;
   int32_t outs[2];
   if ((rc = add_split(h, nt, 1, ca, cb, outs, err))) goto done;
   if ((rc = rw_replace(h, gopt_node_output(h, a, 0), outs[0], err)) ||

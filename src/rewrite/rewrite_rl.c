@@ -1,7 +1,8 @@
 /* rewrite_rl.c: the X-RLflow-style rewrite agent: the rewriting MDP as a sequential-agent
  * environment (gopt_seq_env: state = current graph, candidates = (rule, location) matches with
  * their simulated cost change, reward = relative cost improvement per step, STOP), the "rl" search
- * method (one greedy episode of the policy; the best graph seen is the result) and training
+ * method (the policy's greedy episode, then episodes sampled from it while the time limit allows;
+ * the best graph seen by the cost model is the result) and training
  * (gopt_rewrite_rl_train). docs/REWRITE.md "## rl" describes it. */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +18,10 @@
 #define RL_RULE_BUCKETS 16
 #define RL_CF (RL_RULE_BUCKETS + 4)
 #define RL_SCAN_PER_CAND 4                /* matches tried per candidate slot */
+#define RL_SAMPLES 64                     /* search: episodes sampled after the greedy one (default) */
+#define RL_SECONDS 10.0                   /* search: default limit of all episodes together (eqsat's) */
+#define RL_PATIENCE 10                    /* search: a sampled episode ends after this many steps
+                                             without bettering its best graph */
 
 typedef struct rl_cand {
   gopt_graph *g;
@@ -44,6 +49,8 @@ struct gopt_rewrite_rl {
   size_t nh, n_best;
   size_t generated, rejected;
   int search, interrupted;                /* search: gopt_rewrite_request_stop ends the episode */
+  double deadline;                        /* search: every episode ends by then (0: none) */
+  int patience, best_step;                /* end the episode patience steps after best_step (0: never) */
   void (*progress)(const gopt_rewrite_progress *p, void *user);
   void *progress_user;
   /* observation buffers */
@@ -264,7 +271,7 @@ static int rl_reset(void *u, size_t i, gopt_error *err) {
   gopt_rewrite_rl *r = u;
   if (i >= r->n_graphs) return gopt_error_set(err, GOPT_EINVAL, "rewrite rl: graph %zu of %zu", i, r->n_graphs);
   rl_episode_clear(r);
-  r->step = 0;
+  r->step = r->best_step = 0;
   r->t0 = gopt_now();
   r->cur = gopt_graph_clone(r->graphs[i]);
   r->best = gopt_graph_clone(r->graphs[i]);
@@ -310,8 +317,11 @@ static int rl_step(void *u, int a, double *reward, int *done, gopt_error *err) {
     r->best_steps = bs;
     r->n_best = r->nh;
     r->best_cost = c.cost;
+    r->best_step = r->step;
   }
-  *done = r->step >= r->max_steps || (r->seconds > 0 && gopt_now() - r->t0 > r->seconds);
+  *done = r->step >= r->max_steps || (r->seconds > 0 && gopt_now() - r->t0 > r->seconds) ||
+          (r->deadline > 0 && gopt_now() > r->deadline) ||
+          (r->patience > 0 && r->step - r->best_step >= r->patience);
   return 0;
 }
 
@@ -341,8 +351,41 @@ static int rl_take(gopt_rewrite_rl *r, gopt_rewrite_result *res) {
   return 0;
 }
 
-/* The "rl" search method: one greedy episode of the policy (o->policy, else the shipped
- * rewrite.gpol) of at most o->budget steps (default 100); the best graph seen is the result. */
+/* The policy's greedy (argmax) episode, then up to n episodes sampled from it (seeds seed + 1,
+ * seed + 2, ...) while r's deadline allows and no stop is requested (GO's inference: the best of
+ * several rollouts of one policy); res receives the best graph any episode saw by the cost model
+ * (ties: the earliest episode). */
+static int rl_episodes(gopt_seq_policy *p, gopt_rewrite_rl *r, uint64_t seed, long n, gopt_rewrite_result *res,
+                       gopt_error *err) {
+  gopt_seq_env env = gopt_rewrite_rl_env(r);
+  long ran = 0, best_at = -1, steps = 0;
+  for (long i = 0; i <= n; i++) {
+    if (i > 0 && (gopt_now() > r->deadline || rw_stop_requested())) break;
+    r->patience = i > 0 ? RL_PATIENCE : 0; /* the greedy episode runs to STOP or the step limit */
+    int rc = gopt_seq_run(p, &env, 0, i == 0, seed + (uint64_t)i, r->max_steps, NULL, NULL, err);
+    if (rc) return rc;
+    ran++;
+    steps += r->step;
+    if (best_at >= 0 && !(r->best_cost < res->cost_after)) continue;
+    gopt_rewrite_result_clear(res);
+    if (rl_take(r, res)) return gopt_error_set(err, GOPT_EINVAL, "rewrite rl: no graph");
+    best_at = i;
+  }
+  res->generated = r->generated;
+  res->rejected = r->rejected;
+  res->dequeued = (size_t)steps;
+  res->interrupted = r->interrupted;
+  char best[64] = "the greedy episode";
+  if (best_at > 0)
+    snprintf(best, sizeof best, "sample %ld (seed %llu)", best_at, (unsigned long long)(seed + (uint64_t)best_at));
+  snprintf(res->note, sizeof res->note, "rl: %ld episodes (the greedy one and %ld sampled), %ld steps; best: %s", ran,
+           ran - 1, steps, best);
+  return 0;
+}
+
+/* The "rl" search method: the policy's (o->policy, else the shipped rewrite.gpol) greedy episode
+ * and up to o->samples sampled ones (0: RL_SAMPLES, < 0: none), each of at most o->budget steps
+ * (default 100), all within o->seconds (default RL_SECONDS); the best graph seen is the result. */
 int rw_search_rl(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite_opts *o,
                  gopt_rewrite_result *res, gopt_error *err) {
   char path[1200];
@@ -357,10 +400,12 @@ int rw_search_rl(const gopt_graph *g, const gopt_ruleset *rs, const gopt_rewrite
     rc = gopt_error_set(err, GOPT_EUNSUP, "%s: policy has %d node and %d candidate features, this build uses %d and %d (retrain it)",
                         path, got.node_feat, got.cand_feat, want.node_feat, want.cand_feat);
   rc = rc ? rc : gopt_rewrite_rl_new(&g, 1, rs, o, (int)(o->budget > 0 ? o->budget : 100), &r, err);
-  if (r) r->search = 1;
-  gopt_seq_env env = r ? gopt_rewrite_rl_env(r) : (gopt_seq_env){0};
-  rc = rc ? rc : gopt_seq_run(p, &env, 0, 1, o->seed, r->max_steps, NULL, NULL, err);
-  if (!rc) rl_take(r, res);
+  if (r) {
+    r->search = 1;
+    r->deadline = gopt_now() + (o->seconds > 0 ? o->seconds : RL_SECONDS);
+  }
+  long n = o->samples == 0 ? RL_SAMPLES : o->samples < 0 ? 0 : o->samples;
+  rc = rc ? rc : rl_episodes(p, r, o->seed, n, res, err);
   gopt_rewrite_rl_free(r);
   gopt_seq_policy_free(p);
   return rc;

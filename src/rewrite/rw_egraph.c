@@ -451,8 +451,25 @@ static void filter_node(rw_egraph *e, int32_t n, size_t *nf) {
   ++*nf;
 }
 
-/* Visits class c at depth d. A child class on the stack closes a cycle: the e-node reading it is
- * filtered, unless prefer_new and it is one of the input graph's while an e-node a rewrite made
+/* A live Split a rewrite made on the cycle closed by e-node n (n, or the e-nodes via[from..to]
+ * on the stack), else n. Such a Split gives the pieces of a merged op (a conv or MatMul merge):
+ * it closes a cycle when the Concat of those pieces is in the merged op's class (concat_of_split),
+ * and filtering the Split keeps both ways of computing the merged op's class (the merged op, or
+ * the unmerged ops and their Concat, which the extraction needs where the merge does not pay);
+ * filtering the Concat left only the merge (SqueezeNet's and Inception-v3's sunk Relus). */
+static int32_t cycle_split(const filt *f, int32_t n, int32_t from, int32_t to) {
+  const rw_egraph *e = f->e;
+  if (is_new(e, n) && e->s->nodes.a[n].op == GOPT_OP_SPLIT) return n;
+  for (int32_t j = from; j <= to; j++) {
+    int32_t v = f->via[j];
+    if (is_new(e, v) && e->state[v] == EG_LIVE && e->s->nodes.a[v].op == GOPT_OP_SPLIT) return v;
+  }
+  return n;
+}
+
+/* Visits class c at depth d. A child class on the stack closes a cycle: a Split a rewrite made
+ * on the cycle is filtered when prefer_new (cycle_split); else the e-node reading it is,
+ * unless prefer_new and it is one of the input graph's while an e-node a rewrite made
  * lies on the stack between that class and c: then the lowest such one is (the cycle then runs
  * through the new e-node, as when a merge reads a result of one of the merged ops; the input
  * graph's own e-nodes stay, so its extraction stays possible). */
@@ -466,8 +483,8 @@ static void filter_visit(filt *f, int32_t c, int32_t d, size_t *nf) {
       int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, n, k));
       if (cc < 0) continue;
       if (f->color[cc] == 1) {
-        int32_t victim = n;
-        for (int32_t j = f->pos[cc] + 1; f->prefer_new && !is_new(e, n) && j <= d; j++)
+        int32_t victim = f->prefer_new ? cycle_split(f, n, f->pos[cc] + 1, d) : n;
+        for (int32_t j = f->pos[cc] + 1; f->prefer_new && victim == n && !is_new(e, n) && j <= d; j++)
           if (is_new(e, f->via[j]) && e->state[f->via[j]] == EG_LIVE) {
             victim = f->via[j];
             break;

@@ -110,6 +110,17 @@ void rw_eg_wire_constants(rw_egraph *e);
  * filtered. Call after rw_eg_rebuild (uses the member lists). */
 size_t rw_eg_filter_cycles(rw_egraph *e);
 
+/* ---- views of the store for the built-in rules (rw_view.c) ------------------------------------ */
+/* depth[op] (GOPT_OP_COUNT entries) = the most live members of kind op in one class without a
+ * leaf that has several members; returns 0 when no such class exists (no view differs from S).
+ * Call after rw_eg_rebuild (uses the member lists). */
+int rw_view_kinds(const rw_egraph *e, int *depth);
+/* Wires v, a structure copy of S (same node and tensor ids, possibly wired for another view), as
+ * view (op, j): each input of a live e-node whose class has no leaf and a live member of kind op
+ * (not the e-node itself) reads the j-th such member (the last when fewer); every other input
+ * reads what it reads in S. Returns 1 when the view differs from S. */
+int rw_view_wire(const rw_egraph *e, gopt_graph *v, int op, int j);
+
 /* ---- extraction (rw_extract.c) ----------------------------------------------------------------- */
 typedef struct rw_extraction {
   int32_t *choice;      /* per class: chosen S node (-1: its leaf, or not needed) */

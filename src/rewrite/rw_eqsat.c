@@ -5,7 +5,9 @@
  * ops bound to e-nodes, variables to e-classes; multi-output patterns whose outputs share only
  * inputs are matched as Tensat's multi-patterns, by joining on the shared variables); built-in
  * rules (C code that matches IR graphs and computes weights) are matched on the store graph,
- * whose nodes are every e-node wired to the classes' first tensors. A match is applied by
+ * whose nodes are every e-node wired to one tensor per child class, and (those of several ops)
+ * on its views, where each e-node reads another member of its classes (rw_view.c), so a
+ * built-in finds a pattern through any members of one op kind. A match is applied by
  * building its source as a small IR graph, rewriting that with gopt_rewrite_apply (the same
  * application, shape checks, cycle check and weight folding as greedy) and importing the result
  * into the e-graph, merged with the matched outputs; weights over RW_EG_LEAN bytes stay out of the
@@ -27,12 +29,17 @@
 #define EQ_RULE_MATCHES 2000 /* matches of one rule per iteration */
 #define EQ_MULTI_ITERS 1     /* Tensat's k_multi: multi-pattern rules in the first iterations only */
 #define EQ_LAZY_PASSES 3.0   /* passes over its bytes to compute a lazily folded constant (timing) */
+#define EQ_VIEW_DEPTH 2      /* views per op kind: the first and second member of that kind in a class */
+#define EQ_MAX_OV 16         /* inputs of a built-in match found on a view that differ from S's */
 
 typedef struct eq_match {
   int32_t rule;
   int32_t op[GOPT_REWRITE_MAX_OPS];  /* S nodes of the source ops */
   int32_t var[RW_MAX_VARS];          /* classes (pattern rules) / S tensors (built-ins) */
   int n_nodes;                       /* built-ins: nodes of the IR match */
+  int n_ov;                          /* built-ins found on a view (rw_view.c): input ov_slot[i] of */
+  uint8_t ov_op[EQ_MAX_OV], ov_slot[EQ_MAX_OV]; /* matched node op[ov_op[i]] reads S tensor */
+  int32_t ov_t[EQ_MAX_OV];           /* ov_t[i] (another member of its class), not S's input */
 } eq_match;
 
 typedef struct eq_ctx {
@@ -208,6 +215,7 @@ static int eq_find_pattern(eq_ctx *x, int32_t rule) {
   x->r = &x->rs->r[rule];
   x->per_rule = 0;
   memset(&x->cur, 0xff, sizeof x->cur);
+  x->cur.n_ov = 0;
   x->cur.rule = rule;
   x->cur.n_nodes = x->r->src.n_ops;
   eq_order(x);
@@ -303,10 +311,20 @@ static int32_t frag_lookup(const int32_t *ms, const int32_t *ml, int n, int32_t 
   return -1;
 }
 
-/* A built-in match's source: copies of its S nodes; outputs read by no other matched node are
- * the fragment's outputs. S tensors are mapped to fragment tensors by id (names can be longer
- * than the fragment keeps, and a built-in's variables must find their tensors). */
-static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_frag *f, gopt_error *err) {
+/* The S tensor input k of matched node i reads: the view's the match was found on (mm's
+ * overrides), else S's. */
+static int32_t frag_in(const gopt_graph *s, const eq_match *mm, int i, int k) {
+  for (int o = 0; o < mm->n_ov; o++)
+    if (mm->ov_op[o] == i && mm->ov_slot[o] == k) return mm->ov_t[o];
+  return gopt_node_input(s, mm->op[i], k);
+}
+
+/* A built-in match's source: copies of its S nodes, wired as on the view the match was found on;
+ * outputs read by no other matched node are the fragment's outputs. S tensors are mapped to
+ * fragment tensors by id (names can be longer than the fragment keeps, and a built-in's variables
+ * must find their tensors). */
+static int frag_builtin(const rw_egraph *e, const eq_match *mm, const gopt_rewrite_match *sm, eq_frag *f,
+                        gopt_error *err) {
   const gopt_graph *s = e->s;
   int32_t lnode[GOPT_REWRITE_MAX_OPS];
   int32_t ms[GOPT_REWRITE_MAX_OPS * (RW_MAX_IN * 4 + RW_MAX_OUT * 2)], ml[sizeof ms / sizeof ms[0]];
@@ -321,7 +339,7 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
       const gopt_node *nd = &s->nodes.a[n];
       int ready = 1;
       for (int k = 0; k < nd->n_in; k++) {
-        int32_t t = gopt_node_input(s, n, k);
+        int32_t t = frag_in(s, mm, i, k);
         for (int j = 0; t >= 0 && j < sm->n_nodes; j++)
           if (!done[j] && s->tensors.a[t].producer == sm->nodes[j]) ready = 0;
       }
@@ -330,7 +348,7 @@ static int frag_builtin(const rw_egraph *e, const gopt_rewrite_match *sm, eq_fra
       if (nd->n_in > RW_MAX_IN * 4 || nd->n_out > RW_MAX_OUT * 2)
         return gopt_error_set(err, GOPT_EUNSUP, "node '%s' has too many inputs", gopt_node_name(s, n));
       for (int k = 0; k < nd->n_in; k++) {
-        int32_t t = gopt_node_input(s, n, k), lt = -1;
+        int32_t t = frag_in(s, mm, i, k), lt = -1;
         if (t >= 0 && (lt = frag_lookup(ms, ml, nm, t)) < 0) {
           if ((lt = frag_input(f, e, t, err)) < 0) return err->code;
           ms[nm] = t;
@@ -392,6 +410,22 @@ static void frag_resolve(const eq_frag *f, const gopt_graph *s, const gopt_graph
   }
 }
 
+/* 1 when the rewritten fragment h's outputs have the dtypes and shapes of the source fragment l's:
+ * importing merges each into the class of the output it replaces, and a class must hold one shape
+ * (in a whole graph greedy's shape inference rejects such a rewrite where the output is read; a
+ * fragment's outputs are read by nothing). */
+static int frag_same_outputs(const gopt_graph *l, const gopt_graph *h) {
+  if (l->outputs.n != h->outputs.n) return 0;
+  for (size_t i = 0; i < l->outputs.n; i++) {
+    const gopt_tensor *a = &l->tensors.a[l->outputs.a[i]], *b = &h->tensors.a[h->outputs.a[i]];
+    if (a->dtype != b->dtype || a->rank != b->rank ||
+        (a->rank > 0 && memcmp(gopt_tensor_dims(l, l->outputs.a[i]), gopt_tensor_dims(h, h->outputs.a[i]),
+                               (size_t)a->rank * sizeof(int64_t))))
+      return 0;
+  }
+  return 1;
+}
+
 /* 1 when every live node of the rewritten fragment h has its first input and known shapes on
  * every tensor it reads and writes: a rewrite that lost an input or a shape is rejected, else the
  * extraction could pick a node (costed as nearly free) that the executor cannot run. */
@@ -427,7 +461,7 @@ static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm, co
     goto done;
   }
   gopt_graph_set_opset(f->l, "", gopt_graph_opset(e->s, "", 13));
-  int fr = sm ? frag_builtin(e, sm, f, &e2) : frag_pattern(e, &rs->r[mm->rule], mm, f, &e2);
+  int fr = sm ? frag_builtin(e, mm, sm, f, &e2) : frag_pattern(e, &rs->r[mm->rule], mm, f, &e2);
   gopt_infer_opts io = {0, 0};
   if (fr || gopt_infer_shapes(f->l, &io, &e2) || gopt_rewrite_apply(f->l, rs, &f->m, &h, flags, &e2)) {
     if (e2.code == GOPT_ENOMEM) {
@@ -436,7 +470,7 @@ static int eq_apply(rw_egraph *e, const gopt_ruleset *rs, const eq_match *mm, co
     }
     goto done;
   }
-  if (!frag_shaped(h)) goto done; /* rejected: S keeps static shapes everywhere */
+  if (!frag_shaped(h) || !frag_same_outputs(f->l, h)) goto done; /* rejected: S keeps static shapes everywhere */
   int32_t map_h[RW_MAX_VARS * 4];
   frag_resolve(f, e->s, h, map_h);
   io_t[0] = f->out_s0;
@@ -497,6 +531,8 @@ static void eq_progress(const eq_run *q, const rw_egraph *e, const char *phase) 
 static uint64_t match_key(const eq_match *m) {
   uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)m->rule;
   for (int i = 0; i < m->n_nodes; i++) h = (h ^ (uint64_t)(uint32_t)m->op[i]) * 0x100000001b3ULL;
+  for (int i = 0; i < m->n_ov; i++) /* the same nodes on another view: another match */
+    h = (h ^ ((uint64_t)m->ov_op[i] << 40 | (uint64_t)m->ov_slot[i] << 32 | (uint32_t)m->ov_t[i])) * 0x100000001b3ULL;
   return h | 1;
 }
 
@@ -526,7 +562,78 @@ static int seen_add(eq_run *q, uint64_t key) {
   return 1;
 }
 
-/* Collects this iteration's matches: pattern rules by e-matching, built-ins on the store. */
+/* Appends built-in match sm of rule, found on v (S itself or a view of it), to x->ms with the
+ * inputs of its nodes that differ from S's; skipped when a node is not live or more than
+ * EQ_MAX_OV inputs differ. 0 or GOPT_ENOMEM. */
+static int eq_push_builtin(const rw_egraph *e, eq_ctx *x, int32_t rule, const gopt_rewrite_match *sm,
+                           const gopt_graph *v, gopt_error *err) {
+  eq_match m;
+  memset(&m, 0xff, sizeof m);
+  m.rule = rule;
+  m.n_nodes = sm->n_nodes;
+  m.n_ov = 0;
+  for (int k = 0; k < sm->n_nodes; k++) {
+    m.op[k] = sm->nodes[k];
+    if (e->state[m.op[k]] != EG_LIVE) return 0;
+    for (int i = 0; v != e->s && i < e->s->nodes.a[m.op[k]].n_in; i++) {
+      int32_t t = gopt_node_input(v, m.op[k], i);
+      if (t == gopt_node_input(e->s, m.op[k], i)) continue;
+      if (m.n_ov == EQ_MAX_OV) return 0;
+      m.ov_op[m.n_ov] = (uint8_t)k;
+      m.ov_slot[m.n_ov] = (uint8_t)i;
+      m.ov_t[m.n_ov++] = t;
+    }
+  }
+  for (int k = 0; k < sm->n_vars; k++) m.var[k] = sm->vars[k];
+  if (x->n == x->cap) {
+    size_t nc = x->cap ? x->cap * 2 : 256;
+    eq_match *q = realloc(x->ms, nc * sizeof *q);
+    if (!q) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+    x->ms = q;
+    x->cap = nc;
+  }
+  x->ms[x->n++] = m;
+  return 0;
+}
+
+/* 1 when built-in rule r is matched this iteration (merges only while multi-patterns are). */
+static int eq_builtin_on(const eq_ctx *x, const rw_rule *r) {
+  return r->enabled && r->builtin >= 0 &&
+         (x->multi_ok || (strncmp(r->name, "merge_", 6) && strncmp(r->name, "enlarge_", 8)));
+}
+
+/* The built-ins of more than one op matched again on the views of S (rw_view.c): a node reading a
+ * class through another member than S's wiring shows (Concat over the Split that a merge put in
+ * its inputs' classes, a unary op on every output of such a Split). */
+static int eq_collect_views(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, double deadline, gopt_error *err) {
+  int depth[GOPT_OP_COUNT];
+  size_t nb;
+  const rw_builtin *b = rw_builtins(&nb);
+  if (!rw_view_kinds(e, depth)) return 0;
+  gopt_graph *v = gopt_graph_clone_lean(e->s, 0);
+  if (!v) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  int rc = 0;
+  for (int op = 0; op < GOPT_OP_COUNT && !rc; op++)
+    for (int j = 0; j < depth[op] && j < EQ_VIEW_DEPTH && !rc; j++) {
+      if (gopt_now() > deadline || rw_stop_requested()) goto done;
+      if (!rw_view_wire(e, v, op, j)) continue;
+      for (size_t i = 0; i < rs->n && !rc; i++) {
+        const rw_rule *r = &rs->r[i];
+        if (!eq_builtin_on(x, r) || b[r->builtin].size < 2) continue;
+        gopt_rewrite_match *ms = NULL;
+        size_t nm = 0;
+        rc = gopt_rewrite_find(v, rs, (int)i, &ms, &nm, err);
+        for (size_t k = 0; k < nm && !rc; k++) rc = eq_push_builtin(e, x, (int32_t)i, &ms[k], v, err);
+        free(ms);
+      }
+    }
+done:
+  gopt_graph_free(v);
+  return rc;
+}
+
+/* Collects this iteration's matches: pattern rules by e-matching, built-ins on the store and on
+ * its views. */
 static int eq_collect(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, double deadline, gopt_error *err) {
   x->e = e;
   x->rs = rs;
@@ -541,35 +648,15 @@ static int eq_collect(rw_egraph *e, const gopt_ruleset *rs, eq_ctx *x, double de
       if (eq_find_pattern(x, (int32_t)i)) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
       continue;
     }
-    if (!x->multi_ok && (!strncmp(r->name, "merge_", 6) || !strncmp(r->name, "enlarge_", 8)))
-      continue; /* built-in multi-patterns: parallel ops merged */
+    if (!eq_builtin_on(x, r)) continue; /* built-in multi-patterns: parallel ops merged */
     gopt_rewrite_match *ms = NULL;
     size_t nm = 0;
     if ((rc = gopt_rewrite_find(e->s, rs, (int)i, &ms, &nm, err))) break;
-    for (size_t j = 0; j < nm && !rc; j++) {
-      eq_match m;
-      memset(&m, 0xff, sizeof m);
-      m.rule = (int32_t)i;
-      m.n_nodes = ms[j].n_nodes;
-      int ok = 1;
-      for (int k = 0; k < ms[j].n_nodes; k++) {
-        m.op[k] = ms[j].nodes[k];
-        if (e->state[m.op[k]] != EG_LIVE) ok = 0;
-      }
-      for (int k = 0; k < ms[j].n_vars; k++) m.var[k] = ms[j].vars[k];
-      if (!ok) continue;
-      if (x->n == x->cap) {
-        size_t nc = x->cap ? x->cap * 2 : 256;
-        eq_match *q = realloc(x->ms, nc * sizeof *q);
-        if (!q) rc = gopt_error_set(err, GOPT_ENOMEM, "out of memory");
-        else x->ms = q, x->cap = nc;
-      }
-      if (!rc) x->ms[x->n++] = m;
-    }
+    for (size_t j = 0; j < nm && !rc; j++) rc = eq_push_builtin(e, x, (int32_t)i, &ms[j], e->s, err);
     free(ms);
   }
   eq_index_free(x);
-  return rc;
+  return rc ? rc : eq_collect_views(e, rs, x, deadline, err);
 }
 
 /* Applies the collected matches not applied before, within the limits. */
@@ -674,14 +761,15 @@ static int eq_steps(const rw_egraph *e, const rw_extraction *xt, const eq_run *q
     int32_t rc = rw_eg_find(e, e->roots[i]);
     if (!need[rc]) need[rc] = 1, stack[sp++] = rc;
   }
-  /* a rewrite whose result already existed (Relu(Relu(x)) = Relu(x)) made no e-node: it is
-   * credited when the extraction picks that existing e-node instead of the matched one */
+  /* a rewrite whose result already existed (Relu(Relu(x)) = Relu(x), or Concat(Split(M)) = M
+   * after a merge made M) made no e-node: it is credited when the extraction picks that existing
+   * e-node instead of the matched one */
   int32_t *credit = malloc((e->nc + 1) * sizeof *credit); /* per class: such a rewrite */
   if (!credit) sp = 0;
   for (size_t c = 0; credit && c < e->nc; c++) credit[c] = -1;
   for (size_t i = 0; credit && i < q->n_apps; i++) {
     int32_t d = q->apps[i].io_t[1], p = d >= 0 ? e->s->tensors.a[d].producer : -1;
-    if (p >= 0 && (e->state[p] == EG_DUP || e->napp[p] < 0) && credit[rw_eg_tclass(e, d)] < 0)
+    if (p >= 0 && (e->state[p] == EG_DUP || e->napp[p] != (int32_t)i) && credit[rw_eg_tclass(e, d)] < 0)
       credit[rw_eg_tclass(e, d)] = (int32_t)i;
   }
   while (sp > 0) { /* the classes the extracted graph needs */
@@ -692,7 +780,7 @@ static int eq_steps(const rw_egraph *e, const rw_extraction *xt, const eq_run *q
     }
     if (n < 0) continue;
     if (e->napp[n] >= 0) used[e->napp[n]] = 1;
-    else if (credit[c] >= 0 && e->s->tensors.a[q->apps[credit[c]].io_t[0]].producer != n)
+    if (credit[c] >= 0 && e->napp[n] != credit[c] && e->s->tensors.a[q->apps[credit[c]].io_t[0]].producer != n)
       used[credit[c]] = 1;
     for (int k = 0; k < e->s->nodes.a[n].n_in; k++) {
       int32_t cc = rw_eg_tclass(e, gopt_node_input(e->s, n, k));

@@ -1,7 +1,8 @@
 """check_rewrite_rl.py GOPT: the X-RLflow-style rewrite agent end to end: `gopt train --method
 rewrite` writes a policy (2 tiny iterations) and an interrupted run resumed gives the same file;
 `gopt rewrite --method rl --policy P` on a structure-only zoo model and on a Conv+BN model with real
-weights passes the same verification as greedy (gopt's executor and ONNX Runtime, onnx.checker
+weights passes the same verification as greedy; with sampled episodes (--samples 8) the result is
+never costlier than the greedy episode's (--samples 0) and the same on a second run (gopt's executor and ONNX Runtime, onnx.checker
 full check; BN folded into the weights); a corrupted or truncated policy, a policy of another
 kind (GO's placement policy) and a bad training flag each get one error line naming the file or
 flag and a non-zero exit, and nothing is written."""
@@ -48,6 +49,17 @@ def main():
         out = os.path.join(d, "out.onnx")
         j = run("resnet50:depth=18", out, ["--method", "rl", "--policy", pol])
         print(f"resnet18 rl: {j['rules_applied']} {j['predicted_before_s']:.3g} -> {j['predicted_after_s']:.3g}")
+        # sampled episodes: the best of the greedy episode and 8 sampled ones is never costlier than
+        # the greedy episode alone, and one seed gives one result
+        one = run("resnet50:depth=18", out, ["--method", "rl", "--policy", pol, "--samples", "0"])
+        many = [run("resnet50:depth=18", out, ["--method", "rl", "--policy", pol, "--samples", "8", "--seconds", "600"])
+                for _ in range(2)]
+        if (many[0]["predicted_after_s"] > one["predicted_after_s"] * (1 + 1e-12)
+                or many[0]["predicted_after_s"] != many[1]["predicted_after_s"]
+                or "and 8 sampled" not in many[0].get("search_note", "")
+                or "and 0 sampled" not in one.get("search_note", "")):
+            print(f"check_rewrite_rl: sampled episodes: greedy episode {one}, with 8 samples {many}", file=sys.stderr)
+            failures += 1
         src = os.path.join(d, "convbn.onnx")
         conv_bn_model(src)
         j = run(src, os.path.join(d, "convbn_out.onnx"), ["--method", "rl", "--policy", pol])
@@ -68,6 +80,7 @@ def main():
         if os.path.exists(go):
             failures += one_line_error("GO policy", gopt(["rewrite", src, "-o", x, "--method", "rl", "--policy", go]),
                                        go, "placement")
+        failures += one_line_error("--samples without rl", gopt(["rewrite", src, "-o", x, "--samples", "3"]), "--samples")
         failures += one_line_error("policy for the wrong command", gopt(["optimize", src, "--task", "placement",
                                    "--cluster", "V100", "--method", "go", "--policy", pol, "-o", x]), pol)
         if os.path.exists(x):

@@ -4,7 +4,9 @@
  * in a row (4 -> 2 -> 1 groups). A conv rule in the generator's form (linearity in the weight:
  * Conv(x, w1) + Conv(x, w2) -> Conv(x, w1 + w2), with the attributes exporters write) is verified,
  * matches a hand-built graph once and keeps its output; the same rule with a wrong target fails
- * numerical verification. */
+ * numerical verification. enlarge_merge_conv of a 1x3 and a 3x1 conv (Inception-v3's pair, both
+ * "same" padded) gives one 3x3 conv padded 1 on each side whose Split outputs equal the two convs'
+ * (the larger kernel's pads, 0 and 1, made its output 6x8 from 8x8). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,8 +210,51 @@ static void test_conv_rule(void) {
   gopt_ruleset_free(rs);
 }
 
+/* x [1, 4, 8, 8] -> Conv 1x3 (pads 0,1) and Conv 3x1 (pads 1,0), each a graph output. */
+static void test_enlarge_1x3_3x1(void) {
+  gopt_ruleset *rs = gopt_ruleset_builtin();
+  gopt_graph *g = gopt_graph_new("enlarge");
+  gopt_graph_set_opset(g, "", 17);
+  int64_t xd[4] = {1, 4, 8, 8}, wd[2][4] = {{4, 4, 1, 3}, {4, 4, 3, 1}}, pads[2][4] = {{0, 1, 0, 1}, {1, 0, 1, 0}};
+  int32_t x = gopt_graph_add_tensor(g, "x", GOPT_DT_FLOAT, 4, xd, NULL);
+  gopt_graph_add_input(g, x);
+  for (int j = 0; j < 2; j++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "w%d", j);
+    int32_t in[2] = {x, weight(g, nm, 4, wd[j], 5u + (unsigned)j)};
+    snprintf(nm, sizeof nm, "y%d", j);
+    int32_t y = gopt_graph_add_tensor(g, nm, GOPT_DT_FLOAT, -1, NULL, NULL);
+    snprintf(nm, sizeof nm, "c%d", j);
+    int32_t c = gopt_graph_add_node(g, "Conv", nm, 2, in, 1, &y, NULL);
+    CHECK(c >= 0 && gopt_node_set_ints(g, c, "pads", pads[j], 4) == 0);
+    gopt_node_set_ints(g, c, "kernel_shape", wd[j] + 2, 2);
+    gopt_graph_add_output(g, y);
+  }
+  gopt_infer_opts io = {0, 0};
+  CHECK(gopt_infer_shapes(g, &io, NULL) == 0);
+  gopt_error err = {0};
+  gopt_rewrite_match *ms = NULL;
+  size_t n = 0;
+  CHECK(gopt_rewrite_find(g, rs, (int)rule_index(rs, "enlarge_merge_conv"), &ms, &n, NULL) == 0);
+  CHECK_EQ_INT(n, 1);
+  gopt_graph *h = NULL;
+  if (n == 1) CHECK_MSG(gopt_rewrite_apply(g, rs, &ms[0], &h, NULL, &err) == 0, "%s", err.msg);
+  for (size_t i = 0; h && i < h->nodes.n; i++) {
+    if (!gopt_node_alive(h, (int32_t)i) || h->nodes.a[i].op != GOPT_OP_CONV) continue;
+    size_t np = 0;
+    const int64_t *p = gopt_node_get_ints(h, (int32_t)i, "pads", &np);
+    CHECK(np == 4 && p[0] == 1 && p[1] == 1 && p[2] == 1 && p[3] == 1);
+  }
+  CHECK_MSG(h && gopt_rewrite_compare(g, h, 6, 1e-4, 1e-5, NULL, &err) == 0, "%s", err.msg);
+  gopt_graph_free(h);
+  free(ms);
+  gopt_graph_free(g);
+  gopt_ruleset_free(rs);
+}
+
 int main(void) {
   test_merge_group_conv();
   test_conv_rule();
+  test_enlarge_1x3_3x1();
   return check_exit("test_rewrite_conv");
 }
