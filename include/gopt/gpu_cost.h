@@ -145,7 +145,12 @@ int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **
  * file has one, and is left out otherwise, as is such a training row; each is counted in
  * d->overlapped and named in d->overlap_note. */
 int gopt_gpu_data_load_dirs(const char *path, const char *const *model_dirs, int n_dirs,
-                            gopt_gpu_data **out, gopt_error *err);
+                            unsigned flags, gopt_gpu_data **out, gopt_error *err);
+/* flags of gopt_gpu_data_load_dirs: a layer row's forward + backward features include the kernel
+ * the timing adds around the layer (the out.sum() loss reduction backward() starts from). Off by
+ * default: the shipped H100 preset is fitted without it (docs/SIMULATOR.md, "A wider calibration
+ * set"). */
+#define GOPT_GPU_LOAD_HARNESS 1u
 
 /* Appends the rows and models of more (another measurements file of the same device, e.g. a
  * convolution grid beside the corpus) to d; more's model indices are shifted past d's. Errors:

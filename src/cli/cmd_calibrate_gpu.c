@@ -15,7 +15,7 @@
 
 static const char gpu_help[] =
     "usage: gopt calibrate --gpu MEASUREMENTS.json [--device NAME] [-o dev.json] [--models DIR]\n"
-    "                      [--loo] [--model-weight W|auto] [--version TAG]\n"
+    "                      [--loo] [--model-weight W|auto] [--version TAG] [--layer-harness]\n"
     "  fits the measured-GPU cost model to a measurements file (tools/gpu_profile.py writes one);\n"
     "  --gpu may be repeated (up to 8 files of the same device: their rows are fitted together)\n"
     "  --device NAME  preset whose peaks, memory and links the written device keeps (default H100)\n"
@@ -25,6 +25,8 @@ static const char gpu_help[] =
     "  --loo          leave-one-architecture-out: fit without each model, predict its batch-1,\n"
     "                 batch-32 and training times; prints the markdown tables of docs/SIMULATOR.md\n"
     "                 (a summary over all models and, with several files, over each file's)\n"
+    "  --layer-harness  count in a layer's forward+backward row the loss reduction its timing runs\n"
+    "                 (out.sum(), which backward() starts from); off by default (the shipped preset)\n"
     "  --model-weight W  weight of a whole-model row against a layer row (default 15); auto:\n"
     "                 chosen from 6..30 by leave-one-architecture-out over the models (with --loo:\n"
     "                 per held-out model, without it: nested; slow, ~1 min)\n";
@@ -34,7 +36,8 @@ static const double weight_grid[] = {6, 8, 10, 12, 15, 20, 30};
 #define GPU_MAX_FILES 8
 #define WEIGHT_GRID_N ((int)(sizeof weight_grid / sizeof *weight_grid))
 
-/* Per layer class: median |error| of the fitted predictions of the layer rows (fwd and fwd+bwd). */
+/* Per layer class: median |error| and geometric mean of predicted / measured of the fitted
+ * predictions of the layer rows (fwd and fwd+bwd): the second says which way a class is off. */
 static void class_table(const gopt_gpu_data *d, const double *coef) {
   char seen[64][48];
   int ns = 0;
@@ -46,24 +49,28 @@ static void class_table(const gopt_gpu_data *d, const double *coef) {
   }
   double *e = malloc((d->n + 1) * sizeof *e);
   if (!e) return;
-  printf("\n| layer class | rows (fwd / fwd+bwd) | median \\|error\\| fwd | median \\|error\\| fwd+bwd |\n"
-         "|---|---|---|---|\n");
+  printf("\n| layer class | rows (fwd / fwd+bwd) | median \\|error\\| fwd | median \\|error\\| fwd+bwd "
+         "| geomean predicted / measured fwd | fwd+bwd |\n|---|---|---|---|---|---|\n");
   for (int k = 0; k <= ns; k++) {
-    double med[2];
+    double med[2], gm[2];
     size_t cnt[2];
     for (int w = 0; w < 2; w++) {
       size_t n = 0;
+      double lg = 0;
       for (size_t i = 0; i < d->n; i++) {
         const gopt_gpu_row *r = &d->rows[i];
         if (r->what != (w ? GOPT_GPU_ROW_FWDBWD : GOPT_GPU_ROW_FWD)) continue;
         if (k < ns && strcmp(r->label, seen[k])) continue;
-        e[n++] = fabs(gopt_gpu_time(coef, r->phi) / r->seconds - 1) * 100;
+        double q = gopt_gpu_time(coef, r->phi) / r->seconds;
+        lg += log(q);
+        e[n++] = fabs(q - 1) * 100;
       }
       cnt[w] = n;
       med[w] = gopt_median(e, n);
+      gm[w] = n ? exp(lg / (double)n) : NAN;
     }
-    printf("| %s | %zu / %zu | %.1f %% | %.1f %% |\n", k < ns ? seen[k] : "**all layers**", cnt[0],
-           cnt[1], med[0], med[1]);
+    printf("| %s | %zu / %zu | %.1f %% | %.1f %% | %.3f | %.3f |\n", k < ns ? seen[k] : "**all layers**",
+           cnt[0], cnt[1], med[0], med[1], gm[0], gm[1]);
   }
   free(e);
 }
@@ -191,13 +198,14 @@ static int write_device(const char *outp, const char *devname, const char *versi
 
 /* Loads the files of fs (models searched in dirs[0..nd)) into one data set; fs->first gets the
  * first model index of each. */
-static int load_all(gpu_files *fs, const char *const *dirs, int nd, gopt_gpu_data **out, gopt_error *err) {
-  int rc = gopt_gpu_data_load_dirs(fs->path[0], dirs, nd, out, err);
+static int load_all(gpu_files *fs, const char *const *dirs, int nd, unsigned flags, gopt_gpu_data **out,
+                    gopt_error *err) {
+  int rc = gopt_gpu_data_load_dirs(fs->path[0], dirs, nd, flags, out, err);
   fs->first[0] = 0;
   for (int f = 1; f < fs->n && !rc; f++) {
     gopt_gpu_data *more = NULL;
     fs->first[f] = (*out)->n_models;
-    rc = gopt_gpu_data_load_dirs(fs->path[f], dirs, nd, &more, err);
+    rc = gopt_gpu_data_load_dirs(fs->path[f], dirs, nd, flags, &more, err);
     if (!rc) rc = gopt_gpu_data_append(*out, more, fs->path[f], err);
     gopt_gpu_data_free(more);
   }
@@ -209,6 +217,7 @@ int cli_calibrate_gpu(int argc, char **argv) {
   const char *dirs[GPU_MAX_FILES] = {"corpus"}, *outp = NULL, *dev = "H100", *version = "calibrated";
   gpu_files fs = {.n = 0};
   int do_loo = 0, nd = 0;
+  unsigned flags = 0;
   double mw = 15;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -217,6 +226,8 @@ int cli_calibrate_gpu(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--loo")) {
       do_loo = 1;
+    } else if (!strcmp(a, "--layer-harness")) {
+      flags |= GOPT_GPU_LOAD_HARNESS;
     } else if (!strcmp(a, "--gpu") || !strcmp(a, "-o") || !strcmp(a, "--models") ||
                !strcmp(a, "--device") || !strcmp(a, "--model-weight") || !strcmp(a, "--version")) {
       if (i + 1 >= argc) return cli_usage_error("calibrate", "%s needs a value", a);
@@ -249,7 +260,7 @@ int cli_calibrate_gpu(int argc, char **argv) {
   gopt_error err = {0};
   gopt_gpu_data *d = NULL;
   double coef[GOPT_GPU_NCOEF], half = 0;
-  int rc = load_all(&fs, dirs, nd ? nd : 1, &d, &err);
+  int rc = load_all(&fs, dirs, nd ? nd : 1, flags, &d, &err);
   double w = mw;
   if (!rc && mw <= 0) rc = gopt_gpu_select_weight(d, -1, weight_grid, WEIGHT_GRID_N, &w, &err);
   if (!rc) rc = gopt_gpu_fit(d, -1, w, coef, &err);

@@ -65,8 +65,8 @@ static void layer_label(char *out, size_t cap, const char *layer, int kind) {
   snprintf(out, cap, "%s%s", layer, sub);
 }
 
-static int load_layers(gopt_gpu_data *d, json_t *arr, int model, int batch, const char *file,
-                       const char *what, gopt_error *err) {
+static int load_layers(gopt_gpu_data *d, json_t *arr, int model, int batch, unsigned flags,
+                       const char *file, const char *what, gopt_error *err) {
   if (!json_is_array(arr))
     return gopt_error_set(err, GOPT_EPARSE, "%s: %s: must be an array of layer rows", file, what);
   for (size_t i = 0; i < json_array_size(arr); i++) {
@@ -86,7 +86,7 @@ static int load_layers(gopt_gpu_data *d, json_t *arr, int model, int batch, cons
       if (!(ms > 0)) continue;
       double phi[GOPT_GPU_NCOEF] = {0};
       int kind = -1;
-      rc = gpu_layer_features(row, bwd, phi, &kind, w, err);
+      rc = gpu_layer_features(row, bwd, flags, phi, &kind, w, err);
       if (rc < 0) return rc;
       if (rc == 0) {
         d->skipped++;
@@ -188,7 +188,7 @@ static int load_micro(gopt_gpu_data *d, json_t *arr, const char *file, gopt_erro
 }
 
 static int load_models(gopt_gpu_data *d, json_t *models, const char *const *dirs, int n_dirs,
-                       const char *file, gopt_error *err) {
+                       unsigned flags, const char *file, gopt_error *err) {
   size_t nm = json_object_size(models);
   d->models = calloc(nm ? nm : 1, sizeof *d->models);
   d->has_model_rows = calloc(nm ? nm : 1, sizeof *d->has_model_rows);
@@ -205,7 +205,7 @@ static int load_models(gopt_gpu_data *d, json_t *models, const char *const *dirs
       json_t *arr = json_object_get(mo, key);
       char w[128];
       snprintf(w, sizeof w, "models.%s.%s", name, key);
-      int rc = arr ? load_layers(d, arr, m, b ? 32 : 1, file, w, err) : 0;
+      int rc = arr ? load_layers(d, arr, m, b ? 32 : 1, flags, file, w, err) : 0;
       if (rc) return rc;
     }
     int rc = load_totals(d, mo, m, dirs, n_dirs, file, err);
@@ -216,11 +216,11 @@ static int load_models(gopt_gpu_data *d, json_t *models, const char *const *dirs
 
 int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **out,
                        gopt_error *err) {
-  return gopt_gpu_data_load_dirs(path, &model_dir, model_dir ? 1 : 0, out, err);
+  return gopt_gpu_data_load_dirs(path, &model_dir, model_dir ? 1 : 0, 0, out, err);
 }
 
 int gopt_gpu_data_load_dirs(const char *path, const char *const *model_dirs, int n_dirs,
-                            gopt_gpu_data **out, gopt_error *err) {
+                            unsigned flags, gopt_gpu_data **out, gopt_error *err) {
   *out = NULL;
   json_error_t je;
   json_t *root = json_load_file(path, 0, &je);
@@ -247,10 +247,14 @@ int gopt_gpu_data_load_dirs(const char *path, const char *const *model_dirs, int
       rc = gopt_error_set(err, GOPT_EPARSE, "%s: \"batch\" must be an integer in [1, 65536]", path);
     else if (jb)
       d->batch = (int)json_integer_value(jb);
+    json_t *jc = json_object_get(root, "inplace_copy");
+    if (!rc && jc && !json_is_boolean(jc))
+      rc = gopt_error_set(err, GOPT_EPARSE, "%s: \"inplace_copy\" must be true or false", path);
     snprintf(d->device, sizeof d->device, "%s", dev ? dev : "");
     if (!rc)
       rc = models ? (json_is_object(models)
-                       ? load_models(d, models, model_dirs, n_dirs, path, err)
+                       ? load_models(d, models, model_dirs, n_dirs,
+                                     flags | (json_is_true(jc) ? GPU_ROW_INPLACE_COPY : 0u), path, err)
                        : gopt_error_set(err, GOPT_EPARSE, "%s: models: must be an object", path))
                 : 0;
     if (!rc) rc = load_micro(d, micro, path, err);
