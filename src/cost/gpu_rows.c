@@ -159,8 +159,11 @@ static int32_t unary_in(mb *b, const char *a, int rank, const int64_t *xd, int g
   int32_t x = mb_in(b, GOPT_DT_FLOAT, rank, xd, grad);
   if (!grad || !copy || !has(a, "inplace=True")) return x;
   int32_t in[2] = {x, mb_tensor(b, GOPT_DT_FLOAT, 0, NULL, GOPT_T_CONST)};
-  int32_t n = mb_node(b, "Mul", 2, in, 1);
-  return n < 0 ? -1 : gopt_node_output(b->g, n, 0);
+  int32_t out = mb_tensor(b, GOPT_DT_FLOAT, -1, NULL, 0);
+  if (b->rc) return -1;
+  if (gopt_graph_add_node(b->g, "Mul", NULL, 2, in, 1, &out, b->err) < 0) /* not a graph output */
+    b->rc = b->err->code ? b->err->code : GOPT_EINVAL;
+  return out;
 }
 
 /* Unary elementwise / pooling / normalisation layers on x. */
