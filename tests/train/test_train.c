@@ -1,6 +1,6 @@
 /* test_train.c: gopt_train_build on small forward graphs built with the IR API (an MLP, a conv
  * net, a shared weight, a tensor with two consumers, an embedding + LayerNorm attention block, an
- * LSTM, a conv-1d/classifier op mix, ReduceL2's normalisation), checked against facts derived by hand for each graph: which
+ * LSTM, a conv-1d/classifier op mix, ReduceL2's normalisation, a ScatterND assignment), checked against facts derived by hand for each graph: which
  * tensors must (not) get gradients, backward op counts and kinds, liveness of activations, update
  * ordering, optimizer state, errors for unsupported ops, agreement of ops_train_infer with
  * the builder's shapes, and hand-computed costs. No numeric check (there is no executor yet). */
@@ -794,6 +794,40 @@ static void test_reduce_l2(void) {
   }
 }
 
+/* ---- ScatterND (swin_v2_t zeroes a third of its qkv bias by assignment) --------------------------- */
+/* dData: ScatterND(dY, indices, zeros of the updates' shape); dUpdates: GatherND(dY, indices). */
+static void test_scatter_nd(void) {
+  gopt_graph *g = gopt_graph_new("scatter");
+  int32_t x = input(g, "x", GOPT_DT_FLOAT, 2, D(2, 6)), bias = param(g, "b", 1, D(6));
+  int32_t upd = param(g, "u", 1, D(2));
+  int32_t idx = tf(g, "idx", GOPT_DT_INT64, 2, D(2, 1));
+  int64_t iv[2] = {2, 3};
+  gopt_tensor_set_const(g, idx, iv, sizeof iv, NULL);
+  int32_t bz = act(g, "bz", 1, D(6)), o = act(g, "o", 2, D(2, 6));
+  OP(g, "ScatterND", "zero_k", bz, bias, idx, upd);
+  OP(g, "Add", "add_bias", o, x, bz);
+  gopt_graph_add_output(g, o);
+  size_t nf = g->nodes.n;
+  gopt_train_info info;
+  build(g, NULL, &info);
+  check_invariants(g, &info, "scatter");
+  CHECK(info.grad_of[bias] >= 0 && info.grad_of[upd] >= 0 && info.grad_of[bz] >= 0);
+  int sc = 0, ga = 0;
+  for (size_t k = nf; k < g->nodes.n; k++) {
+    int32_t out = gopt_node_output(g, (int32_t)k, 0);
+    if (!strcmp(gopt_node_type(g, (int32_t)k), "ScatterND") && gopt_node_input(g, (int32_t)k, 1) == idx &&
+        g->tensors.a[out].rank == 1 && gopt_tensor_dims(g, out)[0] == 6)
+      sc++;
+    if (!strcmp(gopt_node_type(g, (int32_t)k), "GatherND") && gopt_node_input(g, (int32_t)k, 1) == idx &&
+        g->tensors.a[out].rank == 1 && gopt_tensor_dims(g, out)[0] == 2)
+      ga++;
+  }
+  CHECK_EQ_INT(sc, 1);
+  CHECK_EQ_INT(ga, 1);
+  gopt_train_info_free(&info);
+  gopt_graph_free(g);
+}
+
 /* ---- errors: an op without a gradient rule on / off the gradient path ----------------------------- */
 static void test_unsupported(void) {
   gopt_graph *g = gopt_graph_new("topk");
@@ -918,6 +952,7 @@ int main(void) {
   test_lstm();
   test_op_mix();
   test_reduce_l2();
+  test_scatter_nd();
   test_unsupported();
   test_two_outputs();
   test_wide_concat();
