@@ -746,6 +746,20 @@ static void test_op_mix(void) {
   gopt_graph_free(g);
 }
 
+/* Gradient nodes from node `from` on of `type` reading tensor `in` at input `slot` whose output has
+ * rank `rank` and last dimension `last`. */
+static int count_grad_node(const gopt_graph *g, size_t from, const char *type, int slot, int32_t in,
+                           int rank, int64_t last) {
+  int c = 0;
+  for (size_t k = from; k < g->nodes.n; k++) {
+    int32_t out = gopt_node_output(g, (int32_t)k, 0);
+    c += !strcmp(gopt_node_type(g, (int32_t)k), type) && gopt_node_input(g, (int32_t)k, slot) == in &&
+         (g->nodes.a[k].flags & GOPT_N_GRAD) && g->tensors.a[out].rank == rank &&
+         gopt_tensor_dims(g, out)[rank - 1] == last;
+  }
+  return c;
+}
+
 /* ---- ReduceL2 (F.normalize: x / ||x||, Swin V2's cosine attention) ------------------------------- */
 /* dX = X * (dY / Y): one Div at Y's shape ([2, 1]) reading Y, one Mul at X's shape reading X; with
  * keepdims=0 the broadcast would need an Unsqueeze: refused, naming the op. */
@@ -774,19 +788,7 @@ static void test_reduce_l2(void) {
     build(g, NULL, &info);
     check_invariants(g, &info, "l2");
     CHECK(info.grad_of[h] >= 0 && info.grad_of[y] >= 0 && info.grad_of[w] >= 0);
-    int div_y = 0, mul_x = 0;
-    for (size_t k = nf; k < g->nodes.n; k++) {
-      const gopt_node *nd = &g->nodes.a[k];
-      int32_t out = gopt_node_output(g, (int32_t)k, 0);
-      const int64_t *od = gopt_tensor_dims(g, out);
-      int rank = g->tensors.a[out].rank;
-      if (!strcmp(gopt_node_type(g, (int32_t)k), "Div") && gopt_node_input(g, (int32_t)k, 1) == y &&
-          rank == 2 && od[0] == 2 && od[1] == 1 && (nd->flags & GOPT_N_GRAD))
-        div_y++;
-      if (!strcmp(gopt_node_type(g, (int32_t)k), "Mul") && gopt_node_input(g, (int32_t)k, 0) == h &&
-          rank == 2 && od[1] == 8 && (nd->flags & GOPT_N_GRAD))
-        mul_x++;
-    }
+    int div_y = count_grad_node(g, nf, "Div", 1, y, 2, 1), mul_x = count_grad_node(g, nf, "Mul", 0, h, 2, 8);
     CHECK_EQ_INT(div_y, 1);
     CHECK_EQ_INT(mul_x, 1);
     gopt_train_info_free(&info);
@@ -812,16 +814,7 @@ static void test_scatter_nd(void) {
   build(g, NULL, &info);
   check_invariants(g, &info, "scatter");
   CHECK(info.grad_of[bias] >= 0 && info.grad_of[upd] >= 0 && info.grad_of[bz] >= 0);
-  int sc = 0, ga = 0;
-  for (size_t k = nf; k < g->nodes.n; k++) {
-    int32_t out = gopt_node_output(g, (int32_t)k, 0);
-    if (!strcmp(gopt_node_type(g, (int32_t)k), "ScatterND") && gopt_node_input(g, (int32_t)k, 1) == idx &&
-        g->tensors.a[out].rank == 1 && gopt_tensor_dims(g, out)[0] == 6)
-      sc++;
-    if (!strcmp(gopt_node_type(g, (int32_t)k), "GatherND") && gopt_node_input(g, (int32_t)k, 1) == idx &&
-        g->tensors.a[out].rank == 1 && gopt_tensor_dims(g, out)[0] == 2)
-      ga++;
-  }
+  int sc = count_grad_node(g, nf, "ScatterND", 1, idx, 1, 6), ga = count_grad_node(g, nf, "GatherND", 1, idx, 1, 2);
   CHECK_EQ_INT(sc, 1);
   CHECK_EQ_INT(ga, 1);
   gopt_train_info_free(&info);
