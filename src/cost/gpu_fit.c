@@ -105,9 +105,10 @@ static int load_layers(gopt_gpu_data *d, json_t *arr, int model, int batch, unsi
 /* The measured time of whole-model key k of mo into *ms (0: no row). A kernel sum above 1.05 x
  * the same step's eager wall time counts overlapping kernels: the CUDA-graph replay stands in
  * for the batch-32 forward where there is one, else the row is left out; both are noted. So is a
- * training kernel sum of a model whose batch-32 forward kernel sum is above 1.05 x its replay:
+ * training kernel sum of a model whose batch-32 forward kernel sum is above 1.1 x its replay:
  * the same kernels (cuDNN's grouped convolutions on several streams) overlap there too, even when
- * the sum stays below the eager step. */
+ * the sum stays below the eager step (two separately timed figures: dense nets measure 0.97-1.06,
+ * grouped ones 1.13-1.95). */
 static int model_time(gopt_gpu_data *d, json_t *mo, int m, int k, double *ms, const char *file,
                       const char *w, gopt_error *err) {
   static const char *const keys[4] = {"infer_b1_graph_ms", "infer_b32_kernel_ms",
@@ -119,7 +120,7 @@ static int model_time(gopt_gpu_data *d, json_t *mo, int m, int k, double *ms, co
   if (!rc && k == 1) rc = time_ms(mo, "infer_b32_graph_ms", &replay, file, w, err);
   if (!rc && k == 2) rc = time_ms(mo, "infer_b32_kernel_ms", &fsum, file, w, err);
   if (!rc && k == 2) rc = time_ms(mo, "infer_b32_graph_ms", &freplay, file, w, err);
-  int over = (eager > 0 && *ms > 1.05 * eager) || (freplay > 0 && fsum > 1.05 * freplay);
+  int over = (eager > 0 && *ms > 1.05 * eager) || (freplay > 0 && fsum > 1.1 * freplay);
   if (rc || !(*ms > 0) || !over) return rc;
   size_t len = strlen(d->overlap_note);
   snprintf(d->overlap_note + len, sizeof d->overlap_note - len, "%s%s.%s%s", len ? ", " : "",

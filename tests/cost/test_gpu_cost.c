@@ -336,7 +336,7 @@ static gopt_gpu_data *load_text(const char *name, const char *text, const char *
 /* Whole-model rows from a second model directory (the extra calibration set's vgg13, found after
  * a directory without it), and overlapping kernel sums: the batch-32 one (above the eager wall
  * time) replaced by the graph replay; the training one, below its eager time, left out all the
- * same because the batch-32 sum is above 1.05 x the replay; both named. */
+ * same because the batch-32 sum is above 1.1 x the replay; both named. */
 static void test_model_dirs_overlap(void) {
   static const char *const dirs[2] = {"corpus", "tests/cost/data/calib"};
   gopt_gpu_data *d = load_text("dirs.json", "{\"models\": {\"vgg13\": {\"infer_b1_graph_ms\": 1.4, "
