@@ -368,6 +368,16 @@ static void test_model_dirs_overlap(void) {
                 "[{\"layer\": \"ReLU\", \"attrs\": \"\", \"in\": [[4]], \"fwd_gpu_ms\": 0.1}]}}}", dirs, 1, 0);
   if (d) CHECK(!d->has_model_rows[0] && d->n == 1);
   gopt_gpu_data_free(d);
+  /* a malformed eager time of a model found in the second directory: one line naming file and entry */
+  char path[128];
+  snprintf(path, sizeof path, "%s/badeager.json", tmpdir);
+  write_text(path, "{\"models\": {\"vgg13\": {\"infer_b32_kernel_ms\": 20, \"infer_b32_ms\": \"x\"}}}");
+  gopt_error err = {0};
+  d = NULL;
+  CHECK(gopt_gpu_data_load_dirs(path, dirs, 2, 0, &d, &err) != 0 && d == NULL);
+  CHECK_MSG(strstr(err.msg, path) && strstr(err.msg, "models.vgg13: \"infer_b32_ms\" must be a number > 0") &&
+            !strchr(err.msg, '\n'), "%s", err.msg);
+  unlink(path);
 }
 
 /* An in-place ReLU's forward+backward row: with "inplace_copy" its x * 1 copy adds two
