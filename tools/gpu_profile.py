@@ -445,7 +445,9 @@ def main(argv):
     whole_only = (set() if a.tv_layers else set(tv)) | set(onnx)
     out = {"device": "cpu (dry run)" if a.dry_run else torch.cuda.get_device_name(0),
            "torch": torch.__version__, "precision": "fp32, TF32 off (bf16 autocast only where a key says bf16)",
-           "method": "tools/gpu_profile.py (docs/SIMULATOR.md)", "dry_run": a.dry_run, "batch": a.batch, "models": {}, "micro": []}
+           "method": "tools/gpu_profile.py (docs/SIMULATOR.md)", "dry_run": a.dry_run, "batch": a.batch,
+           # an in-place module's fwdbwd_gpu_ms includes the x * 1 copy it runs on (layer_rows)
+           "inplace_copy": True, "models": {}, "micro": []}
     for name, (ctor, inputs) in models.items():
         sys.stderr.write("gpu_profile.py: %s\n" % name)
         try:

@@ -123,6 +123,8 @@ typedef struct gopt_gpu_data {
   char device[96];             /* the file's "device" */
   int batch;                   /* the file's "batch": the large batch of the model rows (32) */
   size_t skipped;              /* layer rows with no kernel or no rule (Dropout, Flatten...) */
+  size_t overlapped;           /* kernel sums left out as overlapping (gopt_gpu_data_load_dirs) */
+  char overlap_note[512];      /* "model.key, ..." of those, for reports (truncated) */
 } gopt_gpu_data;
 
 /* Loads a GPU measurements file (the format tools/gpu_profile.py writes) into rows: every micro
@@ -133,6 +135,22 @@ typedef struct gopt_gpu_data {
  * (GOPT_EIO, GOPT_EPARSE: malformed, truncated, or not a measurements file). */
 int gopt_gpu_data_load(const char *path, const char *model_dir, gopt_gpu_data **out,
                        gopt_error *err);
+
+/* The same with several model directories, searched in order for each model's NAME.onnx (the
+ * first that has it wins; n_dirs 0: none), e.g. the corpus and an extra calibration set. A
+ * whole-model kernel sum above 1.05 x the same step's eager wall time in the file
+ * (infer_b32_kernel_ms > infer_b32_ms, train_b32_kernel_ms > train_b32_ms) counts kernels that
+ * ran at the same time on several streams (cuDNN's grouped convolutions) and is not the GPU's
+ * time: the batch-32 inference row then takes the CUDA-graph replay infer_b32_graph_ms where the
+ * file has one, and is left out otherwise, as is such a training row; each is counted in
+ * d->overlapped and named in d->overlap_note. */
+int gopt_gpu_data_load_dirs(const char *path, const char *const *model_dirs, int n_dirs,
+                            unsigned flags, gopt_gpu_data **out, gopt_error *err);
+/* flags of gopt_gpu_data_load_dirs: a layer row's forward + backward features include the kernel
+ * the timing adds around the layer (the out.sum() loss reduction backward() starts from). Off by
+ * default: the shipped H100 preset is fitted without it (docs/SIMULATOR.md, "A wider calibration
+ * set"). */
+#define GOPT_GPU_LOAD_HARNESS 1u
 
 /* Appends the rows and models of more (another measurements file of the same device, e.g. a
  * convolution grid beside the corpus) to d; more's model indices are shifted past d's. Errors:

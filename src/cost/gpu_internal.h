@@ -8,13 +8,18 @@
 
 #include "gopt/gpu_cost.h"
 
+/* Row flag beside the GOPT_GPU_LOAD_* ones: the file's "inplace_copy" (an in-place unary layer ran
+ * forward + backward on a copy x * 1, tools/gpu_profile.py, whose kernels count). */
+#define GPU_ROW_INPLACE_COPY (1u << 16)
+
 /* Features of a PyTorch layer row {"layer", "attrs", "in", "out"} run forward (bwd = 0) or forward
- * + backward with respect to its input and parameters (bwd = 1), added into phi. *kind receives
+ * + backward with respect to its input and parameters (bwd = 1), added into phi; flags:
+ * GPU_ROW_INPLACE_COPY, GOPT_GPU_LOAD_HARNESS. *kind receives
  * the kind of its main kernel. Returns 1 when done, 0 when the layer launches no kernel gopt
  * models (Dropout, Flatten, Identity...) or has no rule (skipped), or a negative GOPT_E* with err
  * set ("what" is the entry's name for messages). */
-int gpu_layer_features(json_t *row, int bwd, double *phi, int *kind, const char *what,
-                       gopt_error *err);
+int gpu_layer_features(json_t *row, int bwd, unsigned flags, double *phi, int *kind,
+                       const char *what, gopt_error *err);
 
 /* Features of one micro-benchmark entry {"op", ...} (see /work/shared/gpu/README.md); same
  * returns as gpu_layer_features. */

@@ -152,16 +152,30 @@ static void build_lstm(mb *b, int64_t batch, int64_t seq, int64_t isz, int64_t h
   }
 }
 
+/* Input x of an in-place unary layer timed forward + backward by tools/gpu_profile.py: the module
+ * ran on a non-leaf copy x * 1 (in place on a leaf is an error), whose multiply and its gradient
+ * are two more elementwise kernels in the measured time (copy: the file's "inplace_copy"). */
+static int32_t unary_in(mb *b, const char *a, int rank, const int64_t *xd, int grad, int copy) {
+  int32_t x = mb_in(b, GOPT_DT_FLOAT, rank, xd, grad);
+  if (!grad || !copy || !has(a, "inplace=True")) return x;
+  int32_t in[2] = {x, mb_tensor(b, GOPT_DT_FLOAT, 0, NULL, GOPT_T_CONST)};
+  int32_t out = mb_tensor(b, GOPT_DT_FLOAT, -1, NULL, 0);
+  if (b->rc) return -1;
+  if (gopt_graph_add_node(b->g, "Mul", NULL, 2, in, 1, &out, b->err) < 0) /* not a graph output */
+    b->rc = b->err->code ? b->err->code : GOPT_EINVAL;
+  return out;
+}
+
 /* Unary elementwise / pooling / normalisation layers on x. */
 static int build_simple(mb *b, const char *layer, const char *a, int rank, const int64_t *xd,
-                        int grad) {
+                        int grad, int copy) {
   static const char *const unary[][2] = {
       {"ReLU", "Relu"}, {"ReLU6", "Relu"}, {"SiLU", "Sigmoid"}, {"Sigmoid", "Sigmoid"},
       {"Hardswish", "HardSwish"}, {"Hardsigmoid", "HardSigmoid"}, {"GELU", "Gelu"},
       {"Tanh", "Tanh"}};
   for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
     if (!strcmp(layer, unary[i][0])) {
-      int32_t x = mb_in(b, GOPT_DT_FLOAT, rank, xd, grad);
+      int32_t x = unary_in(b, a, rank, xd, grad, copy);
       mb_node(b, unary[i][1], 1, &x, 1);
       return 1;
     }
@@ -207,7 +221,7 @@ static int build_simple(mb *b, const char *layer, const char *a, int rank, const
 }
 
 /* Builds the graph of a layer row into b; 1 built, 0 no kernel / no rule. */
-static int build_layer(mb *b, const char *layer, const char *a, json_t *ins, int grad) {
+static int build_layer(mb *b, const char *layer, const char *a, json_t *ins, int grad, int copy) {
   int64_t xd[8];
   int rank = shape_of(json_array_get(ins, 0), xd);
   if (rank < 1) {
@@ -263,7 +277,7 @@ static int build_layer(mb *b, const char *layer, const char *a, json_t *ins, int
                has(a, "bidirectional=True"), bf);
     return 1;
   }
-  return build_simple(b, layer, a, rank, xd, grad);
+  return build_simple(b, layer, a, rank, xd, grad, copy);
 }
 
 void gpu_graph_features(const gopt_graph *g, int32_t first_node, double *phi) {
@@ -275,9 +289,21 @@ void gpu_graph_features(const gopt_graph *g, int32_t first_node, double *phi) {
   free(dyn);
 }
 
-/* Infers shapes of b's graph, adds the backward when bwd, sums the features into phi; the kind of
- * the first node is the row's kind. */
-static int finish(mb *b, int bwd, double *phi, int *kind, const char *what) {
+/* The kernel the forward + backward timing of a layer adds around it (harness): the loss
+ * reduction out.sum() that backward() starts from (the train build's loss nodes; the fill of its
+ * gradient is the build's ReduceMeanGrad, counted already); its features into phi. */
+static int harness_features(const gopt_graph *g, const gopt_train_info *info, double *phi, gopt_error *err) {
+  uint8_t *dyn = gopt_gpu_dynamic_tensors(g);
+  if (!dyn) return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
+  for (size_t n = info->n_fwd_nodes; n < g->nodes.n; n++)
+    if (!(g->nodes.a[n].flags & (GOPT_N_GRAD | GOPT_N_UPDATE))) gopt_gpu_node_features(g, (int32_t)n, dyn, phi);
+  free(dyn);
+  return 0;
+}
+
+/* Infers shapes of b's graph, adds the backward when bwd (with harness: and the timing harness's
+ * kernels), sums the features into phi; the kind of the first node is the row's kind. */
+static int finish(mb *b, int bwd, int harness, double *phi, int *kind, const char *what) {
   gopt_infer_opts io = {.fold_constants = 0, .keep_source_shapes = 1};
   gopt_train_info info = {0};
   int32_t first = -1;
@@ -285,20 +311,23 @@ static int finish(mb *b, int bwd, double *phi, int *kind, const char *what) {
   if (!b->rc && bwd) {
     b->rc = gopt_train_build_ex(b->g, NULL, &info, b->err);
     first = (int32_t)info.n_fwd_nodes;
-    gopt_train_info_free(&info);
   }
+  double one[GOPT_GPU_NCOEF] = {0};
+  if (!b->rc) {
+    *kind = gopt_gpu_node_features(b->g, 0, NULL, one);
+    gpu_graph_features(b->g, first, phi);
+    if (bwd && harness) b->rc = harness_features(b->g, &info, phi, b->err);
+  }
+  gopt_train_info_free(&info);
   if (b->rc) {
     gopt_error_prefix(b->err, "%s: ", what);
     return b->rc;
   }
-  double one[GOPT_GPU_NCOEF] = {0};
-  *kind = gopt_gpu_node_features(b->g, 0, NULL, one);
-  gpu_graph_features(b->g, first, phi);
   return 1;
 }
 
-int gpu_layer_features(json_t *row, int bwd, double *phi, int *kind, const char *what,
-                       gopt_error *err) {
+int gpu_layer_features(json_t *row, int bwd, unsigned flags, double *phi, int *kind,
+                       const char *what, gopt_error *err) {
   const char *layer = json_string_value(json_object_get(row, "layer"));
   const char *attrs = json_string_value(json_object_get(row, "attrs"));
   json_t *ins = json_object_get(row, "in");
@@ -307,13 +336,13 @@ int gpu_layer_features(json_t *row, int bwd, double *phi, int *kind, const char 
                                              "(array of shapes)", what);
   mb b = {gopt_graph_new("layer"), err, 0};
   if (!b.g) return gopt_error_set(err, GOPT_ENOMEM, "%s: out of memory", what);
-  int built = build_layer(&b, layer, attrs, ins, bwd);
+  int built = build_layer(&b, layer, attrs, ins, bwd, !!(flags & GPU_ROW_INPLACE_COPY));
   int rc = 0;
   if (b.rc) {
     gopt_error_prefix(err, "%s: %s: ", what, layer);
     rc = b.rc;
   } else if (built) {
-    rc = finish(&b, bwd, phi, kind, what);
+    rc = finish(&b, bwd, !!(flags & GOPT_GPU_LOAD_HARNESS), phi, kind, what);
   }
   gopt_graph_free(b.g);
   return rc;
@@ -415,7 +444,7 @@ int gpu_micro_features(json_t *row, double *phi, int *kind, const char *what, go
     gopt_error_prefix(err, "%s: %s: ", what, op);
     rc = b.rc;
   } else if (built) {
-    rc = finish(&b, 0, phi, kind, what);
+    rc = finish(&b, 0, 0, phi, kind, what);
   }
   gopt_graph_free(b.g);
   return rc;

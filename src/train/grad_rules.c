@@ -35,7 +35,7 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
     case GOPT_OP_DROPOUT: case GOPT_OP_EXPAND: case GOPT_OP_RESHAPE: case GOPT_OP_FLATTEN:
     case GOPT_OP_SQUEEZE: case GOPT_OP_UNSQUEEZE: case GOPT_OP_TRANSPOSE: case GOPT_OP_SPLIT:
     case GOPT_OP_SLICE: case GOPT_OP_GATHER: case GOPT_OP_PAD: case GOPT_OP_RESIZE:
-    case GOPT_OP_UPSAMPLE: case GOPT_OP_REDUCE_MEAN: case GOPT_OP_REDUCE_SUM:
+    case GOPT_OP_UPSAMPLE: case GOPT_OP_REDUCE_MEAN: case GOPT_OP_REDUCE_SUM: case GOPT_OP_REDUCE_L2:
     case GOPT_OP_SOFTMAX: case GOPT_OP_LOG_SOFTMAX: case GOPT_OP_GLOBAL_AVG_POOL:
     case GOPT_OP_MAX_POOL: case GOPT_OP_AVERAGE_POOL:
       *mask = floats & 1u;
@@ -59,6 +59,9 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
       return 1;
     case GOPT_OP_WHERE:
       *mask = floats & 6u;
+      return 1;
+    case GOPT_OP_SCATTER_ND:
+      *mask = floats & 5u;  /* data and updates; not the indices */
       return 1;
     case GOPT_OP_LAYER_NORM: case GOPT_OP_BATCH_NORM: case GOPT_OP_CONV: case GOPT_OP_GEMM:
       *mask = floats & 7u;  /* BatchNormalization's running mean/var are not trained */
@@ -648,6 +651,33 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       gopt_node_set_int(g, gn, "keepdims", gopt_node_get_int(g, n, "keepdims", 1));
       if (gopt_node_get_int(g, n, "noop_with_empty_axes", 0))
         gopt_node_set_int(g, gn, "noop_with_empty_axes", 1);
+      return tb_partial(b, x, t);
+    }
+    case GOPT_OP_SCATTER_ND: { /* dData: dY with zeros at the indices; dUpdates: dY gathered there */
+      if (strcmp(gopt_node_get_string(g, n, "reduction", "none"), "none"))
+        return tb_fail(b, GOPT_EUNSUP, "no gradient rule for ScatterND with a reduction");
+      int32_t idx = in_t(g, n, 1), upd = in_t(g, n, 2), s, z;
+      if NEED(0) {
+        TRY(s = tb_shape_of(b, upd));
+        TRY(z = tb_op_like(b, "ConstantOfShape", "zeros", 1, &s, upd));
+        int32_t in[3] = {d, idx, z};
+        TRY(t = tb_op_like(b, "ScatterND", "d0", 3, in, x));
+        TRY(tb_partial(b, x, t));
+      }
+      if NEED(2) {
+        int32_t in[2] = {d, idx};
+        TRY(t = tb_op_like(b, "GatherND", "d2", 2, in, upd));
+        TRY(tb_partial(b, upd, t));
+      }
+      return 0;
+    }
+    case GOPT_OP_REDUCE_L2: { /* y = sqrt(sum x^2): dX = X * (dY / Y), Y broadcast over the axes */
+      if (!gopt_node_get_int(g, n, "keepdims", 1))
+        return tb_fail(b, GOPT_EUNSUP, "no gradient rule for ReduceL2 with keepdims=0");
+      int32_t in[2] = {d, y}, q;
+      TRY(q = tb_op_like(b, "Div", "dy_over_y", 2, in, y));
+      int32_t in2[2] = {x, q};
+      TRY(t = tb_op_like(b, "Mul", "d0", 2, in2, x));
       return tb_partial(b, x, t);
     }
     case GOPT_OP_SOFTMAX: case GOPT_OP_LOG_SOFTMAX: {

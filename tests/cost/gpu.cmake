@@ -7,7 +7,8 @@ set(gpu_err_cases
   "foreign|cluster_mixed.json: not a GPU measurements file|calibrate --gpu tests/sim/fixtures/cluster_mixed.json"
   "weight|--model-weight 'x': expected a number > 0|calibrate --gpu a.json --model-weight x"
   "flag|unknown argument '--bogus' with --gpu|calibrate --gpu a.json --bogus"
-  "twice|models.conv_grid_grouped: already measured in an earlier file|calibrate --gpu tests/cost/data/h100_grouped_conv.json --gpu tests/cost/data/h100_grouped_conv.json")
+  "twice|models.conv_grid_grouped: already measured in an earlier file|calibrate --gpu tests/cost/data/h100_grouped_conv.json --gpu tests/cost/data/h100_grouped_conv.json"
+  "models|--models needs a value|calibrate --gpu a.json --models corpus --models")
 gopt_error_tests(gpu_err "cost;sim" ${gpu_err_cases})
 
 add_test(NAME gpu_preset_current COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_gpu_preset.sh ${GOPT_BIN} ${GOPT_PYTHON}

@@ -11,6 +11,10 @@
  *    twice as slow as the whole models they make up favour the largest weight; a fit without two
  *    models (gopt_gpu_fit2) equals the fit without one when the other's rows carry its label.
  *  - Malformed, truncated and foreign measurement files: one line naming the file and the entry.
+ *  - Model directories searched in order (the extra calibration set's vgg13 found in the second);
+ *    kernel sums above the eager wall time replaced by the graph replay or left out, and named;
+ *    an in-place layer's copy ("inplace_copy") and the timing's loss reduction (--layer-harness)
+ *    counted as the kernels they are.
  *  - The cluster JSON round trip of "gpu_model" / "gpu_half_speedup", a bf16 node's time, and the
  *    scaling to another GPU. */
 #include <jansson.h>
@@ -311,6 +315,98 @@ static void test_bad_files(void) {
   bad("count.json", "{\"models\": {\"r\": {\"layers_b1\": [{\"layer\": \"ReLU\", \"attrs\": \"\", \"in\": [[4]], \"count\": 0, \"fwd_gpu_ms\": 0.1}]}}}",
       "models.r.layers_b1[0]: \"count\" must be an integer >= 1");
   bad("empty.json", "{\"micro\": []}", "no measured entry");
+  bad("inplace.json", "{\"inplace_copy\": 1, \"micro\": [{\"op\": \"Add\", \"numel\": 4, \"gpu_ms\": 1}]}",
+      "\"inplace_copy\" must be true or false");
+}
+
+/* Loads text as a measurements file with model directories dirs and flags; NULL on an error. */
+static gopt_gpu_data *load_text(const char *name, const char *text, const char *const *dirs, int nd,
+                                unsigned flags) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  write_text(path, text);
+  gopt_error err = {0};
+  gopt_gpu_data *d = NULL;
+  int rc = gopt_gpu_data_load_dirs(path, dirs, nd, flags, &d, &err);
+  CHECK_MSG(rc == 0, "%s: %s", name, err.msg);
+  unlink(path);
+  return d;
+}
+
+/* Whole-model rows from a second model directory (the extra calibration set's vgg13, found after
+ * a directory without it), and overlapping kernel sums: the batch-32 one (above the eager wall
+ * time) replaced by the graph replay; the training one, below its eager time, left out all the
+ * same because the batch-32 sum is above 1.1 x the replay; both named. */
+static void test_model_dirs_overlap(void) {
+  static const char *const dirs[2] = {"corpus", "tests/cost/data/calib"};
+  gopt_gpu_data *d = load_text("dirs.json", "{\"models\": {\"vgg13\": {\"infer_b1_graph_ms\": 1.4, "
+                               "\"infer_b32_kernel_ms\": 30, \"infer_b32_ms\": 20, \"infer_b32_graph_ms\": 18, "
+                               "\"train_b32_kernel_ms\": 35, \"train_b32_ms\": 40}}}", dirs, 2, 0);
+  if (!d) return;
+  CHECK(d->n_models == 1 && d->has_model_rows[0]);
+  CHECK_EQ_INT((int)d->overlapped, 2);
+  CHECK_MSG(strstr(d->overlap_note, "vgg13.infer_b32_kernel_ms (graph replay used)") &&
+            strstr(d->overlap_note, "vgg13.train_b32_kernel_ms"), "%s", d->overlap_note);
+  int b1 = 0, b32 = 0, train = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    b1 += d->rows[i].what == GOPT_GPU_ROW_B1;
+    train += d->rows[i].what == GOPT_GPU_ROW_TRAIN;
+    if (d->rows[i].what == GOPT_GPU_ROW_B32) {
+      b32++;
+      CHECK_NEAR(d->rows[i].seconds, 18e-3, 1e-12);
+      /* vgg13 at batch 32: ~32 x 11.3 GFLOP x 2 of convolutions and GEMMs */
+      double fl = 0;
+      for (int k = 0; k < GOPT_GK_COUNT; k++)
+        fl += d->rows[i].phi[k * GOPT_GF_PER_KIND + GOPT_GF_FLOPS] + d->rows[i].phi[k * GOPT_GF_PER_KIND + GOPT_GF_FLOPS_ALT];
+      CHECK_MSG(fl > 32 * 2 * 10e9 && fl < 32 * 2 * 12.5e9, "vgg13 batch-32 FLOPs %g", fl);
+    }
+  }
+  CHECK(b1 == 1 && b32 == 1 && train == 0);
+  gopt_gpu_data_free(d);
+  /* without the second directory there is no whole-model row */
+  d = load_text("dirs1.json", "{\"models\": {\"vgg13\": {\"infer_b1_graph_ms\": 1.4, \"layers_b1\": "
+                "[{\"layer\": \"ReLU\", \"attrs\": \"\", \"in\": [[4]], \"fwd_gpu_ms\": 0.1}]}}}", dirs, 1, 0);
+  if (d) CHECK(!d->has_model_rows[0] && d->n == 1);
+  gopt_gpu_data_free(d);
+  /* a malformed eager time of a model found in the second directory: one line naming file and entry */
+  char path[128];
+  snprintf(path, sizeof path, "%s/badeager.json", tmpdir);
+  write_text(path, "{\"models\": {\"vgg13\": {\"infer_b32_kernel_ms\": 20, \"infer_b32_ms\": \"x\"}}}");
+  gopt_error err = {0};
+  d = NULL;
+  CHECK(gopt_gpu_data_load_dirs(path, dirs, 2, 0, &d, &err) != 0 && d == NULL);
+  CHECK_MSG(strstr(err.msg, path) && strstr(err.msg, "models.vgg13: \"infer_b32_ms\" must be a number > 0") &&
+            !strchr(err.msg, '\n'), "%s", err.msg);
+  unlink(path);
+}
+
+/* An in-place ReLU's forward+backward row: with "inplace_copy" its x * 1 copy adds two
+ * elementwise kernels (the multiply and its gradient); --layer-harness adds the loss reduction (one
+ * norm kernel); forward rows change with neither. */
+static void test_inplace_harness(void) {
+  static const char row[] = "{\"layer\": \"ReLU\", \"attrs\": \"inplace=True\", \"in\": [[32, 64, 56, 56]], "
+                            "\"fwd_gpu_ms\": 0.02, \"fwdbwd_gpu_ms\": 0.1}";
+  char text[512];
+  double n_elt[4][2], n_norm[4][2];
+  for (int v = 0; v < 4; v++) {
+    snprintf(text, sizeof text, "{\"inplace_copy\": %s, \"models\": {\"m\": {\"layers_b32\": [%s]}}}",
+             v & 1 ? "true" : "false", row);
+    gopt_gpu_data *d = load_text("inplace.json", text, NULL, 0, v & 2 ? GOPT_GPU_LOAD_HARNESS : 0);
+    if (!d) return;
+    CHECK_EQ_INT((int)d->n, 2);
+    for (int r = 0; r < 2 && r < (int)d->n; r++) {
+      int w = d->rows[r].what == GOPT_GPU_ROW_FWDBWD;
+      n_elt[v][w] = d->rows[r].phi[GOPT_GK_ELTWISE * GOPT_GF_PER_KIND + GOPT_GF_N];
+      n_norm[v][w] = d->rows[r].phi[GOPT_GK_NORM * GOPT_GF_PER_KIND + GOPT_GF_N];
+    }
+    gopt_gpu_data_free(d);
+  }
+  for (int v = 1; v < 4; v++) CHECK(n_elt[v][0] == n_elt[0][0] && n_norm[v][0] == n_norm[0][0]);
+  CHECK_NEAR(n_elt[1][1] - n_elt[0][1], 2, 0);
+  CHECK_NEAR(n_norm[1][1], n_norm[0][1], 0);
+  CHECK_NEAR(n_norm[2][1] - n_norm[0][1], 1, 0);
+  CHECK_NEAR(n_elt[2][1], n_elt[0][1], 0);
+  CHECK_NEAR(n_elt[3][1] - n_elt[0][1], 2, 0);
 }
 
 static void test_json_and_scaling(void) {
@@ -367,6 +463,8 @@ int main(void) {
   test_linear_backward();
   test_select_weight();
   test_bad_files();
+  test_model_dirs_overlap();
+  test_inplace_harness();
   test_json_and_scaling();
   rmdir(tmpdir);
   return check_exit("test_gpu_cost");

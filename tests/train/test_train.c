@@ -1,6 +1,6 @@
 /* test_train.c: gopt_train_build on small forward graphs built with the IR API (an MLP, a conv
  * net, a shared weight, a tensor with two consumers, an embedding + LayerNorm attention block, an
- * LSTM, a conv-1d/classifier op mix), checked against facts derived by hand for each graph: which
+ * LSTM, a conv-1d/classifier op mix, ReduceL2's normalisation, a ScatterND assignment), checked against facts derived by hand for each graph: which
  * tensors must (not) get gradients, backward op counts and kinds, liveness of activations, update
  * ordering, optimizer state, errors for unsupported ops, agreement of ops_train_infer with
  * the builder's shapes, and hand-computed costs. No numeric check (there is no executor yet). */
@@ -746,6 +746,81 @@ static void test_op_mix(void) {
   gopt_graph_free(g);
 }
 
+/* Gradient nodes from node `from` on of `type` reading tensor `in` at input `slot` whose output has
+ * rank `rank` and last dimension `last`. */
+static int count_grad_node(const gopt_graph *g, size_t from, const char *type, int slot, int32_t in,
+                           int rank, int64_t last) {
+  int c = 0;
+  for (size_t k = from; k < g->nodes.n; k++) {
+    int32_t out = gopt_node_output(g, (int32_t)k, 0);
+    c += !strcmp(gopt_node_type(g, (int32_t)k), type) && gopt_node_input(g, (int32_t)k, slot) == in &&
+         (g->nodes.a[k].flags & GOPT_N_GRAD) && g->tensors.a[out].rank == rank &&
+         gopt_tensor_dims(g, out)[rank - 1] == last;
+  }
+  return c;
+}
+
+/* ---- ReduceL2 (F.normalize: x / ||x||, Swin V2's cosine attention) ------------------------------- */
+/* dX = X * (dY / Y): one Div at Y's shape ([2, 1]) reading Y, one Mul at X's shape reading X; with
+ * keepdims=0 the broadcast would need an Unsqueeze: refused, naming the op. */
+static void test_reduce_l2(void) {
+  for (int keep = 1; keep >= 0; keep--) {
+    gopt_graph *g = gopt_graph_new("l2");
+    int32_t x = input(g, "x", GOPT_DT_FLOAT, 2, D(2, 8)), w = param(g, "W", 2, D(8, 8));
+    int32_t h = act(g, "h", 2, D(2, 8)), y = keep ? act(g, "nrm", 2, D(2, 1)) : act(g, "nrm", 1, D(2));
+    int32_t o = act(g, "o", 2, D(2, 8));
+    OP(g, "MatMul", "mm", h, x, w);
+    int32_t n = OP(g, "ReduceL2", "l2", y, h);
+    gopt_node_set_ints(g, n, "axes", D(-1), 1);
+    gopt_node_set_int(g, n, "keepdims", keep);
+    OP(g, "Div", "normalize", o, h, keep ? y : h);
+    gopt_graph_add_output(g, o);
+    if (!keep) {
+      gopt_graph_add_output(g, y);
+      gopt_error err = {0};
+      CHECK_EQ_INT(gopt_train_build(g, NULL, &err), GOPT_EUNSUP);
+      CHECK_MSG(strstr(err.msg, "'l2'") && strstr(err.msg, "keepdims=0"), "%s", err.msg);
+      gopt_graph_free(g);
+      continue;
+    }
+    size_t nf = g->nodes.n;
+    gopt_train_info info;
+    build(g, NULL, &info);
+    check_invariants(g, &info, "l2");
+    CHECK(info.grad_of[h] >= 0 && info.grad_of[y] >= 0 && info.grad_of[w] >= 0);
+    int div_y = count_grad_node(g, nf, "Div", 1, y, 2, 1), mul_x = count_grad_node(g, nf, "Mul", 0, h, 2, 8);
+    CHECK_EQ_INT(div_y, 1);
+    CHECK_EQ_INT(mul_x, 1);
+    gopt_train_info_free(&info);
+    gopt_graph_free(g);
+  }
+}
+
+/* ---- ScatterND (swin_v2_t zeroes a third of its qkv bias by assignment) --------------------------- */
+/* dData: ScatterND(dY, indices, zeros of the updates' shape); dUpdates: GatherND(dY, indices). */
+static void test_scatter_nd(void) {
+  gopt_graph *g = gopt_graph_new("scatter");
+  int32_t x = input(g, "x", GOPT_DT_FLOAT, 2, D(2, 6)), bias = param(g, "b", 1, D(6));
+  int32_t upd = param(g, "u", 1, D(2));
+  int32_t idx = tf(g, "idx", GOPT_DT_INT64, 2, D(2, 1));
+  int64_t iv[2] = {2, 3};
+  gopt_tensor_set_const(g, idx, iv, sizeof iv, NULL);
+  int32_t bz = act(g, "bz", 1, D(6)), o = act(g, "o", 2, D(2, 6));
+  OP(g, "ScatterND", "zero_k", bz, bias, idx, upd);
+  OP(g, "Add", "add_bias", o, x, bz);
+  gopt_graph_add_output(g, o);
+  size_t nf = g->nodes.n;
+  gopt_train_info info;
+  build(g, NULL, &info);
+  check_invariants(g, &info, "scatter");
+  CHECK(info.grad_of[bias] >= 0 && info.grad_of[upd] >= 0 && info.grad_of[bz] >= 0);
+  int sc = count_grad_node(g, nf, "ScatterND", 1, idx, 1, 6), ga = count_grad_node(g, nf, "GatherND", 1, idx, 1, 2);
+  CHECK_EQ_INT(sc, 1);
+  CHECK_EQ_INT(ga, 1);
+  gopt_train_info_free(&info);
+  gopt_graph_free(g);
+}
+
 /* ---- errors: an op without a gradient rule on / off the gradient path ----------------------------- */
 static void test_unsupported(void) {
   gopt_graph *g = gopt_graph_new("topk");
@@ -869,6 +944,8 @@ int main(void) {
   test_transformer();
   test_lstm();
   test_op_mix();
+  test_reduce_l2();
+  test_scatter_nd();
   test_unsupported();
   test_two_outputs();
   test_wide_concat();
