@@ -98,10 +98,10 @@ static int in_list(const int32_t *mem, int k, int32_t n) {
  * The host target does not offer such a post-op. The executor runs it (oneDNN binary post-op with a
  * runtime operand), but measured it was no faster than the executor's own plan: on
  * lraspp_mobilenet_v3_large's head (Conv-Relu times a squeeze-excitation scale), +0.1 % [-0.8,
- * +2.0] and -0.1 % [-1.1, +0.7] gain on the head cut out as a model of its own (101 rounds each),
- * because the chain must wait for the operand's branch, which then runs between the conv's input
- * and the conv (docs/BENCHMARKS.md "Host fusion", seventh round). Constant operands (a layer
- * scale, a bias) stay. */
+ * +2.0] and -0.1 % [-1.1, +0.7] gain on the head cut out as a model of its own (101 rounds each);
+ * the chain must wait for the operand's branch, which then runs between two reads of the conv's
+ * input (docs/BENCHMARKS.md "Host fusion", seventh round). Constant operands (a layer scale, a
+ * bias) stay. */
 static int host_runtime_operand(const gopt_env *e, const int32_t *mem, int k) {
   const gopt_graph *g = e->g;
   for (int i = 0; i < k; i++) {
