@@ -16,7 +16,7 @@ How it measures on a shared, noisy host (every choice here is so that noise cann
     comparison.
   * Rounds: each round times every distinct plan and the A/A copy once, in an order shuffled per
     round (seeded, --seed), each call `--warmup 2 --reps REPS`, its median CPU time per run (the
-    process CPU clock: time spent waiting for a core is not counted). REPS is at least --reps and
+    running thread's CPU clock: time spent waiting for a core is not counted). REPS is at least --reps and
     enough for --min-ms of timed runs per call. All rounds are kept; none is dropped.
   * Paired ratios: for the learned plan L and every other distinct plan P, the per-round ratio
     t_L / t_P (both measured within the same round, so load drift between rounds cancels). The

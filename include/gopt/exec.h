@@ -237,9 +237,10 @@ int gopt_exec_profile_run_mode(gopt_exec *x, int warmup, int reps, int mode, gop
 void gopt_exec_profile_clear(gopt_exec_profile *p); /* accepts NULL */
 /* End-to-end time only: `warmup` runs, then the median of `reps` timed runs into *seconds. */
 int gopt_exec_time_run(gopt_exec *x, int warmup, int reps, double *seconds, gopt_error *err);
-/* The same, also the median CPU time of one run (CLOCK_PROCESS_CPUTIME_ID, all threads): with one
- * thread on a loaded host it leaves out the time the process waited for a core. cpu_seconds may
- * be NULL. */
+/* The same, also the median CPU time of one run: with one executor thread that thread's CPU clock
+ * (CLOCK_THREAD_CPUTIME_ID: on a loaded host it leaves out the time the run waited for a core, and
+ * an idle library thread's spinning is not counted), with more the process's (every thread).
+ * cpu_seconds may be NULL. */
 int gopt_exec_time_run_cpu(gopt_exec *x, int warmup, int reps, double *seconds, double *cpu_seconds,
                            gopt_error *err);
 

@@ -14,16 +14,21 @@
 #include "gopt/util.h"
 
 
-/* CPU seconds the process has used (every thread). */
-static double cpu_now(void) {
+/* CPU seconds of the run: with one executor thread the calling thread's clock (every kernel runs
+ * on it: OpenMP, oneDNN and OpenBLAS are set to one thread), else the process's (every thread).
+ * Not the process's clock for one thread: a library's idle worker counts there too. OpenBLAS
+ * (pthread build) starts a worker per core when it is loaded, and that worker spins (sched_yield)
+ * for about its first 0.1 s; on a free core it doubled the CPU time of the early runs of a short
+ * `gopt run --time --threads 1` (shufflenet_v2_x1_0: 10.3 ms CPU for 5.2 ms wall). */
+static double cpu_now(const gopt_exec *x) {
   struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  clock_gettime(x->threads == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The profiler's clock: with one thread the process's CPU clock (a loaded host's waits for a core
- * are not counted; with one thread it is the run's wall time on an idle host), else wall time. */
-double ex_prof_now(const gopt_exec *x) { return x->threads == 1 ? cpu_now() : gopt_now(); }
+/* The profiler's clock: with one thread that thread's CPU clock (a loaded host's waits for a core
+ * are not counted; on an idle host it is the run's wall time), else wall time. */
+double ex_prof_now(const gopt_exec *x) { return x->threads == 1 ? cpu_now(x) : gopt_now(); }
 
 /* Describes step k for the database: the node's signature, or the fused group's members. */
 static void step_desc(const gopt_exec *x, const ex_kernel *k, char *buf, size_t len) {
@@ -186,9 +191,9 @@ int gopt_exec_time_run_cpu(gopt_exec *x, int warmup, int reps, double *seconds, 
   x->check_nan = 0;
   for (int i = 0; i < warmup && !rc; i++) rc = gopt_exec_run(x, err);
   for (int i = 0; i < reps && !rc; i++) {
-    double t0 = gopt_now(), c0 = cpu_now();
+    double t0 = gopt_now(), c0 = cpu_now(x);
     rc = gopt_exec_run(x, err);
-    c[i] = cpu_now() - c0;
+    c[i] = cpu_now(x) - c0;
     t[i] = gopt_now() - t0;
   }
   if (!rc) *seconds = gopt_median(t, (size_t)reps);

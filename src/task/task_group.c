@@ -93,6 +93,30 @@ static int in_list(const int32_t *mem, int k, int32_t n) {
   return 0;
 }
 
+/* Whether a node of mem[0..k) outside the executor's own chains (an extended post-op) is a binary op
+ * reading a tensor computed at run time outside mem: an activation or graph input, not a constant.
+ * The host target does not offer such a post-op. The executor runs it (oneDNN binary post-op with a
+ * runtime operand), but measured it was no faster than the executor's own plan: on
+ * lraspp_mobilenet_v3_large's head (Conv-Relu times a squeeze-excitation scale), +0.1 % [-0.8,
+ * +2.0] and -0.1 % [-1.1, +0.7] gain on the head cut out as a model of its own (101 rounds each);
+ * the chain must wait for the operand's branch, which then runs between two reads of the conv's
+ * input (docs/BENCHMARKS.md "Host fusion", seventh round). Constant operands (a layer scale, a
+ * bias) stay. */
+static int host_runtime_operand(const gopt_env *e, const int32_t *mem, int k) {
+  const gopt_graph *g = e->g;
+  for (int i = 0; i < k; i++) {
+    const gopt_node *nd = &g->nodes.a[mem[i]];
+    if (e->host_chain[mem[i]] >= 0 || gopt_op_class_of(nd->op) != GOPT_OPC_BROADCAST) continue;
+    for (uint32_t j = 0; j < nd->n_in; j++) {
+      int32_t t = g->slots.a[nd->in + j].tensor;
+      if (t < 0 || (g->tensors.a[t].flags & (GOPT_T_CONST | GOPT_T_ATTR))) continue;
+      int32_t pr = g->tensors.a[t].producer;
+      if (pr < 0 || !in_list(mem, k, pr)) return 1;
+    }
+  }
+  return 0;
+}
+
 /* Host legality of merging p with the groups roots[0..nr): whether gopt's executor runs the union
  * as one kernel. Without a node the executor runs in its own oneDNN steps, the union must be one
  * elementwise loop. With one of its post-op chains' nodes, the union completed by those chains
@@ -120,7 +144,7 @@ static int host_ok(task_grouper *gr, int32_t p, int nr) {
       gr->memb[k++] = m;
     }
   }
-  return gopt_exec_group_kind(e->g, gr->memb, k) == GOPT_EXEC_GROUP_CHAIN;
+  return gopt_exec_group_kind(e->g, gr->memb, k) == GOPT_EXEC_GROUP_CHAIN && !host_runtime_operand(e, gr->memb, k);
 }
 
 void task_host_chains(const gopt_env *e, const int32_t *dev, gopt_decisions *d) {
