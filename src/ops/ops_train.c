@@ -32,10 +32,11 @@ static const int tk_ops[TK_COUNT] = {
 
 /* A node's kind is set from its type name (gopt_op_from_name), so a known kind is compared as a
  * number: this runs for every node costed or shape-inferred (it was 12% of an rl search in
- * strcmp). Only an opaque node's name is compared. */
+ * strcmp). An opaque node's name is compared: also one flagged GOPT_N_OPAQUE whose kind only
+ * gives its kernel's class (an HLO instruction: ops_hlo_set_kind), which is never a training op. */
 int ops_train_kind(const gopt_graph *g, int32_t n) {
   int op = g->nodes.a[n].op;
-  if (op != GOPT_OP_OPAQUE) {
+  if (op != GOPT_OP_OPAQUE && !(g->nodes.a[n].flags & GOPT_N_OPAQUE)) {
     for (int k = 1; k < TK_COUNT; k++)
       if (tk_ops[k] == op) return k;
     return TK_NONE;
