@@ -5,7 +5,10 @@
  * differences of the loss (the sum over outputs of each output's mean, docs/TRAINING.md) computed
  * here from the forward copy's outputs, run by the executor for param +- eps, element by element.
  * Covered: MatMul + Add + Relu (an MLP), grouped strided Conv + Tanh, Softmax, LayerNormalization,
- * broadcasting Mul / Div / Sub, x / ReduceL2(x) (keepdims=1), ScatterND assigning into a parameter.
+ * broadcasting Mul / Div / Sub, ReduceMean over one axis, x / ReduceL2(x) (keepdims=1), ScatterND
+ * assigning into a parameter. Not covered: rules whose gradient ops have no executor kernel
+ * (ElementwiseGrad, Gelu/ErfGrad, BatchNormGrad, pooling, Gather/Slice/Pad/ResizeGrad, LSTMGrad;
+ * docs/TRAINING.md section 6), and the optimizer updates (removed before the run).
  * Float32 execution: eps 1e-2 on values of order 1; agreement within a few 1e-3 relative. */
 #include <math.h>
 #include <stdlib.h>
@@ -231,17 +234,21 @@ static void test_layernorm(void) {
   check_and_free(g, weighted(g, l), "layernorm");
 }
 
-/* Broadcasting: (x * p[3,1]) / q[4] - r[1,1,4], parameters on both sides of Div. */
+/* Broadcasting: ReduceMean_axis1((x * p[3,1] / q[4] - r[1,1,4])^2), keepdims=0; parameters on both
+ * sides of Div. */
 static void test_broadcast(void) {
   gopt_graph *g = gopt_graph_new("bcast");
   int32_t x = input(g, "x", 3, D(2, 3, 4)), p = param(g, "p", 2, D(3, 1), -1, 1);
   int32_t q = param(g, "q", 1, D(4), 0.5, 1.5), r = param(g, "r", 3, D(1, 1, 4), -1, 1);
   int32_t m = act(g, "m", 3, D(2, 3, 4)), d = act(g, "d", 3, D(2, 3, 4)), e = act(g, "e", 3, D(2, 3, 4));
-  int32_t y = act(g, "y", 3, D(2, 3, 4));
+  int32_t sq = act(g, "sq", 3, D(2, 3, 4)), y = act(g, "y", 2, D(2, 4));
   OP(g, "Mul", "mul", m, x, p);
   OP(g, "Div", "div", d, m, q);
   OP(g, "Sub", "sub", e, d, r);
-  OP(g, "Mul", "square", y, e, e);
+  OP(g, "Mul", "square", sq, e, e);
+  int32_t n = OP(g, "ReduceMean", "mean", y, sq);
+  gopt_node_set_ints(g, n, "axes", D(1), 1);
+  gopt_node_set_int(g, n, "keepdims", 0);
   check_and_free(g, y, "bcast");
 }
 
