@@ -160,7 +160,7 @@ static int ref_run(gopt_exec *x, ex_kernel *k, gopt_error *err) {
 static const ref_entry *find(const gopt_exec *x, int32_t n) {
   const char *type = gopt_graph_str(x->g, x->g->nodes.a[n].type);
   const ref_entry *tabs[] = {ex_ref_ops_table, ex_ref_nn_table, ex_ref_more_table, ex_ref_llm_table,
-                            ex_ref_extra_table, ex_ref_ml_table};
+                            ex_ref_extra_table, ex_ref_ml_table, ex_ref_train_table};
   for (size_t t = 0; t < sizeof tabs / sizeof *tabs; t++)
     for (const ref_entry *e = tabs[t]; e->name; e++)
       if (!strcmp(e->name, type)) return e;

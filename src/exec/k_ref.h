@@ -40,6 +40,7 @@ extern const ref_entry ex_ref_more_table[];
 extern const ref_entry ex_ref_llm_table[];
 extern const ref_entry ex_ref_extra_table[];
 extern const ref_entry ex_ref_ml_table[];
+extern const ref_entry ex_ref_train_table[];
 
 /* Prepares k to run fn through the reference framework (inputs as doubles, dtypes checked). */
 int ex_prepare_ref_fn(gopt_exec *x, ex_kernel *k, ref_fn fn, gopt_error *err);

@@ -3,7 +3,8 @@
  * LSTM, a conv-1d/classifier op mix, ReduceL2's normalisation, a ScatterND assignment), checked against facts derived by hand for each graph: which
  * tensors must (not) get gradients, backward op counts and kinds, liveness of activations, update
  * ordering, optimizer state, errors for unsupported ops, agreement of ops_train_infer with
- * the builder's shapes, and hand-computed costs. No numeric check (there is no executor yet). */
+ * the builder's shapes, and hand-computed costs. Structure only: the gradient values are checked
+ * against finite differences, run by the executor, in test_train_numeric.c. */
 #include <stdlib.h>
 #include <string.h>
 
