@@ -44,6 +44,11 @@ import subprocess
 import sys
 import tempfile
 
+# Every gopt this runs uses one thread: keep Debian OpenBLAS from starting its worker, which spins
+# for ~0.1 s at process start and takes the other core from whatever runs beside it
+# (docs/BENCHMARKS.md, "Host fusion", seventh round).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 CORPUS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "densenet121", "efficientnet_b0", "inception_v3",
           "shufflenet_v2_x1_0", "vgg11", "lraspp_mobilenet_v3_large", "lstm_seq2seq", "bert_tiny",
           "gpt2_tiny", "wavenet", "swin_t"]

@@ -39,6 +39,11 @@ import tempfile
 
 from bench_fusion import CORPUS  # noqa: E402 (same folder)
 
+# Every gopt this runs uses one thread: keep Debian OpenBLAS from starting its worker, which spins
+# for ~0.1 s at process start and takes the other core from whatever runs beside it
+# (docs/BENCHMARKS.md, "Host fusion", seventh round).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 def gopt(args):
     p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
