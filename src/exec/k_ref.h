@@ -59,4 +59,13 @@ int ref_axis(const gopt_exec *x, int32_t n, const char *name, int64_t dflt, int 
 /* t viewed as [outer, t->d[axis], inner]. */
 void ref_split3(const rt *t, int axis, int64_t *outer, int64_t *mid, int64_t *inner);
 
+typedef struct conv_p {
+  int sp;                                   /* spatial rank */
+  int64_t s[GOPT_MAX_RANK], dl[GOPT_MAX_RANK], pb[GOPT_MAX_RANK], group;
+} conv_p;
+/* Conv / ConvTranspose attributes of node n (k_ref_nn.c); begin pads from pads or auto_pad against
+ * the static sizes of X, W and Y (in -> out; transpose: ConvTranspose's output_shape). */
+void ref_conv_params(const gopt_exec *x, int32_t n, const rt *X, const rt *W, const rt *Y, int transpose,
+                     conv_p *p);
+
 #endif

@@ -49,14 +49,8 @@ static int is_float_dt(int dt) {
 
 /* ---- convolution ---------------------------------------------------------------------------------- */
 
-typedef struct conv_p {
-  int sp;                                   /* spatial rank */
-  int64_t s[GOPT_MAX_RANK], dl[GOPT_MAX_RANK], pb[GOPT_MAX_RANK], group;
-} conv_p;
-
-/* Conv attributes; begin pads from pads or auto_pad against the static sizes (in -> out). */
-static void conv_params(const gopt_exec *x, int32_t n, const rt *X, const rt *W, const rt *Y,
-                        int transpose, conv_p *p) {
+void ref_conv_params(const gopt_exec *x, int32_t n, const rt *X, const rt *W, const rt *Y, int transpose,
+                     conv_p *p) {
   p->sp = X->rank - 2;
   p->group = gopt_node_get_int(x->g, n, "group", 1);
   ints_or(x, n, "strides", p->s, p->sp, 1);
@@ -115,7 +109,7 @@ static int f_convtranspose(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out,
   const rt *X = &in[0], *W = &in[1];
   rt *Y = &out[0];
   conv_p p;
-  conv_params(x, NODE, X, W, Y, 1, &p);
+  ref_conv_params(x, NODE, X, W, Y, 1, &p);
   int sp = p.sp;
   int64_t N = X->d[0], C = X->d[1], M = Y->d[1], Cg = C / p.group, Mg = W->d[1];
   int64_t isz = 1, osz = 1, ksz = 1;
@@ -157,7 +151,7 @@ static int f_convtranspose(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out,
 static int f_conv(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout, (void)err;
   conv_p p;
-  conv_params(x, NODE, &in[0], &in[1], &out[0], 0, &p);
+  ref_conv_params(x, NODE, &in[0], &in[1], &out[0], 0, &p);
   conv_fwd(&in[0], &in[1], nin > 2 && in[2].v ? in[2].v : NULL, &out[0], &p);
   return GOPT_OK;
 }
@@ -171,7 +165,7 @@ static int f_convq(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nou
   for (int64_t i = 0; xz && xz->v && i < X->n; i++) X->v[i] -= xz->v[0];
   for (int64_t i = 0; wz && wz->v && i < W->n; i++) W->v[i] -= wz->v[wz->n > 1 ? i / per : 0];
   conv_p p;
-  conv_params(x, NODE, X, W, &out[0], 0, &p);
+  ref_conv_params(x, NODE, X, W, &out[0], 0, &p);
   conv_fwd(X, W, ql && nin > 8 && in[8].v ? in[8].v : NULL, &out[0], &p);
   if (!ql) return GOPT_OK;
   int64_t osz = out[0].n / (out[0].d[0] * M != 0 ? out[0].d[0] * M : 1);

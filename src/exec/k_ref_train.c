@@ -113,16 +113,10 @@ static int f_conv_grad(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int
   const char *ap = gopt_node_get_string(G, NODE, "auto_pad", "NOTSET");
   if (dy->rank != 4 || xs->rank != 4 || ws->rank != 4 || (strcmp(ap, "NOTSET") && strcmp(ap, "")))
     return ex_node_error(x, NODE, err, GOPT_EUNSUP, "only 2-d convolutions with explicit pads");
-  int64_t c, s[2] = {1, 1}, p[4] = {0, 0, 0, 0}, dl[2] = {1, 1};
-  double *v;
-  if ((v = ref_attr_values(x, NODE, "strides", &c)) && c == 2) s[0] = (int64_t)v[0], s[1] = (int64_t)v[1];
-  free(v);
-  if ((v = ref_attr_values(x, NODE, "pads", &c)) && c == 4)
-    for (int i = 0; i < 4; i++) p[i] = (int64_t)v[i];
-  free(v);
-  if ((v = ref_attr_values(x, NODE, "dilations", &c)) && c == 2) dl[0] = (int64_t)v[0], dl[1] = (int64_t)v[1];
-  free(v);
-  int64_t grp = gopt_node_get_int(G, NODE, "group", 1), N = xs->d[0], C = xs->d[1], H = xs->d[2], W = xs->d[3];
+  conv_p cp;
+  ref_conv_params(x, NODE, xs, ws, dy, 0, &cp);
+  const int64_t *s = cp.s, *p = cp.pb, *dl = cp.dl;
+  int64_t grp = cp.group, N = xs->d[0], C = xs->d[1], H = xs->d[2], W = xs->d[3];
   int64_t M = ws->d[0], Cg = ws->d[1], KH = ws->d[2], KW = ws->d[3], OH = dy->d[2], OW = dy->d[3];
   if (grp < 1 || C != Cg * grp || M % grp)
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "channels do not match group");
