@@ -774,9 +774,10 @@ static int prep_conv(gopt_exec *x, ex_kernel *k, dn_st *s, gopt_error *err) {
     rc = ex_node_error(x, k->node, err, GOPT_EUNSUP, "oneDNN convolution failed: no implementation");
     goto done;
   }
-  n_plain = !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd_ref, dnnl_query_src_md, 0), &src_md) ||
-                    !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd_ref, dnnl_query_dst_md, 0), &dst_md)
-                ? 2 : 0;
+  /* one reorder per side whose layout differs, as dn_bind_io counts them (the first convolution of
+   * a CNN, 3 input channels, may read plain NCHW and write a blocked layout) */
+  n_plain = !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd_ref, dnnl_query_src_md, 0), &src_md) +
+            !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd_ref, dnnl_query_dst_md, 0), &dst_md);
   if (x->lay && wconst) {
     DN(post_ops_attr(x, ch, &dst_md, &attr), "post-ops");
     /* read the input in its producer's layout and accumulate in the residual's, unless that

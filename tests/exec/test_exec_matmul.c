@@ -91,9 +91,16 @@ int main(void) {
     CHECK_EQ_INT(st.post_op_nodes, mode ? 6 : 0); /* n_ab, n_relu, n_y1 into mm1; n_ac into mm2; n_ab3, n_y3 */
     size_t bytes = 0, readers = 0, copies = gopt_exec_packed_weights(ex, &bytes, &readers);
     printf("%s: %zu packed weight copies (%zu bytes), %zu readers\n", mode ? "auto" : "plain", copies, bytes, readers);
-    CHECK_EQ_INT(readers, 3);  /* mm1, mm2, mm3 read packed weights */
-    CHECK_EQ_INT(copies, 2);   /* W once for mm1 and mm3, V once */
-    CHECK(bytes >= 2 * K * N * sizeof(float)); /* a packed layout may pad, never shrink */
+    if (copies == 0) {
+      /* oneDNN picks the weights' layout per CPU; where it reads them plain (its AVX2 MatMul),
+       * nothing is copied and no primitive reads a copy */
+      CHECK_EQ_INT(readers, 0);
+      CHECK_EQ_INT(bytes, 0);
+    } else {
+      CHECK_EQ_INT(readers, 3);  /* mm1, mm2, mm3 read packed weights */
+      CHECK_EQ_INT(copies, 2);   /* W once for mm1 and mm3, V once */
+      CHECK(bytes >= 2 * K * N * sizeof(float)); /* a packed layout may pad, never shrink */
+    }
     for (int j = 0; j < N_OUT && !rc; j++) {
       gopt_host_tensor out = {0};
       CHECK_MSG(gopt_exec_get_output(ex, (size_t)j, &out, &err) == 0, "%s", err.msg);

@@ -149,7 +149,9 @@ int main(void) {
   for (int i = 0; i < 3; i++) gopt_host_tensor_clear(&got[i]);
   CHECK_MSG(run(g, group, got, &err) > 0, "fused: %s", err.msg);
   dy1 = out_diff(&ref[1], &got[1]);
-  CHECK_MSG(dy1 == 0, "matmul chain with binary post-ops differs by %g (expected bitwise equal)", dy1);
+  /* bitwise where oneDNN's MatMul applies the post-ops after the accumulation (AVX-512); its AVX2
+   * GEMM may contract the bias into the accumulation: 1 ulp */
+  CHECK_MSG(dy1 <= 2.5e-7, "matmul chain with binary post-ops differs by %g (expected <= 1 ulp)", dy1);
   for (int i = 0; i < 3; i++) {
     gopt_host_tensor_clear(&ref[i]);
     gopt_host_tensor_clear(&got[i]);
