@@ -85,9 +85,10 @@ CPU=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 NCPU=$(nproc)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DIRTY=$(git status --porcelain 2>/dev/null | grep -q . && echo " (with uncommitted changes)" || true)
-"$PY" - "$WORK" "$OUT" "$elapsed" "$CPU" "$NCPU" "$COMMIT$DIRTY" "$THREADS" "$SEED" "$QUICK" <<'EOF'
+PRESETS=$("$GOPT" devices 2>/dev/null | grep -o "measured-GPU [^ ]*" | sed 's/measured-GPU //' | sort -u | paste -sd, - || true)
+"$PY" - "$WORK" "$OUT" "$elapsed" "$CPU" "$NCPU" "$COMMIT$DIRTY" "$THREADS" "$SEED" "$QUICK" "$PRESETS" <<'EOF'
 import glob, json, os, sys, datetime
-work, out, elapsed, cpu, ncpu, commit, threads, seed, quick = sys.argv[1:10]
+work, out, elapsed, cpu, ncpu, commit, threads, seed, quick, presets = sys.argv[1:11]
 tasks = ["placement", "fusion", "schedule", "memory", "joint"]
 search = ["random", "local", "anneal", "gibbs", "brkga"]
 kinds = ["tiny", "zoo", "corpus"]
@@ -163,6 +164,7 @@ L.append("# Results: baselines and search methods on every task\n")
 L.append("Reproduce with `tools/results.sh BUILD_DIR` (this file is its output; "
          + ("**--quick smoke run**; " if quick == "1" else "") +
          f"took {int(elapsed)//60} min {int(elapsed)%60} s).\n")
+L.append(f"- GPU cost model (`gopt devices`): {presets or 'unknown'} (docs/SIMULATOR.md).")
 L.append(f"- machine: {cpu}, {ncpu} cores shared with other builds (timings are wall-clock and noisy); "
          f"`--threads {threads}`, `--seed {seed}`; gopt commit {commit}; {datetime.date.today()}.")
 L.append("- clusters: placement, schedule and joint on `4xV100-nvlink`; fusion on `V100`; memory on "
