@@ -6,8 +6,10 @@ executor, seed 0) read by 1001 MatMuls, 21 distinct weight tensors. When every M
 own copy of its weights the run took 23.8 GB (OOM-killed); a 256 MiB cap on the copies (3.4 GB)
 then made GPT-2-sized models fail. Each weight is now packed once and shared. Checks, from
 `gopt run --json` and the child's peak RSS (getrusage):
-  - fewer packed copies than primitives reading them (the copies are shared), and at most one
-    copy's worth of bytes per weight (packed bytes <= 1.1 x the weights' bytes, padding allowed);
+  - where oneDNN packs MatMul weights on this CPU (AVX-512; its AVX2 MatMul reads them in place,
+    and then no copy is made): fewer packed copies than primitives reading them (the copies are
+    shared), and at most one copy's worth of bytes per weight (packed bytes <= 1.1 x the weights'
+    bytes, padding allowed);
   - peak RSS <= 2.5 GiB (2.68 GB). Measured 2.13 GB (1.98 GiB) after the fix, twice (2
     threads): the weights (1.12 GB) plus one packed copy of the 21 shared ones (0.86 GB) plus
     activations, the graph and the process (~0.15 GB). The bound leaves 0.55 GB (26 %) for
@@ -37,7 +39,11 @@ def main():
     print(f"packed weights: {pw['copies']} copies ({pw['bytes'] / 1e9:.2f} GB) read by {pw['readers']} primitives")
     print(f"peak RSS {rss / 1e9:.2f} GB (bound {BOUND / 1e9:.2f} GB = 2.5 GiB)")
     ok = True
-    if not (0 < pw["copies"] < pw["readers"]) or pw["bytes"] > 1.1 * WEIGHT_BYTES:
+    if pw["copies"] == 0 and pw["readers"] == 0:
+        # oneDNN chooses the weights' layout per CPU: its AVX2 MatMul reads them in place, so
+        # nothing is packed and only the RSS bound applies
+        print("packed weights: none on this CPU (oneDNN reads the MatMul weights in place)")
+    elif not (0 < pw["copies"] < pw["readers"]) or pw["bytes"] > 1.1 * WEIGHT_BYTES:
         print("check_gnmt_rss: FAIL: the packed weights are not shared (copies must be fewer than readers, "
               "bytes at most 1.1 x the weights')")
         ok = False
