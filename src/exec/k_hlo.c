@@ -13,6 +13,7 @@
  * rounds; operands key0, key1, x0, x1 as jaxlib passes them). tuple and get-tuple-element copy bytes; while runs its condition and body, conditional the
  * selected branch, in nested executors; call and fusion run their computation in a
  * nested executor. Semantics as XLA's operation semantics page states them. */
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -876,9 +877,69 @@ static int f_scatter(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int n
   return rc;
 }
 
+/* Copies operand src into dst as rows of K contiguous values: one row per index of the outer
+ * dims (extents od[0..no), src strides os), a row over the contracted dims (extents cd[0..nc),
+ * src strides cs) in the order the dimension numbers list them. */
+static void dot_pack(const double *src, const int64_t *od, const int64_t *os, int no, const int64_t *cd,
+                     const int64_t *cs, int nc, int64_t K, double *dst) {
+  int64_t oi[GOPT_MAX_RANK] = {0}, ci[GOPT_MAX_RANK], rows = 1;
+  for (int j = 0; j < no; j++) rows *= od[j];
+  for (int64_t r = 0, p = 0; r < rows; r++) {
+    int64_t q = p;
+    for (int i = 0; i < nc; i++) ci[i] = 0;
+    for (int64_t k = 0; k < K; k++) {
+      dst[r * K + k] = src[q];
+      for (int i = nc - 1; i >= 0; i--) { /* next contracted multi-index */
+        q += cs[i];
+        if (++ci[i] < cd[i]) break;
+        q -= cs[i] * cd[i];
+        ci[i] = 0;
+      }
+    }
+    for (int j = no - 1; j >= 0; j--) { /* next outer multi-index */
+      p += os[j];
+      if (++oi[j] < od[j]) break;
+      p -= os[j] * od[j];
+      oi[j] = 0;
+    }
+  }
+}
+
+/* The dot of dot_dims as batched GEMMs with OpenBLAS (double): each operand packed as [batch,
+ * free, K] rows, out[0] = A (M x K) times B^T (K x N) per batch. Returns 0, or 1 when out of
+ * memory (the caller runs the reference loop instead). nb batch dims, nl lhs free dims; os/cs
+ * the operands' strides per output dim and per contracted index (dot_dims). */
+static int dot_blas(rt *in, rt *out, int nb, int nl, int64_t os[2][GOPT_MAX_RANK], int64_t cs[2][GOPT_MAX_RANK],
+                    const int64_t *cd, int nc, int64_t K) {
+  int no = out[0].rank, nr = no - nb - nl;
+  int64_t Bt = 1, M = 1, N = 1, od[GOPT_MAX_RANK], ost[GOPT_MAX_RANK];
+  for (int j = 0; j < nb; j++) Bt *= out[0].d[j];
+  for (int j = nb; j < nb + nl; j++) M *= out[0].d[j];
+  for (int j = nb + nl; j < no; j++) N *= out[0].d[j];
+  double *A = malloc((size_t)(Bt * M * K + 1) * sizeof *A), *B = malloc((size_t)(Bt * N * K + 1) * sizeof *B);
+  if (!A || !B) {
+    free(A);
+    free(B);
+    return 1;
+  }
+  for (int s = 0; s < 2; s++) { /* outer dims of operand s: the batch dims, then its free dims */
+    int first = s ? nb + nl : nb, nf = s ? nr : nl;
+    for (int j = 0; j < nb; j++) od[j] = out[0].d[j], ost[j] = os[s][j];
+    for (int j = 0; j < nf; j++) od[nb + j] = out[0].d[first + j], ost[nb + j] = os[s][first + j];
+    dot_pack(in[s].v, od, ost, nb + nf, cd, cs[s], nc, K, s ? B : A);
+  }
+  for (int64_t b = 0; b < Bt; b++)
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0, A + b * M * K, (int)K,
+                B + b * N * K, (int)K, 0.0, out[0].v + b * M * N, (int)N);
+  free(A);
+  free(B);
+  return 0;
+}
+
 /* dot of in[0], in[1] with dimension numbers d[0..4) (lhs batch, rhs batch, lhs contracting, rhs
  * contracting; c[i] entries each) into out[0]: result dims are batch, lhs free, rhs free (XLA's
- * order). */
+ * order). Large dots (>= 2^15 multiply-adds, K >= 8) run as OpenBLAS GEMMs (dot_blas); the rest
+ * in the reference loop. */
 static int dot_dims(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, const int64_t *const *d, const size_t *c,
                     gopt_error *err) {
   if (nin < 2 || c[0] != c[1] || c[2] != c[3])
@@ -914,6 +975,11 @@ static int dot_dims(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, const 
       else cs[s][-1 - role[s][i]] = st[s][i];
     }
   }
+  int nl = 0; /* lhs free dims */
+  for (int i = 0; i < in[0].rank; i++) nl += role[0][i] >= (int)c[0];
+  if (nct >= 8 && (double)nct * (double)out[0].n >= 32768.0 && nct <= INT32_MAX && out[0].n <= INT32_MAX &&
+      !dot_blas(in, out, (int)c[0], nl, os, cs, cd, nc, nct))
+    return GOPT_OK;
   const double *A = in[0].v, *B = in[1].v;
   for (int64_t o = 0; o < out[0].n; o++) {
     unravel(&out[0], o, oi);

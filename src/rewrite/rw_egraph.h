@@ -141,8 +141,7 @@ enum { RW_X_ILP = 1, RW_X_TOPO = 2 };
  * lazily folded constants the greedy choice uses (time kept for computing them) (Tensat's
  * formulation: binary e-node variables, each chosen e-node's child classes covered; with
  * RW_X_TOPO also topological-order variables that forbid cycles). The ILP's solution is used
- * unless it is missing (time limit), worse than greedy's, or folds so many more weights than
- * greedy's that computing them would overrun ilp_seconds (x->how says). */
+ * unless it is missing (time limit) or worse than greedy's (x->how says). */
 int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_seconds, double lazy_s_per_byte,
                rw_extraction *x, gopt_error *err);
 void rw_extraction_clear(rw_extraction *x); /* accepts NULL */

@@ -415,16 +415,7 @@ int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_s
   if ((mode & RW_X_ILP) && !ex_ilp(e, cost, ilp_left > 0.1 ? ilp_left : 0.1, mode & RW_X_TOPO, &g, x)) {
     x->objective = ex_objective(e, cost, x, &x->lazy_bytes);
     x->input_objective = g.input_objective;
-    /* the time kept for folding was sized on greedy's choice: an ILP choice that folds more
-     * weights than the rest of ilp_seconds can compute would overrun the caller's limit */
-    double over = lazy_s_per_byte * x->lazy_bytes - (ilp_seconds - (gopt_now() - t_in));
-    if (over > 0 && x->objective < g.objective) {
-      snprintf(g.how, sizeof g.how, "greedy (the ILP's choice folds %.0f MB more weights than time is left for)",
-               (x->lazy_bytes - g.lazy_bytes) / 1e6);
-      rw_extraction_clear(x);
-      *x = g;
-      memset(&g, 0, sizeof g);
-    } else if (!(x->objective <= g.objective * (1 + 1e-9))) {
+    if (!(x->objective <= g.objective * (1 + 1e-9))) {
       /* a time-limited ILP's best can be worse than greedy's choice: keep the better one */
       snprintf(g.how, sizeof g.how, "greedy (better than the ILP's %.40s)", x->how);
       rw_extraction_clear(x);
