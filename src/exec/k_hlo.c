@@ -436,27 +436,47 @@ static int f_broadcast(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int
   for (size_t i = 0; i < nd; i++)
     if (dims[i] < 0 || dims[i] >= out[0].rank || out[0].d[dims[i]] != in[0].d[i])
       return ex_node_error(x, NODE, err, GOPT_EINVAL, "dimensions entry %zu does not match the shapes", i);
-  int64_t idx[GOPT_MAX_RANK], j[GOPT_MAX_RANK];
+  /* per output dim: the input's stride along it (0 for a broadcast dim); the output is walked in
+   * order with its multi-index and the input offset kept in step */
+  int64_t ist[GOPT_MAX_RANK] = {0}, st[GOPT_MAX_RANK], idx[GOPT_MAX_RANK] = {0}, p = 0;
+  ref_strides(&in[0], st);
+  for (size_t i = 0; i < nd; i++) ist[dims[i]] = st[i];
+  int r = out[0].rank;
   for (int64_t o = 0; o < out[0].n; o++) {
-    unravel(&out[0], o, idx);
-    for (size_t i = 0; i < nd; i++) j[i] = idx[dims[i]];
-    out[0].v[o] = in[0].v[ravel(&in[0], j)];
+    out[0].v[o] = in[0].v[p];
+    for (int d = r - 1; d >= 0; d--) {
+      p += ist[d];
+      if (++idx[d] < out[0].d[d]) break;
+      p -= ist[d] * out[0].d[d];
+      idx[d] = 0;
+    }
   }
   return GOPT_OK;
 }
 
 static int f_slice(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nin, (void)nout;
-  int64_t st[GOPT_MAX_RANK], li[GOPT_MAX_RANK], sd[GOPT_MAX_RANK], idx[GOPT_MAX_RANK];
-  if (ops_hlo_slice(G, NODE, in[0].rank, st, li, sd))
+  int64_t st[GOPT_MAX_RANK], li[GOPT_MAX_RANK], sd[GOPT_MAX_RANK], idx[GOPT_MAX_RANK] = {0};
+  int64_t ist[GOPT_MAX_RANK], step[GOPT_MAX_RANK], p = 0;
+  int r = in[0].rank;
+  if (ops_hlo_slice(G, NODE, r, st, li, sd) || out[0].rank != r)
     return ex_node_error(x, NODE, err, GOPT_EINVAL, "bad slice attribute");
-  for (int64_t o = 0; o < out[0].n; o++) {
-    unravel(&out[0], o, idx);
-    for (int i = 0; i < in[0].rank; i++) {
-      idx[i] = st[i] + idx[i] * sd[i];
-      if (idx[i] >= in[0].d[i]) return ex_node_error(x, NODE, err, GOPT_EINVAL, "slice out of bounds");
+  if (out[0].n == 0) return GOPT_OK;
+  ref_strides(&in[0], ist);
+  for (int i = 0; i < r; i++) { /* the last element read along each dim must be in bounds */
+    if (st[i] < 0 || sd[i] < 1 || st[i] + (out[0].d[i] - 1) * sd[i] >= in[0].d[i])
+      return ex_node_error(x, NODE, err, GOPT_EINVAL, "slice out of bounds");
+    p += st[i] * ist[i];
+    step[i] = sd[i] * ist[i];
+  }
+  for (int64_t o = 0; o < out[0].n; o++) { /* output in order, the input offset kept in step */
+    out[0].v[o] = in[0].v[p];
+    for (int d = r - 1; d >= 0; d--) {
+      p += step[d];
+      if (++idx[d] < out[0].d[d]) break;
+      p -= step[d] * out[0].d[d];
+      idx[d] = 0;
     }
-    out[0].v[o] = in[0].v[ravel(&in[0], idx)];
   }
   return GOPT_OK;
 }
