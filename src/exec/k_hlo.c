@@ -408,6 +408,18 @@ int64_t ex_hlo_ravel(const rt *t, const int64_t *idx) {
 #define unravel ex_hlo_unravel
 #define ravel ex_hlo_ravel
 
+/* Advances the multi-index idx over extents ext[0..r) by one element (the last dim fastest) and
+ * keeps the offset *p in step with the per-dim strides st: an in-order walk without a division
+ * per element. */
+static inline void odo_next(int r, const int64_t *ext, const int64_t *st, int64_t *idx, int64_t *p) {
+  for (int d = r - 1; d >= 0; d--) {
+    *p += st[d];
+    if (++idx[d] < ext[d]) return;
+    *p -= st[d] * ext[d];
+    idx[d] = 0;
+  }
+}
+
 static int f_elementwise(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nout, gopt_error *err) {
   (void)nout;
   int e = eop_find(hop(G, NODE)), dir = dir_find(G, NODE), na = nin < 3 ? nin : 3;
@@ -444,12 +456,7 @@ static int f_broadcast(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int
   int r = out[0].rank;
   for (int64_t o = 0; o < out[0].n; o++) {
     out[0].v[o] = in[0].v[p];
-    for (int d = r - 1; d >= 0; d--) {
-      p += ist[d];
-      if (++idx[d] < out[0].d[d]) break;
-      p -= ist[d] * out[0].d[d];
-      idx[d] = 0;
-    }
+    odo_next(r, out[0].d, ist, idx, &p);
   }
   return GOPT_OK;
 }
@@ -471,12 +478,7 @@ static int f_slice(gopt_exec *x, ex_kernel *k, rt *in, int nin, rt *out, int nou
   }
   for (int64_t o = 0; o < out[0].n; o++) { /* output in order, the input offset kept in step */
     out[0].v[o] = in[0].v[p];
-    for (int d = r - 1; d >= 0; d--) {
-      p += step[d];
-      if (++idx[d] < out[0].d[d]) break;
-      p -= step[d] * out[0].d[d];
-      idx[d] = 0;
-    }
+    odo_next(r, out[0].d, step, idx, &p);
   }
   return GOPT_OK;
 }
@@ -909,19 +911,9 @@ static void dot_pack(const double *src, const int64_t *od, const int64_t *os, in
     for (int i = 0; i < nc; i++) ci[i] = 0;
     for (int64_t k = 0; k < K; k++) {
       dst[r * K + k] = src[q];
-      for (int i = nc - 1; i >= 0; i--) { /* next contracted multi-index */
-        q += cs[i];
-        if (++ci[i] < cd[i]) break;
-        q -= cs[i] * cd[i];
-        ci[i] = 0;
-      }
+      odo_next(nc, cd, cs, ci, &q);
     }
-    for (int j = no - 1; j >= 0; j--) { /* next outer multi-index */
-      p += os[j];
-      if (++oi[j] < od[j]) break;
-      p -= os[j] * od[j];
-      oi[j] = 0;
-    }
+    odo_next(no, od, os, oi, &p);
   }
 }
 
