@@ -106,8 +106,16 @@ HEAD = ("| nodes before → after | rules applied | simulated V100 ms before →
         "search s | gopt exec ms (speed-up) | ONNX Runtime ms (speed-up) | verified |")
 
 
+def nodes(j):
+    """Nodes of the input and of the search's result; a result measured slower than its input
+    on gopt's executor is not written (the input is kept): said so."""
+    after = j.get('candidate_nodes_after', j['nodes_after'])
+    kept = ", input kept (measured slower)" if j.get('kept_input') and j.get('rules_applied') else ""
+    return f"{j['nodes_before']} → {after}{kept}"
+
+
 def row(j):
-    return (f"{j['nodes_before']} → {j['nodes_after']} | {applied(j)} | {ms(j['predicted_before_s'])} → "
+    return (f"{nodes(j)} | {applied(j)} | {ms(j['predicted_before_s'])} → "
             f"{ms(j['predicted_after_s'])} | {reduction(j):.1f}% | {j['search_seconds']:.2f} | "
             f"{speed(j, 'measured_before_s', 'measured_after_s')} | "
             f"{speed(j, 'ort_measured_before_s', 'ort_measured_after_s')} | "
