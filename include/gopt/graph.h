@@ -237,8 +237,8 @@ gopt_graph *gopt_graph_new(const char *name);
 void gopt_graph_free(gopt_graph *g);  /* accepts NULL; frees sub-graphs and constant data */
 gopt_graph *gopt_graph_clone(const gopt_graph *g);
 /* A clone whose own constants of more than max_bytes carry no bytes (data NULL, nbytes kept;
- * sub-graphs are copied whole): the structure of a model without copying its large weights
- * (SIZE_MAX: gopt_graph_clone). */
+ * sub-graphs and attribute tensors such as ConstantOfShape's value are copied whole): the
+ * structure of a model without copying its large weights (SIZE_MAX: gopt_graph_clone). */
 gopt_graph *gopt_graph_clone_lean(const gopt_graph *g, size_t max_bytes);
 /* Reserves room for about n nodes (and as many tensors) to avoid regrowth while building. */
 void gopt_graph_reserve(gopt_graph *g, size_t n_nodes);

@@ -96,6 +96,7 @@ gopt_graph *gopt_graph_clone(const gopt_graph *g) { return gopt_graph_clone_lean
 
 gopt_graph *gopt_graph_clone_lean(const gopt_graph *g, size_t max_bytes) {
   gopt_graph *c = calloc(1, sizeof *c);
+  uint8_t *attr = NULL; /* per constant: an attribute's value (ConstantOfShape's value): kept */
   if (!c) return NULL;
   *c = *g;
   c->strs = NULL;
@@ -121,9 +122,14 @@ gopt_graph *gopt_graph_clone_lean(const gopt_graph *g, size_t max_bytes) {
   c->strs = strtab_clone(g->strs);
   if (bad || !c->strs) goto fail;
   if (GOPT_ARR_GROW(c->consts, g->consts.n)) goto fail;
+  if (max_bytes != SIZE_MAX && g->consts.n && !(attr = calloc(g->consts.n, 1))) goto fail;
+  for (size_t t = 0; attr && t < g->tensors.n; t++)
+    if ((g->tensors.a[t].flags & GOPT_T_ATTR) && g->tensors.a[t].cdata >= 0 &&
+        (size_t)g->tensors.a[t].cdata < g->consts.n)
+      attr[g->tensors.a[t].cdata] = 1;
   for (size_t i = 0; i < g->consts.n; i++) {
     gopt_const k = g->consts.a[i];
-    if (k.data && k.nbytes > max_bytes) k.data = NULL; /* the bytes stay out; nbytes is kept */
+    if (k.data && k.nbytes > max_bytes && !(attr && attr[i])) k.data = NULL; /* the bytes stay out */
     if (k.data) {
       void *d = malloc(k.nbytes ? k.nbytes : 1);
       if (!d) goto fail;
@@ -139,8 +145,10 @@ gopt_graph *gopt_graph_clone_lean(const gopt_graph *g, size_t max_bytes) {
     s->parent = c;
     c->subgraphs.a[c->subgraphs.n++] = s;
   }
+  free(attr);
   return c;
 fail:
+  free(attr);
   gopt_graph_free(c);
   return NULL;
 }
