@@ -407,11 +407,9 @@ int rw_extract(const rw_egraph *e, const gopt_cluster *c, int mode, double ilp_s
     if (gopt_node_alive(e->s, (int32_t)n)) g.input_objective += cost[n];
   for (size_t k = 0; k < e->nc; k++) g.choice[k] = -1;
   ex_greedy(e, cost, &g);
-  double lazy = 0;
-  g.objective = ex_objective(e, cost, &g, &lazy);
-  g.lazy_bytes = lazy;
+  g.objective = ex_objective(e, cost, &g, &g.lazy_bytes);
   snprintf(g.how, sizeof g.how, "greedy (ILP not asked for)");
-  double ilp_left = ilp_seconds - (gopt_now() - t_in) - lazy_s_per_byte * lazy;
+  double ilp_left = ilp_seconds - (gopt_now() - t_in) - lazy_s_per_byte * g.lazy_bytes;
   if ((mode & RW_X_ILP) && !ex_ilp(e, cost, ilp_left > 0.1 ? ilp_left : 0.1, mode & RW_X_TOPO, &g, x)) {
     x->objective = ex_objective(e, cost, x, &x->lazy_bytes);
     x->input_objective = g.input_objective;
