@@ -2,7 +2,8 @@
 # eval_learned.sh [GOPT] [SVGDIR]: the evaluation in docs/LEARNED.md, one command. For the shipped GO
 # policies on held-out graphs (docs/LEARNED.md's split: zoo wavenet and transformer_xl at their
 # default knobs, corpus wavenet, densenet121, efficientnet_b0 and shufflenet_v2_x1_0) and each task
-# (placement, schedule and joint on 2xV100-nvlink and 8xH100, fusion on V100):
+# (placement on 2xV100-nvlink, 4xV100-nvlink and 8xH100, schedule and joint on 2xV100-nvlink and
+# 8xH100, fusion on V100):
 #   gopt compare --budget 1000 --json            zero-shot go vs every baseline and search at 1K;
 #   gopt compare --budget 5000 --finetune 333    every search at 5K, and go fine-tuned for 333
 #                --json --plot SVGDIR/T_C_G.svg  evaluations with its best-vs-evaluations curve.
@@ -25,7 +26,8 @@ if [ -n "${JSONDIR:-}" ]; then tmp="$JSONDIR"; mkdir -p "$tmp"; else tmp=$(mktem
 start=$(date +%s)
 for task in ${TASKS:-placement joint schedule fusion}; do
   case "$task" in
-    placement|joint|schedule) clusters="2xV100-nvlink 8xH100" ;;
+    placement) clusters="2xV100-nvlink 4xV100-nvlink 8xH100" ;;
+    joint|schedule) clusters="2xV100-nvlink 8xH100" ;;
     fusion) clusters="V100" ;;
   esac
   for cl in $clusters; do
@@ -42,5 +44,9 @@ for task in ${TASKS:-placement joint schedule fusion}; do
   done
 done
 /usr/bin/python3 "$here/tools/eval_learned.py" "$tmp" "$b1" "$b2" "$ft" "$(basename "$svg")"
+if ls "$tmp"/placement_*.1k.json >/dev/null 2>&1; then  # issue 26's placement table and targets
+  echo
+  /usr/bin/python3 "$here/tools/placement_targets.py" "$tmp"
+fi
 echo
 echo "Run time: $(( $(date +%s) - start )) s."

@@ -6,11 +6,16 @@
 # minibatch steps, default 1000, batch 16). Held out (never collected or trained on): the deep
 # zoo models transformer, bert, gpt2, resnet50, inception_v3 at their default sizes and the whole
 # wavenet and transformer_xl families (the paper's small-to-large distribution shift). SEED
-# (default 1) seeds both steps; DATA keeps the dataset at that path.
+# (default 1) seeds both steps; DATA keeps the dataset at that path. TASK=placement (with CLUSTER,
+# default 4xV100-nvlink) trains the placement model, default policies/placement_localadv.gpol, on the
+# same graphs: what `gopt compare --task placement` runs as its guided row.
 set -eu
 here="$(cd "$(dirname "$0")/.." && pwd)"
 gopt="${1:-$here/build/bin/gopt}"
-out="${2:-$here/policies/fusion_localadv.gpol}"
+task="${TASK:-fusion}"
+cluster="${CLUSTER:-V100}"
+[ "$task" = placement ] && cluster="${CLUSTER:-4xV100-nvlink}"
+out="${2:-$here/policies/${task}_localadv.gpol}"
 samples="${SAMPLES:-3000}"
 iters="${ITERS:-1000}"
 seed="${SEED:-1}"
@@ -19,6 +24,6 @@ train=("transformer:layers=1,seq=64" "transformer:layers=2,seq=64" "bert:layers=
 if [ -n "${DATA:-}" ]; then data="$DATA"; else
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT; data="$tmp/train.bin"; fi
 start=$(date +%s)
-"$gopt" collect "${train[@]}" --task fusion --cluster V100 --samples "$samples" --seed "$seed" -o "$data"
+"$gopt" collect "${train[@]}" --task "$task" --cluster "$cluster" --samples "$samples" --seed "$seed" -o "$data"
 "$gopt" train --method localadv --data "$data" --iters "$iters" --seed "$seed" --threads 2 -o "$out"
 echo "train_localadv: $(( $(date +%s) - start )) s"

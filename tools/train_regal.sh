@@ -7,7 +7,9 @@
 #      docs/learned/regal_grid.tsv (best first, with the GPU cost model version that produced it).
 #      src/search/search_brkga.c's TUNED_* hold the winner of the roofline-v1 grid
 #      (docs/learned/regal_grid_roofline-v1.tsv), not necessarily this file's: docs/LEARNED.md, "REGAL".
-#   2. train: `gopt train --method regal` on the training graphs into OUTDIR/memory_regal.gpol.
+#   2. train: `gopt train --method regal` on the training graphs into OUTDIR/memory_regal.gpol;
+#      TASK=placement trains OUTDIR/placement_regal.gpol instead (`PHASES=train TASK=placement`: the
+#      grid is the memory task's), what `gopt compare --task placement` runs as its regal row.
 # Training graphs: zoo resnet50 (depth 18, 50), inception_v3, transformer, gpt2, rnnlm, amoebanet at
 # small settings and the corpus models resnet18, vgg11, mobilenet_v2, squeezenet1_1, gpt2_tiny,
 # lstm_seq2seq, all on 2xV100-nvlink. Held out (never trained or tuned on): the whole BERT, GNMT,
@@ -70,9 +72,9 @@ PY
 }
 
 train() {
-  local start=$(date +%s)
+  local start=$(date +%s) task="${TASK:-memory}"
   mkdir -p "$out"
-  nice "$gopt" train --method regal --task memory --cluster "$cl" --graphs "$train" -o "$out/memory_regal.gpol" \
+  nice "$gopt" train --method regal --task "$task" --cluster "$cl" --graphs "$train" -o "$out/${task}_regal.gpol" \
     --iters "${ITERS:-300}" --samples "${SAMPLES:-4}" --regal-evals "${EVALS:-500}" --threads "${THREADS:-2}" \
     --seed "${SEED:-1}"
   echo "train: $(( $(date +%s) - start )) s"

@@ -39,7 +39,8 @@ extern "C" {
 /* Version of the policy input features (env features + context columns). A policy trained with
  * another version is refused on load. */
 #define GOPT_LEARN_FEAT_VERSION 2
-#define GOPT_LEARN_FILE_VERSION 2 /* 2: a `place_head segment S` metadata line; version 1 files still load */
+#define GOPT_LEARN_FILE_VERSION 3 /* 2: a `place_head segment S` metadata line; 3: `place_head segment S feats F`
+                                     (the segment head's list-schedule and memory features); 1 and 2 still load */
 
 /* Architecture (saved in the policy file; 0 fields take the defaults). */
 typedef struct gopt_learn_arch {
@@ -51,6 +52,9 @@ typedef struct gopt_learn_arch {
   int clusters;     /* placement device head of a GO policy: > 0 the segment head with at most this
                      * many clusters (0: the default, 64, for placement); -1 the per-node head (the
                      * only one before file version 2; other tasks always use it) */
+  int seg_feats;    /* segment head's conditioning features: 0 the default (6: load, previous device,
+                     * unused device, neighbours, list-schedule finish time, memory); 4 the file-version-2
+                     * head without the last two */
 } gopt_learn_arch;
 
 typedef struct gopt_policy gopt_policy;

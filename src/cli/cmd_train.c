@@ -27,9 +27,11 @@ static const char train_help[] =
     "                 guided best's improvement over the uniform best (docs/LEARNED.md, REGAL).\n"
     "                 K = --samples (default 8); under mpirun the K pairs are split over the ranks.\n"
     "  SPEC: a model file (.onnx), a zoo spec (gnmt:layers=8,steps=100) or a folder (its *.onnx);\n"
+    "  SPEC@training is its training step (as --training elsewhere);\n"
     "  separate several with ';' or repeat --graphs. Ctrl-C writes P.gpol; --resume continues it\n"
     "  exactly (same --task, --cluster, --graphs, --iters, --seed, --threads). Defaults: --iters 100,\n"
     "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n"
+    "  --lr R: Adam's learning rate (default 3e-3).\n"
     "  --imitate M: the first M of the N iterations imitate each graph's best baseline (cross-entropy\n"
     "  warm start, no PPO); default 0. --resume needs the same --imitate.\n"
     "  --rollout-groups G  split each batch's samples into G gradient groups summed in order (default 1).\n"
@@ -56,11 +58,17 @@ typedef struct train_set {
 
 static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Adds one model (loaded) to the set; returns 0 or 1 after printing. */
+/* Adds one model (loaded) to the set; returns 0 or 1 after printing. SPEC@training is SPEC's
+ * training step (as --training elsewhere). */
 static int add_model(train_set *s, const char *spec) {
   if (s->ng >= MAX_ITEMS) { cli_usage_error("train", "--graphs: more than %d models", MAX_ITEMS); return 1; }
   cli_model_opts mo = {0};
-  gopt_graph *g = cli_load_model(spec, &mo);
+  size_t l = strlen(spec), k = strlen("@training");
+  char *base = strdup(spec);
+  if (!base) { fprintf(stderr, "gopt train: out of memory\n"); return 1; }
+  if (l > k && !strcmp(spec + l - k, "@training")) { base[l - k] = 0; mo.training = 1; }
+  gopt_graph *g = cli_load_model(base, &mo);
+  free(base);
   if (!g) return 1;
   s->g[s->ng] = g;
   s->gname[s->ng++] = strdup(spec);
@@ -147,6 +155,7 @@ typedef struct train_args {
   const char *task, *out, *clusters, *method;
   char graphs[8192];
   long iters, seed, threads, samples, stop_after, imitate, groups, regal_evals;
+  double lr;
   int resume, no_history;
 } train_args;
 
@@ -158,6 +167,13 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!strcmp(f, "--resume")) { a->resume = 1; continue; }
     if (!strcmp(f, "--no-history")) { a->no_history = 1; continue; }
     if (!strcmp(f, "--method") && v && !strcmp(v, "ppo")) { i++; continue; }
+    if (!strcmp(f, "--lr")) {
+      char *end = NULL;
+      a->lr = v ? strtod(v, &end) : 0;
+      if (!v || !*v || *end || !(a->lr > 0 && a->lr <= 1)) return cli_usage_error("train", "--lr: expected a learning rate in (0, 1], got '%s'", v ? v : "(nothing)");
+      i++;
+      continue;
+    }
     int takes = !strcmp(f, "--task") || !strcmp(f, "--cluster") || !strcmp(f, "--graphs") || !strcmp(f, "-o") ||
                 !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--samples") || !strcmp(f, "--stop-after") ||
                 !strcmp(f, "--imitate") || !strcmp(f, "--rollout-groups") || !strcmp(f, "--method") ||
@@ -258,7 +274,7 @@ int cli_train(int argc, char **argv) {
   total_iters = a.iters;
   t_start = t_last = gopt_now();
   gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
-                             .stop_after = a.stop_after, .imitate_iters = a.imitate,
+                             .stop_after = a.stop_after, .imitate_iters = a.imitate, .lr = (float)a.lr,
                              .rollout_groups = (int)a.groups, .regal_evals = (uint64_t)a.regal_evals,
                              .dist = cli_mpi_learn_dist(),
                              .on_iter = on_iter, .user = s};

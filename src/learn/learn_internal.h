@@ -15,9 +15,12 @@
 #define LEARN_MAX_SAGE 4
 #define LEARN_NCFG 4                          /* local advantage model: configuration columns per row */
 #define LEARN_PIPE_INIT 4.0f                  /* initial weight of the device head's pipeline prior */
-#define LEARN_SEG_NF 4                        /* segment head: conditioning features per (cluster, device) */
+#define LEARN_SEG_NF 6                        /* segment head: conditioning features per (cluster, device);
+                                                 version-2 files use the first 4 (gopt_policy.seg_nf) */
+#define LEARN_SEG_NF_V2 4
 #define LEARN_SEG_MAXDEV 256                  /* segment head: most devices */
-#define LEARN_SEG_DEFAULT 64                  /* segment head: default cluster count (placement) */
+#define LEARN_SEG_DEFAULT 256                  /* segment head: default cluster count (placement) */
+#define LEARN_SEG_EFT_INIT 8.0f               /* segment head (version 3): initial weight of the finish-time feature */
 #define LEARN_SEG_STAY_INIT 8.0f              /* segment head: initial refinement bonus for the cluster's device */
 
 /* One environment prepared for the policy: rows are live nodes in topological order. */
@@ -46,7 +49,17 @@ typedef struct learn_graph {
   gopt_nn_csr seg_csr;    /* cluster <- its rows (mean pooling) */
   int32_t *src_ptr, *src_seg; /* per cluster: the earlier clusters its rows neighbour */
   float *src_w;           /* and their share of its edges to earlier clusters */
-  double *scratch;        /* n_dev x (LEARN_SEG_NF + 2) doubles of sampling scratch */
+  float *src_bytes;       /* and the bytes of the distinct tensors it reads from them */
+  double *seg_us;         /* n_seg: kernel time of each cluster on device 0, us */
+  double *seg_mem;        /* n_seg: bytes a cluster holds (weights + outputs) */
+  double tau_us;          /* mean cluster time (us): the finish-time feature's unit */
+  double *dev_slow;       /* n_dev: kernel-time factor of each device against device 0 */
+  double *dev_mem;        /* n_dev: memory capacity, bytes */
+  double *x_us_b, *x_lat; /* n_dev^2: a transfer's us per byte and latency (us) from a to b */
+  int32_t *x_link;        /* n_dev^2: the link it queues on (-1: none) */
+  int n_links;
+  double *seg_fin;        /* n_seg: the list schedule's finish time of each placed cluster (us) */
+  double *scratch;        /* n_dev x (LEARN_SEG_NF + 4) + 2 n_links doubles of sampling scratch */
 } learn_graph;
 
 /* The actions of one sample (per kind, in learn_graph order). */
@@ -94,6 +107,7 @@ struct gopt_policy {
   gopt_nn_beta_head pri;
   gopt_nn_linear cfg;              /* localadv: configuration columns -> hidden (added to the input layer) */
   int seg;                         /* > 0: segment placement head with at most seg clusters (learn_segment.c) */
+  int seg_nf;                      /* its conditioning features: LEARN_SEG_NF, or LEARN_SEG_NF_V2 (older files) */
   gopt_nn_linear seg_q, seg_coef;  /* cluster embedding -> device query, -> conditioning weights */
   gopt_nn_tensor *seg_stay;        /* [1]: refinement bonus for the cluster's device */
   char *trainset;                  /* one training graph per line */
@@ -176,7 +190,7 @@ gopt_nn_tensor *learn_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_gra
 /* Mean per-variable entropy -> [1]. */
 gopt_nn_tensor *learn_entropy(gopt_nn_ctx *ctx, const learn_fwd *f);
 /* Log-probability entries of a sample in g (learn_logp's length): the variables (sum of nk), plus
- * one for the segment head's cluster factors. */
+ * the segment head's cluster factors (one per cluster, first). */
 int64_t learn_nv(const learn_graph *g);
 
 int learn_mod_new(const gopt_policy *p, learn_mod *m, gopt_error *err);

@@ -183,7 +183,7 @@ void learn_graph_free(learn_graph *g) {
   free(g);
 }
 
-int64_t learn_nv(const learn_graph *g) { return g->nk[0] + g->nk[1] + g->nk[2] + (g->n_seg > 0); }
+int64_t learn_nv(const learn_graph *g) { return g->nk[0] + g->nk[1] + g->nk[2] + (g->n_seg > 0 ? g->n_seg : 0); }
 
 /* ---- the network ----------------------------------------------------------------------------- */
 
@@ -202,6 +202,7 @@ static gopt_learn_arch arch_fill(const gopt_learn_arch *a) {
     if (a->seg_len > 0) r.seg_len = a->seg_len;
     if (a->dev_hidden > 0) r.dev_hidden = a->dev_hidden;
     r.clusters = a->clusters;
+    r.seg_feats = a->seg_feats;
   }
   return r;
 }
@@ -230,6 +231,14 @@ int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int
   p->seg = kind == LEARN_HEAD_GO && task == GOPT_TASK_PLACEMENT && a.clusters >= 0
                ? (a.clusters > 0 ? a.clusters : LEARN_SEG_DEFAULT) : 0;
   a.clusters = p->seg > 0 ? p->seg : -1;
+  if (a.seg_feats != 0 && a.seg_feats != LEARN_SEG_NF && a.seg_feats != LEARN_SEG_NF_V2) {
+    int f = a.seg_feats;
+    gopt_policy_free(p);
+    return gopt_error_set(err, GOPT_EINVAL, "learn: the segment head has %d or %d conditioning features, not %d",
+                          LEARN_SEG_NF_V2, LEARN_SEG_NF, f);
+  }
+  p->seg_nf = p->seg > 0 ? (a.seg_feats == LEARN_SEG_NF_V2 ? LEARN_SEG_NF_V2 : LEARN_SEG_NF) : 0;
+  a.seg_feats = p->seg_nf;
   p->arch = a;
   task_kinds(task, p->kinds);
   int rc = gopt_nn_linear_init(&p->in, p->params, "in", LEARN_NIN, a.hidden, 1);

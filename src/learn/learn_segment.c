@@ -4,11 +4,14 @@
  * time and node count. Each cluster is embedded by the mean of its rows' device-block embeddings;
  * a device is chosen per cluster autoregressively, in cluster order, each decision conditioned on
  * the earlier ones through per-device features (load so far, previous cluster's device, unused
- * device, share of the cluster's dataflow neighbours already placed on the device) weighted by
+ * device, share of the cluster's dataflow neighbours already placed on the device; since file
+ * version 3 also the cluster's finish time on the device in a list schedule of the clusters placed
+ * so far, m-ETF's criterion, and how far the device's memory would be overfilled) weighted by
  * coefficients the network computes from the cluster's embedding; then every node may move off
  * its cluster's device (node-level refinement: node logits plus a learned "stay" bonus on the
- * cluster's device). Log-probability of a sample = sum of the cluster factors (one PPO ratio)
- * plus one entry per node for the refinement. */
+ * cluster's device). Log-probability entries of a sample: one per cluster factor (PPO takes one
+ * ratio per cluster decision, each with the sample's advantage, as PPO on autoregressive decisions
+ * does per token), then one per node for the refinement. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,17 @@ static int serr(gopt_error *err) { return gopt_error_set(err, GOPT_ENOMEM, "lear
 static double row_time(const learn_graph *lg, int64_t r) {
   double t = pow(10.0, 6.0 * lg->feat[r * LEARN_NIN + 19]) - 1.0;
   return t > 0 ? t : 0;
+}
+
+/* Bytes row r writes (feature column 9 = log10(1 + bytes) / 10) and its weights' bytes (column 10 =
+ * log10(1 + parameters) / 9, 4 bytes each). */
+static double row_out_bytes(const learn_graph *lg, int64_t r) {
+  double b = pow(10.0, 10.0 * lg->feat[r * LEARN_NIN + 9]) - 1.0;
+  return b > 0 ? b : 0;
+}
+static double row_weight_bytes(const learn_graph *lg, int64_t r) {
+  double b = pow(10.0, 9.0 * lg->feat[r * LEARN_NIN + 10]) - 1.0;
+  return b > 0 ? 4.0 * b : 0;
 }
 
 /* Directed successor lists over rows (producer row -> consumer row) from the graph. */
@@ -127,20 +141,24 @@ static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
 
 /* Pooling CSR (cluster <- its rows), the device variables' clusters, the pipeline prior per cluster,
  * and for each cluster the earlier clusters its rows neighbour, with their share of its edges. */
-static int cluster_tables(learn_graph *lg, gopt_error *err) {
+static int cluster_tables(learn_graph *lg, const gopt_env *lg_env, gopt_error *err) {
   int64_t n = lg->n, S = lg->n_seg, D = lg->n_dev, nd = lg->nk[GOPT_VAR_DEVICE];
   int32_t *ptr = calloc((size_t)S + 1, sizeof *ptr), *col = malloc(((size_t)n + 1) * sizeof *col);
   int32_t *fill = malloc(((size_t)S + 1) * sizeof *fill);
-  double *cnt = calloc((size_t)S + 1, sizeof *cnt);
+  double *cnt = calloc(2 * (size_t)S + 1, sizeof *cnt);
   int rc = 0;
   lg->var_seg = malloc(((size_t)nd + 1) * sizeof *lg->var_seg);
   lg->seg_prior = malloc(((size_t)(S * D) + 1) * sizeof *lg->seg_prior);
   lg->src_ptr = calloc((size_t)S + 1, sizeof *lg->src_ptr);
   lg->src_seg = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->src_seg);
   lg->src_w = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->src_w);
-  lg->scratch = malloc(((size_t)D * (LEARN_SEG_NF + 2) + 1) * sizeof *lg->scratch);
+  lg->src_bytes = calloc((size_t)lg->csr.n_edges + 1, sizeof *lg->src_bytes);
+  lg->n_links = gopt_env_cluster(lg_env)->n_links;
+  lg->scratch = malloc(((size_t)D * (LEARN_SEG_NF + 4) + 2 * (size_t)lg->n_links + 1) * sizeof *lg->scratch);
+  int32_t *stamp = malloc(((size_t)n + 1) * sizeof *stamp);
   if (!ptr || !col || !fill || !cnt || !lg->var_seg || !lg->seg_prior || !lg->src_ptr || !lg->src_seg || !lg->src_w ||
-      !lg->scratch) { rc = serr(err); goto done; }
+      !lg->src_bytes || !lg->scratch || !stamp) { free(stamp); rc = serr(err); goto done; }
+  for (int64_t r = 0; r < n; r++) stamp[r] = -1;
   for (int64_t r = 0; r < n; r++) ptr[lg->seg_of[r] + 1]++;
   for (int64_t s = 0; s < S; s++) ptr[s + 1] += ptr[s];
   memcpy(fill, ptr, (size_t)S * sizeof *fill);
@@ -150,29 +168,76 @@ static int cluster_tables(learn_graph *lg, gopt_error *err) {
   for (int64_t s = 0; s < S; s++)
     for (int64_t d = 0; d < D; d++) lg->seg_prior[s * D + d] = (float)-fabs(lg->seg_mid[s] * (double)D - ((double)d + 0.5));
   int32_t m = 0;
+  double *bytes = cnt + S; /* second half of cnt: bytes read from each earlier cluster */
   for (int64_t s = 0; s < S; s++) {
     double tot = 0;
     for (int32_t i = ptr[s]; i < ptr[s + 1]; i++) {
       int32_t r = col[i];
       for (int32_t e = lg->csr.rowptr[r]; e < lg->csr.rowptr[r + 1]; e++) {
-        int32_t s2 = lg->seg_of[lg->csr.col[e]];
-        if (s2 < s) { cnt[s2] += 1; tot += 1; }
+        int32_t u = lg->csr.col[e], s2 = lg->seg_of[u];
+        if (s2 >= s) continue;
+        cnt[s2] += 1;
+        tot += 1;
+        if (stamp[u] != (int32_t)s) { stamp[u] = (int32_t)s; bytes[s2] += row_out_bytes(lg, u); } /* a tensor moves once */
       }
     }
     for (int64_t s2 = 0; s2 < s; s2++) {
       if (cnt[s2] == 0) continue;
       lg->src_seg[m] = (int32_t)s2;
+      lg->src_bytes[m] = (float)bytes[s2];
       lg->src_w[m++] = (float)(cnt[s2] / tot);
-      cnt[s2] = 0;
+      cnt[s2] = bytes[s2] = 0;
     }
     lg->src_ptr[s + 1] = m;
   }
+  free(stamp);
 done:
   free(ptr);
   free(col);
   free(fill);
   free(cnt);
   return rc;
+}
+
+/* The list schedule's inputs: each cluster's kernel time (us on device 0) and bytes held, the
+ * devices' speed against device 0 and memory, the links' us per byte and latency. */
+static int schedule_tables(learn_graph *lg, const gopt_env *e) {
+  int64_t n = lg->n, S = lg->n_seg;
+  const gopt_cluster *c = gopt_env_cluster(e);
+  int D = lg->n_dev;
+  lg->seg_us = calloc((size_t)S + 1, sizeof *lg->seg_us);
+  lg->seg_mem = calloc((size_t)S + 1, sizeof *lg->seg_mem);
+  lg->seg_fin = calloc((size_t)S + 1, sizeof *lg->seg_fin);
+  lg->dev_slow = malloc(((size_t)D + 1) * sizeof *lg->dev_slow);
+  lg->dev_mem = malloc(((size_t)D + 1) * sizeof *lg->dev_mem);
+  lg->x_us_b = calloc((size_t)D * D + 1, sizeof *lg->x_us_b);
+  lg->x_lat = calloc((size_t)D * D + 1, sizeof *lg->x_lat);
+  lg->x_link = malloc(((size_t)D * D + 1) * sizeof *lg->x_link);
+  if (!lg->seg_us || !lg->seg_mem || !lg->seg_fin || !lg->dev_slow || !lg->dev_mem || !lg->x_us_b || !lg->x_lat ||
+      !lg->x_link)
+    return GOPT_ENOMEM;
+  double tot = 0;
+  for (int64_t r = 0; r < n; r++) {
+    double t = row_time(lg, r);
+    lg->seg_us[lg->seg_of[r]] += t;
+    lg->seg_mem[lg->seg_of[r]] += row_out_bytes(lg, r) + row_weight_bytes(lg, r);
+    tot += t;
+  }
+  lg->tau_us = tot > 0 ? tot / (double)S : 1.0;
+  double p0 = gopt_device_peak(&c->devices[0], GOPT_DT_FLOAT);
+  for (int d = 0; d < D; d++) {
+    double pd = gopt_device_peak(&c->devices[d], GOPT_DT_FLOAT);
+    lg->dev_slow[d] = p0 > 0 && pd > 0 ? p0 / pd : 1.0;
+    lg->dev_mem[d] = c->devices[d].mem_bytes > 0 ? c->devices[d].mem_bytes : INFINITY;
+    for (int j = 0; j < D; j++) {
+      int l = c->route && j != d ? c->route[d * D + j] : -1;
+      lg->x_link[d * D + j] = l >= 0 && l < c->n_links ? l : -1;
+      if (l < 0 || l >= c->n_links) continue;
+      lg->x_us_b[d * D + j] = c->links[l].bw > 0 ? 1e6 / c->links[l].bw : 0;
+      lg->x_lat[d * D + j] = 1e6 * c->links[l].latency_s;
+    }
+  }
+  return 0;
 }
 
 int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *err) {
@@ -196,7 +261,7 @@ int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *e
   if (!order || !lg->seg_of || succ_csr(g, pos, n, &sp, &sc)) { rc = serr(err); goto done; }
   if (dfs_order(sp, sc, n, order)) { rc = gopt_error_set(err, GOPT_EGRAPH, "learn: segments: no depth-first order (cycle?)"); goto done; }
   if (assign_clusters(lg, order, S)) { rc = serr(err); goto done; }
-  rc = cluster_tables(lg, err);
+  if (!(rc = cluster_tables(lg, e, err)) && schedule_tables(lg, e)) rc = serr(err);
 done:
   free(topo);
   free(pos);
@@ -225,38 +290,107 @@ void learn_graph_segment_free(learn_graph *g) {
   free(g->src_ptr);
   free(g->src_seg);
   free(g->src_w);
+  free(g->src_bytes);
+  free(g->seg_us);
+  free(g->seg_mem);
+  free(g->seg_fin);
+  free(g->dev_slow);
+  free(g->dev_mem);
+  free(g->x_us_b);
+  free(g->x_lat);
+  free(g->x_link);
   free(g->scratch);
 }
 
 /* ---- the autoregressive conditioning ---------------------------------------------------------- */
 
-/* Features of cluster s for each device given the devices of clusters < s (seg_dev) and the state
- * they left (load[d]: kernel-time share placed on d; prev: cluster s-1's device or -1), into
- * out[D * LEARN_SEG_NF]: load * D, d == prev, d unused so far, share of s's edges to earlier
- * clusters that end on d. */
-static void cond_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, const double *load, int prev, float *out) {
+/* The state the clusters placed so far leave (views into the graph's scratch): per device the
+ * kernel-time share placed on it, when it is free in the list schedule (us) and the bytes it holds;
+ * per link when it is free (us); per cluster its finish time (g->seg_fin). */
+typedef struct seg_state {
+  double *load, *avail, *mem, *link, *tmp; /* tmp: a candidate's link times (finish_on) */
+} seg_state;
+
+static seg_state state_init(const learn_graph *g) {
   int D = g->n_dev;
-  for (int d = 0; d < D; d++) {
-    float *o = out + (size_t)d * LEARN_SEG_NF;
-    o[0] = (float)(load[d] * D);
-    o[1] = d == prev ? 1.f : 0.f;
-    o[2] = load[d] == 0 ? 1.f : 0.f;
-    o[3] = 0.f;
-  }
-  for (int32_t i = g->src_ptr[s]; i < g->src_ptr[s + 1]; i++) out[(size_t)seg_dev[g->src_seg[i]] * LEARN_SEG_NF + 3] += g->src_w[i];
+  double *x = g->scratch + (size_t)D * (LEARN_SEG_NF + 4);
+  seg_state st = {g->scratch, g->scratch + D, g->scratch + 2 * D, x, x + g->n_links};
+  for (int d = 0; d < 3 * D; d++) g->scratch[d] = 0;
+  for (int l = 0; l < g->n_links; l++) st.link[l] = 0;
+  return st;
 }
 
-/* What cluster s adds to its device's load (its kernel-time share, never 0, so that a device
- * holding a cluster is never "unused"). */
-static double seg_load(const learn_graph *g, int64_t s) { return g->seg_time[s] > 0 ? g->seg_time[s] : 1e-9; }
-
-/* Conditioning features of every cluster for the cluster devices seg_dev: [n_seg, D, NF]. */
-static void cond_all(const learn_graph *g, const int32_t *seg_dev, double *load, float *cond) {
+/* Finish time (us) of cluster s on device d in the list schedule of the clusters before it: it
+ * starts when d is free and every tensor it reads from an earlier cluster has arrived; a tensor
+ * from another device queues on its link (FIFO, as the simulator's links) for the link's latency
+ * plus its bytes over the bandwidth. commit: the links keep the transfers (the cluster is placed). */
+static double finish_on(const learn_graph *g, const int32_t *seg_dev, const seg_state *st, int64_t s, int d,
+                        int commit) {
   int D = g->n_dev;
-  for (int d = 0; d < D; d++) load[d] = 0;
+  double t = st->avail[d], *lk = commit ? st->link : st->tmp;
+  if (!commit)
+    for (int32_t i = g->src_ptr[s]; i < g->src_ptr[s + 1]; i++) {
+      int32_t a = seg_dev[g->src_seg[i]], l = a != d ? g->x_link[a * D + d] : -1;
+      if (l >= 0) lk[l] = st->link[l];
+    }
+  for (int32_t i = g->src_ptr[s]; i < g->src_ptr[s + 1]; i++) {
+    int32_t p = g->src_seg[i], a = seg_dev[p];
+    double r = g->seg_fin[p];
+    if (a != d) {
+      int32_t l = g->x_link[a * D + d];
+      double x = g->x_lat[a * D + d] + g->src_bytes[i] * g->x_us_b[a * D + d];
+      if (l >= 0) { r = (lk[l] > r ? lk[l] : r) + x; lk[l] = r; }
+      else r += x;
+    }
+    if (r > t) t = r;
+  }
+  return t + g->seg_us[s] * g->dev_slow[d];
+}
+
+/* Features of cluster s for each device given the devices of clusters < s (seg_dev) and the state
+ * they left (prev: cluster s-1's device or -1), into out[D * nf]: load * D, d == prev, d unused
+ * so far, share of s's edges to earlier clusters that end on d; with nf = 6 also how much later
+ * than the earliest over the devices s would finish on d, -log(1 + delay / mean cluster time), and the
+ * memory overfill (bytes on d with s, over 90 % of d's memory, x 10, at most 10). */
+static void cond_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, const seg_state *st, int prev, int nf,
+                     float *out) {
+  int D = g->n_dev;
+  double *fin = g->scratch + 3 * D, best = INFINITY;
+  for (int d = 0; d < D; d++) {
+    float *o = out + (size_t)d * nf;
+    o[0] = (float)(st->load[d] * D);
+    o[1] = d == prev ? 1.f : 0.f;
+    o[2] = st->load[d] == 0 ? 1.f : 0.f;
+    o[3] = 0.f;
+    if (nf <= LEARN_SEG_NF_V2) continue;
+    fin[d] = finish_on(g, seg_dev, st, s, d, 0);
+    if (fin[d] < best) best = fin[d];
+    double over = (st->mem[d] + g->seg_mem[s]) / g->dev_mem[d] - 0.9;
+    o[5] = (float)(over <= 0 ? 0 : over >= 1 ? 10 : 10 * over);
+  }
+  for (int32_t i = g->src_ptr[s]; i < g->src_ptr[s + 1]; i++) out[(size_t)seg_dev[g->src_seg[i]] * nf + 3] += g->src_w[i];
+  for (int d = 0; nf > LEARN_SEG_NF_V2 && d < D; d++) {
+    out[(size_t)d * nf + 4] = (float)-log1p((fin[d] - best) / g->tau_us);
+  }
+}
+
+/* Cluster s placed on d: the state after it. What it adds to its device's load is its kernel-time
+ * share, never 0, so that a device holding a cluster is never "unused". */
+static void state_place(const learn_graph *g, const int32_t *seg_dev, seg_state *st, int64_t s, int d, int nf) {
+  st->load[d] += g->seg_time[s] > 0 ? g->seg_time[s] : 1e-9;
+  if (nf <= LEARN_SEG_NF_V2) return;
+  g->seg_fin[s] = finish_on(g, seg_dev, st, s, d, 1);
+  st->avail[d] = g->seg_fin[s];
+  st->mem[d] += g->seg_mem[s];
+}
+
+/* Conditioning features of every cluster for the cluster devices seg_dev: [n_seg, D, nf]. */
+static void cond_all(const learn_graph *g, const int32_t *seg_dev, int nf, float *cond) {
+  int D = g->n_dev;
+  seg_state st = state_init(g);
   for (int64_t s = 0; s < g->n_seg; s++) {
-    cond_row(g, seg_dev, s, load, s ? seg_dev[s - 1] : -1, cond + (size_t)s * D * LEARN_SEG_NF);
-    load[seg_dev[s]] += seg_load(g, s);
+    cond_row(g, seg_dev, s, &st, s ? seg_dev[s - 1] : -1, nf, cond + (size_t)s * D * nf);
+    state_place(g, seg_dev, &st, s, seg_dev[s], nf);
   }
 }
 
@@ -271,20 +405,19 @@ static int32_t draw(const float *logits, int D, gopt_nn_rng *rng, int greedy) {
 }
 
 void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a) {
-  int D = g->n_dev;
-  double *load = g->scratch;
-  float *cond = (float *)(g->scratch + D), lg[LEARN_SEG_MAXDEV]; /* D <= LEARN_SEG_MAXDEV (learn_graph_segment) */
-  for (int d = 0; d < D; d++) load[d] = 0;
+  int D = g->n_dev, nf = (int)f->seg_coef->shape[1];
+  float *cond = (float *)(g->scratch + 4 * D), lg[LEARN_SEG_MAXDEV]; /* D <= LEARN_SEG_MAXDEV (learn_graph_segment) */
+  seg_state st = state_init(g);
   for (int64_t s = 0; s < g->n_seg; s++) {
-    cond_row(g, a->seg, s, load, s ? a->seg[s - 1] : -1, cond);
-    const float *base = f->seg_base->data + s * D, *cf = f->seg_coef->data + s * LEARN_SEG_NF;
+    cond_row(g, a->seg, s, &st, s ? a->seg[s - 1] : -1, nf, cond);
+    const float *base = f->seg_base->data + s * D, *cf = f->seg_coef->data + s * nf;
     for (int d = 0; d < D; d++) {
       double v = base[d];
-      for (int k = 0; k < LEARN_SEG_NF; k++) v += cf[k] * cond[(size_t)d * LEARN_SEG_NF + k];
+      for (int k = 0; k < nf; k++) v += cf[k] * cond[(size_t)d * nf + k];
       lg[d] = (float)v;
     }
     a->seg[s] = draw(lg, D, rng, greedy);
-    load[a->seg[s]] += seg_load(g, s);
+    state_place(g, a->seg, &st, s, a->seg[s], nf);
   }
   float stay = f->stay->data[0];
   for (int64_t v = 0; v < g->nk[GOPT_VAR_DEVICE]; v++) {
@@ -295,16 +428,16 @@ void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng
 }
 
 gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
-  int64_t S = g->n_seg, D = g->n_dev, nd = g->nk[GOPT_VAR_DEVICE];
-  int64_t csh[3] = {S, D, LEARN_SEG_NF}, ksh[3] = {S, 1, LEARN_SEG_NF}, osh[2] = {nd, D};
+  int64_t S = g->n_seg, D = g->n_dev, nd = g->nk[GOPT_VAR_DEVICE], nf = f->seg_coef->shape[1];
+  int64_t csh[3] = {S, D, nf}, ksh[3] = {S, 1, nf}, osh[2] = {nd, D};
   gopt_nn_tensor *cond = gopt_nn_new(ctx, 3, csh), *hot = gopt_nn_new(ctx, 2, osh);
   if (!cond || !hot) return NULL;
-  cond_all(g, a->seg, g->scratch, cond->data);
+  cond_all(g, a->seg, (int)nf, cond->data);
   for (int64_t v = 0; v < nd; v++) hot->data[v * D + a->seg[g->var_seg[v]]] = 1.f;
   gopt_nn_tensor *ar = gopt_nn_sum_last(ctx, gopt_nn_mul(ctx, cond, gopt_nn_reshape(ctx, f->seg_coef, 3, ksh)));
   gopt_nn_tensor *seg_lp = gopt_nn_categorical_logprob(ctx, gopt_nn_add(ctx, f->seg_base, ar), a->seg);
   gopt_nn_tensor *node = gopt_nn_add(ctx, f->node_logits, gopt_nn_mul(ctx, hot, f->stay));
-  return gopt_nn_concat(ctx, gopt_nn_sum(ctx, seg_lp), gopt_nn_categorical_logprob(ctx, node, a->dev), 0);
+  return gopt_nn_concat(ctx, seg_lp, gopt_nn_categorical_logprob(ctx, node, a->dev), 0);
 }
 
 void learn_seg_from_dev(const learn_graph *g, learn_acts *a) {
@@ -323,20 +456,32 @@ void learn_seg_from_dev(const learn_graph *g, learn_acts *a) {
 
 /* ---- parameters and the forward pass ------------------------------------------------------------ */
 
+/* Version 3 (seg_nf == LEARN_SEG_NF) has no per-device base logits (seg_q): its cluster logits are
+ * only the conditioning features weighted by the cluster's coefficients, so identical devices are
+ * interchangeable (a learned preference for device 2 would not transfer to another graph). */
 int learn_seg_params(gopt_policy *p) {
   int64_t one[1] = {1};
-  int rc = gopt_nn_linear_init(&p->seg_q, p->params, "seg_q", p->arch.hidden, p->arch.dev_hidden, 1);
-  rc = rc ? rc : gopt_nn_linear_init(&p->seg_coef, p->params, "seg_coef", p->arch.hidden, LEARN_SEG_NF, 1);
+  int rc = p->seg_nf == LEARN_SEG_NF ? 0 : gopt_nn_linear_init(&p->seg_q, p->params, "seg_q", p->arch.hidden, p->arch.dev_hidden, 1);
+  rc = rc ? rc : gopt_nn_linear_init(&p->seg_coef, p->params, "seg_coef", p->arch.hidden, p->seg_nf, 1);
   if (!rc && !(p->seg_stay = gopt_nn_param(p->params, "seg_stay", 1, one, GOPT_NN_INIT_ONES, 0))) rc = GOPT_ENOMEM;
   return rc;
 }
 
 void learn_seg_init(gopt_policy *p) {
-  /* untrained: mostly the features' fixed weights (avoid load, stay on the previous device, follow
-   * the neighbours), a tenth of the random embedding-dependent part, nodes stay with their cluster */
-  static const float bias[LEARN_SEG_NF] = {-1.0f, 1.0f, 0.0f, 1.0f};
+  /* untrained: mostly the features' fixed weights, a tenth of the random embedding-dependent part,
+   * nodes stay with their cluster. Version 2: avoid load, stay on the previous device, follow the
+   * neighbours, on top of the balanced pipeline prior. Version 3: the earliest finish time in the
+   * clusters' list schedule (m-ETF's rule) and no overfilled memory, no base logits and no load
+   * term (a single training step gains nothing from a pipeline split that does not buy
+   * parallelism or memory), staying with the previous device and the neighbours as tie-breaks. */
+  static const float bias2[LEARN_SEG_NF_V2] = {-1.0f, 1.0f, 0.0f, 1.0f};
+  static const float bias3[LEARN_SEG_NF] = {0.0f, 0.5f, 0.0f, 0.5f, LEARN_SEG_EFT_INIT, -2.0f};
   for (int64_t i = 0; i < p->seg_coef.w->n; i++) p->seg_coef.w->data[i] *= 0.1f;
-  memcpy(p->seg_coef.b->data, bias, sizeof bias);
+  if (p->seg_nf == LEARN_SEG_NF) {
+    memcpy(p->seg_coef.b->data, bias3, sizeof bias3);
+  } else {
+    memcpy(p->seg_coef.b->data, bias2, sizeof bias2);
+  }
   p->seg_stay->data[0] = LEARN_SEG_STAY_INIT;
 }
 
@@ -345,8 +490,12 @@ void learn_seg_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph
   int64_t dsh[2] = {g->n_dev, LEARN_NDEV}, psh[2] = {g->n_seg, g->n_dev};
   gopt_nn_tensor *de = gopt_nn_mlp_forward(ctx, &p->dev_mlp, gopt_nn_from(ctx, 2, dsh, g->dev_feat));
   gopt_nn_tensor *pool = gopt_nn_seg_mean(ctx, e, &g->seg_csr);
-  gopt_nn_tensor *prior = gopt_nn_mul(ctx, gopt_nn_from(ctx, 2, psh, g->seg_prior), p->pipe_w);
-  f->seg_base = gopt_nn_add(ctx, gopt_nn_matmul(ctx, gopt_nn_linear_forward(ctx, &p->seg_q, pool), de, 0, 1), prior);
+  if (p->seg_nf == LEARN_SEG_NF) {
+    f->seg_base = gopt_nn_new(ctx, 2, psh); /* zeros: no per-device base (learn_seg_params) */
+  } else {
+    gopt_nn_tensor *prior = gopt_nn_mul(ctx, gopt_nn_from(ctx, 2, psh, g->seg_prior), p->pipe_w);
+    f->seg_base = gopt_nn_add(ctx, gopt_nn_matmul(ctx, gopt_nn_linear_forward(ctx, &p->seg_q, pool), de, 0, 1), prior);
+  }
   f->seg_coef = gopt_nn_linear_forward(ctx, &p->seg_coef, pool);
   f->node_logits = gopt_nn_matmul(ctx, gopt_nn_linear_forward(ctx, &p->dev_q, rows), de, 0, 1);
   f->stay = p->seg_stay;

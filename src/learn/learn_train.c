@@ -88,16 +88,19 @@ void learn_batch_free(learn_batch *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* The clipped surrogate of one sample over its log-probability entries. The segment head's is its
- * first entry only (the sum of its cluster factors: one ratio for the whole autoregressive
- * decision): PPO does not train the node refinement, which keeps its initial "stay with the
- * cluster" bias (trained with per-node ratios it learned to move scattered single nodes off their
- * cluster, each move adding transfers: docs/LEARNED.md "Segment-level placement"). */
+/* The clipped surrogate of one sample over its log-probability entries. The segment head's are its
+ * first n_seg entries only, one ratio per cluster decision, summed (a single ratio of their sum, the first
+ * version, left the clip range after any step over 64-256 factors): PPO does not train the node
+ * refinement, which keeps its initial "stay with the cluster" bias (trained with per-node ratios it
+ * learned to move scattered single nodes off their cluster, each move adding transfers:
+ * docs/LEARNED.md "Segment-level placement"). */
 static gopt_nn_tensor *ppo_terms(gopt_nn_ctx *ctx, const learn_graph *g, gopt_nn_tensor *lp, gopt_nn_tensor *old,
                                  gopt_nn_tensor *adv, float eps) {
-  if (g->n_seg <= 0 || lp->n < 2) return gopt_nn_ppo_loss(ctx, lp, old, adv, eps);
-  return gopt_nn_ppo_loss(ctx, gopt_nn_slice(ctx, lp, 0, 0, 1), gopt_nn_slice(ctx, old, 0, 0, 1),
-                          gopt_nn_slice(ctx, adv, 0, 0, 1), eps);
+  int64_t S = g->n_seg;
+  if (S <= 0 || lp->n <= S) return gopt_nn_ppo_loss(ctx, lp, old, adv, eps);
+  /* summed over the clusters (x S of the mean): at ratio 1 the gradient of the summed log-probability */
+  return gopt_nn_scale(ctx, gopt_nn_ppo_loss(ctx, gopt_nn_slice(ctx, lp, 0, 0, S), gopt_nn_slice(ctx, old, 0, 0, S),
+                                             gopt_nn_slice(ctx, adv, 0, 0, S), eps), (float)S);
 }
 
 /* The PPO loss of samples [i0, i1) of the batch on the pass f (old log-probs and advantages from
@@ -201,7 +204,13 @@ int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt
       }
       if ((rc = batch_evaluate(e, b, c, err))) return rc;
       for (int i = 0; i < b->k; i++) b->reward[i] = gopt_learn_reward(e, &b->res[i], ref);
-      b->mean_reward = learn_advantages(b->reward, b->k, b->advantage, ema, c->baseline_decay);
+      if (p->seg_nf == LEARN_SEG_NF) { /* version-3 segment head: the batch's own mean is the baseline */
+        double batch = NAN;
+        b->mean_reward = learn_advantages(b->reward, b->k, b->advantage, &batch, c->baseline_decay);
+        *ema = isnan(*ema) ? batch : c->baseline_decay * *ema + (1 - c->baseline_decay) * batch;
+      } else {
+        b->mean_reward = learn_advantages(b->reward, b->k, b->advantage, ema, c->baseline_decay);
+      }
     }
     if (b->nv == 0) continue;
     if (ppo_groups(c) > 1) {

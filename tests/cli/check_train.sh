@@ -2,7 +2,7 @@
 # check_train.sh GOPT: `gopt train` end to end: trains a small placement policy; an interrupted
 # run (--stop-after, as Ctrl-C, inside the --imitate warm start) resumed with --resume writes a file
 # identical to the uninterrupted run's; loading it for another task, truncated or corrupted gives one error line naming the file;
-# bad flags give one line.
+# bad flags give one line; SPEC@training trains on the training step.
 set -u
 gopt="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -31,4 +31,10 @@ printf '\x55' | dd of="$d/c.gpol" bs=1 seek=2000 conv=notrunc status=none
 "$ee" "gopt train: --task: unknown task 'frob'" "$gopt" train --task frob --cluster V100 --graphs resnet50 -o "$d/x.gpol" || exit 1
 "$ee" "gopt train: unknown flag '--frob'" "$gopt" train --frob || exit 1
 "$ee" "frobnet" "$gopt" train --task placement --cluster V100 --graphs "resnet50;frobnet" -o "$d/x.gpol" || exit 1
+"$ee" "gopt train: --lr: expected a learning rate in .0, 1., got '0'" "$gopt" train "${args[@]}" --lr 0 -o "$d/x.gpol" || exit 1
+# SPEC@training trains on the training step: the policy's training set names the pair so
+"$gopt" train --task placement --cluster 2xV100-nvlink --graphs "gpt2:layers=1@training" --iters 2 --samples 2 \
+  --lr 1e-3 -o "$d/s.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "train on a training step"; }
+grep -aq "^set gpt2:layers=1@training@2xV100-nvlink" "$d/s.gpol" || fail "the training step's pair is not in the policy's set"
+"$ee" "frobnet" "$gopt" train --task placement --cluster V100 --graphs "frobnet@training" -o "$d/x.gpol" || exit 1
 echo "ok"
