@@ -66,7 +66,9 @@ for task in TASKS:
     if not rows:
         continue
     bnames = [r["method"] for r in by(rows[0][3], "baseline")]
+    # searches, then the learned methods other than go (regal: REGAL-guided BRKGA, a search budget)
     snames = [r["method"] for r in by(rows[0][3], "search")]
+    snames += [r["method"] for r in by(rows[0][3], "learned") if r["method"] != "go"]
     print(f"**{task}**\n")
     hdr = ["graph @ cluster", "go"] + bnames + [f"{s} {b1 // 1000}K / {b2 // 1000}K" for s in snames]
     print("| " + " | ".join(hdr) + " |")

@@ -122,19 +122,23 @@ static void test_chain_split(void) {
 }
 
 /* Rewrites a policy file's format version (and its checksum). */
+/* Writes the n bytes of a policy file d to path with its checksum recomputed. */
+static void write_rehashed(const char *path, unsigned char *d, size_t n) {
+  uint64_t h = gopt_hash_bytes(d, n - 8, 0);
+  memcpy(d + n - 8, &h, 8);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(d, 1, n, f) == n);
+  if (f) fclose(f);
+}
+
 static void set_file_version(const char *path, uint32_t ver) {
   void *buf = NULL;
   size_t n = 0;
   gopt_error err = {0};
   CHECK(gopt_file_read(path, &buf, &n, &err) == 0 && n > 24);
   if (!buf || n <= 24) { free(buf); return; }
-  unsigned char *d = buf;
-  memcpy(d + 8, &ver, 4);
-  uint64_t h = gopt_hash_bytes(d, n - 8, 0);
-  memcpy(d + n - 8, &h, 8);
-  FILE *f = fopen(path, "wb");
-  CHECK(f && fwrite(d, 1, n, f) == n);
-  if (f) fclose(f);
+  memcpy((unsigned char *)buf + 8, &ver, 4);
+  write_rehashed(path, buf, n);
   free(buf);
 }
 
@@ -160,11 +164,7 @@ static void strip_feats(const char *path) {
     n -= k;
     ml -= (uint32_t)k;
     memcpy(d + 12, &ml, 4);
-    uint64_t h = gopt_hash_bytes(d, n - 8, 0);
-    memcpy(d + n - 8, &h, 8);
-    FILE *f = fopen(path, "wb");
-    CHECK(f && fwrite(d, 1, n, f) == n);
-    if (f) fclose(f);
+    write_rehashed(path, d, n);
   }
   free(buf);
 }
