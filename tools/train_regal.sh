@@ -8,8 +8,9 @@
 #      src/search/search_brkga.c's TUNED_* hold the winner of the roofline-v1 grid
 #      (docs/learned/regal_grid_roofline-v1.tsv), not necessarily this file's: docs/LEARNED.md, "REGAL".
 #   2. train: `gopt train --method regal` on the training graphs into OUTDIR/memory_regal.gpol;
-#      TASK=placement trains OUTDIR/placement_regal.gpol instead (`PHASES=train TASK=placement`: the
-#      grid is the memory task's), what `gopt compare --task placement` runs as its regal row.
+#      TASK=placement (schedule, joint, fusion) trains OUTDIR/placement_regal.gpol (...) instead
+#      (`PHASES=train TASK=placement`: the grid is the memory task's), what `gopt compare --task
+#      placement` runs as its regal row.
 # Training graphs: zoo resnet50 (depth 18, 50), inception_v3, transformer, gpt2, rnnlm, amoebanet at
 # small settings and the corpus models resnet18, vgg11, mobilenet_v2, squeezenet1_1, gpt2_tiny,
 # lstm_seq2seq, all on 2xV100-nvlink. Held out (never trained or tuned on): the whole BERT, GNMT,
