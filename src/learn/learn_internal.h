@@ -49,7 +49,10 @@ typedef struct learn_graph {
   gopt_nn_csr seg_csr;    /* cluster <- its rows (mean pooling) */
   int32_t *src_ptr, *src_seg; /* per cluster: the earlier clusters its rows neighbour */
   float *src_w;           /* and their share of its edges to earlier clusters */
-  float *src_bytes;       /* and the bytes of the distinct tensors it reads from them */
+  int32_t *in_ptr, *in_row; /* per cluster: the distinct rows of earlier clusters it reads ... */
+  float *in_bytes;        /* ... and the bytes of their outputs */
+  double *arrive;         /* n x n_dev: when a row's output is on a device in the list schedule
+                           * (INFINITY: not yet moved there) */
   double *seg_us;         /* n_seg: kernel time of each cluster on device 0, us */
   double *seg_mem;        /* n_seg: bytes a cluster holds (weights + outputs) */
   double tau_us;          /* mean cluster time (us): the finish-time feature's unit */

@@ -145,19 +145,21 @@ static int cluster_tables(learn_graph *lg, const gopt_env *lg_env, gopt_error *e
   int64_t n = lg->n, S = lg->n_seg, D = lg->n_dev, nd = lg->nk[GOPT_VAR_DEVICE];
   int32_t *ptr = calloc((size_t)S + 1, sizeof *ptr), *col = malloc(((size_t)n + 1) * sizeof *col);
   int32_t *fill = malloc(((size_t)S + 1) * sizeof *fill);
-  double *cnt = calloc(2 * (size_t)S + 1, sizeof *cnt);
+  double *cnt = calloc((size_t)S + 1, sizeof *cnt);
   int rc = 0;
   lg->var_seg = malloc(((size_t)nd + 1) * sizeof *lg->var_seg);
   lg->seg_prior = malloc(((size_t)(S * D) + 1) * sizeof *lg->seg_prior);
   lg->src_ptr = calloc((size_t)S + 1, sizeof *lg->src_ptr);
   lg->src_seg = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->src_seg);
   lg->src_w = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->src_w);
-  lg->src_bytes = calloc((size_t)lg->csr.n_edges + 1, sizeof *lg->src_bytes);
+  lg->in_ptr = calloc((size_t)S + 1, sizeof *lg->in_ptr);
+  lg->in_row = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->in_row);
+  lg->in_bytes = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->in_bytes);
   lg->n_links = gopt_env_cluster(lg_env)->n_links;
   lg->scratch = malloc(((size_t)D * (LEARN_SEG_NF + 4) + 2 * (size_t)lg->n_links + 1) * sizeof *lg->scratch);
   int32_t *stamp = malloc(((size_t)n + 1) * sizeof *stamp);
   if (!ptr || !col || !fill || !cnt || !lg->var_seg || !lg->seg_prior || !lg->src_ptr || !lg->src_seg || !lg->src_w ||
-      !lg->src_bytes || !lg->scratch || !stamp) { free(stamp); rc = serr(err); goto done; }
+      !lg->in_ptr || !lg->in_row || !lg->in_bytes || !lg->scratch || !stamp) { free(stamp); rc = serr(err); goto done; }
   for (int64_t r = 0; r < n; r++) stamp[r] = -1;
   for (int64_t r = 0; r < n; r++) ptr[lg->seg_of[r] + 1]++;
   for (int64_t s = 0; s < S; s++) ptr[s + 1] += ptr[s];
@@ -167,8 +169,7 @@ static int cluster_tables(learn_graph *lg, const gopt_env *lg_env, gopt_error *e
   for (int64_t v = 0; v < nd; v++) lg->var_seg[v] = lg->seg_of[lg->rows[GOPT_VAR_DEVICE][v]];
   for (int64_t s = 0; s < S; s++)
     for (int64_t d = 0; d < D; d++) lg->seg_prior[s * D + d] = (float)-fabs(lg->seg_mid[s] * (double)D - ((double)d + 0.5));
-  int32_t m = 0;
-  double *bytes = cnt + S; /* second half of cnt: bytes read from each earlier cluster */
+  int32_t m = 0, mi = 0;
   for (int64_t s = 0; s < S; s++) {
     double tot = 0;
     for (int32_t i = ptr[s]; i < ptr[s + 1]; i++) {
@@ -178,15 +179,18 @@ static int cluster_tables(learn_graph *lg, const gopt_env *lg_env, gopt_error *e
         if (s2 >= s) continue;
         cnt[s2] += 1;
         tot += 1;
-        if (stamp[u] != (int32_t)s) { stamp[u] = (int32_t)s; bytes[s2] += row_out_bytes(lg, u); } /* a tensor moves once */
+        if (stamp[u] == (int32_t)s) continue; /* each producer's output once per cluster */
+        stamp[u] = (int32_t)s;
+        lg->in_row[mi] = u;
+        lg->in_bytes[mi++] = (float)row_out_bytes(lg, u);
       }
     }
+    lg->in_ptr[s + 1] = mi;
     for (int64_t s2 = 0; s2 < s; s2++) {
       if (cnt[s2] == 0) continue;
       lg->src_seg[m] = (int32_t)s2;
-      lg->src_bytes[m] = (float)bytes[s2];
       lg->src_w[m++] = (float)(cnt[s2] / tot);
-      cnt[s2] = bytes[s2] = 0;
+      cnt[s2] = 0;
     }
     lg->src_ptr[s + 1] = m;
   }
@@ -213,8 +217,9 @@ static int schedule_tables(learn_graph *lg, const gopt_env *e) {
   lg->x_us_b = calloc((size_t)D * D + 1, sizeof *lg->x_us_b);
   lg->x_lat = calloc((size_t)D * D + 1, sizeof *lg->x_lat);
   lg->x_link = malloc(((size_t)D * D + 1) * sizeof *lg->x_link);
+  lg->arrive = malloc(((size_t)n * D + 1) * sizeof *lg->arrive);
   if (!lg->seg_us || !lg->seg_mem || !lg->seg_fin || !lg->dev_slow || !lg->dev_mem || !lg->x_us_b || !lg->x_lat ||
-      !lg->x_link)
+      !lg->x_link || !lg->arrive)
     return GOPT_ENOMEM;
   double tot = 0;
   for (int64_t r = 0; r < n; r++) {
@@ -290,7 +295,10 @@ void learn_graph_segment_free(learn_graph *g) {
   free(g->src_ptr);
   free(g->src_seg);
   free(g->src_w);
-  free(g->src_bytes);
+  free(g->in_ptr);
+  free(g->in_row);
+  free(g->in_bytes);
+  free(g->arrive);
   free(g->seg_us);
   free(g->seg_mem);
   free(g->seg_fin);
@@ -306,7 +314,8 @@ void learn_graph_segment_free(learn_graph *g) {
 
 /* The state the clusters placed so far leave (views into the graph's scratch): per device the
  * kernel-time share placed on it, when it is free in the list schedule (us) and the bytes it holds;
- * per link when it is free (us); per cluster its finish time (g->seg_fin). */
+ * per link when it is free (us); per cluster its finish time (g->seg_fin); per row and device when
+ * the row's output is there (g->arrive). */
 typedef struct seg_state {
   double *load, *avail, *mem, *link, *tmp; /* tmp: a candidate's link times (finish_on) */
 } seg_state;
@@ -317,30 +326,36 @@ static seg_state state_init(const learn_graph *g) {
   seg_state st = {g->scratch, g->scratch + D, g->scratch + 2 * D, x, x + g->n_links};
   for (int d = 0; d < 3 * D; d++) g->scratch[d] = 0;
   for (int l = 0; l < g->n_links; l++) st.link[l] = 0;
+  for (int64_t i = 0; i < g->n * D; i++) g->arrive[i] = INFINITY;
   return st;
 }
 
 /* Finish time (us) of cluster s on device d in the list schedule of the clusters before it: it
- * starts when d is free and every tensor it reads from an earlier cluster has arrived; a tensor
- * from another device queues on its link (FIFO, as the simulator's links) for the link's latency
- * plus its bytes over the bandwidth. commit: the links keep the transfers (the cluster is placed). */
+ * starts when d is free and every tensor it reads from an earlier cluster is on d. A tensor from
+ * another device moves there once (as in the simulator: later readers on d find it there),
+ * queued on its link (FIFO, as the simulator's links) for the link's latency plus its bytes over
+ * the bandwidth. commit: the cluster is placed on d, so the links and g->arrive keep its
+ * transfers; otherwise they go to the state's scratch copy of the links and are forgotten. */
 static double finish_on(const learn_graph *g, const int32_t *seg_dev, const seg_state *st, int64_t s, int d,
                         int commit) {
   int D = g->n_dev;
   double t = st->avail[d], *lk = commit ? st->link : st->tmp;
   if (!commit)
-    for (int32_t i = g->src_ptr[s]; i < g->src_ptr[s + 1]; i++) {
-      int32_t a = seg_dev[g->src_seg[i]], l = a != d ? g->x_link[a * D + d] : -1;
+    for (int32_t i = g->in_ptr[s]; i < g->in_ptr[s + 1]; i++) {
+      int32_t a = seg_dev[g->seg_of[g->in_row[i]]], l = a != d ? g->x_link[a * D + d] : -1;
       if (l >= 0) lk[l] = st->link[l];
     }
-  for (int32_t i = g->src_ptr[s]; i < g->src_ptr[s + 1]; i++) {
-    int32_t p = g->src_seg[i], a = seg_dev[p];
-    double r = g->seg_fin[p];
-    if (a != d) {
+  for (int32_t i = g->in_ptr[s]; i < g->in_ptr[s + 1]; i++) {
+    int32_t u = g->in_row[i], p = g->seg_of[u], a = seg_dev[p];
+    double r = g->seg_fin[p], *arr = g->arrive + (size_t)u * D + d;
+    if (a != d && *arr < INFINITY) {
+      r = *arr;
+    } else if (a != d) {
       int32_t l = g->x_link[a * D + d];
-      double x = g->x_lat[a * D + d] + g->src_bytes[i] * g->x_us_b[a * D + d];
+      double x = g->x_lat[a * D + d] + g->in_bytes[i] * g->x_us_b[a * D + d];
       if (l >= 0) { r = (lk[l] > r ? lk[l] : r) + x; lk[l] = r; }
       else r += x;
+      if (commit) *arr = r;
     }
     if (r > t) t = r;
   }

@@ -307,7 +307,7 @@ static void test_finetune_start(void) {
 /* PPO improves the version-3 head where its list-schedule prior is not optimal: a 2-layer GNMT
  * unrolled over 4 steps on 2 V100s over NVLink (earliest finish time, cluster by cluster, is
  * myopic: 7.83 ms untrained); 100 fixed-seed iterations must make the greedy placement faster
- * (7.33 ms). */
+ * (7.29 ms). */
 static void test_v3_learns(void) {
   gopt_graph *g = NULL;
   gopt_error err = {0};
