@@ -143,11 +143,12 @@ int learn_regal_train(gopt_policy *p, gopt_env *const *envs, const char *const *
                       const gopt_learn_train_opts *o, gopt_learn_train_result *res, gopt_error *err);
 /* learn_train.c, shared with REGAL's trainer: fresh trainer state in p (or checks that a resumed run
  * matches it), the all-ranks stop agreement under dist, and advantages of k rewards against the
- * per-graph moving-average baseline *ema (NaN on first visit; updated), normalised by the rewards'
- * spread and clamped to [-5, 5]; returns the mean reward. */
+ * per-graph moving-average baseline *ema (NaN on first visit; updated), or with batch_base against
+ * the rewards' own mean (*ema still updated), normalised by the rewards' spread and clamped to
+ * [-5, 5]; returns the mean reward. */
 int learn_train_state(gopt_policy *p, const char *const *names, size_t n, int64_t iters, gopt_error *err);
 int learn_train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err);
-double learn_advantages(const double *reward, int k, double *adv, double *ema, double decay);
+double learn_advantages(const double *reward, int k, double *adv, double *ema, double decay, int batch_base);
 /* The trainers' Adam (o's learning rate and clipping, warmup-cosine over steps) into *oc / *opt and
  * their generator seeded by o->seed; when resumed, weights, Adam moments and generator from p's
  * checkpoint (its step must be p->iter). *opt may be set on error (the caller frees it). */

@@ -261,7 +261,7 @@ static int regal_run_stats(const gopt_regal_sampler *s, const gopt_env *e, const
   for (size_t i = 0; i < s->nrows; i++)
     if (s->seen[i]) rw[c++] = gopt_learn_reward(e, &s->res[i], ub);
   memset(st, 0, (2 * np + 2) * sizeof *st);
-  if (c > 1) learn_advantages(rw, (int)c, adv, &ema, 0.5);
+  if (c > 1) learn_advantages(rw, (int)c, adv, &ema, 0.5, 0);
   for (size_t i = 0, j = 0; c > 1 && i < s->nrows; i++) {
     if (!s->seen[i]) continue;
     const float *g = s->rows + i * np;
@@ -414,7 +414,7 @@ static int regal_step(gopt_nn_ctx *ctx, gopt_policy *p, gopt_nn_optim *opt, gopt
   if (!rc) {
     double *rw = b.adv; /* rewards, then advantages in place */
     for (int k = 0; k < b.K; k++) rw[k] = b.out[3 * k];
-    double mean = learn_advantages(rw, b.K, b.adv, ema, o->baseline_decay), loss = 0, uo = 0;
+    double mean = learn_advantages(rw, b.K, b.adv, ema, o->baseline_decay, 0), loss = 0, uo = 0;
     if (s->npol && !(rc = regal_grads(ctx, p, s, &f, aa, ab, &b, o->dist, &loss, err))) gopt_nn_optim_step(opt);
     for (int k = 0; k < b.K; k++) {
       if (isnan(*best) || b.out[3 * k + 1] < *best) *best = b.out[3 * k + 1];

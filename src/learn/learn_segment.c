@@ -141,7 +141,7 @@ static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
 
 /* Pooling CSR (cluster <- its rows), the device variables' clusters, the pipeline prior per cluster,
  * and for each cluster the earlier clusters its rows neighbour, with their share of its edges. */
-static int cluster_tables(learn_graph *lg, const gopt_env *lg_env, gopt_error *err) {
+static int cluster_tables(learn_graph *lg, const gopt_env *e, gopt_error *err) {
   int64_t n = lg->n, S = lg->n_seg, D = lg->n_dev, nd = lg->nk[GOPT_VAR_DEVICE];
   int32_t *ptr = calloc((size_t)S + 1, sizeof *ptr), *col = malloc(((size_t)n + 1) * sizeof *col);
   int32_t *fill = malloc(((size_t)S + 1) * sizeof *fill);
@@ -155,7 +155,7 @@ static int cluster_tables(learn_graph *lg, const gopt_env *lg_env, gopt_error *e
   lg->in_ptr = calloc((size_t)S + 1, sizeof *lg->in_ptr);
   lg->in_row = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->in_row);
   lg->in_bytes = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->in_bytes);
-  lg->n_links = gopt_env_cluster(lg_env)->n_links;
+  lg->n_links = gopt_env_cluster(e)->n_links;
   lg->scratch = malloc(((size_t)D * (LEARN_SEG_NF + 4) + 2 * (size_t)lg->n_links + 1) * sizeof *lg->scratch);
   int32_t *stamp = malloc(((size_t)n + 1) * sizeof *stamp);
   if (!ptr || !col || !fill || !cnt || !lg->var_seg || !lg->seg_prior || !lg->src_ptr || !lg->src_seg || !lg->src_w ||
@@ -326,7 +326,8 @@ static seg_state state_init(const learn_graph *g) {
   seg_state st = {g->scratch, g->scratch + D, g->scratch + 2 * D, x, x + g->n_links};
   for (int d = 0; d < 3 * D; d++) g->scratch[d] = 0;
   for (int l = 0; l < g->n_links; l++) st.link[l] = 0;
-  for (int64_t i = 0; i < g->n * D; i++) g->arrive[i] = INFINITY;
+  for (int32_t i = 0; i < g->in_ptr[g->n_seg]; i++) /* finish_on reads only rows other clusters read */
+    for (int d = 0; d < D; d++) g->arrive[(size_t)g->in_row[i] * D + d] = INFINITY;
   return st;
 }
 

@@ -170,12 +170,12 @@ static int group_grads(gopt_nn_ctx *ctx, gopt_policy *p, const learn_fwd *f, con
   return rc;
 }
 
-double learn_advantages(const double *reward, int k, double *adv, double *ema, double decay) {
+double learn_advantages(const double *reward, int k, double *adv, double *ema, double decay, int batch_base) {
   double mean = 0, var = 0;
   for (int i = 0; i < k; i++) mean += reward[i];
   mean /= k;
   for (int i = 0; i < k; i++) var += (reward[i] - mean) * (reward[i] - mean);
-  double sd = sqrt(var / k), base = isnan(*ema) ? mean : *ema;
+  double sd = sqrt(var / k), base = batch_base || isnan(*ema) ? mean : *ema;
   for (int i = 0; i < k; i++) {
     double a = (reward[i] - base) / (sd + 0.01);
     adv[i] = a > 5 ? 5 : (a < -5 ? -5 : a);
@@ -204,13 +204,9 @@ int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt
       }
       if ((rc = batch_evaluate(e, b, c, err))) return rc;
       for (int i = 0; i < b->k; i++) b->reward[i] = gopt_learn_reward(e, &b->res[i], ref);
-      if (p->seg_nf == LEARN_SEG_NF) { /* version-3 segment head: the batch's own mean is the baseline */
-        double batch = NAN;
-        b->mean_reward = learn_advantages(b->reward, b->k, b->advantage, &batch, c->baseline_decay);
-        *ema = isnan(*ema) ? batch : c->baseline_decay * *ema + (1 - c->baseline_decay) * batch;
-      } else {
-        b->mean_reward = learn_advantages(b->reward, b->k, b->advantage, ema, c->baseline_decay);
-      }
+      /* the version-3 segment head's baseline is the batch's own mean (docs/LEARNED.md) */
+      b->mean_reward = learn_advantages(b->reward, b->k, b->advantage, ema, c->baseline_decay,
+                                        p->seg_nf == LEARN_SEG_NF);
     }
     if (b->nv == 0) continue;
     if (ppo_groups(c) > 1) {
