@@ -39,8 +39,14 @@ extern "C" {
 /* Version of the policy input features (env features + context columns). A policy trained with
  * another version is refused on load. */
 #define GOPT_LEARN_FEAT_VERSION 2
-#define GOPT_LEARN_FILE_VERSION 3 /* 2: a `place_head segment S` metadata line; 3: `place_head segment S feats F`
-                                     (the segment head's list-schedule and memory features); 1 and 2 still load */
+#define GOPT_LEARN_FILE_VERSION 4 /* 2: a `place_head segment S` metadata line; 3: `place_head segment S feats F`
+                                     (the segment head's list-schedule and memory features); 4: `... order O`
+                                     (its decode order); 1 to 3 still load */
+
+/* The segment head's decode order (gopt_learn_arch.seg_order). */
+#define GOPT_LEARN_ORDER_INDEX 1 /* the clusters in depth-first order (file versions 2 and 3) */
+#define GOPT_LEARN_ORDER_LIST 2  /* list-schedule order: next the ready cluster that can start earliest on some
+                                    device, ties to the longer chain after it (HEFT's upward rank) */
 
 /* Architecture (saved in the policy file; 0 fields take the defaults). */
 typedef struct gopt_learn_arch {
@@ -50,11 +56,13 @@ typedef struct gopt_learn_arch {
   int seg_len;      /* attention segment length (default 64) */
   int dev_hidden;   /* device embedding width of the device head (default 16) */
   int clusters;     /* placement device head of a GO policy: > 0 the segment head with at most this
-                     * many clusters (0: the default, 64, for placement); -1 the per-node head (the
+                     * many clusters (0: the default, 256, for placement); -1 the per-node head (the
                      * only one before file version 2; other tasks always use it) */
   int seg_feats;    /* segment head's conditioning features: 0 the default (6: load, previous device,
                      * unused device, neighbours, list-schedule finish time, memory); 4 the file-version-2
                      * head without the last two */
+  int seg_order;    /* segment head's decode order: 0 the default (GOPT_LEARN_ORDER_LIST with 6 features,
+                     * _INDEX with 4), or GOPT_LEARN_ORDER_INDEX / _LIST */
 } gopt_learn_arch;
 
 typedef struct gopt_policy gopt_policy;

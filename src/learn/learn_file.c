@@ -92,7 +92,9 @@ static void put_meta(wbuf *m, const gopt_policy *p) {
   if (p->head == LEARN_HEAD_REGAL) putf(m, "kind regal\n"); /* absent: a GO policy */
   if (p->localadv) putf(m, "model localadv\n");
   putf(m, "arch %d %d %d %d %d\n", a->hidden, a->sage_layers, a->heads, a->seg_len, a->dev_hidden);
-  if (p->seg > 0) putf(m, "place_head segment %d feats %d\n", p->seg, p->seg_nf); /* absent: the per-node head */
+  if (p->seg > 0) /* absent: the per-node head */
+    putf(m, "place_head segment %d feats %d order %s\n", p->seg, p->seg_nf,
+         p->seg_order == GOPT_LEARN_ORDER_LIST ? "list" : "index");
   putf(m, "iters %lld\ntrain_state %d\ntotal_iters %lld\nn_graphs %zu\n", (long long)p->iter,
        p->has_train, (long long)p->total_iters, p->has_train ? p->n_graphs : (size_t)0);
   for (size_t i = 0; p->has_train && i < p->n_graphs; i++) putf(m, "g %zu %a %a\n", i, p->ema[i], p->best[i]);
@@ -164,9 +166,12 @@ static int parse_meta(const char *path, char *meta, int want_task, int want_la, 
     else if (!strcmp(line, "model localadv")) la = 1;
     else if (sscanf(line, "arch %d %d %d %d %d", &a.hidden, &a.sage_layers, &a.heads, &a.seg_len, &a.dev_hidden) == 5) {}
     else if (!strncmp(line, "place_head ", 11)) {
-      int k = sscanf(line, "place_head segment %d feats %d", &a.clusters, &a.seg_feats);
+      char ord[16] = "index"; /* file versions 2 and 3: no order field */
+      int k = sscanf(line, "place_head segment %d feats %d order %15s", &a.clusters, &a.seg_feats, ord);
       if (k == 1) a.seg_feats = LEARN_SEG_NF_V2; /* file version 2: no feats field */
-      if (k < 1 || a.clusters <= 0 || a.clusters > 65536 ||
+      a.seg_order = !strcmp(ord, "list") ? GOPT_LEARN_ORDER_LIST : !strcmp(ord, "index") ? GOPT_LEARN_ORDER_INDEX : -1;
+      if (k < 1 || a.clusters <= 0 || a.clusters > 65536 || a.seg_order < 0 ||
+          (a.seg_order == GOPT_LEARN_ORDER_LIST && a.seg_feats != LEARN_SEG_NF) ||
           (a.seg_feats != LEARN_SEG_NF && a.seg_feats != LEARN_SEG_NF_V2)) {
         rc = gopt_error_set(err, GOPT_EPARSE, "%s: bad placement head line '%.60s'", path, line);
         goto done;

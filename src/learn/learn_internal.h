@@ -19,6 +19,7 @@
                                                  version-2 files use the first 4 (gopt_policy.seg_nf) */
 #define LEARN_SEG_NF_V2 4
 #define LEARN_SEG_MAXDEV 256                  /* segment head: most devices */
+#define LEARN_SEG_PER_NODE INT32_MAX           /* segment head: one cluster per row (the node-level decode) */
 #define LEARN_SEG_DEFAULT 256                  /* segment head: default cluster count (placement) */
 #define LEARN_SEG_EFT_INIT 8.0f               /* segment head (version 3): initial weight of the finish-time feature */
 #define LEARN_SEG_STAY_INIT 8.0f              /* segment head: initial refinement bonus for the cluster's device */
@@ -62,6 +63,10 @@ typedef struct learn_graph {
   int32_t *x_link;        /* n_dev^2: the link it queues on (-1: none) */
   int n_links;
   double *seg_fin;        /* n_seg: the list schedule's finish time of each placed cluster (us) */
+  int32_t *dst_ptr, *dst_seg; /* per cluster: the later clusters that read it (src_seg reversed) */
+  int32_t *ord_pend, *ord_ready; /* n_seg each: decode-order scratch (pending sources, ready list) */
+  double *seg_rank;       /* n_seg: upward rank, the cluster's kernel time plus the longest path after it (us) */
+  int time_order;         /* decide the clusters in list-schedule order (the policy's seg_order), not s order */
   double *scratch;        /* n_dev x (LEARN_SEG_NF + 4) + 2 n_links doubles of sampling scratch */
 } learn_graph;
 
@@ -111,6 +116,7 @@ struct gopt_policy {
   gopt_nn_linear cfg;              /* localadv: configuration columns -> hidden (added to the input layer) */
   int seg;                         /* > 0: segment placement head with at most seg clusters (learn_segment.c) */
   int seg_nf;                      /* its conditioning features: LEARN_SEG_NF, or LEARN_SEG_NF_V2 (older files) */
+  int seg_order;                   /* its decode order: GOPT_LEARN_ORDER_LIST, or _INDEX (older files) */
   gopt_nn_linear seg_q, seg_coef;  /* cluster embedding -> device query, -> conditioning weights */
   gopt_nn_tensor *seg_stay;        /* [1]: refinement bonus for the cluster's device */
   char *trainset;                  /* one training graph per line */
@@ -162,10 +168,11 @@ int learn_train_finish(gopt_policy *p, const gopt_nn_optim *opt, const gopt_nn_r
 
 int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
 void learn_graph_free(learn_graph *g);
-/* learn_segment.c: the segment head's clusters of lg (at most S; nothing when S <= 0 or the graph
- * has no device variable); learn_graph_for = learn_graph_new plus the clusters p's head needs. */
+/* learn_segment.c: the segment head's clusters of lg (at most S, LEARN_SEG_PER_NODE: one per row;
+ * nothing when S <= 0 or the graph has no device variable); learn_graph_for = learn_graph_new plus
+ * the clusters p's head needs (its S clusters, or one per row when per_node) in p's decode order. */
 int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *err);
-int learn_graph_for(const gopt_policy *p, const gopt_env *e, learn_graph **out, gopt_error *err);
+int learn_graph_for(const gopt_policy *p, const gopt_env *e, int per_node, learn_graph **out, gopt_error *err);
 void learn_graph_segment_free(learn_graph *g);
 /* learn_segment.c: the segment head's sampling (cluster devices in order, each conditioned on the
  * earlier ones, then the node refinement), its log-probabilities ([1 + Vd]: the sum of the cluster

@@ -1,6 +1,7 @@
 /* learn_optimize.c: `--method go` on one graph: zero-shot (greedy decode plus the best of K
- * samples) and optional PPO fine-tuning of a per-graph feature modulation (GO's parameter
- * superposition) starting from the trained policy. */
+ * samples; the list-order segment head decodes at two levels, below) and optional PPO fine-tuning
+ * of a per-graph feature modulation (GO's parameter superposition) starting from the trained
+ * policy. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,38 @@ done:
   return rc;
 }
 
+/* The zero-shot decodes of p on e into xs[(k + 1) x nv]. A list-order segment head decodes at two
+ * levels, its clusters (level 0) and one cluster per node (level 1, unless level 0 already is):
+ * decode r uses level r % levels and is greedy when r < levels, a sample otherwise. *g0 gets
+ * level 0's encoding (fine-tuning's), whose forward pass stays in ctx. */
+static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, size_t nv, learn_graph **g0,
+                     gopt_nn_ctx *ctx, gopt_error *err) {
+  int levels = 1, rc = 0;
+  for (int lv = 0; !rc && lv < levels; lv++) {
+    learn_graph *g = NULL;
+    learn_acts a = {0};
+    learn_fwd f;
+    gopt_nn_ctx *c = lv ? gopt_nn_ctx_new(0) : ctx;
+    rc = learn_graph_for(p, e, lv, &g, err);
+    if (!rc && (!c || learn_acts_alloc(&a, g))) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+    if (!rc && lv == 0 && g->time_order && g->n_seg < g->n) levels = 2;
+    if (!rc) {
+      gopt_nn_ctx_set_training(c, 0);
+      rc = learn_forward(c, p, g, NULL, &f, err);
+    }
+    for (int r = lv; !rc && r <= k; r += levels) {
+      gopt_env_default(e, xs + (size_t)r * nv);
+      learn_sample(&f, g, rng, r < levels, &a);
+      learn_to_x(g, &a, xs + (size_t)r * nv);
+    }
+    learn_acts_free(&a);
+    if (lv == 0) *g0 = g;
+    else learn_graph_free(g);
+    if (lv) gopt_nn_ctx_free(c);
+  }
+  return rc;
+}
+
 int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *o, double *x_best,
                         gopt_search_result *res, gopt_error *err) {
   gopt_learn_opt_opts def = {.samples = 16};
@@ -102,23 +135,12 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
   opt_state s = {.x_best = x_best, .nv = gopt_env_nvars(e), .t0 = gopt_now(), .o = o};
   learn_graph *g = NULL;
   gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
-  learn_acts a = {0};
-  learn_fwd f;
   gopt_nn_rng rng;
   gopt_nn_rng_seed(&rng, o->seed);
   double *xs = malloc(((size_t)(k + 1) * s.nv + 1) * sizeof *xs);
   gopt_env_result *rs = malloc((size_t)(k + 1) * sizeof *rs);
-  int rc = learn_graph_for(p, e, &g, err);
-  if (!rc && (!ctx || !xs || !rs || learn_acts_alloc(&a, g))) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
-  if (!rc) {
-    gopt_nn_ctx_set_training(ctx, 0);
-    rc = learn_forward(ctx, p, g, NULL, &f, err);
-  }
-  for (int r = 0; !rc && r <= k; r++) {
-    gopt_env_default(e, xs + (size_t)r * s.nv);
-    learn_sample(&f, g, &rng, r == 0, &a);
-    learn_to_x(g, &a, xs + (size_t)r * s.nv);
-  }
+  int rc = !ctx || !xs || !rs ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : 0;
+  if (!rc) rc = zero_shot(p, e, k, &rng, xs, s.nv, &g, ctx, err);
   if (!rc) rc = gopt_env_evaluate_batch(e, xs, (size_t)k + 1, rs, err);
   if (!rc) take(&s, xs, rs, (size_t)k + 1);
   if (!rc && o->finetune_evals > 0 && learn_nv(g) > 0) rc = finetune(p, e, g, ctx, k > 1 ? k : 8, &rng, &s, err);
@@ -126,7 +148,6 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
   res->evals = s.evals;
   res->seconds = gopt_now() - s.t0;
   res->interrupted = learn_stop_requested();
-  learn_acts_free(&a);
   learn_graph_free(g);
   gopt_nn_ctx_free(ctx);
   free(xs);

@@ -203,6 +203,7 @@ static gopt_learn_arch arch_fill(const gopt_learn_arch *a) {
     if (a->dev_hidden > 0) r.dev_hidden = a->dev_hidden;
     r.clusters = a->clusters;
     r.seg_feats = a->seg_feats;
+    r.seg_order = a->seg_order;
   }
   return r;
 }
@@ -239,6 +240,16 @@ int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int
   }
   p->seg_nf = p->seg > 0 ? (a.seg_feats == LEARN_SEG_NF_V2 ? LEARN_SEG_NF_V2 : LEARN_SEG_NF) : 0;
   a.seg_feats = p->seg_nf;
+  if ((a.seg_order != 0 && a.seg_order != GOPT_LEARN_ORDER_INDEX && a.seg_order != GOPT_LEARN_ORDER_LIST) ||
+      (a.seg_order == GOPT_LEARN_ORDER_LIST && p->seg_nf == LEARN_SEG_NF_V2)) {
+    int o = a.seg_order;
+    gopt_policy_free(p);
+    return gopt_error_set(err, GOPT_EINVAL, "learn: bad segment decode order %d (1 depth-first, 2 list schedule, "
+                          "which needs the %d-feature head)", o, LEARN_SEG_NF);
+  }
+  p->seg_order = p->seg <= 0 ? 0 : a.seg_order ? a.seg_order
+                 : p->seg_nf == LEARN_SEG_NF ? GOPT_LEARN_ORDER_LIST : GOPT_LEARN_ORDER_INDEX;
+  a.seg_order = p->seg_order;
   p->arch = a;
   task_kinds(task, p->kinds);
   int rc = gopt_nn_linear_init(&p->in, p->params, "in", LEARN_NIN, a.hidden, 1);
@@ -446,7 +457,7 @@ int gopt_policy_decide(gopt_policy *p, const gopt_env *e, int greedy, size_t n, 
   gopt_nn_rng rng;
   gopt_nn_rng_seed(&rng, seed);
   size_t nv = gopt_env_nvars(e);
-  int rc = learn_graph_for(p, e, &g, err);
+  int rc = learn_graph_for(p, e, 0, &g, err);
   if (!rc && !(ctx = gopt_nn_ctx_new(0))) rc = lerr(err, GOPT_ENOMEM, "learn: out of memory (nn context)");
   if (!rc && learn_acts_alloc(&a, g)) rc = lerr(err, GOPT_ENOMEM, "learn: out of memory (actions)");
   if (!rc) {

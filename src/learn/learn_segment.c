@@ -1,17 +1,21 @@
 /* learn_segment.c: the segment-level placement head (docs/LEARNED.md "Segment-level placement").
  * A graph's rows are coarsened into at most S clusters: contiguous runs of a depth-first
  * topological order (reverse postorder, so a branch's nodes are consecutive), balanced by kernel
- * time and node count. Each cluster is embedded by the mean of its rows' device-block embeddings;
- * a device is chosen per cluster autoregressively, in cluster order, each decision conditioned on
- * the earlier ones through per-device features (load so far, previous cluster's device, unused
- * device, share of the cluster's dataflow neighbours already placed on the device; since file
- * version 3 also the cluster's finish time on the device in a list schedule of the clusters placed
- * so far, m-ETF's criterion, and how far the device's memory would be overfilled) weighted by
- * coefficients the network computes from the cluster's embedding; then every node may move off
- * its cluster's device (node-level refinement: node logits plus a learned "stay" bonus on the
- * cluster's device). Log-probability entries of a sample: one per cluster factor (PPO takes one
- * ratio per cluster decision, each with the sample's advantage, as PPO on autoregressive decisions
- * does per token), then one per node for the refinement. */
+ * time and node count (or one row per cluster: the node level). Each cluster is embedded by the
+ * mean of its rows' device-block embeddings; a device is chosen per cluster autoregressively, each
+ * decision conditioned on the earlier ones through per-device features (load so far, previous
+ * cluster's device, unused device, share of the cluster's dataflow neighbours already placed on
+ * the device; since file version 3 also the cluster's finish time on the device in a list schedule
+ * of the clusters placed so far, m-ETF's criterion, and how far the device's memory would be
+ * overfilled) weighted by coefficients the network computes from the cluster's embedding; then
+ * every node may move off its cluster's device (node-level refinement: node logits plus a learned
+ * "stay" bonus on the cluster's device). The clusters are decided in depth-first order (file
+ * versions 2 and 3) or, since version 4, in list-schedule order: next the ready cluster that can
+ * start earliest, ties to the one with the longer chain after it (m-ETF's choice of op, with
+ * HEFT's tie-break), so that a fork's branches are decided in the order they would run.
+ * Log-probability entries of a sample: one per cluster factor (PPO takes one ratio per cluster
+ * decision, each with the sample's advantage, as PPO on autoregressive decisions does per token),
+ * then one per node for the refinement. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +104,8 @@ static int dfs_order(const int32_t *ptr, const int32_t *col, int64_t n, int32_t 
 }
 
 /* Cluster of each row along order: weight = half kernel-time share, half node-count share; at most
- * S clusters, none empty. Fills lg->seg_of, lg->n_seg and each cluster's kernel-time share. */
+ * S clusters, none empty; S == LEARN_SEG_PER_NODE: one row per cluster. Fills lg->seg_of,
+ * lg->n_seg and each cluster's kernel-time share. */
 static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
   int64_t n = lg->n;
   double tot = 0, cum = 0;
@@ -110,7 +115,7 @@ static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
   for (int64_t i = 0; i < n; i++) {
     int64_t r = order[i];
     double w = 0.5 * (tot > 0 ? row_time(lg, r) / tot : 0) + (tot > 0 ? 0.5 : 1.0) / (double)n;
-    int64_t s = (int64_t)floor((cum + w / 2) * S);
+    int64_t s = S == LEARN_SEG_PER_NODE ? i : (int64_t)floor((cum + w / 2) * S);
     raw[r] = (int32_t)(s < 0 ? 0 : s >= S ? S - 1 : s);
     cum += w;
   }
@@ -245,6 +250,31 @@ static int schedule_tables(learn_graph *lg, const gopt_env *e) {
   return 0;
 }
 
+/* The list-schedule decode order's tables (after schedule_tables): per cluster the later clusters
+ * that read it (src_seg reversed), its upward rank (its kernel time plus the longest chain of
+ * kernel times after it, HEFT's priority: the tie-break between clusters that can start at the
+ * same time) and the order's scratch. */
+static int order_tables(learn_graph *lg) {
+  int64_t S = lg->n_seg;
+  lg->dst_ptr = calloc((size_t)S + 2, sizeof *lg->dst_ptr);
+  lg->dst_seg = malloc(((size_t)lg->src_ptr[S] + 1) * sizeof *lg->dst_seg);
+  lg->ord_pend = malloc(((size_t)S + 1) * sizeof *lg->ord_pend);
+  lg->ord_ready = malloc(((size_t)S + 1) * sizeof *lg->ord_ready);
+  lg->seg_rank = malloc(((size_t)S + 1) * sizeof *lg->seg_rank);
+  if (!lg->dst_ptr || !lg->dst_seg || !lg->ord_pend || !lg->ord_ready || !lg->seg_rank) return GOPT_ENOMEM;
+  for (int32_t i = 0; i < lg->src_ptr[S]; i++) lg->dst_ptr[lg->src_seg[i] + 2]++;
+  for (int64_t s = 0; s < S; s++) lg->dst_ptr[s + 2] += lg->dst_ptr[s + 1];
+  for (int64_t s = 0; s < S; s++)
+    for (int32_t i = lg->src_ptr[s]; i < lg->src_ptr[s + 1]; i++)
+      lg->dst_seg[lg->dst_ptr[lg->src_seg[i] + 1]++] = (int32_t)s;
+  for (int64_t s = S - 1; s >= 0; s--) { /* clusters are numbered in a topological order */
+    double m = 0;
+    for (int32_t i = lg->dst_ptr[s]; i < lg->dst_ptr[s + 1]; i++) m = fmax(m, lg->seg_rank[lg->dst_seg[i]]);
+    lg->seg_rank[s] = lg->seg_us[s] + m;
+  }
+  return 0;
+}
+
 int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *err) {
   if (S <= 0 || lg->nk[GOPT_VAR_DEVICE] == 0 || lg->n == 0) return 0;
   if (lg->n_dev > LEARN_SEG_MAXDEV)
@@ -266,7 +296,7 @@ int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *e
   if (!order || !lg->seg_of || succ_csr(g, pos, n, &sp, &sc)) { rc = serr(err); goto done; }
   if (dfs_order(sp, sc, n, order)) { rc = gopt_error_set(err, GOPT_EGRAPH, "learn: segments: no depth-first order (cycle?)"); goto done; }
   if (assign_clusters(lg, order, S)) { rc = serr(err); goto done; }
-  if (!(rc = cluster_tables(lg, e, err)) && schedule_tables(lg, e)) rc = serr(err);
+  if (!(rc = cluster_tables(lg, e, err)) && (schedule_tables(lg, e) || order_tables(lg))) rc = serr(err);
 done:
   free(topo);
   free(pos);
@@ -276,12 +306,13 @@ done:
   return rc;
 }
 
-int learn_graph_for(const gopt_policy *p, const gopt_env *e, learn_graph **out, gopt_error *err) {
+int learn_graph_for(const gopt_policy *p, const gopt_env *e, int per_node, learn_graph **out, gopt_error *err) {
   int rc = learn_graph_new(e, out, err);
-  if (!rc && p->seg > 0 && (rc = learn_graph_segment(*out, e, p->seg, err))) {
+  if (!rc && p->seg > 0 && (rc = learn_graph_segment(*out, e, per_node ? LEARN_SEG_PER_NODE : p->seg, err))) {
     learn_graph_free(*out);
     *out = NULL;
   }
+  if (!rc) (*out)->time_order = p->seg > 0 && p->seg_order == GOPT_LEARN_ORDER_LIST;
   return rc;
 }
 
@@ -307,6 +338,11 @@ void learn_graph_segment_free(learn_graph *g) {
   free(g->x_us_b);
   free(g->x_lat);
   free(g->x_link);
+  free(g->dst_ptr);
+  free(g->dst_seg);
+  free(g->ord_pend);
+  free(g->ord_ready);
+  free(g->seg_rank);
   free(g->scratch);
 }
 
@@ -317,7 +353,7 @@ void learn_graph_segment_free(learn_graph *g) {
  * per link when it is free (us); per cluster its finish time (g->seg_fin); per row and device when
  * the row's output is there (g->arrive). */
 typedef struct seg_state {
-  double *load, *avail, *mem, *link, *tmp; /* tmp: a candidate's link times (finish_on) */
+  double *load, *avail, *mem, *link, *tmp; /* tmp: a candidate's link times (start_on) */
 } seg_state;
 
 static seg_state state_init(const learn_graph *g) {
@@ -326,19 +362,19 @@ static seg_state state_init(const learn_graph *g) {
   seg_state st = {g->scratch, g->scratch + D, g->scratch + 2 * D, x, x + g->n_links};
   for (int d = 0; d < 3 * D; d++) g->scratch[d] = 0;
   for (int l = 0; l < g->n_links; l++) st.link[l] = 0;
-  for (int32_t i = 0; i < g->in_ptr[g->n_seg]; i++) /* finish_on reads only rows other clusters read */
+  for (int32_t i = 0; i < g->in_ptr[g->n_seg]; i++) /* start_on reads only rows other clusters read */
     for (int d = 0; d < D; d++) g->arrive[(size_t)g->in_row[i] * D + d] = INFINITY;
   return st;
 }
 
-/* Finish time (us) of cluster s on device d in the list schedule of the clusters before it: it
- * starts when d is free and every tensor it reads from an earlier cluster is on d. A tensor from
+/* Start time (us) of cluster s on device d in the list schedule of the clusters placed before it:
+ * when d is free and every tensor it reads from an earlier cluster is on d. A tensor from
  * another device moves there once (as in the simulator: later readers on d find it there),
  * queued on its link (FIFO, as the simulator's links) for the link's latency plus its bytes over
  * the bandwidth. commit: the cluster is placed on d, so the links and g->arrive keep its
  * transfers; otherwise they go to the state's scratch copy of the links and are forgotten. */
-static double finish_on(const learn_graph *g, const int32_t *seg_dev, const seg_state *st, int64_t s, int d,
-                        int commit) {
+static double start_on(const learn_graph *g, const int32_t *seg_dev, const seg_state *st, int64_t s, int d,
+                       int commit) {
   int D = g->n_dev;
   double t = st->avail[d], *lk = commit ? st->link : st->tmp;
   if (!commit)
@@ -360,8 +396,11 @@ static double finish_on(const learn_graph *g, const int32_t *seg_dev, const seg_
     }
     if (r > t) t = r;
   }
-  return t + g->seg_us[s] * g->dev_slow[d];
+  return t;
 }
+
+/* Kernel time (us) of cluster s on device d. */
+static double dur_on(const learn_graph *g, int64_t s, int d) { return g->seg_us[s] * g->dev_slow[d]; }
 
 /* Features of cluster s for each device given the devices of clusters < s (seg_dev) and the state
  * they left (prev: cluster s-1's device or -1), into out[D * nf]: load * D, d == prev, d unused
@@ -379,7 +418,7 @@ static void cond_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, co
     o[2] = st->load[d] == 0 ? 1.f : 0.f;
     o[3] = 0.f;
     if (nf <= LEARN_SEG_NF_V2) continue;
-    fin[d] = finish_on(g, seg_dev, st, s, d, 0);
+    fin[d] = start_on(g, seg_dev, st, s, d, 0) + dur_on(g, s, d);
     if (fin[d] < best) best = fin[d];
     double over = (st->mem[d] + g->seg_mem[s]) / g->dev_mem[d] - 0.9;
     o[5] = (float)(over <= 0 ? 0 : over >= 1 ? 10 : 10 * over);
@@ -395,18 +434,71 @@ static void cond_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, co
 static void state_place(const learn_graph *g, const int32_t *seg_dev, seg_state *st, int64_t s, int d, int nf) {
   st->load[d] += g->seg_time[s] > 0 ? g->seg_time[s] : 1e-9;
   if (nf <= LEARN_SEG_NF_V2) return;
-  g->seg_fin[s] = finish_on(g, seg_dev, st, s, d, 1);
+  g->seg_fin[s] = start_on(g, seg_dev, st, s, d, 1) + dur_on(g, s, d);
   st->avail[d] = g->seg_fin[s];
   st->mem[d] += g->seg_mem[s];
 }
 
-/* Conditioning features of every cluster for the cluster devices seg_dev: [n_seg, D, nf]. */
+/* The decode order. In s order (g->time_order == 0) cluster k is the k-th; in list-schedule order
+ * the next cluster is the ready one (every cluster it reads placed) that can start earliest on some
+ * device (m-ETF's choice of op); on equal start times the larger upward rank, then the lower s.
+ * order_init before the first, order_next returns the next cluster and order_done marks it placed
+ * (its readers may become ready). nr: ready count. Each step scans the ready clusters on every
+ * device: O(ready x devices x inputs), as m-ETF. */
+static int64_t order_init(const learn_graph *g) {
+  if (!g->time_order) return 0;
+  int64_t nr = 0;
+  for (int64_t s = 0; s < g->n_seg; s++) {
+    g->ord_pend[s] = g->src_ptr[s + 1] - g->src_ptr[s];
+    if (!g->ord_pend[s]) g->ord_ready[nr++] = (int32_t)s;
+  }
+  return nr;
+}
+
+static int64_t order_next(const learn_graph *g, const int32_t *seg_dev, const seg_state *st, int64_t k, int64_t *nr) {
+  if (!g->time_order) return k;
+  int64_t bi = 0;
+  double best = INFINITY;
+  for (int64_t i = 0; i < *nr; i++) {
+    int64_t s = g->ord_ready[i], b = g->ord_ready[bi];
+    for (int d = 0; d < g->n_dev; d++) {
+      double t = start_on(g, seg_dev, st, s, d, 0);
+      int tie_won = g->seg_rank[s] > g->seg_rank[b] || (g->seg_rank[s] == g->seg_rank[b] && s < b);
+      if (t < best || (t == best && tie_won)) {
+        best = t;
+        bi = i;
+        b = s;
+      }
+    }
+  }
+  int64_t s = g->ord_ready[bi];
+  g->ord_ready[bi] = g->ord_ready[--*nr];
+  return s;
+}
+
+/* The device of cluster s - 1 when it is placed already (always in s order), else -1. */
+static int order_prev(const learn_graph *g, const int32_t *seg_dev, int64_t s) {
+  return s > 0 && (!g->time_order || g->ord_pend[s - 1] < 0) ? seg_dev[s - 1] : -1;
+}
+
+static void order_done(const learn_graph *g, int64_t s, int64_t *nr) {
+  if (!g->time_order) return;
+  g->ord_pend[s] = -1; /* placed */
+  for (int32_t i = g->dst_ptr[s]; i < g->dst_ptr[s + 1]; i++)
+    if (!--g->ord_pend[g->dst_seg[i]]) g->ord_ready[(*nr)++] = g->dst_seg[i];
+}
+
+/* Conditioning features of every cluster for the cluster devices seg_dev: [n_seg, D, nf], replaying
+ * the decode order of learn_seg_sample (a function of the devices already chosen). */
 static void cond_all(const learn_graph *g, const int32_t *seg_dev, int nf, float *cond) {
   int D = g->n_dev;
   seg_state st = state_init(g);
-  for (int64_t s = 0; s < g->n_seg; s++) {
-    cond_row(g, seg_dev, s, &st, s ? seg_dev[s - 1] : -1, nf, cond + (size_t)s * D * nf);
+  int64_t nr = order_init(g);
+  for (int64_t k = 0; k < g->n_seg; k++) {
+    int64_t s = order_next(g, seg_dev, &st, k, &nr);
+    cond_row(g, seg_dev, s, &st, order_prev(g, seg_dev, s), nf, cond + (size_t)s * D * nf);
     state_place(g, seg_dev, &st, s, seg_dev[s], nf);
+    order_done(g, s, &nr);
   }
 }
 
@@ -424,8 +516,10 @@ void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng
   int D = g->n_dev, nf = (int)f->seg_coef->shape[1];
   float *cond = (float *)(g->scratch + 4 * D), lg[LEARN_SEG_MAXDEV]; /* D <= LEARN_SEG_MAXDEV (learn_graph_segment) */
   seg_state st = state_init(g);
-  for (int64_t s = 0; s < g->n_seg; s++) {
-    cond_row(g, a->seg, s, &st, s ? a->seg[s - 1] : -1, nf, cond);
+  int64_t nr = order_init(g);
+  for (int64_t k = 0; k < g->n_seg; k++) {
+    int64_t s = order_next(g, a->seg, &st, k, &nr);
+    cond_row(g, a->seg, s, &st, order_prev(g, a->seg, s), nf, cond);
     const float *base = f->seg_base->data + s * D, *cf = f->seg_coef->data + s * nf;
     for (int d = 0; d < D; d++) {
       double v = base[d];
@@ -434,6 +528,7 @@ void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng
     }
     a->seg[s] = draw(lg, D, rng, greedy);
     state_place(g, a->seg, &st, s, a->seg[s], nf);
+    order_done(g, s, &nr);
   }
   float stay = f->stay->data[0];
   for (int64_t v = 0; v < g->nk[GOPT_VAR_DEVICE]; v++) {

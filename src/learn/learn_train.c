@@ -345,7 +345,7 @@ static int slot_ready(const gopt_policy *p, train_slot *s, gopt_env *e, int imit
   if (s->ready) return 0;
   double *x_ref = imitate ? malloc((gopt_env_nvars(e) + 1) * sizeof *x_ref) : NULL;
   if (imitate && !x_ref) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (reference)");
-  int rc = learn_graph_for(p, e, &s->g, err);
+  int rc = learn_graph_for(p, e, 0, &s->g, err);
   rc = rc ? rc : gopt_learn_reference(e, &s->ref, x_ref, err);
   if (!rc && imitate && learn_acts_alloc(&s->target, s->g)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (target)");
   rc = rc || !imitate ? rc : learn_imitate_target(e, s->g, &s->ref, x_ref, &s->target, err);

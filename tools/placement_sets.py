@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""placement_sets.py [--gopt GOPT] [--policy P.gpol] [--samples K] [--list] SET [SET...]: zero-shot
+`go` against the best placement baseline (single, round_robin, metis, expert, m_etf) on a fixed set
+of graph x cluster pairs, with `gopt compare --methods ... --json` per pair (2 at a time). Prints
+the pairs more than 1 % behind (every pair with --list) and per set the geometric mean of go / best
+baseline and the count more than 1 % behind. The sets (docs/LEARNED.md, "The list-schedule decode
+order"):
+  heldout   the 18 pairs of tools/eval_learned.sh (6 held-out graphs x 2xV100-nvlink,
+            4xV100-nvlink, 8xH100);
+  heldout2  a second held-out set looked at only after a policy is fixed: zoo resnext50, nasnet_a,
+            nasrnn, corpus swin_t and the resnext50 and swin_t training steps, same clusters;
+  train     69 training pairs: 23 of tools/train_policies.sh's graphs x 2xV100-nvlink,
+            4xV100-pcie, 8xH100 (for choosing among variants without the held-out pairs);
+  real      real-size graphs of trained architectures on 4xV100-nvlink: the README's Inception-v3
+            training step, GNMT-8 over 50 steps, GPT-2's and Swin-T's training steps.
+Deterministic: seed 0 throughout."""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+C = os.path.join(HERE, "corpus")
+BASELINES = "single,round_robin,metis,expert,m_etf"
+CL3 = ("2xV100-nvlink", "4xV100-nvlink", "8xH100")
+TRAIN_GRAPHS = ("resnet50:depth=18;resnet50;resnet50:depth=101,batch=8;inception_v3;inception_v3:batch=16;"
+                "transformer:layers=2,seq=64;transformer;bert:layers=4;bert:layers=12,seq=256;gpt2:layers=2;"
+                "gpt2:layers=6,seq=512;gnmt:layers=2,steps=10;gnmt:layers=4,steps=20;amoebanet:cells=2;"
+                "rnnlm:steps=10;rnnlm:layers=3,steps=20;C/resnet18.onnx;C/vgg11.onnx;C/mobilenet_v2.onnx;"
+                "C/squeezenet1_1.onnx;C/bert_tiny.onnx;C/gpt2_tiny.onnx;C/lstm_seq2seq.onnx")
+SETS = {
+    "heldout": [(g, c) for c in CL3 for g in ("wavenet", "transformer_xl", "C/wavenet.onnx", "C/densenet121.onnx",
+                                                "C/efficientnet_b0.onnx", "C/shufflenet_v2_x1_0.onnx")],
+    "heldout2": [(g, c) for c in CL3 for g in ("resnext50", "nasnet_a", "nasrnn", "C/swin_t.onnx",
+                                                 "resnext50@training", "C/swin_t.onnx@training")],
+    "train": [(g, c) for c in ("2xV100-nvlink", "4xV100-pcie", "8xH100") for g in TRAIN_GRAPHS.split(";")],
+    "real": [(g, "4xV100-nvlink") for g in ("inception_v3@training", "gnmt:layers=8,steps=50", "gpt2@training",
+                                            "C/swin_t.onnx@training")],
+}
+
+
+def run(args, pair):
+    g, c = pair
+    g = g.replace("C/", C + "/")
+    cmd = [args.gopt, "compare"] + ([g[:-9], "--training"] if g.endswith("@training") else [g])
+    cmd += ["--task", "placement", "--cluster", c, "--methods", BASELINES + ",go", "--json", "--threads", "1"]
+    if args.policy:
+        cmd += ["--policy", args.policy]
+    if args.samples is not None:
+        cmd += ["--samples", str(args.samples)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        return pair, None, r.stderr.strip().splitlines()[-1:] or ["failed"]
+    res = {x["method"]: x["objective"] if x.get("feasible", True) else math.inf for x in json.loads(r.stdout)["results"]}
+    return pair, res.get("go"), min(v for k, v in res.items() if k != "go")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sets", nargs="+", choices=sorted(SETS))
+    ap.add_argument("--gopt", default=os.path.join(HERE, "build", "bin", "gopt"))
+    ap.add_argument("--policy")
+    ap.add_argument("--samples", type=int)
+    ap.add_argument("--list", action="store_true", help="print every pair")
+    args = ap.parse_args()
+    bad_run = 0
+    for s in args.sets:
+        with ThreadPoolExecutor(2) as ex:
+            out = list(ex.map(lambda p: run(args, p), SETS[s]))
+        logs, behind = [], 0
+        for (g, c), go, best in out:
+            if go is None:
+                print(f"{s}: {g} @ {c}: {best[0]}", file=sys.stderr)
+                bad_run = 1
+                continue
+            r = go / best
+            logs.append(math.log(r))
+            behind += r > 1.01
+            if args.list or r > 1.01:
+                print(f"  {s}: {os.path.basename(g)} @ {c}: go / best baseline {r:.3f}")
+        if logs:
+            print(f"{s}: {len(logs)} pairs, go / best baseline geometric mean {math.exp(sum(logs) / len(logs)):.4f}, "
+                  f"more than 1% behind on {behind}")
+    return bad_run
+
+
+if __name__ == "__main__":
+    sys.exit(main())
