@@ -8,7 +8,8 @@
 # SAMPLES (default 8; placement 16), LR (Adam's learning rate: gopt train's 3e-3; placement 1e-3),
 # THREADS (default 2) and SEED (default 1) override the settings; IMITATE (default 0) of the ITERS
 # iterations are the imitation warm start (cross-entropy to each graph's best baseline) before PPO;
-# TASKS (default all four) picks the tasks. A new placement policy has the segment-level device head
+# TASKS (default all four) picks the tasks; EXTRA adds arguments to every `gopt train` (e.g.
+# "--stop-after 250", or "--resume --stop-after 500": tools/placement_curve.sh). A new placement policy has the segment-level device head
 # with the clusters' list-schedule features (docs/LEARNED.md "Segment-level placement").
 # docs/LEARNED.md records the run that produced policies/.
 set -eu
@@ -51,6 +52,6 @@ for task in $tasks; do
   fi
   start=$(date +%s)
   "$gopt" train --task "$task" --cluster "$clusters" --graphs "$set_graphs" -o "$out/$task.gpol" \
-    --iters "$it" --imitate "$imitate" --samples "$k" --threads "$threads" --seed "$seed" "${lr[@]}"
+    --iters "$it" --imitate "$imitate" --samples "$k" --threads "$threads" --seed "$seed" "${lr[@]}" ${EXTRA:-}
   echo "$task: $(( $(date +%s) - start )) s"
 done
