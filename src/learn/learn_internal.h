@@ -88,6 +88,7 @@ typedef struct learn_fwd {
   gopt_nn_tensor *seg_coef;     /* [S, LEARN_SEG_NF]: per-cluster weights of the conditioning features */
   gopt_nn_tensor *node_logits;  /* [Vd, D]: refinement logits (before the stay bonus) */
   gopt_nn_tensor *stay;         /* [1]: the refinement's bonus for the cluster's device */
+  gopt_nn_tensor *dev_emb;      /* [n, H]: the device block's embeddings the head pooled (learn_seg_forward) */
 } learn_fwd;
 
 /* Per-graph feature modulation (fine-tuning): h <- h * (1 + scale) + shift. */

@@ -88,35 +88,48 @@ done:
   return rc;
 }
 
+/* Decodes r = lv, lv + step, ... <= k of the encoding g (forward pass f) into xs rows; r < step
+ * are greedy. */
+static void decode_rows(const learn_fwd *f, const learn_graph *g, learn_acts *a, gopt_env *e, int lv, int step, int k,
+                        gopt_nn_rng *rng, double *xs, size_t nv) {
+  for (int r = lv; r <= k; r += step) {
+    gopt_env_default(e, xs + (size_t)r * nv);
+    learn_sample(f, g, rng, r < step, a);
+    learn_to_x(g, a, xs + (size_t)r * nv);
+  }
+}
+
 /* The zero-shot decodes of p on e into xs[(k + 1) x nv]. A list-order segment head decodes at two
- * levels, its clusters (level 0) and one cluster per node (level 1, unless level 0 already is):
- * decode r uses level r % levels and is greedy when r < levels, a sample otherwise. *g0 gets
- * level 0's encoding (fine-tuning's), whose forward pass stays in ctx. */
+ * levels, its clusters (level 0) and one cluster per node (level 1, when k >= 1 and level 0 is not
+ * that already): decode r uses level r % levels and is greedy when r < levels, a sample otherwise.
+ * Level 1 reuses level 0's graph embeddings (only the head's pooling is redone). *g0 gets level
+ * 0's encoding (fine-tuning's), whose forward pass stays in ctx. */
 static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, size_t nv, learn_graph **g0,
                      gopt_nn_ctx *ctx, gopt_error *err) {
-  int levels = 1, rc = 0;
-  for (int lv = 0; !rc && lv < levels; lv++) {
-    learn_graph *g = NULL;
-    learn_acts a = {0};
-    learn_fwd f;
-    gopt_nn_ctx *c = lv ? gopt_nn_ctx_new(0) : ctx;
-    rc = learn_graph_for(p, e, lv, &g, err);
-    if (!rc && (!c || learn_acts_alloc(&a, g))) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
-    if (!rc && lv == 0 && g->time_order && g->n_seg < g->n) levels = 2;
-    if (!rc) {
-      gopt_nn_ctx_set_training(c, 0);
-      rc = learn_forward(c, p, g, NULL, &f, err);
-    }
-    for (int r = lv; !rc && r <= k; r += levels) {
-      gopt_env_default(e, xs + (size_t)r * nv);
-      learn_sample(&f, g, rng, r < levels, &a);
-      learn_to_x(g, &a, xs + (size_t)r * nv);
-    }
-    learn_acts_free(&a);
-    if (lv == 0) *g0 = g;
-    else learn_graph_free(g);
-    if (lv) gopt_nn_ctx_free(c);
+  learn_graph *g1 = NULL;
+  learn_acts a = {0}, a1 = {0};
+  learn_fwd f, f1;
+  int rc = learn_graph_for(p, e, 0, g0, err);
+  if (!rc && learn_acts_alloc(&a, *g0)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  if (!rc) {
+    gopt_nn_ctx_set_training(ctx, 0);
+    rc = learn_forward(ctx, p, *g0, NULL, &f, err);
   }
+  int levels = !rc && k >= 1 && (*g0)->time_order && (*g0)->n_seg < (*g0)->n && f.dev_emb ? 2 : 1;
+  if (!rc) decode_rows(&f, *g0, &a, e, 0, levels, k, rng, xs, nv);
+  if (!rc && levels == 2) {
+    rc = learn_graph_for(p, e, 1, &g1, err);
+    if (!rc && learn_acts_alloc(&a1, g1)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+    if (!rc) {
+      f1 = f;
+      learn_seg_forward(ctx, p, g1, f.dev_emb, f.rows[GOPT_VAR_DEVICE], &f1);
+      rc = gopt_nn_ctx_status(ctx, err);
+    }
+    if (!rc) decode_rows(&f1, g1, &a1, e, 1, levels, k, rng, xs, nv);
+  }
+  learn_acts_free(&a);
+  learn_acts_free(&a1);
+  learn_graph_free(g1);
   return rc;
 }
 

@@ -356,6 +356,7 @@ int learn_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph *g, 
     f->rows[k] = r;
     if (k == GOPT_VAR_DEVICE && p->seg > 0) {
       if (g->n_seg <= 0) return gopt_error_set(err, GOPT_EINVAL, "learn: graph encoded without the segment head's clusters");
+      f->dev_emb = e;
       learn_seg_forward(ctx, p, g, e, r, f);
     } else if (k == GOPT_VAR_DEVICE) {
       int64_t dsh[2] = {g->n_dev, LEARN_NDEV};

@@ -144,6 +144,11 @@ static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
   return 0;
 }
 
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* Pooling CSR (cluster <- its rows), the device variables' clusters, the pipeline prior per cluster,
  * and for each cluster the earlier clusters its rows neighbour, with their share of its edges. */
 static int cluster_tables(learn_graph *lg, const gopt_env *e, gopt_error *err) {
@@ -177,12 +182,13 @@ static int cluster_tables(learn_graph *lg, const gopt_env *e, gopt_error *err) {
   int32_t m = 0, mi = 0;
   for (int64_t s = 0; s < S; s++) {
     double tot = 0;
+    int32_t m0 = m;
     for (int32_t i = ptr[s]; i < ptr[s + 1]; i++) {
       int32_t r = col[i];
       for (int32_t e = lg->csr.rowptr[r]; e < lg->csr.rowptr[r + 1]; e++) {
         int32_t u = lg->csr.col[e], s2 = lg->seg_of[u];
         if (s2 >= s) continue;
-        cnt[s2] += 1;
+        if (cnt[s2]++ == 0) lg->src_seg[m++] = s2; /* the earlier clusters s touches, in first-touch order */
         tot += 1;
         if (stamp[u] == (int32_t)s) continue; /* each producer's output once per cluster */
         stamp[u] = (int32_t)s;
@@ -191,11 +197,10 @@ static int cluster_tables(learn_graph *lg, const gopt_env *e, gopt_error *err) {
       }
     }
     lg->in_ptr[s + 1] = mi;
-    for (int64_t s2 = 0; s2 < s; s2++) {
-      if (cnt[s2] == 0) continue;
-      lg->src_seg[m] = (int32_t)s2;
-      lg->src_w[m++] = (float)(cnt[s2] / tot);
-      cnt[s2] = 0;
+    qsort(lg->src_seg + m0, (size_t)(m - m0), sizeof *lg->src_seg, cmp_i32); /* ascending, as the features sum them */
+    for (int32_t j = m0; j < m; j++) {
+      lg->src_w[j] = (float)(cnt[lg->src_seg[j]] / tot);
+      cnt[lg->src_seg[j]] = 0;
     }
     lg->src_ptr[s + 1] = m;
   }
@@ -538,15 +543,24 @@ void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng
   }
 }
 
-gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
-  int64_t S = g->n_seg, D = g->n_dev, nd = g->nk[GOPT_VAR_DEVICE], nf = f->seg_coef->shape[1];
-  int64_t csh[3] = {S, D, nf}, ksh[3] = {S, 1, nf}, osh[2] = {nd, D};
-  gopt_nn_tensor *cond = gopt_nn_new(ctx, 3, csh), *hot = gopt_nn_new(ctx, 2, osh);
-  if (!cond || !hot) return NULL;
+/* The cluster logits [S, D] the decisions a->seg were drawn from (the conditioning replayed). */
+static gopt_nn_tensor *seg_logits(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
+  int64_t S = g->n_seg, D = g->n_dev, nf = f->seg_coef->shape[1];
+  int64_t csh[3] = {S, D, nf}, ksh[3] = {S, 1, nf};
+  gopt_nn_tensor *cond = gopt_nn_new(ctx, 3, csh);
+  if (!cond) return NULL;
   cond_all(g, a->seg, (int)nf, cond->data);
-  for (int64_t v = 0; v < nd; v++) hot->data[v * D + a->seg[g->var_seg[v]]] = 1.f;
   gopt_nn_tensor *ar = gopt_nn_sum_last(ctx, gopt_nn_mul(ctx, cond, gopt_nn_reshape(ctx, f->seg_coef, 3, ksh)));
-  gopt_nn_tensor *seg_lp = gopt_nn_categorical_logprob(ctx, gopt_nn_add(ctx, f->seg_base, ar), a->seg);
+  return gopt_nn_add(ctx, f->seg_base, ar);
+}
+
+gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
+  int64_t D = g->n_dev, nd = g->nk[GOPT_VAR_DEVICE];
+  int64_t osh[2] = {nd, D};
+  gopt_nn_tensor *logits = seg_logits(ctx, f, g, a), *hot = gopt_nn_new(ctx, 2, osh);
+  if (!logits || !hot) return NULL;
+  for (int64_t v = 0; v < nd; v++) hot->data[v * D + a->seg[g->var_seg[v]]] = 1.f;
+  gopt_nn_tensor *seg_lp = gopt_nn_categorical_logprob(ctx, logits, a->seg);
   gopt_nn_tensor *node = gopt_nn_add(ctx, f->node_logits, gopt_nn_mul(ctx, hot, f->stay));
   return gopt_nn_concat(ctx, seg_lp, gopt_nn_categorical_logprob(ctx, node, a->dev), 0);
 }
