@@ -12,7 +12,11 @@ order"):
   train     69 training pairs: 23 of tools/train_policies.sh's graphs x 2xV100-nvlink,
             4xV100-pcie, 8xH100 (for choosing among variants without the held-out pairs);
   real      real-size graphs of trained architectures on 4xV100-nvlink: the README's Inception-v3
-            training step, GNMT-8 over 50 steps, GPT-2's and Swin-T's training steps.
+            training step, GNMT-8 over 50 steps, GPT-2's and Swin-T's training steps;
+  issue     the 8 architectures issue 26 measured (GoogLeNet, ResNeXt-50, ViT-B/16, ConvNeXt-T,
+            RegNet-Y-400MF, MNASNet, nn.Transformer, the corpus LSTM seq2seq) on the three
+            clusters; the torchvision/PyTorch models are exported to ONNX (random weights, opset
+            17, batch 1) into build/placement_models/ on first use (~1 min).
 Deterministic: seed 0 throughout."""
 import argparse
 import json
@@ -39,12 +43,43 @@ SETS = {
     "train": [(g, c) for c in ("2xV100-nvlink", "4xV100-pcie", "8xH100") for g in TRAIN_GRAPHS.split(";")],
     "real": [(g, "4xV100-nvlink") for g in ("inception_v3@training", "gnmt:layers=8,steps=50", "gpt2@training",
                                             "C/swin_t.onnx@training")],
+    "issue": [(g, c) for c in CL3 for g in ("X/googlenet.onnx", "resnext50", "X/vit_b_16.onnx", "X/convnext_t.onnx",
+                                              "X/regnet_y.onnx", "X/mnasnet.onnx", "X/nn_transformer.onnx",
+                                              "C/lstm_seq2seq.onnx")],
 }
+X = os.path.join(HERE, "build", "placement_models")
+EXPORT = r"""
+import os, sys, torch, torchvision
+M, out = torchvision.models, sys.argv[1]
+class T(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.t = torch.nn.Transformer(d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, batch_first=True)
+    def forward(s, a, b):
+        return s.t(a, b)
+img = (torch.randn(1, 3, 224, 224),)
+models = {"googlenet": (lambda: M.googlenet(weights=None, aux_logits=False, init_weights=False), img),
+          "vit_b_16": (lambda: M.vit_b_16(weights=None), img), "convnext_t": (lambda: M.convnext_tiny(weights=None), img),
+          "regnet_y": (lambda: M.regnet_y_400mf(weights=None), img), "mnasnet": (lambda: M.mnasnet1_0(weights=None), img),
+          "nn_transformer": (T, (torch.randn(1, 64, 512), torch.randn(1, 64, 512)))}
+torch.manual_seed(0)
+for name, (make, args) in models.items():
+    path = os.path.join(out, name + ".onnx")
+    if not os.path.exists(path):
+        torch.onnx.export(make().eval(), args, path + ".tmp", opset_version=17)
+        os.replace(path + ".tmp", path)
+"""
+
+
+def export_models():
+    """The issue set's ONNX files (X/...), exported once with Debian's PyTorch."""
+    os.makedirs(X, exist_ok=True)
+    subprocess.run(["/usr/bin/python3", "-c", EXPORT, X], check=True, capture_output=True)
 
 
 def run(args, pair):
     g, c = pair
-    g = g.replace("C/", C + "/")
+    g = g.replace("C/", C + "/").replace("X/", X + "/")
     cmd = [args.gopt, "compare"] + ([g[:-9], "--training"] if g.endswith("@training") else [g])
     cmd += ["--task", "placement", "--cluster", c, "--methods", BASELINES + ",go", "--json", "--threads", "1"]
     if args.policy:
@@ -67,6 +102,8 @@ def main():
     ap.add_argument("--list", action="store_true", help="print every pair")
     args = ap.parse_args()
     bad_run = 0
+    if "issue" in args.sets:
+        export_models()
     for s in args.sets:
         with ThreadPoolExecutor(2) as ex:
             out = list(ex.map(lambda p: run(args, p), SETS[s]))
