@@ -26,9 +26,10 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+from placement_targets import BASELINES, obj  # the baselines issue 26 compares with; inf when infeasible
+
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 C = os.path.join(HERE, "corpus")
-BASELINES = "single,round_robin,metis,expert,m_etf"
 CL3 = ("2xV100-nvlink", "4xV100-nvlink", "8xH100")
 TRAIN_GRAPHS = ("resnet50:depth=18;resnet50;resnet50:depth=101,batch=8;inception_v3;inception_v3:batch=16;"
                 "transformer:layers=2,seq=64;transformer;bert:layers=4;bert:layers=12,seq=256;gpt2:layers=2;"
@@ -81,7 +82,7 @@ def run(args, pair):
     g, c = pair
     g = g.replace("C/", C + "/").replace("X/", X + "/")
     cmd = [args.gopt, "compare"] + ([g[:-9], "--training"] if g.endswith("@training") else [g])
-    cmd += ["--task", "placement", "--cluster", c, "--methods", BASELINES + ",go", "--json", "--threads", "1"]
+    cmd += ["--task", "placement", "--cluster", c, "--methods", ",".join(BASELINES + ("go",)), "--json", "--threads", "1"]
     if args.policy:
         cmd += ["--policy", args.policy]
     if args.samples is not None:
@@ -89,8 +90,8 @@ def run(args, pair):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         return pair, None, r.stderr.strip().splitlines()[-1:] or ["failed"]
-    res = {x["method"]: x["objective"] if x.get("feasible", True) else math.inf for x in json.loads(r.stdout)["results"]}
-    return pair, res.get("go"), min(v for k, v in res.items() if k != "go")
+    res = {x["method"]: x for x in json.loads(r.stdout)["results"]}
+    return pair, obj(res.get("go")), min(obj(res.get(b)) for b in BASELINES)
 
 
 def main():
