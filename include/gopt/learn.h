@@ -143,6 +143,9 @@ typedef struct gopt_learn_train_opts {
   float lr;                /* Adam learning rate (default 3e-3) */
   float clip_eps;          /* PPO clip (default 0.2) */
   float ent_coef;          /* entropy bonus (default 0.01) */
+  float kl_coef;           /* placement's segment head: weight of the KL divergence of its cluster
+                            * decisions from the head's fixed-feature prior, summed over the clusters
+                            * (default 0: none; docs/LEARNED.md "KL anchor") */
   float clip_norm;         /* gradient clipping (default 1.0) */
   float baseline_decay;    /* per-graph moving-average baseline decay (default 0.9) */
   int64_t imitate_iters;   /* the first this many of iters are an imitation warm start: cross-entropy

@@ -32,6 +32,8 @@ static const char train_help[] =
     "  exactly (same --task, --cluster, --graphs, --iters, --seed, --threads). Defaults: --iters 100,\n"
     "  --seed 1, --samples 8, --threads 2. --stop-after N stops after iteration N as Ctrl-C would.\n"
     "  --lr R: Adam's learning rate (default 3e-3).\n"
+    "  --kl W: placement's segment head: weight of the KL divergence of its cluster decisions from its\n"
+    "  fixed-feature prior, summed over the clusters (default 0; --resume needs the same W).\n"
     "  --imitate M: the first M of the N iterations imitate each graph's best baseline (cross-entropy\n"
     "  warm start, no PPO); default 0. --resume needs the same --imitate.\n"
     "  --rollout-groups G  split each batch's samples into G gradient groups summed in order (default 1).\n"
@@ -155,7 +157,7 @@ typedef struct train_args {
   const char *task, *out, *clusters, *method;
   char graphs[8192];
   long iters, seed, threads, samples, stop_after, imitate, groups, regal_evals;
-  double lr;
+  double lr, kl;
   int resume, no_history;
 } train_args;
 
@@ -171,6 +173,13 @@ static int parse_args(int argc, char **argv, train_args *a) {
       char *end = NULL;
       a->lr = v ? strtod(v, &end) : 0;
       if (!v || !*v || *end || !(a->lr > 0 && a->lr <= 1)) return cli_usage_error("train", "--lr: expected a learning rate in (0, 1], got '%s'", v ? v : "(nothing)");
+      i++;
+      continue;
+    }
+    if (!strcmp(f, "--kl")) {
+      char *end = NULL;
+      a->kl = v ? strtod(v, &end) : -1;
+      if (!v || !*v || *end || !(a->kl >= 0 && a->kl <= 1e6)) return cli_usage_error("train", "--kl: expected a weight >= 0, got '%s'", v ? v : "(nothing)");
       i++;
       continue;
     }
@@ -208,6 +217,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
   if (!a->graphs[0]) return cli_usage_error("train", "missing --graphs");
   if (!a->out) return cli_usage_error("train", "missing -o");
   if (a->regal_evals && strcmp(a->method, "regal")) return cli_usage_error("train", "--regal-evals needs --method regal");
+  if (a->kl > 0 && (strcmp(a->task, "placement") || strcmp(a->method, "ppo")))
+    return cli_usage_error("train", "--kl: only the placement policy's segment head has a KL anchor (--task placement, --method ppo)");
   return -1;
 }
 
@@ -274,7 +285,7 @@ int cli_train(int argc, char **argv) {
   total_iters = a.iters;
   t_start = t_last = gopt_now();
   gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
-                             .stop_after = a.stop_after, .imitate_iters = a.imitate, .lr = (float)a.lr,
+                             .stop_after = a.stop_after, .imitate_iters = a.imitate, .lr = (float)a.lr, .kl_coef = (float)a.kl,
                              .rollout_groups = (int)a.groups, .regal_evals = (uint64_t)a.regal_evals,
                              .dist = cli_mpi_learn_dist(),
                              .on_iter = on_iter, .user = s};

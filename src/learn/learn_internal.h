@@ -25,6 +25,12 @@
 #define LEARN_SEG_STAY_INIT 8.0f              /* segment head: initial refinement bonus for the cluster's device */
 
 /* One environment prepared for the policy: rows are live nodes in topological order. */
+/* A link's busy interval [t0, t1) in us, in its list sorted by time (prev / next: -1 at the ends). */
+typedef struct learn_seg_iv {
+  double t0, t1;
+  int32_t prev, next;
+} learn_seg_iv;
+
 typedef struct learn_graph {
   int64_t n;              /* rows */
   float *feat;            /* n x LEARN_NIN */
@@ -62,12 +68,15 @@ typedef struct learn_graph {
   double *x_us_b, *x_lat; /* n_dev^2: a transfer's us per byte and latency (us) from a to b */
   int32_t *x_link;        /* n_dev^2: the link it queues on (-1: none) */
   int n_links;
+  learn_seg_iv *iv;       /* the links' busy intervals in the list schedule (learn_segment.c) */
+  int32_t *lk_ends;       /* 2 n_links + 1: each link's first and last interval (-1: none), then
+                           * the intervals in use */
   double *seg_fin;        /* n_seg: the list schedule's finish time of each placed cluster (us) */
   int32_t *dst_ptr, *dst_seg; /* per cluster: the later clusters that read it (src_seg reversed) */
   int32_t *ord_pend, *ord_ready; /* n_seg each: decode-order scratch (pending sources, ready list) */
   double *seg_rank;       /* n_seg: upward rank, the cluster's kernel time plus the longest path after it (us) */
   int time_order;         /* decide the clusters in list-schedule order (the policy's seg_order), not s order */
-  double *scratch;        /* n_dev x (LEARN_SEG_NF + 4) + 2 n_links doubles of sampling scratch */
+  double *scratch;        /* n_dev x (LEARN_SEG_NF + 4) doubles of sampling scratch */
 } learn_graph;
 
 /* The actions of one sample (per kind, in learn_graph order). */
@@ -181,6 +190,18 @@ void learn_graph_segment_free(learn_graph *g);
  * targets). */
 void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a);
 gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a);
+/* The list schedule's links. learn_seg_link_book books link l for x us from the earliest time >= r
+ * at which it is free that long (the first gap in its busy intervals, so a transfer whose tensor is
+ * ready early is not queued behind one booked earlier in the decode order but later in time) and
+ * returns the end; learn_seg_link_unbook removes the last interval booked (it must be on l).
+ * g->iv holds at most in_ptr[n_seg] plus the largest in-degree intervals. */
+double learn_seg_link_book(const learn_graph *g, int l, double r, double x);
+void learn_seg_link_unbook(const learn_graph *g, int l);
+/* KL(policy || prior) summed over the cluster decisions of a ([1]): per cluster, the divergence of
+ * its device distribution from the one the head's fixed feature weights alone give (the untrained
+ * head without its random embedding part), both under the conditioning a's decisions leave. Only
+ * for the 6-feature head (NULL otherwise). */
+gopt_nn_tensor *learn_seg_kl(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a);
 void learn_seg_from_dev(const learn_graph *g, learn_acts *a);
 /* learn_segment.c: the segment head's parameters (before finalize), their initial values (after),
  * and its part of the forward pass (e: every row's embedding, rows: the device variables'). */

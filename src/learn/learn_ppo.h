@@ -11,6 +11,7 @@ typedef struct learn_ppo_cfg {
   float clip_eps, ent_coef, baseline_decay;
   int groups;                   /* rollout groups (<= 1: one); see gopt_learn_dist */
   const gopt_learn_dist *dist;  /* distributed training (NULL: one process) */
+  float kl_coef;                /* segment head: weight of the KL anchor (learn_seg_kl; 0: none) */
 } learn_ppo_cfg;
 
 typedef struct learn_batch {

@@ -150,8 +150,10 @@ static int cmp_i32(const void *a, const void *b) {
 }
 
 /* Pooling CSR (cluster <- its rows), the device variables' clusters, the pipeline prior per cluster,
- * and for each cluster the earlier clusters its rows neighbour, with their share of its edges. */
-static int cluster_tables(learn_graph *lg, const gopt_env *e, gopt_error *err) {
+ * and for each cluster the earlier clusters its rows neighbour, with their share of its edges, and
+ * the rows of earlier clusters it reads with their output bytes (row_bytes: per row, the bytes of
+ * its output tensors, what the simulator moves when a reader is on another device). */
+static int cluster_tables(learn_graph *lg, const gopt_env *e, const double *row_bytes, gopt_error *err) {
   int64_t n = lg->n, S = lg->n_seg, D = lg->n_dev, nd = lg->nk[GOPT_VAR_DEVICE];
   int32_t *ptr = calloc((size_t)S + 1, sizeof *ptr), *col = malloc(((size_t)n + 1) * sizeof *col);
   int32_t *fill = malloc(((size_t)S + 1) * sizeof *fill);
@@ -166,7 +168,7 @@ static int cluster_tables(learn_graph *lg, const gopt_env *e, gopt_error *err) {
   lg->in_row = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->in_row);
   lg->in_bytes = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->in_bytes);
   lg->n_links = gopt_env_cluster(e)->n_links;
-  lg->scratch = malloc(((size_t)D * (LEARN_SEG_NF + 4) + 2 * (size_t)lg->n_links + 1) * sizeof *lg->scratch);
+  lg->scratch = malloc(((size_t)D * (LEARN_SEG_NF + 4) + 1) * sizeof *lg->scratch);
   int32_t *stamp = malloc(((size_t)n + 1) * sizeof *stamp);
   if (!ptr || !col || !fill || !cnt || !lg->var_seg || !lg->seg_prior || !lg->src_ptr || !lg->src_seg || !lg->src_w ||
       !lg->in_ptr || !lg->in_row || !lg->in_bytes || !lg->scratch || !stamp) { free(stamp); rc = serr(err); goto done; }
@@ -193,7 +195,7 @@ static int cluster_tables(learn_graph *lg, const gopt_env *e, gopt_error *err) {
         if (stamp[u] == (int32_t)s) continue; /* each producer's output once per cluster */
         stamp[u] = (int32_t)s;
         lg->in_row[mi] = u;
-        lg->in_bytes[mi++] = (float)row_out_bytes(lg, u);
+        lg->in_bytes[mi++] = (float)row_bytes[u];
       }
     }
     lg->in_ptr[s + 1] = mi;
@@ -228,7 +230,12 @@ static int schedule_tables(learn_graph *lg, const gopt_env *e) {
   lg->x_lat = calloc((size_t)D * D + 1, sizeof *lg->x_lat);
   lg->x_link = malloc(((size_t)D * D + 1) * sizeof *lg->x_link);
   lg->arrive = malloc(((size_t)n * D + 1) * sizeof *lg->arrive);
-  if (!lg->seg_us || !lg->seg_mem || !lg->seg_fin || !lg->dev_slow || !lg->dev_mem || !lg->x_us_b || !lg->x_lat ||
+  int32_t max_in = 0;
+  for (int64_t s = 0; s < S; s++)
+    if (lg->in_ptr[s + 1] - lg->in_ptr[s] > max_in) max_in = lg->in_ptr[s + 1] - lg->in_ptr[s];
+  lg->iv = malloc(((size_t)lg->in_ptr[S] + (size_t)max_in + 1) * sizeof *lg->iv);
+  lg->lk_ends = malloc((2 * (size_t)lg->n_links + 1) * sizeof *lg->lk_ends);
+  if (!lg->iv || !lg->lk_ends || !lg->seg_us || !lg->seg_mem || !lg->seg_fin || !lg->dev_slow || !lg->dev_mem || !lg->x_us_b || !lg->x_lat ||
       !lg->x_link || !lg->arrive)
     return GOPT_ENOMEM;
   double tot = 0;
@@ -289,6 +296,7 @@ int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *e
   size_t N = g->nodes.n;
   int32_t *topo = malloc((N + 1) * sizeof *topo), *pos = malloc((N + 1) * sizeof *pos), *order = NULL;
   int32_t *sp = NULL, *sc = NULL;
+  double *rb = NULL;
   int rc = 0;
   if (!topo || !pos) { rc = serr(err); goto done; }
   int64_t n = gopt_graph_topo(g, topo, err);
@@ -297,15 +305,22 @@ int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *e
   for (size_t v = 0; v < N; v++) pos[v] = -1;
   for (int64_t i = 0; i < n; i++) pos[topo[i]] = (int32_t)i;
   order = malloc(((size_t)n + 1) * sizeof *order);
+  rb = calloc((size_t)n + 1, sizeof *rb);
   lg->seg_of = malloc(((size_t)n + 1) * sizeof *lg->seg_of);
-  if (!order || !lg->seg_of || succ_csr(g, pos, n, &sp, &sc)) { rc = serr(err); goto done; }
+  if (!order || !rb || !lg->seg_of || succ_csr(g, pos, n, &sp, &sc)) { rc = serr(err); goto done; }
+  for (int64_t i = 0; i < n; i++) { /* the tensors, not the cost model's bytes written (0 for a view) */
+    const gopt_node *nd = &g->nodes.a[topo[i]];
+    for (uint32_t k = 0; k < nd->n_out; k++)
+      if (g->outs.a[nd->out + k] >= 0) rb[i] += gopt_tensor_bytes(g, g->outs.a[nd->out + k]);
+  }
   if (dfs_order(sp, sc, n, order)) { rc = gopt_error_set(err, GOPT_EGRAPH, "learn: segments: no depth-first order (cycle?)"); goto done; }
   if (assign_clusters(lg, order, S)) { rc = serr(err); goto done; }
-  if (!(rc = cluster_tables(lg, e, err)) && (schedule_tables(lg, e) || order_tables(lg))) rc = serr(err);
+  if (!(rc = cluster_tables(lg, e, rb, err)) && (schedule_tables(lg, e) || order_tables(lg))) rc = serr(err);
 done:
   free(topo);
   free(pos);
   free(order);
+  free(rb);
   free(sp);
   free(sc);
   return rc;
@@ -343,6 +358,8 @@ void learn_graph_segment_free(learn_graph *g) {
   free(g->x_us_b);
   free(g->x_lat);
   free(g->x_link);
+  free(g->iv);
+  free(g->lk_ends);
   free(g->dst_ptr);
   free(g->dst_seg);
   free(g->ord_pend);
@@ -351,42 +368,73 @@ void learn_graph_segment_free(learn_graph *g) {
   free(g->scratch);
 }
 
+/* The version-3/4 head's fixed feature weights (learn_seg_init's coefficient biases): the earliest
+ * finish time, no overfilled memory, staying with the previous device and the neighbours as
+ * tie-breaks. The KL anchor (learn_seg_kl) measures a policy's distance from them. */
+static const float seg_prior_coef[LEARN_SEG_NF] = {0.0f, 0.5f, 0.0f, 0.5f, LEARN_SEG_EFT_INIT, -2.0f};
+
 /* ---- the autoregressive conditioning ---------------------------------------------------------- */
 
 /* The state the clusters placed so far leave (views into the graph's scratch): per device the
  * kernel-time share placed on it, when it is free in the list schedule (us) and the bytes it holds;
- * per link when it is free (us); per cluster its finish time (g->seg_fin); per row and device when
- * the row's output is there (g->arrive). */
+ * per link its busy intervals (g->iv, g->lk_ends); per cluster its finish time (g->seg_fin); per
+ * row and device when the row's output is there (g->arrive). */
 typedef struct seg_state {
-  double *load, *avail, *mem, *link, *tmp; /* tmp: a candidate's link times (start_on) */
+  double *load, *avail, *mem;
 } seg_state;
 
 static seg_state state_init(const learn_graph *g) {
   int D = g->n_dev;
-  double *x = g->scratch + (size_t)D * (LEARN_SEG_NF + 4);
-  seg_state st = {g->scratch, g->scratch + D, g->scratch + 2 * D, x, x + g->n_links};
+  seg_state st = {g->scratch, g->scratch + D, g->scratch + 2 * D};
   for (int d = 0; d < 3 * D; d++) g->scratch[d] = 0;
-  for (int l = 0; l < g->n_links; l++) st.link[l] = 0;
+  for (int l = 0; l < 2 * g->n_links; l++) g->lk_ends[l] = -1;
+  g->lk_ends[2 * g->n_links] = 0;
   for (int32_t i = 0; i < g->in_ptr[g->n_seg]; i++) /* start_on reads only rows other clusters read */
     for (int d = 0; d < D; d++) g->arrive[(size_t)g->in_row[i] * D + d] = INFINITY;
   return st;
 }
 
+/* The search walks back from the link's last interval: the list order decides clusters in about
+ * the order of their start times, so few intervals lie after r. */
+double learn_seg_link_book(const learn_graph *g, int l, double r, double x) {
+  learn_seg_iv *iv = g->iv;
+  int32_t *head = &g->lk_ends[2 * l], *tail = head + 1, j = *tail;
+  while (j >= 0 && iv[j].t0 > r) j = iv[j].prev;
+  double t = j >= 0 && iv[j].t1 > r ? iv[j].t1 : r;
+  int32_t k = j >= 0 ? iv[j].next : *head;
+  while (k >= 0 && iv[k].t0 < t + x) {
+    if (iv[k].t1 > t) t = iv[k].t1;
+    j = k;
+    k = iv[k].next;
+  }
+  int32_t m = g->lk_ends[2 * g->n_links]++;
+  iv[m] = (learn_seg_iv){t, t + x, j, k};
+  if (j >= 0) iv[j].next = m;
+  else *head = m;
+  if (k >= 0) iv[k].prev = m;
+  else *tail = m;
+  return t + x;
+}
+
+void learn_seg_link_unbook(const learn_graph *g, int l) {
+  learn_seg_iv *iv = g->iv;
+  int32_t m = --g->lk_ends[2 * g->n_links], j = iv[m].prev, k = iv[m].next;
+  if (j >= 0) iv[j].next = k;
+  else g->lk_ends[2 * l] = k;
+  if (k >= 0) iv[k].prev = j;
+  else g->lk_ends[2 * l + 1] = j;
+}
+
 /* Start time (us) of cluster s on device d in the list schedule of the clusters placed before it:
  * when d is free and every tensor it reads from an earlier cluster is on d. A tensor from
  * another device moves there once (as in the simulator: later readers on d find it there),
- * queued on its link (FIFO, as the simulator's links) for the link's latency plus its bytes over
- * the bandwidth. commit: the cluster is placed on d, so the links and g->arrive keep its
- * transfers; otherwise they go to the state's scratch copy of the links and are forgotten. */
+ * booked on its link (link_book) for the link's latency plus its bytes over the bandwidth.
+ * commit: the cluster is placed on d, so the links and g->arrive keep its transfers; otherwise
+ * they are unbooked before returning. */
 static double start_on(const learn_graph *g, const int32_t *seg_dev, const seg_state *st, int64_t s, int d,
                        int commit) {
   int D = g->n_dev;
-  double t = st->avail[d], *lk = commit ? st->link : st->tmp;
-  if (!commit)
-    for (int32_t i = g->in_ptr[s]; i < g->in_ptr[s + 1]; i++) {
-      int32_t a = seg_dev[g->seg_of[g->in_row[i]]], l = a != d ? g->x_link[a * D + d] : -1;
-      if (l >= 0) lk[l] = st->link[l];
-    }
+  double t = st->avail[d];
   for (int32_t i = g->in_ptr[s]; i < g->in_ptr[s + 1]; i++) {
     int32_t u = g->in_row[i], p = g->seg_of[u], a = seg_dev[p];
     double r = g->seg_fin[p], *arr = g->arrive + (size_t)u * D + d;
@@ -395,12 +443,20 @@ static double start_on(const learn_graph *g, const int32_t *seg_dev, const seg_s
     } else if (a != d) {
       int32_t l = g->x_link[a * D + d];
       double x = g->x_lat[a * D + d] + g->in_bytes[i] * g->x_us_b[a * D + d];
-      if (l >= 0) { r = (lk[l] > r ? lk[l] : r) + x; lk[l] = r; }
-      else r += x;
+      r = l >= 0 ? learn_seg_link_book(g, l, r, x) : r + x;
       if (commit) *arr = r;
+      else if (l >= 0) *arr = -1 - (double)l; /* booked for this candidate: unbooked below */
     }
     if (r > t) t = r;
   }
+  if (!commit) /* unbook in reverse order, restoring "not yet moved" */
+    for (int32_t i = g->in_ptr[s + 1] - 1; i >= g->in_ptr[s]; i--) {
+      double *arr = g->arrive + (size_t)g->in_row[i] * D + d;
+      if (*arr < 0) {
+        learn_seg_link_unbook(g, (int)(-1 - *arr));
+        *arr = INFINITY;
+      }
+    }
   return t;
 }
 
@@ -543,21 +599,38 @@ void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng
   }
 }
 
-/* The cluster logits [S, D] the decisions a->seg were drawn from (the conditioning replayed). */
-static gopt_nn_tensor *seg_logits(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
+/* The cluster logits [S, D] the decisions a->seg were drawn from (the conditioning replayed); the
+ * conditioning [S, D, nf] in *cond_out when not NULL. */
+static gopt_nn_tensor *seg_logits(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a,
+                                  gopt_nn_tensor **cond_out) {
   int64_t S = g->n_seg, D = g->n_dev, nf = f->seg_coef->shape[1];
   int64_t csh[3] = {S, D, nf}, ksh[3] = {S, 1, nf};
   gopt_nn_tensor *cond = gopt_nn_new(ctx, 3, csh);
   if (!cond) return NULL;
   cond_all(g, a->seg, (int)nf, cond->data);
+  if (cond_out) *cond_out = cond;
   gopt_nn_tensor *ar = gopt_nn_sum_last(ctx, gopt_nn_mul(ctx, cond, gopt_nn_reshape(ctx, f->seg_coef, 3, ksh)));
   return gopt_nn_add(ctx, f->seg_base, ar);
+}
+
+gopt_nn_tensor *learn_seg_kl(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
+  int64_t S = g->n_seg, D = g->n_dev, nf = f->seg_coef->shape[1], sh[2] = {S, D};
+  gopt_nn_tensor *cond = NULL, *logits = seg_logits(ctx, f, g, a, &cond), *prior = gopt_nn_new(ctx, 2, sh);
+  if (!logits || !prior || nf != LEARN_SEG_NF) return NULL;
+  for (int64_t i = 0; i < S * D; i++) {
+    double v = 0;
+    for (int k = 0; k < LEARN_SEG_NF; k++) v += seg_prior_coef[k] * cond->data[i * LEARN_SEG_NF + k];
+    prior->data[i] = (float)v;
+  }
+  gopt_nn_tensor *lp = gopt_nn_log_softmax(ctx, logits);
+  gopt_nn_tensor *diff = gopt_nn_sub(ctx, lp, gopt_nn_log_softmax(ctx, prior));
+  return gopt_nn_sum(ctx, gopt_nn_mul(ctx, gopt_nn_exp(ctx, lp), diff));
 }
 
 gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
   int64_t D = g->n_dev, nd = g->nk[GOPT_VAR_DEVICE];
   int64_t osh[2] = {nd, D};
-  gopt_nn_tensor *logits = seg_logits(ctx, f, g, a), *hot = gopt_nn_new(ctx, 2, osh);
+  gopt_nn_tensor *logits = seg_logits(ctx, f, g, a, NULL), *hot = gopt_nn_new(ctx, 2, osh);
   if (!logits || !hot) return NULL;
   for (int64_t v = 0; v < nd; v++) hot->data[v * D + a->seg[g->var_seg[v]]] = 1.f;
   gopt_nn_tensor *seg_lp = gopt_nn_categorical_logprob(ctx, logits, a->seg);
@@ -600,10 +673,9 @@ void learn_seg_init(gopt_policy *p) {
    * term (a single training step gains nothing from a pipeline split that does not buy
    * parallelism or memory), staying with the previous device and the neighbours as tie-breaks. */
   static const float bias2[LEARN_SEG_NF_V2] = {-1.0f, 1.0f, 0.0f, 1.0f};
-  static const float bias3[LEARN_SEG_NF] = {0.0f, 0.5f, 0.0f, 0.5f, LEARN_SEG_EFT_INIT, -2.0f};
   for (int64_t i = 0; i < p->seg_coef.w->n; i++) p->seg_coef.w->data[i] *= 0.1f;
   if (p->seg_nf == LEARN_SEG_NF) {
-    memcpy(p->seg_coef.b->data, bias3, sizeof bias3);
+    memcpy(p->seg_coef.b->data, seg_prior_coef, sizeof seg_prior_coef);
   } else {
     memcpy(p->seg_coef.b->data, bias2, sizeof bias2);
   }

@@ -104,7 +104,8 @@ static gopt_nn_tensor *ppo_terms(gopt_nn_ctx *ctx, const learn_graph *g, gopt_nn
 }
 
 /* The PPO loss of samples [i0, i1) of the batch on the pass f (old log-probs and advantages from
- * b), over b->k; the entropy bonus is added when i0 == 0. */
+ * b), over b->k; the entropy bonus is added when i0 == 0, the segment head's KL anchor to its
+ * prior (c->kl_coef) per sample. */
 static gopt_nn_tensor *batch_loss(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g,
                                   const learn_batch *b, const learn_ppo_cfg *c, int record_old, int i0, int i1) {
   gopt_nn_tensor *total = NULL;
@@ -117,6 +118,8 @@ static gopt_nn_tensor *batch_loss(gopt_nn_ctx *ctx, const learn_fwd *f, const le
     gopt_nn_tensor *old = gopt_nn_from(ctx, 1, sh, b->old + (size_t)i * (size_t)b->nv);
     gopt_nn_tensor *adv = gopt_nn_from(ctx, 1, sh, b->adv);
     gopt_nn_tensor *l = ppo_terms(ctx, g, lp, old, adv, c->clip_eps);
+    if (c->kl_coef > 0 && g->n_seg > 0 && f->seg_coef && f->seg_coef->shape[1] == LEARN_SEG_NF)
+      l = gopt_nn_add(ctx, l, gopt_nn_scale(ctx, learn_seg_kl(ctx, f, g, &b->acts[i]), c->kl_coef));
     total = total ? gopt_nn_add(ctx, total, l) : l;
   }
   total = gopt_nn_scale(ctx, total, 1.0f / (float)b->k);
@@ -369,7 +372,7 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
   int resumed = p->has_train && p->ckpt;
   int rc = learn_train_state(p, names, n, o.iters, err);
   if (rc) return rc;
-  learn_ppo_cfg c = {o.samples, o.epochs, o.clip_eps, o.ent_coef, o.baseline_decay, o.rollout_groups, o.dist};
+  learn_ppo_cfg c = {o.samples, o.epochs, o.clip_eps, o.ent_coef, o.baseline_decay, o.rollout_groups, o.dist, o.kl_coef};
   int G = ppo_groups(&c);
   if (o.samples % G)
     return gopt_error_set(err, GOPT_EINVAL, "learn: --samples %d is not a multiple of the %d rollout groups%s", o.samples, G,

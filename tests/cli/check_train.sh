@@ -32,6 +32,8 @@ printf '\x55' | dd of="$d/c.gpol" bs=1 seek=2000 conv=notrunc status=none
 "$ee" "gopt train: unknown flag '--frob'" "$gopt" train --frob || exit 1
 "$ee" "frobnet" "$gopt" train --task placement --cluster V100 --graphs "resnet50;frobnet" -o "$d/x.gpol" || exit 1
 "$ee" "gopt train: --lr: expected a learning rate in .0, 1., got '0'" "$gopt" train "${args[@]}" --lr 0 -o "$d/x.gpol" || exit 1
+"$ee" "gopt train: --kl: expected a weight >= 0, got '-1'" "$gopt" train "${args[@]}" --kl -1 -o "$d/x.gpol" || exit 1
+"$ee" "gopt train: --kl: only the placement policy's segment head" "$gopt" train --task fusion --cluster V100 --graphs resnet50 --kl 0.1 -o "$d/x.gpol" || exit 1
 # SPEC@training trains on the training step: the policy's training set names the pair so
 "$gopt" train --task placement --cluster 2xV100-nvlink --graphs "gpt2:layers=1@training" --iters 2 --samples 2 \
   --lr 1e-3 -o "$d/s.gpol" >/dev/null 2>"$d/err" || { cat "$d/err"; fail "train on a training step"; }
