@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""placement_sets.py [--gopt GOPT] [--policy P.gpol] [--samples K] [--list] SET [SET...]: zero-shot
+"""placement_sets.py [--gopt GOPT] [--policy P.gpol] [--samples K] [--seed S] [--list] SET [SET...]: zero-shot
 `go` against the best placement baseline (single, round_robin, metis, expert, m_etf) on a fixed set
 of graph x cluster pairs, with `gopt compare --methods ... --json` per pair (2 at a time). Prints
 the pairs more than 1 % behind (every pair with --list) and per set the geometric mean of go / best
@@ -17,7 +17,7 @@ order"):
             RegNet-Y-400MF, MNASNet, nn.Transformer, the corpus LSTM seq2seq) on the three
             clusters; the torchvision/PyTorch models are exported to ONNX (random weights, opset
             17, batch 1) into build/placement_models/ on first use (~1 min).
-Deterministic: seed 0 throughout."""
+Deterministic: seed 0 throughout unless --seed S (go's samples; the baselines do not sample)."""
 import argparse
 import json
 import math
@@ -87,6 +87,8 @@ def run(args, pair):
         cmd += ["--policy", args.policy]
     if args.samples is not None:
         cmd += ["--samples", str(args.samples)]
+    if args.seed:
+        cmd += ["--seed", str(args.seed)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         return pair, None, r.stderr.strip().splitlines()[-1:] or ["failed"]
@@ -100,6 +102,7 @@ def main():
     ap.add_argument("--gopt", default=os.path.join(HERE, "build", "bin", "gopt"))
     ap.add_argument("--policy")
     ap.add_argument("--samples", type=int)
+    ap.add_argument("--seed", type=int, default=0, help="gopt compare's seed (go's sampling; default 0)")
     ap.add_argument("--list", action="store_true", help="print every pair")
     args = ap.parse_args()
     bad_run = 0

@@ -180,9 +180,10 @@ int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
 void learn_graph_free(learn_graph *g);
 /* learn_segment.c: the segment head's clusters of lg (at most S, LEARN_SEG_PER_NODE: one per row;
  * nothing when S <= 0 or the graph has no device variable); learn_graph_for = learn_graph_new plus
- * the clusters p's head needs (its S clusters, or one per row when per_node) in p's decode order. */
+ * the clusters p's head needs (clusters of them: 0 for the policy's own count, or
+ * LEARN_SEG_PER_NODE) in p's decode order. */
 int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *err);
-int learn_graph_for(const gopt_policy *p, const gopt_env *e, int per_node, learn_graph **out, gopt_error *err);
+int learn_graph_for(const gopt_policy *p, const gopt_env *e, int clusters, learn_graph **out, gopt_error *err);
 void learn_graph_segment_free(learn_graph *g);
 /* learn_segment.c: the segment head's sampling (cluster devices in order, each conditioned on the
  * earlier ones, then the node refinement), its log-probabilities ([1 + Vd]: the sum of the cluster

@@ -99,37 +99,48 @@ static void decode_rows(const learn_fwd *f, const learn_graph *g, learn_acts *a,
   }
 }
 
-/* The zero-shot decodes of p on e into xs[(k + 1) x nv]. A list-order segment head decodes at two
- * levels, its clusters (level 0) and one cluster per node (level 1, when k >= 1 and level 0 is not
- * that already): decode r uses level r % levels and is greedy when r < levels, a sample otherwise.
- * Level 1 reuses level 0's graph embeddings (only the head's pooling is redone). *g0 gets level
- * 0's encoding (fine-tuning's), whose forward pass stays in ctx. */
+/* Decodes rows r = lv, lv + step, ... <= k (greedy when r < step) with p's head over `clusters`
+ * clusters of e (learn_graph_for), pooled from the graph embeddings of the forward pass f0. */
+static int decode_level(gopt_policy *p, gopt_env *e, int clusters, const learn_fwd *f0, gopt_nn_ctx *ctx, int lv,
+                        int step, int k, gopt_nn_rng *rng, double *xs, size_t nv, gopt_error *err) {
+  learn_graph *g = NULL;
+  learn_acts a = {0};
+  learn_fwd f = *f0;
+  int rc = learn_graph_for(p, e, clusters, &g, err);
+  if (!rc && learn_acts_alloc(&a, g)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  if (!rc) {
+    learn_seg_forward(ctx, p, g, f0->dev_emb, f0->rows[GOPT_VAR_DEVICE], &f);
+    rc = gopt_nn_ctx_status(ctx, err);
+  }
+  if (!rc) decode_rows(&f, g, &a, e, lv, step, k, rng, xs, nv);
+  learn_acts_free(&a);
+  learn_graph_free(g);
+  return rc;
+}
+
+/* The zero-shot decodes of p on e into xs[(k + 1) x nv]. A list-order segment head decodes at up to
+ * four levels: its S clusters (level 0), one cluster per node (when level 0 is not that already),
+ * then S / 4 and S / 16 clusters (each when fewer than level 0 has). Decode r uses level
+ * r % levels and is greedy when r < levels, a sample otherwise; a level is used only when k >= its
+ * index. The other levels reuse level 0's graph embeddings (only the head's pooling is redone).
+ * *g0 gets level 0's encoding (fine-tuning's), whose forward pass stays in ctx. */
 static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, size_t nv, learn_graph **g0,
                      gopt_nn_ctx *ctx, gopt_error *err) {
-  learn_graph *g1 = NULL;
-  learn_acts a = {0}, a1 = {0};
-  learn_fwd f, f1;
+  learn_acts a = {0};
+  learn_fwd f;
   int rc = learn_graph_for(p, e, 0, g0, err);
   if (!rc && learn_acts_alloc(&a, *g0)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
   if (!rc) {
     gopt_nn_ctx_set_training(ctx, 0);
     rc = learn_forward(ctx, p, *g0, NULL, &f, err);
   }
-  int levels = !rc && k >= 1 && (*g0)->time_order && (*g0)->n_seg < (*g0)->n && f.dev_emb ? 2 : 1;
+  int lv[4] = {0}, levels = 1, multi = !rc && (*g0)->time_order && f.dev_emb;
+  if (multi && levels <= k && (*g0)->n_seg < (*g0)->n) lv[levels++] = LEARN_SEG_PER_NODE;
+  for (int q = 4; q <= 16; q *= 4) /* coarser: a multilevel partitioner's levels */
+    if (multi && levels <= k && p->seg / q >= 2 && p->seg / q < (*g0)->n_seg) lv[levels++] = p->seg / q;
   if (!rc) decode_rows(&f, *g0, &a, e, 0, levels, k, rng, xs, nv);
-  if (!rc && levels == 2) {
-    rc = learn_graph_for(p, e, 1, &g1, err);
-    if (!rc && learn_acts_alloc(&a1, g1)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
-    if (!rc) {
-      f1 = f;
-      learn_seg_forward(ctx, p, g1, f.dev_emb, f.rows[GOPT_VAR_DEVICE], &f1);
-      rc = gopt_nn_ctx_status(ctx, err);
-    }
-    if (!rc) decode_rows(&f1, g1, &a1, e, 1, levels, k, rng, xs, nv);
-  }
+  for (int l = 1; l < levels && !rc; l++) rc = decode_level(p, e, lv[l], &f, ctx, l, levels, k, rng, xs, nv, err);
   learn_acts_free(&a);
-  learn_acts_free(&a1);
-  learn_graph_free(g1);
   return rc;
 }
 

@@ -326,9 +326,9 @@ done:
   return rc;
 }
 
-int learn_graph_for(const gopt_policy *p, const gopt_env *e, int per_node, learn_graph **out, gopt_error *err) {
+int learn_graph_for(const gopt_policy *p, const gopt_env *e, int clusters, learn_graph **out, gopt_error *err) {
   int rc = learn_graph_new(e, out, err);
-  if (!rc && p->seg > 0 && (rc = learn_graph_segment(*out, e, per_node ? LEARN_SEG_PER_NODE : p->seg, err))) {
+  if (!rc && p->seg > 0 && (rc = learn_graph_segment(*out, e, clusters > 0 ? clusters : p->seg, err))) {
     learn_graph_free(*out);
     *out = NULL;
   }
