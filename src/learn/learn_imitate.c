@@ -74,7 +74,7 @@ int learn_imitate_step(gopt_nn_ctx *ctx, gopt_policy *p, gopt_nn_optim *opt, con
   gopt_nn_ctx_reset(ctx);
   gopt_nn_ctx_set_training(ctx, 1);
   if ((rc = learn_forward(ctx, p, g, NULL, &f, err))) return rc;
-  gopt_nn_tensor *lp = learn_logp(ctx, &f, g, target);
+  gopt_nn_tensor *lp = learn_logp(ctx, &f, g, target, NULL);
   gopt_nn_tensor *l = lp ? gopt_nn_scale(ctx, gopt_nn_mean(ctx, lp), -1.0f) : NULL;
   if (lp && g->n_seg > 0 && lp->n > g->n_seg) /* segment head: mean cluster factor + mean node refinement */
     l = gopt_nn_scale(ctx, gopt_nn_add(ctx, gopt_nn_mean(ctx, gopt_nn_slice(ctx, lp, 0, 0, g->n_seg)),

@@ -24,13 +24,13 @@
 #define LEARN_SEG_EFT_INIT 8.0f               /* segment head (version 3): initial weight of the finish-time feature */
 #define LEARN_SEG_STAY_INIT 8.0f              /* segment head: initial refinement bonus for the cluster's device */
 
-/* One environment prepared for the policy: rows are live nodes in topological order. */
 /* A link's busy interval [t0, t1) in us, in its list sorted by time (prev / next: -1 at the ends). */
 typedef struct learn_seg_iv {
   double t0, t1;
   int32_t prev, next;
 } learn_seg_iv;
 
+/* One environment prepared for the policy: rows are live nodes in topological order. */
 typedef struct learn_graph {
   int64_t n;              /* rows */
   float *feat;            /* n x LEARN_NIN */
@@ -190,7 +190,13 @@ void learn_graph_segment_free(learn_graph *g);
  * factors, then one per device variable) and each cluster's majority device from a->dev (imitation
  * targets). */
 void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a);
-gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a);
+/* The segment head's log-probability entries of a (clusters, then nodes); with kl, also
+ * KL(policy || prior) summed over the cluster decisions ([1]): per cluster, the divergence of its
+ * device distribution from the one the head's fixed feature weights alone give (the untrained
+ * head without its random embedding part), both under the conditioning a's decisions leave; NULL
+ * for a head without the six features. One replay of the conditioning serves both. */
+gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a,
+                               gopt_nn_tensor **kl);
 /* The list schedule's links. learn_seg_link_book books link l for x us from the earliest time >= r
  * at which it is free that long (the first gap in its busy intervals, so a transfer whose tensor is
  * ready early is not queued behind one booked earlier in the decode order but later in time) and
@@ -198,11 +204,6 @@ gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn
  * g->iv holds at most in_ptr[n_seg] plus the largest in-degree intervals. */
 double learn_seg_link_book(const learn_graph *g, int l, double r, double x);
 void learn_seg_link_unbook(const learn_graph *g, int l);
-/* KL(policy || prior) summed over the cluster decisions of a ([1]): per cluster, the divergence of
- * its device distribution from the one the head's fixed feature weights alone give (the untrained
- * head without its random embedding part), both under the conditioning a's decisions leave. Only
- * for the 6-feature head (NULL otherwise). */
-gopt_nn_tensor *learn_seg_kl(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a);
 void learn_seg_from_dev(const learn_graph *g, learn_acts *a);
 /* learn_segment.c: the segment head's parameters (before finalize), their initial values (after),
  * and its part of the forward pass (e: every row's embedding, rows: the device variables'). */
@@ -219,8 +220,10 @@ void learn_acts_free(learn_acts *a);
 void learn_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a);
 /* Writes the actions into x (nvars doubles). */
 void learn_to_x(const learn_graph *g, const learn_acts *a, double *x);
-/* Per-variable log-probabilities of the actions -> [V] (kinds in order DEVICE, PRIORITY, FUSE). */
-gopt_nn_tensor *learn_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a);
+/* Per-variable log-probabilities of the actions -> [V] (kinds in order DEVICE, PRIORITY, FUSE); seg_kl
+ * (may be NULL): the segment head's KL anchor term (learn_seg_logp), NULL without one. */
+gopt_nn_tensor *learn_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a,
+                           gopt_nn_tensor **seg_kl);
 /* Mean per-variable entropy -> [1]. */
 gopt_nn_tensor *learn_entropy(gopt_nn_ctx *ctx, const learn_fwd *f);
 /* Log-probability entries of a sample in g (learn_logp's length): the variables (sum of nk), plus

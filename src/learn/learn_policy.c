@@ -419,10 +419,12 @@ static gopt_nn_tensor *cat0(gopt_nn_ctx *ctx, gopt_nn_tensor *acc, gopt_nn_tenso
   return acc ? gopt_nn_concat(ctx, acc, t, 0) : t;
 }
 
-gopt_nn_tensor *learn_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
+gopt_nn_tensor *learn_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a,
+                           gopt_nn_tensor **seg_kl) {
   gopt_nn_tensor *out = NULL;
+  if (seg_kl) *seg_kl = NULL;
   if (f->dev_logits) out = cat0(ctx, out, gopt_nn_categorical_logprob(ctx, f->dev_logits, a->dev));
-  if (f->seg_base) out = cat0(ctx, out, learn_seg_logp(ctx, f, g, a));
+  if (f->seg_base) out = cat0(ctx, out, learn_seg_logp(ctx, f, g, a, seg_kl));
   if (f->alpha) {
     int64_t vp = g->nk[GOPT_VAR_PRIORITY], sh2[2] = {vp, 1}, sh1[1] = {vp};
     gopt_nn_tensor *xp = gopt_nn_from(ctx, 2, sh2, a->pri);

@@ -467,9 +467,10 @@ static double dur_on(const learn_graph *g, int64_t s, int d) { return g->seg_us[
  * they left (prev: cluster s-1's device or -1), into out[D * nf]: load * D, d == prev, d unused
  * so far, share of s's edges to earlier clusters that end on d; with nf = 6 also how much later
  * than the earliest over the devices s would finish on d, -log(1 + delay / mean cluster time), and the
- * memory overfill (bytes on d with s, over 90 % of d's memory, x 10, at most 10). */
+ * memory overfill (bytes on d with s, over 90 % of d's memory, x 10, at most 10). start: s's start
+ * time on each device when already known (order_next), else NULL. */
 static void cond_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, const seg_state *st, int prev, int nf,
-                     float *out) {
+                     const double *start, float *out) {
   int D = g->n_dev;
   double *fin = g->scratch + 3 * D, best = INFINITY;
   for (int d = 0; d < D; d++) {
@@ -479,7 +480,7 @@ static void cond_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, co
     o[2] = st->load[d] == 0 ? 1.f : 0.f;
     o[3] = 0.f;
     if (nf <= LEARN_SEG_NF_V2) continue;
-    fin[d] = start_on(g, seg_dev, st, s, d, 0) + dur_on(g, s, d);
+    fin[d] = (start ? start[d] : start_on(g, seg_dev, st, s, d, 0)) + dur_on(g, s, d);
     if (fin[d] < best) best = fin[d];
     double over = (st->mem[d] + g->seg_mem[s]) / g->dev_mem[d] - 0.9;
     o[5] = (float)(over <= 0 ? 0 : over >= 1 ? 10 : 10 * over);
@@ -502,7 +503,8 @@ static void state_place(const learn_graph *g, const int32_t *seg_dev, seg_state 
 
 /* The decode order. In s order (g->time_order == 0) cluster k is the k-th; in list-schedule order
  * the next cluster is the ready one (every cluster it reads placed) that can start earliest on some
- * device (m-ETF's choice of op); on equal start times the larger upward rank, then the lower s.
+ * device (m-ETF's choice of op); on equal start times the larger upward rank, then the lower s. Its
+ * start time on each device goes to start[D] (cond_row's, which then need not recompute them).
  * order_init before the first, order_next returns the next cluster and order_done marks it placed
  * (its readers may become ready). nr: ready count. Each step scans the ready clusters on every
  * device: O(ready x devices x inputs), as m-ETF. */
@@ -516,21 +518,25 @@ static int64_t order_init(const learn_graph *g) {
   return nr;
 }
 
-static int64_t order_next(const learn_graph *g, const int32_t *seg_dev, const seg_state *st, int64_t k, int64_t *nr) {
+static int64_t order_next(const learn_graph *g, const int32_t *seg_dev, const seg_state *st, int64_t k, int64_t *nr,
+                          double *start) {
   if (!g->time_order) return k;
   int64_t bi = 0;
-  double best = INFINITY;
+  double best = INFINITY, cur[LEARN_SEG_MAXDEV];
   for (int64_t i = 0; i < *nr; i++) {
     int64_t s = g->ord_ready[i], b = g->ord_ready[bi];
+    int won = 0;
+    for (int d = 0; d < g->n_dev; d++) cur[d] = start_on(g, seg_dev, st, s, d, 0);
     for (int d = 0; d < g->n_dev; d++) {
-      double t = start_on(g, seg_dev, st, s, d, 0);
       int tie_won = g->seg_rank[s] > g->seg_rank[b] || (g->seg_rank[s] == g->seg_rank[b] && s < b);
-      if (t < best || (t == best && tie_won)) {
-        best = t;
+      if (cur[d] < best || (cur[d] == best && tie_won)) {
+        best = cur[d];
         bi = i;
         b = s;
+        won = 1;
       }
     }
+    if (won) memcpy(start, cur, (size_t)g->n_dev * sizeof *cur);
   }
   int64_t s = g->ord_ready[bi];
   g->ord_ready[bi] = g->ord_ready[--*nr];
@@ -554,10 +560,11 @@ static void order_done(const learn_graph *g, int64_t s, int64_t *nr) {
 static void cond_all(const learn_graph *g, const int32_t *seg_dev, int nf, float *cond) {
   int D = g->n_dev;
   seg_state st = state_init(g);
+  double start[LEARN_SEG_MAXDEV]; /* the next cluster's start times (order_next) */
   int64_t nr = order_init(g);
   for (int64_t k = 0; k < g->n_seg; k++) {
-    int64_t s = order_next(g, seg_dev, &st, k, &nr);
-    cond_row(g, seg_dev, s, &st, order_prev(g, seg_dev, s), nf, cond + (size_t)s * D * nf);
+    int64_t s = order_next(g, seg_dev, &st, k, &nr, start);
+    cond_row(g, seg_dev, s, &st, order_prev(g, seg_dev, s), nf, g->time_order ? start : NULL, cond + (size_t)s * D * nf);
     state_place(g, seg_dev, &st, s, seg_dev[s], nf);
     order_done(g, s, &nr);
   }
@@ -577,10 +584,11 @@ void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng
   int D = g->n_dev, nf = (int)f->seg_coef->shape[1];
   float *cond = (float *)(g->scratch + 4 * D), lg[LEARN_SEG_MAXDEV]; /* D <= LEARN_SEG_MAXDEV (learn_graph_segment) */
   seg_state st = state_init(g);
+  double start[LEARN_SEG_MAXDEV]; /* the next cluster's start times (order_next) */
   int64_t nr = order_init(g);
   for (int64_t k = 0; k < g->n_seg; k++) {
-    int64_t s = order_next(g, a->seg, &st, k, &nr);
-    cond_row(g, a->seg, s, &st, order_prev(g, a->seg, s), nf, cond);
+    int64_t s = order_next(g, a->seg, &st, k, &nr, start);
+    cond_row(g, a->seg, s, &st, order_prev(g, a->seg, s), nf, g->time_order ? start : NULL, cond);
     const float *base = f->seg_base->data + s * D, *cf = f->seg_coef->data + s * nf;
     for (int d = 0; d < D; d++) {
       double v = base[d];
@@ -613,10 +621,12 @@ static gopt_nn_tensor *seg_logits(gopt_nn_ctx *ctx, const learn_fwd *f, const le
   return gopt_nn_add(ctx, f->seg_base, ar);
 }
 
-gopt_nn_tensor *learn_seg_kl(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
-  int64_t S = g->n_seg, D = g->n_dev, nf = f->seg_coef->shape[1], sh[2] = {S, D};
-  gopt_nn_tensor *cond = NULL, *logits = seg_logits(ctx, f, g, a, &cond), *prior = gopt_nn_new(ctx, 2, sh);
-  if (!logits || !prior || nf != LEARN_SEG_NF) return NULL;
+/* KL(policy || prior) of the cluster logits [S, D] whose conditioning is cond [S, D, 6], summed
+ * over the clusters -> [1]; the prior is the head's fixed feature weights applied to cond. */
+static gopt_nn_tensor *seg_kl(gopt_nn_ctx *ctx, gopt_nn_tensor *logits, const gopt_nn_tensor *cond) {
+  int64_t S = logits->shape[0], D = logits->shape[1], sh[2] = {S, D};
+  gopt_nn_tensor *prior = gopt_nn_new(ctx, 2, sh);
+  if (!prior) return NULL;
   for (int64_t i = 0; i < S * D; i++) {
     double v = 0;
     for (int k = 0; k < LEARN_SEG_NF; k++) v += seg_prior_coef[k] * cond->data[i * LEARN_SEG_NF + k];
@@ -627,11 +637,13 @@ gopt_nn_tensor *learn_seg_kl(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_g
   return gopt_nn_sum(ctx, gopt_nn_mul(ctx, gopt_nn_exp(ctx, lp), diff));
 }
 
-gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a) {
+gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn_graph *g, const learn_acts *a,
+                               gopt_nn_tensor **kl) {
   int64_t D = g->n_dev, nd = g->nk[GOPT_VAR_DEVICE];
   int64_t osh[2] = {nd, D};
-  gopt_nn_tensor *logits = seg_logits(ctx, f, g, a, NULL), *hot = gopt_nn_new(ctx, 2, osh);
+  gopt_nn_tensor *cond = NULL, *logits = seg_logits(ctx, f, g, a, &cond), *hot = gopt_nn_new(ctx, 2, osh);
   if (!logits || !hot) return NULL;
+  if (kl) *kl = f->seg_coef->shape[1] == LEARN_SEG_NF ? seg_kl(ctx, logits, cond) : NULL;
   for (int64_t v = 0; v < nd; v++) hot->data[v * D + a->seg[g->var_seg[v]]] = 1.f;
   gopt_nn_tensor *seg_lp = gopt_nn_categorical_logprob(ctx, logits, a->seg);
   gopt_nn_tensor *node = gopt_nn_add(ctx, f->node_logits, gopt_nn_mul(ctx, hot, f->stay));

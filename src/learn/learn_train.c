@@ -111,15 +111,14 @@ static gopt_nn_tensor *batch_loss(gopt_nn_ctx *ctx, const learn_fwd *f, const le
   gopt_nn_tensor *total = NULL;
   int64_t sh[1] = {b->nv};
   for (int i = i0; i < i1; i++) {
-    gopt_nn_tensor *lp = learn_logp(ctx, f, g, &b->acts[i]);
+    gopt_nn_tensor *kl = NULL, *lp = learn_logp(ctx, f, g, &b->acts[i], c->kl_coef > 0 ? &kl : NULL);
     if (!lp) return NULL;
     if (record_old) memcpy(b->old + (size_t)i * (size_t)b->nv, lp->data, (size_t)b->nv * sizeof(float));
     for (int64_t j = 0; j < b->nv; j++) b->adv[j] = (float)b->advantage[i];
     gopt_nn_tensor *old = gopt_nn_from(ctx, 1, sh, b->old + (size_t)i * (size_t)b->nv);
     gopt_nn_tensor *adv = gopt_nn_from(ctx, 1, sh, b->adv);
     gopt_nn_tensor *l = ppo_terms(ctx, g, lp, old, adv, c->clip_eps);
-    if (c->kl_coef > 0 && g->n_seg > 0 && f->seg_coef && f->seg_coef->shape[1] == LEARN_SEG_NF)
-      l = gopt_nn_add(ctx, l, gopt_nn_scale(ctx, learn_seg_kl(ctx, f, g, &b->acts[i]), c->kl_coef));
+    if (kl) l = gopt_nn_add(ctx, l, gopt_nn_scale(ctx, kl, c->kl_coef));
     total = total ? gopt_nn_add(ctx, total, l) : l;
   }
   total = gopt_nn_scale(ctx, total, 1.0f / (float)b->k);
