@@ -1,7 +1,7 @@
 /* learn_optimize.c: `--method go` on one graph: zero-shot (greedy decode plus the best of K
- * samples; the list-order segment head decodes at two levels, below) and optional PPO fine-tuning
- * of a per-graph feature modulation (GO's parameter superposition) starting from the trained
- * policy. */
+ * samples; the list-order segment head decodes at up to four levels, below) and optional PPO
+ * fine-tuning of a per-graph feature modulation (GO's parameter superposition) starting from the
+ * trained policy. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

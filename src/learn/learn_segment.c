@@ -370,7 +370,7 @@ void learn_graph_segment_free(learn_graph *g) {
 
 /* The version-3/4 head's fixed feature weights (learn_seg_init's coefficient biases): the earliest
  * finish time, no overfilled memory, staying with the previous device and the neighbours as
- * tie-breaks. The KL anchor (learn_seg_kl) measures a policy's distance from them. */
+ * tie-breaks. The KL anchor (seg_kl) measures a policy's distance from them. */
 static const float seg_prior_coef[LEARN_SEG_NF] = {0.0f, 0.5f, 0.0f, 0.5f, LEARN_SEG_EFT_INIT, -2.0f};
 
 /* ---- the autoregressive conditioning ---------------------------------------------------------- */

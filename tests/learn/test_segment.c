@@ -36,6 +36,14 @@
 /* 2xV100-nvlink with device 1 twice as fast (FLOP/s, memory bandwidth, the GPU model's terms). */
 static int fix_make(fix *f, gopt_graph *g) { return fix_make2(f, g, "2xV100-nvlink", GOPT_TASK_PLACEMENT, 1); }
 
+/* f: an environment for the placement task over zoo model spec on cluster; 0 on success. */
+static int zoo_fix(fix *f, const char *spec, const char *cluster) {
+  gopt_graph *g = NULL;
+  gopt_error err = {0};
+  CHECK_MSG(gopt_zoo_build(spec, &g, &err) == 0, "%s", err.msg);
+  return !g || fix_make2(f, g, cluster, GOPT_TASK_PLACEMENT, 0);
+}
+
 static void eval1(gopt_env *e, const double *x, gopt_env_result *r) {
   gopt_error err = {0};
   CHECK_MSG(gopt_env_evaluate_batch(e, x, 1, r, &err) == 0, "%s", err.msg);
@@ -351,11 +359,8 @@ static void test_finetune_start(void) {
  * (--kl 100) the same training must leave the greedy placement where the untrained head has it:
  * the anchor holds the policy at its prior. */
 static void test_v3_learns(void) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  CHECK_MSG(gopt_zoo_build("gnmt:layers=2,steps=4", &g, &err) == 0, "%s", err.msg);
   fix f;
-  if (!g || fix_make2(&f, g, "2xV100-nvlink", GOPT_TASK_PLACEMENT, 0)) return;
+  if (zoo_fix(&f, "gnmt:layers=2,steps=4", "2xV100-nvlink")) return;
   gopt_env_result r0, r1;
   double sampled;
   train_greedy(f.e, 0, 0, 200, &r0, &r1, &sampled);
@@ -412,11 +417,9 @@ static void node_level_greedy(gopt_env *e, int order, gopt_env_result *r) {
  * per node on 8 H100s, the list order equals m-ETF's placement time and the depth-first order is
  * slower; go's zero-shot run reaches it too (its node-level decisions). */
 static void test_list_order(void) {
-  gopt_graph *g = NULL;
   gopt_error err = {0};
-  CHECK_MSG(gopt_zoo_build("wavenet", &g, &err) == 0, "%s", err.msg);
   fix f;
-  if (!g || fix_make2(&f, g, "8xH100", GOPT_TASK_PLACEMENT, 0)) return;
+  if (zoo_fix(&f, "wavenet", "8xH100")) return;
   gopt_env_result ri, rl, rm;
   double *x = calloc(gopt_env_nvars(f.e) + 1, sizeof *x);
   gopt_env_default(f.e, x);
@@ -448,11 +451,9 @@ static void test_list_order(void) {
  * finer levels' greedy decisions (--samples 1, the same two decisions, greedy uses no random
  * draw) by 4 % (1.586 against 1.518 ms). Untrained policy. */
 static void test_coarse_levels(void) {
-  gopt_graph *g = NULL;
   gopt_error err = {0};
-  CHECK_MSG(gopt_zoo_build("bert:layers=4", &g, &err) == 0, "%s", err.msg);
   fix f;
-  if (!g || fix_make2(&f, g, "4xV100-pcie", GOPT_TASK_PLACEMENT, 0)) return;
+  if (zoo_fix(&f, "bert:layers=4", "4xV100-pcie")) return;
   double *x = calloc(gopt_env_nvars(f.e) + 1, sizeof *x);
   gopt_policy *p = NULL;
   gopt_search_result r2, r4;
@@ -474,11 +475,10 @@ static void test_coarse_levels(void) {
  * writes nothing in the cost model but is a 16 MB tensor to move; reading the cost model's bytes
  * written, the head saw 40 of the 202 MB its own node-level placement moved on 4xV100-pcie). */
 static void test_transfer_bytes(void) {
-  gopt_graph *g = NULL;
   gopt_error err = {0};
-  CHECK_MSG(gopt_zoo_build("gnmt:layers=2,steps=4", &g, &err) == 0, "%s", err.msg);
   fix f;
-  if (!g || fix_make2(&f, g, "4xV100-pcie", GOPT_TASK_PLACEMENT, 0)) return;
+  if (zoo_fix(&f, "gnmt:layers=2,steps=4", "4xV100-pcie")) return;
+  const gopt_graph *g = f.g;
   gopt_policy *p = NULL;
   learn_graph *lg = NULL;
   CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
