@@ -186,6 +186,8 @@ typedef struct gopt_learn_opt_opts {
   uint64_t seed;
   gopt_search_trace_fn on_improve; /* best-vs-evaluations curve (may be NULL) */
   void *user;
+  int raw;                 /* placement: the decodes as the policy gives them, without moving each constant
+                            * subexpression (zero-time nodes reading only weights) to its readers' device */
 } gopt_learn_opt_opts;
 
 /* Zero-shot: the greedy decision and the best of K samples (ranked by gopt_env_result_cmp); with

@@ -186,7 +186,7 @@ class StartInfo(ctypes.Structure):
 
 class LearnOptOpts(ctypes.Structure):
     _fields_ = [("samples", c_int), ("finetune_evals", c_uint64), ("seed", c_uint64), ("on_improve", TRACE_FN),
-                ("user", c_void_p)]
+                ("user", c_void_p), ("raw", c_int)]
 
 
 # ---- functions --------------------------------------------------------------------------------

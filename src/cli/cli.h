@@ -87,6 +87,7 @@ typedef struct cli_task_flags {
   long samples;        /* --samples K: the learned method's samples besides greedy */
   int has_samples;
   long finetune;       /* --finetune N: PPO fine-tuning evaluations (0: zero-shot) */
+  int raw_decodes;     /* --raw-decodes: go's placement decodes without their post-process */
   int mpi_islands;     /* --mpi-search islands (else eval: one search, batches spread over ranks) */
   int mpi_search_set;  /* --mpi-search given (compare/report: run every method on all ranks) */
   double ga[4];        /* --brkga P,E,M,B: population, elite/mutant fractions, elite bias (0: defaults) */

@@ -106,6 +106,7 @@ static int run_learned(gopt_env *e, const cli_task_flags *f, const gopt_search_o
   lo.samples = f->has_samples ? (int)f->samples : 16;
   lo.finetune_evals = (uint64_t)f->finetune;
   lo.seed = (uint64_t)f->seed;
+  lo.raw = f->raw_decodes;
   lo.on_improve = so->on_improve;
   lo.user = so->user;
   gopt_search_result res;
@@ -247,6 +248,10 @@ int cli_task_flag(const char *cmd, int argc, char **argv, int *i, cli_task_flags
   }
   if (!strcmp(a, "--no-history")) {
     f->no_history = 1;
+    return 1;
+  }
+  if (!strcmp(a, "--raw-decodes")) {
+    f->raw_decodes = 1;
     return 1;
   }
   if (!strcmp(a, "--mpi-search")) {

@@ -185,6 +185,19 @@ void learn_graph_free(learn_graph *g);
 int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *err);
 int learn_graph_for(const gopt_policy *p, const gopt_env *e, int clusters, learn_graph **out, gopt_error *err);
 void learn_graph_segment_free(learn_graph *g);
+/* learn_segment.c: kernel time of row r (us, from its features). */
+double learn_row_us(const learn_graph *lg, int64_t r);
+/* learn_segment.c: the rows' dataflow edges as a CSR over rows (pos: node id -> row, -1 for a dead
+ * node; n rows): dir 1 each row's readers, dir 0 its producers, one entry per input slot (so
+ * repeats are kept), in node-id order. The caller frees both arrays. */
+int learn_row_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int dir, int32_t **ptr_out, int32_t **col_out);
+/* learn_colocate.c: the zero-time rows of a placement move to where they send the fewest bytes.
+ * learn_coloc_new precomputes lg's producer and reader lists; learn_coloc_apply rewrites the device
+ * variables of x (dev_of: lg->n rows of scratch). */
+typedef struct learn_coloc learn_coloc;
+int learn_coloc_new(const gopt_env *e, const learn_graph *lg, learn_coloc **out, gopt_error *err);
+void learn_coloc_apply(learn_coloc *c, const learn_graph *lg, double *x, int32_t *dev_of);
+void learn_coloc_free(learn_coloc *c); /* accepts NULL */
 /* learn_segment.c: the segment head's sampling (cluster devices in order, each conditioned on the
  * earlier ones, then the node refinement), its log-probabilities ([1 + Vd]: the sum of the cluster
  * factors, then one per device variable) and each cluster's majority device from a->dev (imitation

@@ -88,31 +88,45 @@ done:
   return rc;
 }
 
-/* Decodes r = lv, lv + step, ... <= k of the encoding g (forward pass f) into xs rows; r < step
- * are greedy. */
-static void decode_rows(const learn_fwd *f, const learn_graph *g, learn_acts *a, gopt_env *e, int lv, int step, int k,
-                        gopt_nn_rng *rng, double *xs, size_t nv) {
-  for (int r = lv; r <= k; r += step) {
-    gopt_env_default(e, xs + (size_t)r * nv);
-    learn_sample(f, g, rng, r < step, a);
-    learn_to_x(g, a, xs + (size_t)r * nv);
+/* The zero-shot decodes' shared state: rows r = lv, lv + step, ... <= k of xs (nv each) belong to
+ * level lv; rows r < step are greedy. Placement rows are post-processed (learn_colocate.c) unless
+ * c is NULL. */
+typedef struct dec_ctx {
+  gopt_env *e;
+  int step, k;
+  gopt_nn_rng *rng;
+  double *xs;
+  size_t nv;
+  const learn_graph *g0;
+  learn_coloc *c;
+  int32_t *dev_of; /* g0->n rows of learn_coloc_apply's scratch */
+} dec_ctx;
+
+/* Decodes level lv's rows of d with the encoding g and its forward pass f. */
+static void decode_rows(dec_ctx *d, const learn_fwd *f, const learn_graph *g, learn_acts *a, int lv) {
+  for (int r = lv; r <= d->k; r += d->step) {
+    double *x = d->xs + (size_t)r * d->nv;
+    gopt_env_default(d->e, x);
+    learn_sample(f, g, d->rng, r < d->step, a);
+    learn_to_x(g, a, x);
+    if (d->c) learn_coloc_apply(d->c, d->g0, x, d->dev_of);
   }
 }
 
-/* Decodes rows r = lv, lv + step, ... <= k (greedy when r < step) with p's head over `clusters`
- * clusters of e (learn_graph_for), pooled from the graph embeddings of the forward pass f0. */
-static int decode_level(gopt_policy *p, gopt_env *e, int clusters, const learn_fwd *f0, gopt_nn_ctx *ctx, int lv,
-                        int step, int k, gopt_nn_rng *rng, double *xs, size_t nv, gopt_error *err) {
+/* Decodes level lv of d with p's head over `clusters` clusters of e (learn_graph_for), pooled from
+ * the graph embeddings of the forward pass f0. */
+static int decode_level(dec_ctx *d, gopt_policy *p, int clusters, const learn_fwd *f0, gopt_nn_ctx *ctx, int lv,
+                        gopt_error *err) {
   learn_graph *g = NULL;
   learn_acts a = {0};
   learn_fwd f = *f0;
-  int rc = learn_graph_for(p, e, clusters, &g, err);
+  int rc = learn_graph_for(p, d->e, clusters, &g, err);
   if (!rc && learn_acts_alloc(&a, g)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
   if (!rc) {
     learn_seg_forward(ctx, p, g, f0->dev_emb, f0->rows[GOPT_VAR_DEVICE], &f);
     rc = gopt_nn_ctx_status(ctx, err);
   }
-  if (!rc) decode_rows(&f, g, &a, e, lv, step, k, rng, xs, nv);
+  if (!rc) decode_rows(d, &f, g, &a, lv);
   learn_acts_free(&a);
   learn_graph_free(g);
   return rc;
@@ -123,14 +137,20 @@ static int decode_level(gopt_policy *p, gopt_env *e, int clusters, const learn_f
  * then S / 4 and S / 16 clusters (each when fewer than level 0 has). Decode r uses level
  * r % levels and is greedy when r < levels, a sample otherwise; a level is used only when k >= its
  * index. The other levels reuse level 0's graph embeddings (only the head's pooling is redone).
- * *g0 gets level 0's encoding (fine-tuning's), whose forward pass stays in ctx. */
-static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, size_t nv, learn_graph **g0,
-                     gopt_nn_ctx *ctx, gopt_error *err) {
+ * With a placement task and not raw, every decode's zero-time constant nodes then move to their
+ * readers (learn_colocate.c). *g0 gets level 0's encoding (fine-tuning's), whose forward pass
+ * stays in ctx. */
+static int zero_shot(gopt_policy *p, gopt_env *e, int k, int raw, gopt_nn_rng *rng, double *xs, size_t nv,
+                     learn_graph **g0, gopt_nn_ctx *ctx, gopt_error *err) {
   learn_acts a = {0};
   learn_fwd f;
+  dec_ctx d = {.e = e, .k = k, .rng = rng, .xs = xs, .nv = nv};
   int rc = learn_graph_for(p, e, 0, g0, err);
-  if (!rc && learn_acts_alloc(&a, *g0)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  if (!rc && (learn_acts_alloc(&a, *g0) || !(d.dev_of = malloc(((size_t)(*g0)->n + 1) * sizeof *d.dev_of))))
+    rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  if (!rc && !raw && gopt_env_task(e) == GOPT_TASK_PLACEMENT) rc = learn_coloc_new(e, *g0, &d.c, err);
   if (!rc) {
+    d.g0 = *g0;
     gopt_nn_ctx_set_training(ctx, 0);
     rc = learn_forward(ctx, p, *g0, NULL, &f, err);
   }
@@ -138,8 +158,11 @@ static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, doubl
   if (multi && levels <= k && (*g0)->n_seg < (*g0)->n) lv[levels++] = LEARN_SEG_PER_NODE;
   for (int q = 4; q <= 16; q *= 4) /* coarser: a multilevel partitioner's levels */
     if (multi && levels <= k && p->seg / q >= 2 && p->seg / q < (*g0)->n_seg) lv[levels++] = p->seg / q;
-  if (!rc) decode_rows(&f, *g0, &a, e, 0, levels, k, rng, xs, nv);
-  for (int l = 1; l < levels && !rc; l++) rc = decode_level(p, e, lv[l], &f, ctx, l, levels, k, rng, xs, nv, err);
+  d.step = levels;
+  if (!rc) decode_rows(&d, &f, *g0, &a, 0);
+  for (int l = 1; l < levels && !rc; l++) rc = decode_level(&d, p, lv[l], &f, ctx, l, err);
+  learn_coloc_free(d.c);
+  free(d.dev_of);
   learn_acts_free(&a);
   return rc;
 }
@@ -164,7 +187,7 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
   double *xs = malloc(((size_t)(k + 1) * s.nv + 1) * sizeof *xs);
   gopt_env_result *rs = malloc((size_t)(k + 1) * sizeof *rs);
   int rc = !ctx || !xs || !rs ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : 0;
-  if (!rc) rc = zero_shot(p, e, k, &rng, xs, s.nv, &g, ctx, err);
+  if (!rc) rc = zero_shot(p, e, k, o->raw, &rng, xs, s.nv, &g, ctx, err);
   if (!rc) rc = gopt_env_evaluate_batch(e, xs, (size_t)k + 1, rs, err);
   if (!rc) take(&s, xs, rs, (size_t)k + 1);
   if (!rc && o->finetune_evals > 0 && learn_nv(g) > 0) rc = finetune(p, e, g, ctx, k > 1 ? k : 8, &rng, &s, err);

@@ -25,7 +25,7 @@
 static int serr(gopt_error *err) { return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (segments)"); }
 
 /* Kernel time of row r in us (feature column 19 = log10(1 + us) / 6). */
-static double row_time(const learn_graph *lg, int64_t r) {
+double learn_row_us(const learn_graph *lg, int64_t r) {
   double t = pow(10.0, 6.0 * lg->feat[r * LEARN_NIN + 19]) - 1.0;
   return t > 0 ? t : 0;
 }
@@ -41,8 +41,7 @@ static double row_weight_bytes(const learn_graph *lg, int64_t r) {
   return b > 0 ? 4.0 * b : 0;
 }
 
-/* Directed successor lists over rows (producer row -> consumer row) from the graph. */
-static int succ_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int32_t **ptr_out, int32_t **col_out) {
+int learn_row_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int dir, int32_t **ptr_out, int32_t **col_out) {
   int32_t *ptr = calloc((size_t)n + 2, sizeof *ptr), *col = NULL, *fill = NULL;
   if (!ptr) return GOPT_ENOMEM;
   for (int pass = 0; pass < 2; pass++) {
@@ -53,8 +52,9 @@ static int succ_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int32_t 
         int32_t t = g->slots.a[nd->in + k].tensor;
         int32_t u = t >= 0 ? g->tensors.a[t].producer : -1;
         if (u < 0 || pos[u] < 0 || u == (int32_t)v) continue;
-        if (pass) col[fill[pos[u]]++] = pos[v];
-        else ptr[pos[u] + 1]++;
+        int32_t a = dir ? pos[u] : pos[v], b = dir ? pos[v] : pos[u];
+        if (pass) col[fill[a]++] = b;
+        else ptr[a + 1]++;
       }
     }
     if (pass) break;
@@ -109,12 +109,12 @@ static int dfs_order(const int32_t *ptr, const int32_t *col, int64_t n, int32_t 
 static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
   int64_t n = lg->n;
   double tot = 0, cum = 0;
-  for (int64_t r = 0; r < n; r++) tot += row_time(lg, r);
+  for (int64_t r = 0; r < n; r++) tot += learn_row_us(lg, r);
   int32_t *raw = malloc(((size_t)n + 1) * sizeof *raw);
   if (!raw) return GOPT_ENOMEM;
   for (int64_t i = 0; i < n; i++) {
     int64_t r = order[i];
-    double w = 0.5 * (tot > 0 ? row_time(lg, r) / tot : 0) + (tot > 0 ? 0.5 : 1.0) / (double)n;
+    double w = 0.5 * (tot > 0 ? learn_row_us(lg, r) / tot : 0) + (tot > 0 ? 0.5 : 1.0) / (double)n;
     int64_t s = S == LEARN_SEG_PER_NODE ? i : (int64_t)floor((cum + w / 2) * S);
     raw[r] = (int32_t)(s < 0 ? 0 : s >= S ? S - 1 : s);
     cum += w;
@@ -134,7 +134,7 @@ static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
   cum = 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t r = order[i];
-    double t = tot > 0 ? row_time(lg, r) / tot : 1.0 / (double)n;
+    double t = tot > 0 ? learn_row_us(lg, r) / tot : 1.0 / (double)n;
     lg->seg_time[lg->seg_of[r]] += t;
   }
   for (int32_t s = 0; s < lg->n_seg; s++) {
@@ -240,7 +240,7 @@ static int schedule_tables(learn_graph *lg, const gopt_env *e) {
     return GOPT_ENOMEM;
   double tot = 0;
   for (int64_t r = 0; r < n; r++) {
-    double t = row_time(lg, r);
+    double t = learn_row_us(lg, r);
     lg->seg_us[lg->seg_of[r]] += t;
     lg->seg_mem[lg->seg_of[r]] += row_out_bytes(lg, r) + row_weight_bytes(lg, r);
     tot += t;
@@ -307,7 +307,7 @@ int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *e
   order = malloc(((size_t)n + 1) * sizeof *order);
   rb = calloc((size_t)n + 1, sizeof *rb);
   lg->seg_of = malloc(((size_t)n + 1) * sizeof *lg->seg_of);
-  if (!order || !rb || !lg->seg_of || succ_csr(g, pos, n, &sp, &sc)) { rc = serr(err); goto done; }
+  if (!order || !rb || !lg->seg_of || learn_row_csr(g, pos, n, 1, &sp, &sc)) { rc = serr(err); goto done; }
   for (int64_t i = 0; i < n; i++) { /* the tensors, not the cost model's bytes written (0 for a view) */
     const gopt_node *nd = &g->nodes.a[topo[i]];
     for (uint32_t k = 0; k < nd->n_out; k++)
