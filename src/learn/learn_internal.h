@@ -191,7 +191,8 @@ double learn_row_us(const learn_graph *lg, int64_t r);
  * node; n rows): dir 1 each row's readers, dir 0 its producers, one entry per input slot (so
  * repeats are kept), in node-id order. The caller frees both arrays. */
 int learn_row_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int dir, int32_t **ptr_out, int32_t **col_out);
-/* learn_colocate.c: the zero-time rows of a placement move to where they send the fewest bytes.
+/* learn_colocate.c: the constant subexpressions of a placement move to their readers (the device
+ * where they send the fewest bytes).
  * learn_coloc_new precomputes lg's producer and reader lists; learn_coloc_apply rewrites the device
  * variables of x (dev_of: lg->n rows of scratch). */
 typedef struct learn_coloc learn_coloc;

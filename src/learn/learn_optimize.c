@@ -54,14 +54,21 @@ static int take_start(gopt_env *e, opt_state *s, uint64_t *used, gopt_error *err
   return rc;
 }
 
-/* PPO on this graph for o->finetune_evals evaluations, training only the modulation. */
+/* PPO on this graph for o->finetune_evals evaluations, training only the modulation. Placement
+ * samples get zero-shot's post-process (learn_colocate.c) unless o->raw. */
 static int finetune(gopt_policy *p, gopt_env *e, const learn_graph *g, gopt_nn_ctx *ctx, int k,
                     gopt_nn_rng *rng, opt_state *s, gopt_error *err) {
   learn_mod mod;
   learn_batch b = {0};
   gopt_nn_optim *opt = NULL;
+  learn_coloc *cc = NULL;
+  int32_t *cdev = NULL;
   int rc = learn_mod_new(p, &mod, err);
   if (rc) return rc;
+  if (!s->o->raw && gopt_env_task(e) == GOPT_TASK_PLACEMENT) {
+    if (!(cdev = malloc(((size_t)g->n + 1) * sizeof *cdev))) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory"); goto done; }
+    if ((rc = learn_coloc_new(e, g, &cc, err))) goto done;
+  }
   gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, 1e-2f);
   oc.clip_norm = 1.0f;
   if (!(opt = gopt_nn_optim_new(&oc, mod.params, err))) { rc = GOPT_EINVAL; goto done; }
@@ -76,6 +83,8 @@ static int finetune(gopt_policy *p, gopt_env *e, const learn_graph *g, gopt_nn_c
     if (kk != b.k) {
       learn_batch_free(&b);
       if (learn_batch_init(&b, g, s->nv, kk)) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (batch)"); goto done; }
+      b.coloc = cc;
+      b.coloc_dev = cdev;
     }
     if ((rc = learn_ppo_batch(ctx, p, &mod, opt, e, g, &ref, &ema, &c, rng, &b, err))) goto done;
     take(s, b.xs, b.res, (size_t)kk);
@@ -85,6 +94,8 @@ done:
   learn_batch_free(&b);
   gopt_nn_optim_free(opt);
   learn_mod_free(&mod);
+  learn_coloc_free(cc);
+  free(cdev);
   return rc;
 }
 

@@ -25,6 +25,9 @@ typedef struct learn_batch {
   float *old;             /* k x nv: log-probs at sampling time */
   float *adv;             /* nv scratch */
   double loss, mean_reward;
+  learn_coloc *coloc;     /* NULL, or the post-process each sample gets before it is evaluated
+                           * (learn_colocate.c; not owned, set after learn_batch_init) ... */
+  int32_t *coloc_dev;     /* ... and its scratch (not owned) */
 } learn_batch;
 
 /* k <= 256. Returns 0 or GOPT_ENOMEM (free with learn_batch_free either way). */

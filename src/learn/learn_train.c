@@ -203,6 +203,7 @@ int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt
         gopt_env_default(e, b->xs + (size_t)i * nv);
         learn_sample(&f, g, rng, 0, &b->acts[i]);
         learn_to_x(g, &b->acts[i], b->xs + (size_t)i * nv);
+        if (b->coloc) learn_coloc_apply(b->coloc, g, b->xs + (size_t)i * nv, b->coloc_dev);
       }
       if ((rc = batch_evaluate(e, b, c, err))) return rc;
       for (int i = 0; i < b->k; i++) b->reward[i] = gopt_learn_reward(e, &b->res[i], ref);
