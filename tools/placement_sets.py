@@ -16,7 +16,11 @@ order"):
   issue     the 8 architectures issue 26 measured (GoogLeNet, ResNeXt-50, ViT-B/16, ConvNeXt-T,
             RegNet-Y-400MF, MNASNet, nn.Transformer, the corpus LSTM seq2seq) on the three
             clusters; the torchvision/PyTorch models are exported to ONNX (random weights, opset
-            17, batch 1) into build/placement_models/ on first use (~1 min).
+            17, batch 1) into build/placement_models/ on first use (~1 min);
+  heldout3  a third held-out set, first measured on 29 Nov after the policy and its post-process
+            were fixed: torchvision AlexNet, MaxViT-T, EfficientNet-V2-S, RegNet-X-400MF and a
+            2-layer GRU encoder-decoder (exported like the issue set, ~1 min more), and the
+            training step of each, same three clusters.
 Deterministic: seed 0 throughout unless --seed S (go's samples; the baselines do not sample)."""
 import argparse
 import json
@@ -47,6 +51,10 @@ SETS = {
     "issue": [(g, c) for c in CL3 for g in ("X/googlenet.onnx", "resnext50", "X/vit_b_16.onnx", "X/convnext_t.onnx",
                                               "X/regnet_y.onnx", "X/mnasnet.onnx", "X/nn_transformer.onnx",
                                               "C/lstm_seq2seq.onnx")],
+    "heldout3": [(g, c) for c in CL3 for g in ("X/alexnet.onnx", "X/maxvit_t.onnx", "X/efficientnet_v2_s.onnx",
+                                                 "X/regnet_x.onnx", "X/gru_seq2seq.onnx", "X/alexnet.onnx@training",
+                                                 "X/maxvit_t.onnx@training", "X/efficientnet_v2_s.onnx@training",
+                                                 "X/regnet_x.onnx@training", "X/gru_seq2seq.onnx@training")],
 }
 X = os.path.join(HERE, "build", "placement_models")
 EXPORT = r"""
@@ -58,11 +66,26 @@ class T(torch.nn.Module):
         s.t = torch.nn.Transformer(d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, batch_first=True)
     def forward(s, a, b):
         return s.t(a, b)
+class GRUS2S(torch.nn.Module):
+    def __init__(s, V=8000, H=512):
+        super().__init__()
+        s.emb = torch.nn.Embedding(V, H)
+        s.enc = torch.nn.GRU(H, H, num_layers=2, batch_first=True)
+        s.dec = torch.nn.GRU(H, H, num_layers=2, batch_first=True)
+        s.out = torch.nn.Linear(H, V)
+    def forward(s, a, b):
+        _, h = s.enc(s.emb(a))
+        y, _ = s.dec(s.emb(b), h)
+        return s.out(y)
 img = (torch.randn(1, 3, 224, 224),)
 models = {"googlenet": (lambda: M.googlenet(weights=None, aux_logits=False, init_weights=False), img),
           "vit_b_16": (lambda: M.vit_b_16(weights=None), img), "convnext_t": (lambda: M.convnext_tiny(weights=None), img),
           "regnet_y": (lambda: M.regnet_y_400mf(weights=None), img), "mnasnet": (lambda: M.mnasnet1_0(weights=None), img),
-          "nn_transformer": (T, (torch.randn(1, 64, 512), torch.randn(1, 64, 512)))}
+          "nn_transformer": (T, (torch.randn(1, 64, 512), torch.randn(1, 64, 512))),
+          "alexnet": (lambda: M.alexnet(weights=None), img), "maxvit_t": (lambda: M.maxvit_t(weights=None), img),
+          "efficientnet_v2_s": (lambda: M.efficientnet_v2_s(weights=None), img),
+          "regnet_x": (lambda: M.regnet_x_400mf(weights=None), img),
+          "gru_seq2seq": (GRUS2S, (torch.randint(0, 8000, (8, 32)), torch.randint(0, 8000, (8, 32))))}
 torch.manual_seed(0)
 for name, (make, args) in models.items():
     path = os.path.join(out, name + ".onnx")
@@ -73,7 +96,7 @@ for name, (make, args) in models.items():
 
 
 def export_models():
-    """The issue set's ONNX files (X/...), exported once with Debian's PyTorch."""
+    """The issue and heldout3 sets' ONNX files (X/...), exported once with Debian's PyTorch."""
     os.makedirs(X, exist_ok=True)
     subprocess.run(["/usr/bin/python3", "-c", EXPORT, X], check=True, capture_output=True)
 
@@ -106,7 +129,7 @@ def main():
     ap.add_argument("--list", action="store_true", help="print every pair")
     args = ap.parse_args()
     bad_run = 0
-    if "issue" in args.sets:
+    if "issue" in args.sets or "heldout3" in args.sets:
         export_models()
     for s in args.sets:
         with ThreadPoolExecutor(2) as ex:

@@ -19,7 +19,8 @@ struct learn_coloc {
   int32_t *sp, *sr; /* per row: its distinct reader rows (CSR), in row order */
   double *bytes;    /* n: bytes of each row's outputs (what moves to a reader's device) */
   int n_dev;
-  int32_t *rdev;    /* n_dev scratch: reader devices seen */
+  int32_t *rdev;    /* n_dev + 1 scratch: reader devices seen (-1, a row without a device variable,
+                     * is one more) */
 };
 
 void learn_coloc_free(learn_coloc *c) {
@@ -118,6 +119,9 @@ static double coloc_cost(learn_coloc *c, const int32_t *dev_of, int64_t r, int d
   return b;
 }
 
+/* Visits the constant subexpressions in reverse topological order, so that a chain of them follows
+ * its last reader back to its source, and moves each to the device of least coloc_cost among its
+ * readers' and producers' devices; ties go to its first reader's device, then to where it is. */
 void learn_coloc_apply(learn_coloc *c, const learn_graph *lg, double *x, int32_t *dev_of) {
   for (int64_t r = 0; r < c->n; r++) dev_of[r] = -1;
   for (int64_t v = 0; v < lg->nk[GOPT_VAR_DEVICE]; v++)

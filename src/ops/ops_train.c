@@ -121,7 +121,9 @@ static int out_from_shape(gopt_graph *g, int32_t n, int j, gopt_error *err) {
   return set_out(g, n, 0, g->tensors.a[in_t(g, n, 0)].dtype, &s, err);
 }
 
-static int infer_lstm_grad(gopt_graph *g, int32_t n, gopt_error *err) {
+/* LSTMGrad / GRUGrad (gru): dX, dW, dR like X, W, R; dB [D, 2 x W's rows] unless B is given;
+ * the initial-state gradients (h, and c for LSTM) like those inputs, else [D, batch, H]. */
+static int infer_rnn_grad(gopt_graph *g, int32_t n, int gru, gopt_error *err) {
   int32_t X = in_t(g, n, 0), W = in_t(g, n, 1), R = in_t(g, n, 2);
   tshape xs, ws, rs, s;
   if (shape_of_tensor(g, X, &xs) || shape_of_tensor(g, W, &ws) || shape_of_tensor(g, R, &rs) ||
@@ -140,7 +142,7 @@ static int infer_lstm_grad(gopt_graph *g, int32_t n, gopt_error *err) {
   int layout = (int)gopt_node_get_int(g, n, "layout", 0);
   tshape h = {3, {ws.d[0], layout ? xs.d[0] : xs.d[1], rs.d[2]}};
   if (layout) { h.d[0] = xs.d[0]; h.d[1] = ws.d[0]; }
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < (gru ? 1 : 2); k++) {
     if (shape_of_tensor(g, in_t(g, n, 5 + k), &s)) s = h;
     if ((rc = set_out(g, n, 4 + k, dt, &s, err))) return rc;
   }
@@ -166,7 +168,8 @@ int ops_train_infer(gopt_graph *g, int32_t n, gopt_error *err) {
       rc = out_from_shape(g, n, 1, err);
       break;
     case TK_GATHER_GRAD: rc = out_from_shape(g, n, 2, err); break;
-    case TK_LSTM_GRAD: rc = infer_lstm_grad(g, n, err); break;
+    case TK_LSTM_GRAD: rc = infer_rnn_grad(g, n, 0, err); break;
+    case TK_GRU_GRAD: rc = infer_rnn_grad(g, n, 1, err); break;
     case TK_SGD_UPDATE: rc = out_like(g, n, 0, 0, 0, err); break;
     case TK_MOMENTUM_UPDATE:
       if (!(rc = out_like(g, n, 0, 0, 0, err))) rc = out_like(g, n, 1, 2, 2, err);
@@ -247,14 +250,14 @@ int ops_train_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
       c->flops = ey * (!strcmp(mode, "cubic") ? 16.0 : !strcmp(mode, "linear") ? 4.0 : 1.0);
       break;
     }
-    case TK_LSTM_GRAD: {
+    case TK_LSTM_GRAD: case TK_GRU_GRAD: {
       int32_t x = in_t(g, n, 0), w = in_t(g, n, 1), r = in_t(g, n, 2);
       int layout = (int)gopt_node_get_int(g, n, "layout", 0);
       double T = dim(g, x, layout ? 1 : 0), B = dim(g, x, layout ? 0 : 1), I = dim(g, x, 2);
-      double D = dim(g, w, 0), H4 = dim(g, w, 1), H = dim(g, r, 2);
-      double mm = 2.0 * T * B * D * H4 * (I + H); /* forward matmul FLOPs */
+      double D = dim(g, w, 0), GH = dim(g, w, 1), H = dim(g, r, 2); /* GH: 4H (LSTM), 3H (GRU) */
+      double mm = 2.0 * T * B * D * GH * (I + H); /* forward matmul FLOPs */
       /* gate recompute (1x) + input and weight gradients (2x) + elementwise gate math */
-      c->flops = 3.0 * mm + 30.0 * T * B * D * H;
+      c->flops = 3.0 * mm + (k == TK_LSTM_GRAD ? 30.0 : 24.0) * T * B * D * H;
       break;
     }
     case TK_SGD_UPDATE:

@@ -69,7 +69,9 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
     case GOPT_OP_MATMUL:
       *mask = floats & 3u;
       return 1;
-    case GOPT_OP_LSTM:
+    case GOPT_OP_EINSUM: /* every operand (grad_einsum.c says which equations it cannot do) */
+      return 1;
+    case GOPT_OP_LSTM: case GOPT_OP_GRU:
       *mask = floats & 0xEFu;  /* all but sequence_lens */
       return 1;
     default:
@@ -305,37 +307,6 @@ static int rule_conv(tb *b, int32_t n, int32_t d, const unsigned char *need) {
   return 0;
 }
 
-static int rule_lstm(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
-  gopt_graph *g = b->g;
-  if NEED(7) return tb_fail(b, GOPT_EUNSUP, "LSTM peephole (P) gradient is not supported");
-  int32_t X = in_t(g, n, 0), W = in_t(g, n, 1), R = in_t(g, n, 2);
-  int layout = (int)gopt_node_get_int(g, n, "layout", 0);
-  const int64_t *wd = gopt_tensor_dims(g, W), *rd = gopt_tensor_dims(g, R), *xd = gopt_tensor_dims(g, X);
-  int64_t D = wd[0], H = rd[2], batch = layout ? xd[0] : xd[1];
-  int64_t bdims[2] = {D, H < 0 || wd[1] < 0 ? wd[1] : 2 * wd[1]};
-  int64_t hdims[3] = {D, batch, H};
-  if (layout) { hdims[0] = batch; hdims[1] = D; }
-  if (bdims[1] < 0) return tb_fail(b, GOPT_EUNSUP, "LSTM with a symbolic hidden size");
-  int32_t in[11] = {X, W, R, in_t(g, n, 3), in_t(g, n, 4), in_t(g, n, 5), in_t(g, n, 6),
-                    out_t(g, n, 0), dy[0], g->nodes.a[n].n_out > 1 ? dy[1] : -1,
-                    g->nodes.a[n].n_out > 2 ? dy[2] : -1};
-  int32_t out[6];
-  int dt = g->tensors.a[X].dtype;
-  TRY(out[0] = tb_tensor_like(b, "d0", X));
-  TRY(out[1] = tb_tensor_like(b, "d1", W));
-  TRY(out[2] = tb_tensor_like(b, "d2", R));
-  TRY(out[3] = tb_tensor(b, "d3", dt, 2, bdims));
-  TRY(out[4] = tb_tensor(b, "d5", dt, 3, hdims));
-  TRY(out[5] = tb_tensor(b, "d6", dt, 3, hdims));
-  int32_t node;
-  TRY(node = tb_node(b, "LSTMGrad", 11, in, 6, out));
-  if (tb_copy_attrs(b, n, node)) return b->err->code;
-  static const int in_of_out[6] = {0, 1, 2, 3, 5, 6};
-  for (int k = 0; k < 6; k++)
-    if (NEED(in_of_out[k])) TRY(tb_partial(b, in_t(g, n, in_of_out[k]), out[k]));
-  return 0;
-}
-
 /* Axes of a ReduceMean/ReduceSum (attribute, or constant input 1 in newer opsets), normalised;
  * *na = -1 when absent (all axes). Returns 0 or an error. */
 static int reduce_axes(tb *b, int32_t n, int rank, int64_t *axes, int *na) {
@@ -362,7 +333,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
   int op = g->nodes.a[n].op, nout = g->nodes.a[n].n_out;
   int32_t x = in_t(g, n, 0), y = out_t(g, n, 0), d = dy[0], t;
   char nm[32];
-  if (op != GOPT_OP_SPLIT && op != GOPT_OP_LSTM) {
+  if (op != GOPT_OP_SPLIT && op != GOPT_OP_LSTM && op != GOPT_OP_GRU) {
     for (int i = 1; i < nout; i++)
       if (dy[i] >= 0)
         return tb_fail(b, GOPT_EUNSUP, "no gradient rule through output %d ('%s')", i,
@@ -707,7 +678,8 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     case GOPT_OP_CONV: return rule_conv(b, n, d, need);
     case GOPT_OP_MATMUL: return rule_matmul(b, n, d, need);
     case GOPT_OP_GEMM: return rule_gemm(b, n, d, need);
-    case GOPT_OP_LSTM: return rule_lstm(b, n, dy, need);
+    case GOPT_OP_LSTM: case GOPT_OP_GRU: return tb_rule_rnn(b, n, dy, need);
+    case GOPT_OP_EINSUM: return tb_rule_einsum(b, n, d, need);
     default:
       return tb_fail(b, GOPT_EUNSUP, "no gradient rule");
   }

@@ -40,6 +40,10 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask);
  * does not depend on it); need[i] (one per input) says input i needs a gradient. Each needed input gets one
  * partial via tb_partial. Returns 0 or an error. */
 int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need);
+/* grad_rnn.c: LSTM's and GRU's rules (tb_emit's contract; dy per output). */
+int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need);
+/* grad_einsum.c: Einsum's rule (tb_emit's contract; d is the output's gradient). */
+int tb_rule_einsum(tb *b, int32_t n, int32_t d, const unsigned char *need);
 static inline int tb_mask_bit(uint32_t mask, int i) { return (int)((mask >> (i < 31 ? i : 31)) & 1u); }
 
 /* ---- helpers (train.c) ---- */

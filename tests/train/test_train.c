@@ -654,6 +654,40 @@ static void test_lstm(void) {
   gopt_graph_free(g);
 }
 
+/* GRU (layout 1, batch first, with an initial state): one GRUGrad whose outputs have the forward
+ * inputs' shapes, the bias gradient [D, 6H]; the initial state gets a gradient, X (an input) none. */
+static void test_gru(void) {
+  gopt_graph *g = gopt_graph_new("gru");
+  int32_t x = input(g, "x", GOPT_DT_FLOAT, 3, D(2, 5, 8));
+  int32_t w = param(g, "W", 3, D(1, 48, 8)), r = param(g, "R", 3, D(1, 48, 16));
+  int32_t bb = param(g, "Bias", 2, D(1, 96)), h0 = param(g, "h0", 3, D(2, 1, 16)), wo = param(g, "Wo", 2, D(16, 4));
+  int32_t y = act(g, "Y", 4, D(2, 5, 1, 16)), yh = act(g, "Y_h", 3, D(2, 1, 16));
+  int32_t ys = act(g, "ys", 3, D(2, 5, 16)), o = act(g, "o", 3, D(2, 5, 4));
+  int32_t ax = cints(g, "axes2", 1, D(2));
+  gopt_error err = {0};
+  int32_t n = gopt_graph_add_node(g, "GRU", "gru", 6, I(x, w, r, bb, -1, h0), 2, I(y, yh), &err);
+  CHECK_MSG(n >= 0, "%s", err.msg);
+  gopt_node_set_int(g, n, "hidden_size", 16);
+  gopt_node_set_int(g, n, "layout", 1);
+  OP(g, "Squeeze", "squeeze", ys, y, ax);
+  OP(g, "MatMul", "proj", o, ys, wo);
+  gopt_graph_add_output(g, o);
+  size_t nf = g->nodes.n;
+  gopt_train_info info;
+  build(g, "sgd", &info);
+  check_invariants(g, &info, "gru");
+  CHECK_EQ_INT(info.n_params, 5);
+  CHECK_EQ_INT(count_type(g, nf, "GRUGrad", GOPT_N_GRAD), 1);
+  CHECK(info.grad_of[x] < 0 && info.grad_of[yh] < 0 && info.grad_of[y] >= 0 && info.grad_of[h0] >= 0);
+  for (int32_t p = 0; p < 4; p++) { /* W R Bias h0: the gradient has the parameter's shape */
+    int32_t t = (int32_t[]){w, r, bb, h0}[p], d = info.grad_of[t];
+    CHECK(d >= 0 && g->tensors.a[d].rank == g->tensors.a[t].rank &&
+          !memcmp(gopt_tensor_dims(g, d), gopt_tensor_dims(g, t), (size_t)g->tensors.a[t].rank * sizeof(int64_t)));
+  }
+  gopt_train_info_free(&info);
+  gopt_graph_free(g);
+}
+
 /* ---- conv-1d / classifier op mix (WaveNet, MobileNet, segmentation ops), opset 13 ----------------- */
 static void test_op_mix(void) {
   gopt_graph *g = gopt_graph_new("mix");
@@ -850,6 +884,21 @@ static void test_unsupported(void) {
   CHECK_MSG(strstr(err.msg, "'fancy'") && strstr(err.msg, "FancyAct"), "%s", err.msg);
   gopt_graph_free(g);
 
+  /* Einsum equations without a one-Einsum gradient (grad_einsum.c): one line each, naming the node */
+  static const char *const bad_eq[3][2] = {{"ij,jk->k", "summed within operand 0"},
+                                           {"ii,ij->ij", "repeats subscript 'i'"},
+                                           {"...j,jk->...k", "ellipsis"}};
+  for (int k = 0; k < 3; k++) {
+    g = gopt_graph_new("einsum_bad");
+    w = param(g, "W", 2, D(8, 8));
+    int32_t w2 = param(g, "W2", 2, D(8, 8)), e = act(g, "e", k ? 2 : 1, k ? D(8, 8) : D(8));
+    gopt_node_set_string(g, OP(g, "Einsum", "my_einsum", e, w, w2), "equation", bad_eq[k][0]);
+    gopt_graph_add_output(g, e);
+    CHECK_EQ_INT(gopt_train_build(g, NULL, &err), GOPT_EUNSUP);
+    CHECK_MSG(strstr(err.msg, "'my_einsum'") && strstr(err.msg, bad_eq[k][1]) && !strchr(err.msg, '\n'), "%s", err.msg);
+    gopt_graph_free(g);
+  }
+
   /* the same ops off the gradient path (no parameter upstream) are fine */
   g = gopt_graph_new("off_path");
   x = input(g, "x", GOPT_DT_FLOAT, 2, D(4, 8));
@@ -944,6 +993,7 @@ int main(void) {
   test_accumulation();
   test_transformer();
   test_lstm();
+  test_gru();
   test_op_mix();
   test_reduce_l2();
   test_scatter_nd();

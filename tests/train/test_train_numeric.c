@@ -6,7 +6,8 @@
  * here from the forward copy's outputs, run by the executor for param +- eps, element by element.
  * Covered: MatMul + Add + Relu (an MLP), grouped strided Conv + Tanh, Softmax, LayerNormalization,
  * broadcasting Mul / Div / Sub, ReduceMean over one axis, x / ReduceL2(x) (keepdims=1), ScatterND
- * assigning into a parameter. Not covered: rules whose gradient ops have no executor kernel
+ * assigning into a parameter, Einsum (attention-shaped, and three operands with an implicit
+ * output). Not covered: rules whose gradient ops have no executor kernel
  * (ElementwiseGrad, Gelu/ErfGrad, BatchNormGrad, pooling, Gather/Slice/Pad/ResizeGrad, LSTMGrad;
  * docs/TRAINING.md section 6), and the optimizer updates (removed before the run).
  * Float32 execution: eps 1e-2 on values of order 1; agreement within a few 1e-3 relative. */
@@ -234,6 +235,28 @@ static void test_layernorm(void) {
   check_and_free(g, weighted(g, l), "layernorm");
 }
 
+/* Einsum (grad_einsum.c): attention-shaped, softmax(einsum("bid,bjd->bij", Q x, K)) contracted
+ * with V by "B I J, B J D -> B I D" (spaces, upper case), then a three-operand chain with an
+ * implicit output "ij,jk,kl" (-> "il"). */
+static void test_einsum(void) {
+  gopt_graph *g = gopt_graph_new("einsum");
+  int32_t x = input(g, "x", 3, D(2, 3, 4)), wq = param(g, "Wq", 2, D(4, 4), -1, 1);
+  int32_t k = param(g, "K", 3, D(2, 5, 4), -1, 1), v = param(g, "V", 3, D(2, 5, 4), -1, 1);
+  int32_t q = act(g, "q", 3, D(2, 3, 4)), sc = act(g, "scores", 3, D(2, 3, 5)), p = act(g, "p", 3, D(2, 3, 5));
+  int32_t o = act(g, "o", 3, D(2, 3, 4));
+  OP(g, "MatMul", "q_proj", q, x, wq);
+  gopt_node_set_string(g, OP(g, "Einsum", "qk", sc, q, k), "equation", "bid,bjd->bij");
+  gopt_node_set_int(g, OP(g, "Softmax", "softmax", p, sc), "axis", -1);
+  gopt_node_set_string(g, OP(g, "Einsum", "pv", o, p, v), "equation", "B I J, B J D -> B I D");
+  check_and_free(g, weighted(g, o), "einsum attention");
+
+  g = gopt_graph_new("einsum3");
+  int32_t a = param(g, "A", 2, D(3, 4), -1, 1), bb = param(g, "B", 2, D(4, 2), -1, 1);
+  int32_t c = param(g, "C", 2, D(2, 5), -1, 1), y = act(g, "chain_out", 2, D(3, 5));
+  gopt_node_set_string(g, OP(g, "Einsum", "chain", y, a, bb, c), "equation", "ij,jk,kl");
+  check_and_free(g, weighted(g, y), "einsum chain");
+}
+
 /* Broadcasting: ReduceMean_axis1((x * p[3,1] / q[4] - r[1,1,4])^2), keepdims=0; parameters on both
  * sides of Div. */
 static void test_broadcast(void) {
@@ -286,5 +309,6 @@ int main(void) {
   test_broadcast();
   test_reduce_l2();
   test_scatter_nd();
+  test_einsum();
   return check_exit("test_train_numeric");
 }
