@@ -7,12 +7,8 @@
 #define NEED(i) ((i) < g->nodes.a[n].n_in && need[(i)])
 #define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
 
-static int32_t in_t(const gopt_graph *g, int32_t n, int i) {
-  return i < g->nodes.a[n].n_in ? gopt_node_input(g, n, i) : -1;
-}
-static int32_t out_t(const gopt_graph *g, int32_t n, int i) {
-  return i < g->nodes.a[n].n_out ? gopt_node_output(g, n, i) : -1;
-}
+#define in_t tb_in
+#define out_t tb_out
 
 /* LSTM: inputs X, W [D, 4H, I], R [D, 4H, H], B [D, 8H], sequence_lens, initial_h, initial_c, P;
  * LSTMGrad reads those but P, then Y, dY, dY_h, dY_c, and writes dX, dW, dR, dB, d_initial_h,

@@ -70,6 +70,10 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
       *mask = floats & 3u;
       return 1;
     case GOPT_OP_EINSUM: /* every operand (grad_einsum.c says which equations it cannot do) */
+    case GOPT_OP_MAX: case GOPT_OP_MIN: case GOPT_OP_MEAN: case GOPT_OP_PRELU:
+      return 1;
+    case GOPT_OP_REDUCE_MAX: case GOPT_OP_REDUCE_MIN: case GOPT_OP_GLOBAL_MAX_POOL:
+      *mask = floats & 1u;
       return 1;
     case GOPT_OP_LSTM: case GOPT_OP_GRU:
       *mask = floats & 0xEFu;  /* all but sequence_lens */
@@ -309,7 +313,7 @@ static int rule_conv(tb *b, int32_t n, int32_t d, const unsigned char *need) {
 
 /* Axes of a ReduceMean/ReduceSum (attribute, or constant input 1 in newer opsets), normalised;
  * *na = -1 when absent (all axes). Returns 0 or an error. */
-static int reduce_axes(tb *b, int32_t n, int rank, int64_t *axes, int *na) {
+int tb_reduce_axes(tb *b, int32_t n, int rank, int64_t *axes, int *na) {
   const gopt_graph *g = b->g;
   size_t cnt = 0;
   const int64_t *a = gopt_node_get_ints(g, n, "axes", &cnt);
@@ -611,7 +615,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     case GOPT_OP_REDUCE_MEAN: case GOPT_OP_REDUCE_SUM: {
       int64_t axes[GOPT_MAX_RANK];
       int na, rc;
-      if ((rc = reduce_axes(b, n, g->tensors.a[x].rank, axes, &na))) return rc;
+      if ((rc = tb_reduce_axes(b, n, g->tensors.a[x].rank, axes, &na))) return rc;
       int32_t s;
       TRY(s = tb_shape_of(b, x));
       int32_t in[2] = {d, s};
@@ -680,6 +684,9 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     case GOPT_OP_GEMM: return rule_gemm(b, n, d, need);
     case GOPT_OP_LSTM: case GOPT_OP_GRU: return tb_rule_rnn(b, n, dy, need);
     case GOPT_OP_EINSUM: return tb_rule_einsum(b, n, d, need);
+    case GOPT_OP_MAX: case GOPT_OP_MIN: case GOPT_OP_MEAN: case GOPT_OP_PRELU: case GOPT_OP_REDUCE_MAX:
+    case GOPT_OP_REDUCE_MIN: case GOPT_OP_GLOBAL_MAX_POOL:
+      return tb_rule_select(b, n, d, need);
     default:
       return tb_fail(b, GOPT_EUNSUP, "no gradient rule");
   }

@@ -40,6 +40,19 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask);
  * does not depend on it); need[i] (one per input) says input i needs a gradient. Each needed input gets one
  * partial via tb_partial. Returns 0 or an error. */
 int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need);
+/* Input i / output i of node n, -1 when absent (the rules' accessors). */
+static inline int32_t tb_in(const gopt_graph *g, int32_t n, int i) {
+  return i < (int)g->nodes.a[n].n_in ? gopt_node_input(g, n, i) : -1;
+}
+static inline int32_t tb_out(const gopt_graph *g, int32_t n, int i) {
+  return i < (int)g->nodes.a[n].n_out ? gopt_node_output(g, n, i) : -1;
+}
+/* grad_rules.c: the reduction axes of ReduceX node n (attribute, or constant input 1 from opset
+ * 18/13), normalised to [0, rank); *na = -1 when absent (all axes). Returns 0 or an error. */
+int tb_reduce_axes(tb *b, int32_t n, int rank, int64_t *axes, int *na);
+/* grad_select.c: the rules of ops whose gradient a comparison routes: Max, Min (to the inputs
+ * equal to the output), Mean, PRelu, ReduceMax, ReduceMin, GlobalMaxPool (tb_emit's contract). */
+int tb_rule_select(tb *b, int32_t n, int32_t d, const unsigned char *need);
 /* grad_rnn.c: LSTM's and GRU's rules (tb_emit's contract; dy per output). */
 int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need);
 /* grad_einsum.c: Einsum's rule (tb_emit's contract; d is the output's gradient). */

@@ -7,7 +7,7 @@
  * Covered: MatMul + Add + Relu (an MLP), grouped strided Conv + Tanh, Softmax, LayerNormalization,
  * broadcasting Mul / Div / Sub, ReduceMean over one axis, x / ReduceL2(x) (keepdims=1), ScatterND
  * assigning into a parameter, Einsum (attention-shaped, and three operands with an implicit
- * output). Not covered: rules whose gradient ops have no executor kernel
+ * output), Max / Min / Mean, PRelu, ReduceMax / ReduceMin / GlobalMaxPool. Not covered: rules whose gradient ops have no executor kernel
  * (ElementwiseGrad, Gelu/ErfGrad, BatchNormGrad, pooling, Gather/Slice/Pad/ResizeGrad, LSTMGrad;
  * docs/TRAINING.md section 6), and the optimizer updates (removed before the run).
  * Float32 execution: eps 1e-2 on values of order 1; agreement within a few 1e-3 relative. */
@@ -288,6 +288,42 @@ static void test_reduce_l2(void) {
   check_and_free(g, weighted(g, o), "l2");
 }
 
+/* grad_select.c: Max and Min with broadcasting, Mean of three, PRelu with a per-channel slope,
+ * ReduceMax (keepdims=0), ReduceMin (keepdims=1) and GlobalMaxPool. The seeded values keep every
+ * element further than eps from a tie or from PRelu's kink. */
+static void test_select(void) {
+  gopt_graph *g = gopt_graph_new("maxmin");
+  int32_t a = param(g, "A", 2, D(3, 4), -1, 1), bb = param(g, "B", 1, D(4), -1, 1), c = param(g, "C", 2, D(3, 4), -1, 1);
+  int32_t mx = act(g, "mx", 2, D(3, 4)), mn = act(g, "mn", 2, D(3, 4)), me = act(g, "me", 2, D(3, 4));
+  OP(g, "Max", "max", mx, a, bb);
+  OP(g, "Min", "min", mn, mx, c);
+  OP(g, "Mean", "mean", me, mn, a, c);
+  check_and_free(g, weighted(g, me), "max min mean");
+
+  g = gopt_graph_new("prelu");
+  int32_t x = input(g, "x", 3, D(2, 3, 4)), w = param(g, "W", 2, D(4, 4), -1, 1), sl = param(g, "slope", 2, D(3, 1), 0.1, 0.5);
+  int32_t h = act(g, "h", 3, D(2, 3, 4)), pr = act(g, "pr", 3, D(2, 3, 4));
+  OP(g, "MatMul", "mm", h, x, w);
+  OP(g, "PRelu", "prelu", pr, h, sl);
+  check_and_free(g, weighted(g, pr), "prelu");
+
+  g = gopt_graph_new("reduce_select");
+  int32_t p = param(g, "P", 4, D(2, 3, 2, 2), -1, 1), rmax = act(g, "rmax", 2, D(2, 2)), rmin = act(g, "rmin", 4, D(2, 3, 1, 1));
+  int32_t gmp = act(g, "gmp", 4, D(2, 3, 1, 1)), sum = act(g, "s", 4, D(2, 3, 1, 1)), o = act(g, "o", 4, D(2, 3, 2, 2));
+  int32_t o2 = act(g, "o2", 4, D(2, 3, 2, 2));
+  int32_t n = OP(g, "ReduceMax", "rmax", rmax, p);
+  gopt_node_set_ints(g, n, "axes", D(1, 2), 2);
+  gopt_node_set_int(g, n, "keepdims", 0);
+  n = OP(g, "ReduceMin", "rmin", rmin, p);
+  gopt_node_set_ints(g, n, "axes", D(2, 3), 2);
+  gopt_node_set_int(g, n, "keepdims", 1);
+  OP(g, "GlobalMaxPool", "gmp", gmp, p);
+  OP(g, "Add", "add", sum, rmin, gmp);
+  OP(g, "Mul", "mul", o, sum, p);
+  OP(g, "Add", "add_max", o2, o, rmax); /* [2, 2] broadcast over the last two axes */
+  check_and_free(g, weighted(g, o2), "reduce max/min, global max pool");
+}
+
 /* ScatterND assigning parameter u into parameter b at [2] and [3] (swin_v2_t's qkv bias), times x. */
 static void test_scatter_nd(void) {
   gopt_graph *g = gopt_graph_new("scatter");
@@ -310,5 +346,6 @@ int main(void) {
   test_reduce_l2();
   test_scatter_nd();
   test_einsum();
+  test_select();
   return check_exit("test_train_numeric");
 }
