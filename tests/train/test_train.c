@@ -899,6 +899,19 @@ static void test_unsupported(void) {
     gopt_graph_free(g);
   }
 
+  /* ConvTranspose with output_shape (pads implied): one line */
+  g = gopt_graph_new("convt_bad");
+  x = input(g, "x", GOPT_DT_FLOAT, 4, D(1, 2, 3, 3));
+  w = param(g, "W", 4, D(2, 2, 3, 3));
+  o = act(g, "o", 4, D(1, 2, 6, 6));
+  int32_t cn = OP(g, "ConvTranspose", "my_convt", o, x, w);
+  gopt_node_set_ints(g, cn, "strides", D(2, 2), 2);
+  gopt_node_set_ints(g, cn, "output_shape", D(6, 6), 2);
+  gopt_graph_add_output(g, o);
+  CHECK_EQ_INT(gopt_train_build(g, NULL, &err), GOPT_EUNSUP);
+  CHECK_MSG(strstr(err.msg, "'my_convt'") && strstr(err.msg, "output_shape"), "%s", err.msg);
+  gopt_graph_free(g);
+
   /* the same ops off the gradient path (no parameter upstream) are fine */
   g = gopt_graph_new("off_path");
   x = input(g, "x", GOPT_DT_FLOAT, 2, D(4, 8));

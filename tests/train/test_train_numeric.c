@@ -7,7 +7,8 @@
  * Covered: MatMul + Add + Relu (an MLP), grouped strided Conv + Tanh, Softmax, LayerNormalization,
  * broadcasting Mul / Div / Sub, ReduceMean over one axis, x / ReduceL2(x) (keepdims=1), ScatterND
  * assigning into a parameter, Einsum (attention-shaped, and three operands with an implicit
- * output), Max / Min / Mean, PRelu, ReduceMax / ReduceMin / GlobalMaxPool. Not covered: rules whose gradient ops have no executor kernel
+ * output), Max / Min / Mean, PRelu, ReduceMax / ReduceMin / GlobalMaxPool, ConvTranspose. Not
+ * covered: rules whose gradient ops have no executor kernel
  * (ElementwiseGrad, Gelu/ErfGrad, BatchNormGrad, pooling, Gather/Slice/Pad/ResizeGrad, LSTMGrad;
  * docs/TRAINING.md section 6), and the optimizer updates (removed before the run).
  * Float32 execution: eps 1e-2 on values of order 1; agreement within a few 1e-3 relative. */
@@ -212,6 +213,22 @@ static void test_conv(void) {
   check_and_free(g, y, "conv");
 }
 
+/* ConvTranspose (grad_convt.c): grouped (2), strided, padded, output_padding 1, with bias, on a
+ * parameter input so that dX is checked too, then Tanh. */
+static void test_conv_transpose(void) {
+  gopt_graph *g = gopt_graph_new("convt");
+  int32_t x = param(g, "X", 4, D(1, 4, 3, 3), -1, 1), w = param(g, "W", 4, D(4, 3, 3, 3), -0.5, 0.5);
+  int32_t b = param(g, "B", 1, D(6), -0.5, 0.5), c = act(g, "ct", 4, D(1, 6, 6, 6)), y = act(g, "ty", 4, D(1, 6, 6, 6));
+  int32_t n = OP(g, "ConvTranspose", "convt", c, x, w, b);
+  gopt_node_set_ints(g, n, "kernel_shape", D(3, 3), 2);
+  gopt_node_set_ints(g, n, "pads", D(1, 1, 1, 1), 4);
+  gopt_node_set_ints(g, n, "strides", D(2, 2), 2);
+  gopt_node_set_ints(g, n, "output_padding", D(1, 1), 2);
+  gopt_node_set_int(g, n, "group", 2);
+  OP(g, "Tanh", "tanh", y, c);
+  check_and_free(g, weighted(g, y), "conv transpose");
+}
+
 /* Softmax(x W) * c: the mean of a softmax alone is constant, so its outputs are weighted. */
 static void test_softmax(void) {
   gopt_graph *g = gopt_graph_new("softmax");
@@ -294,6 +311,14 @@ static void test_reduce_l2(void) {
 static void test_select(void) {
   gopt_graph *g = gopt_graph_new("maxmin");
   int32_t a = param(g, "A", 2, D(3, 4), -1, 1), bb = param(g, "B", 1, D(4), -1, 1), c = param(g, "C", 2, D(3, 4), -1, 1);
+  /* values at least 0.025 apart across A, B and C, so that no +-eps step crosses a tie: A on
+   * x.x5, B on x.x0, C on x.x25 / x.x75, shuffled so that each input wins somewhere */
+  static const float va[12] = {-0.55f, 0.35f, -0.15f, 0.45f, 0.05f, -0.35f, 0.55f, -0.05f, 0.25f, -0.45f, 0.15f, -0.25f};
+  static const float vb[4] = {0.1f, -0.2f, 0.3f, -0.4f}, vc[12] = {0.175f, -0.325f, 0.425f, -0.075f, -0.525f, 0.275f,
+                                                               -0.175f, 0.025f, 0.475f, -0.425f, 0.125f, -0.275f};
+  gopt_tensor_set_const(g, a, va, sizeof va, NULL);
+  gopt_tensor_set_const(g, bb, vb, sizeof vb, NULL);
+  gopt_tensor_set_const(g, c, vc, sizeof vc, NULL);
   int32_t mx = act(g, "mx", 2, D(3, 4)), mn = act(g, "mn", 2, D(3, 4)), me = act(g, "me", 2, D(3, 4));
   OP(g, "Max", "max", mx, a, bb);
   OP(g, "Min", "min", mn, mx, c);
@@ -340,6 +365,7 @@ int main(void) {
   rng = SEED;
   test_mlp();
   test_conv();
+  test_conv_transpose();
   test_softmax();
   test_layernorm();
   test_broadcast();
