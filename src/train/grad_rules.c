@@ -64,7 +64,7 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
       *mask = floats & 5u;  /* data and updates; not the indices */
       return 1;
     case GOPT_OP_LAYER_NORM: case GOPT_OP_BATCH_NORM: case GOPT_OP_CONV: case GOPT_OP_GEMM:
-    case GOPT_OP_CONV_TRANSPOSE:
+    case GOPT_OP_CONV_TRANSPOSE: case GOPT_OP_INSTANCE_NORM:
       *mask = floats & 7u;  /* BatchNormalization's running mean/var are not trained */
       return 1;
     case GOPT_OP_MATMUL:
@@ -682,6 +682,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     }
     case GOPT_OP_CONV: return rule_conv(b, n, d, need);
     case GOPT_OP_CONV_TRANSPOSE: return tb_rule_conv_transpose(b, n, d, need);
+    case GOPT_OP_INSTANCE_NORM: return tb_rule_instance_norm(b, n, d, need);
     case GOPT_OP_MATMUL: return rule_matmul(b, n, d, need);
     case GOPT_OP_GEMM: return rule_gemm(b, n, d, need);
     case GOPT_OP_LSTM: case GOPT_OP_GRU: return tb_rule_rnn(b, n, dy, need);

@@ -7,8 +7,8 @@
  * Covered: MatMul + Add + Relu (an MLP), grouped strided Conv + Tanh, Softmax, LayerNormalization,
  * broadcasting Mul / Div / Sub, ReduceMean over one axis, x / ReduceL2(x) (keepdims=1), ScatterND
  * assigning into a parameter, Einsum (attention-shaped, and three operands with an implicit
- * output), Max / Min / Mean, PRelu, ReduceMax / ReduceMin / GlobalMaxPool, ConvTranspose. Not
- * covered: rules whose gradient ops have no executor kernel
+ * output), Max / Min / Mean, PRelu, ReduceMax / ReduceMin / GlobalMaxPool, ConvTranspose,
+ * InstanceNormalization. Not covered: rules whose gradient ops have no executor kernel
  * (ElementwiseGrad, Gelu/ErfGrad, BatchNormGrad, pooling, Gather/Slice/Pad/ResizeGrad, LSTMGrad;
  * docs/TRAINING.md section 6), and the optimizer updates (removed before the run).
  * Float32 execution: eps 1e-2 on values of order 1; agreement within a few 1e-3 relative. */
@@ -229,6 +229,15 @@ static void test_conv_transpose(void) {
   check_and_free(g, weighted(g, y), "conv transpose");
 }
 
+/* InstanceNormalization (grad_instnorm.c) of a parameter input, with scale and bias, weighted. */
+static void test_instance_norm(void) {
+  gopt_graph *g = gopt_graph_new("instnorm");
+  int32_t x = param(g, "X", 4, D(2, 3, 2, 3), -1, 1), sc = param(g, "scale", 1, D(3), 0.5, 1.5);
+  int32_t bi = param(g, "B", 1, D(3), -0.5, 0.5), o = act(g, "in_out", 4, D(2, 3, 2, 3));
+  gopt_node_set_float(g, OP(g, "InstanceNormalization", "inorm", o, x, sc, bi), "epsilon", 1e-5);
+  check_and_free(g, weighted(g, o), "instance norm");
+}
+
 /* Softmax(x W) * c: the mean of a softmax alone is constant, so its outputs are weighted. */
 static void test_softmax(void) {
   gopt_graph *g = gopt_graph_new("softmax");
@@ -366,6 +375,7 @@ int main(void) {
   test_mlp();
   test_conv();
   test_conv_transpose();
+  test_instance_norm();
   test_softmax();
   test_layernorm();
   test_broadcast();
