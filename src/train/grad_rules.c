@@ -74,6 +74,8 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
     case GOPT_OP_MAX: case GOPT_OP_MIN: case GOPT_OP_MEAN: case GOPT_OP_PRELU:
       return 1;
     case GOPT_OP_REDUCE_MAX: case GOPT_OP_REDUCE_MIN: case GOPT_OP_GLOBAL_MAX_POOL:
+    case GOPT_OP_DEPTH_TO_SPACE: case GOPT_OP_SPACE_TO_DEPTH: case GOPT_OP_TRILU: case GOPT_OP_CUMSUM:
+    case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_TILE:
       *mask = floats & 1u;
       return 1;
     case GOPT_OP_LSTM: case GOPT_OP_GRU:
@@ -130,7 +132,7 @@ static int64_t norm_axis(int64_t a, int r) {
 }
 
 /* Integer values of a constant int64/int32 tensor t into out (at most max); -1 when not constant. */
-static int const_ints(const gopt_graph *g, int32_t t, int64_t *out, int max) {
+int tb_const_ints(const gopt_graph *g, int32_t t, int64_t *out, int max) {
   const void *p = t >= 0 ? gopt_tensor_data(g, t) : NULL;
   if (!p) return -1;
   int dt = g->tensors.a[t].dtype;
@@ -324,7 +326,7 @@ int tb_reduce_axes(tb *b, int32_t n, int rank, int64_t *axes, int *na) {
     for (size_t i = 0; i < cnt; i++) axes[i] = a[i];
     *na = (int)cnt;
   } else if (in_t(g, n, 1) >= 0) {
-    int k = const_ints(g, in_t(g, n, 1), axes, GOPT_MAX_RANK);
+    int k = tb_const_ints(g, in_t(g, n, 1), axes, GOPT_MAX_RANK);
     if (k < 0) return tb_fail(b, GOPT_EUNSUP, "reduction axes are not a constant");
     *na = k;
   }
@@ -690,6 +692,9 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     case GOPT_OP_MAX: case GOPT_OP_MIN: case GOPT_OP_MEAN: case GOPT_OP_PRELU: case GOPT_OP_REDUCE_MAX:
     case GOPT_OP_REDUCE_MIN: case GOPT_OP_GLOBAL_MAX_POOL:
       return tb_rule_select(b, n, d, need);
+    case GOPT_OP_DEPTH_TO_SPACE: case GOPT_OP_SPACE_TO_DEPTH: case GOPT_OP_TRILU: case GOPT_OP_CUMSUM:
+    case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_TILE:
+      return tb_rule_move(b, n, d, need);
     default:
       return tb_fail(b, GOPT_EUNSUP, "no gradient rule");
   }

@@ -8,7 +8,8 @@
  * broadcasting Mul / Div / Sub, ReduceMean over one axis, x / ReduceL2(x) (keepdims=1), ScatterND
  * assigning into a parameter, Einsum (attention-shaped, and three operands with an implicit
  * output), Max / Min / Mean, PRelu, ReduceMax / ReduceMin / GlobalMaxPool, ConvTranspose,
- * InstanceNormalization. Not covered: rules whose gradient ops have no executor kernel
+ * InstanceNormalization, DepthToSpace / SpaceToDepth, Trilu, CumSum, Tile, ReduceSumSquare. Not
+ * covered: rules whose gradient ops have no executor kernel
  * (ElementwiseGrad, Gelu/ErfGrad, BatchNormGrad, pooling, Gather/Slice/Pad/ResizeGrad, LSTMGrad;
  * docs/TRAINING.md section 6), and the optimizer updates (removed before the run).
  * Float32 execution: eps 1e-2 on values of order 1; agreement within a few 1e-3 relative. */
@@ -229,6 +230,31 @@ static void test_conv_transpose(void) {
   check_and_free(g, weighted(g, y), "conv transpose");
 }
 
+/* grad_move.c: DepthToSpace then SpaceToDepth (blocksize 2), Trilu (lower, k = 1), CumSum (reverse,
+ * exclusive), Tile and ReduceSumSquare (keepdims=0), chained on parameters and weighted. */
+static void test_move(void) {
+  gopt_graph *g = gopt_graph_new("move");
+  int32_t p = param(g, "P", 4, D(1, 8, 2, 3), -1, 1), q = param(g, "Q", 2, D(3, 4), -1, 1);
+  int32_t ds = act(g, "ds", 4, D(1, 2, 4, 6)), sd = act(g, "sd", 4, D(1, 8, 2, 3)), tri = act(g, "tri", 2, D(3, 4));
+  int32_t cs = act(g, "cs", 2, D(3, 4)), ti = act(g, "ti", 2, D(6, 8)), ss = act(g, "ss", 1, D(8)), o = act(g, "mo", 2, D(6, 8));
+  int32_t n = OP(g, "DepthToSpace", "d2s", ds, p);
+  gopt_node_set_int(g, n, "blocksize", 2);
+  gopt_node_set_int(g, OP(g, "SpaceToDepth", "s2d", sd, ds), "blocksize", 2);
+  int32_t k1 = const_tensor(g, "k1", GOPT_DT_INT64, 0, NULL, (const int64_t[]){1}, 8);
+  int32_t ax1 = const_tensor(g, "ax1", GOPT_DT_INT64, 0, NULL, (const int64_t[]){1}, 8);
+  int32_t reps = const_tensor(g, "reps", GOPT_DT_INT64, 1, D(2), D(2, 2), 16);
+  gopt_node_set_int(g, OP(g, "Trilu", "tril", tri, q, k1), "upper", 0);
+  n = OP(g, "CumSum", "cumsum", cs, tri, ax1);
+  gopt_node_set_int(g, n, "reverse", 1);
+  gopt_node_set_int(g, n, "exclusive", 1);
+  OP(g, "Tile", "tile", ti, cs, reps);
+  n = OP(g, "ReduceSumSquare", "rss", ss, sd);
+  gopt_node_set_ints(g, n, "axes", D(0, 2, 3), 3);
+  gopt_node_set_int(g, n, "keepdims", 0);
+  OP(g, "Add", "add", o, ti, ss);
+  check_and_free(g, weighted(g, o), "depth/space, trilu, cumsum, tile, sum square");
+}
+
 /* InstanceNormalization (grad_instnorm.c) of a parameter input, with scale and bias, weighted. */
 static void test_instance_norm(void) {
   gopt_graph *g = gopt_graph_new("instnorm");
@@ -315,8 +341,8 @@ static void test_reduce_l2(void) {
 }
 
 /* grad_select.c: Max and Min with broadcasting, Mean of three, PRelu with a per-channel slope,
- * ReduceMax (keepdims=0), ReduceMin (keepdims=1) and GlobalMaxPool. The seeded values keep every
- * element further than eps from a tie or from PRelu's kink. */
+ * ReduceMax (keepdims=0), ReduceMin (keepdims=1) and GlobalMaxPool. The selecting ops read explicit
+ * values spaced wider than eps, so no finite-difference step crosses a tie. */
 static void test_select(void) {
   gopt_graph *g = gopt_graph_new("maxmin");
   int32_t a = param(g, "A", 2, D(3, 4), -1, 1), bb = param(g, "B", 1, D(4), -1, 1), c = param(g, "C", 2, D(3, 4), -1, 1);
@@ -343,6 +369,9 @@ static void test_select(void) {
 
   g = gopt_graph_new("reduce_select");
   int32_t p = param(g, "P", 4, D(2, 3, 2, 2), -1, 1), rmax = act(g, "rmax", 2, D(2, 2)), rmin = act(g, "rmin", 4, D(2, 3, 1, 1));
+  float vp[24]; /* distinct values 0.08 apart in a shuffled order (k * 7 mod 24): no tie within eps */
+  for (int k = 0; k < 24; k++) vp[k] = (float)(((k * 7) % 24) - 11.5) * 0.08f;
+  gopt_tensor_set_const(g, p, vp, sizeof vp, NULL);
   int32_t gmp = act(g, "gmp", 4, D(2, 3, 1, 1)), sum = act(g, "s", 4, D(2, 3, 1, 1)), o = act(g, "o", 4, D(2, 3, 2, 2));
   int32_t o2 = act(g, "o2", 4, D(2, 3, 2, 2));
   int32_t n = OP(g, "ReduceMax", "rmax", rmax, p);
@@ -376,6 +405,7 @@ int main(void) {
   test_conv();
   test_conv_transpose();
   test_instance_norm();
+  test_move();
   test_softmax();
   test_layernorm();
   test_broadcast();

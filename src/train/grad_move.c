@@ -1,0 +1,106 @@
+/* grad_move.c: gradient rules of data-movement and masking ops whose adjoint is one or two
+ * standard ONNX ops:
+ *   DepthToSpace (DCR)  dX = SpaceToDepth(dY)             SpaceToDepth  dX = DepthToSpace(dY, DCR)
+ *   Trilu               dX = Trilu(dY) (same k, upper)    CumSum        dX = CumSum(dY), reverse flipped
+ *   ReduceSumSquare     dX = 2 X dY' (dY' reshaped to the kept-dims shape)
+ *   Tile                dX = ReduceSum(Reshape(dY, [r0, d0, r1, d1, ...])) over the r axes
+ * DepthToSpace in CRD mode, and Tile or ReduceSumSquare over symbolic shapes or with repeats that
+ * are not a constant, are refused in one line. docs/TRAINING.md lists the rules. */
+#include <string.h>
+
+#include "train/train_internal.h"
+
+#define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
+
+static int rule_d2s(tb *b, int32_t n, int32_t d, int32_t x) {
+  gopt_graph *g = b->g;
+  int d2s = g->nodes.a[n].op == GOPT_OP_DEPTH_TO_SPACE;
+  if (d2s && strcmp(gopt_node_get_string(g, n, "mode", "DCR"), "DCR"))
+    return tb_fail(b, GOPT_EUNSUP, "DepthToSpace in CRD mode has no gradient rule");
+  int32_t t;
+  TRY(t = tb_op_like(b, d2s ? "SpaceToDepth" : "DepthToSpace", "d0", 1, &d, x));
+  gopt_node_set_int(g, g->tensors.a[t].producer, "blocksize", gopt_node_get_int(g, n, "blocksize", 1));
+  return tb_partial(b, x, t);
+}
+
+/* Trilu (k input kept) and CumSum (axis input kept; reverse flipped, exclusive kept). */
+static int rule_mask_scan(tb *b, int32_t n, int32_t d, int32_t x) {
+  gopt_graph *g = b->g;
+  int trilu = g->nodes.a[n].op == GOPT_OP_TRILU;
+  int32_t in[2] = {d, tb_in(g, n, 1)}, t;
+  TRY(t = tb_op_like(b, trilu ? "Trilu" : "CumSum", "d0", in[1] >= 0 ? 2 : 1, in, x));
+  int32_t p = g->tensors.a[t].producer;
+  if (trilu) {
+    gopt_node_set_int(g, p, "upper", gopt_node_get_int(g, n, "upper", 1));
+  } else {
+    gopt_node_set_int(g, p, "exclusive", gopt_node_get_int(g, n, "exclusive", 0));
+    gopt_node_set_int(g, p, "reverse", !gopt_node_get_int(g, n, "reverse", 0));
+  }
+  return tb_partial(b, x, t);
+}
+
+/* X's dims into xd (static only); 0 or an error naming the op. */
+static int static_dims(tb *b, int32_t n, int32_t x, int64_t *xd) {
+  const gopt_graph *g = b->g;
+  for (int i = 0; i < g->tensors.a[x].rank; i++)
+    if ((xd[i] = gopt_tensor_dims(g, x)[i]) < 0)
+      return tb_fail(b, GOPT_EUNSUP, "%s over a symbolic shape has no gradient rule", gopt_node_type(g, n));
+  return 0;
+}
+
+static int rule_sum_square(tb *b, int32_t n, int32_t d, int32_t x) {
+  gopt_graph *g = b->g;
+  int r = g->tensors.a[x].rank, na = -1, dt = g->tensors.a[x].dtype, rc;
+  int64_t xd[GOPT_MAX_RANK], kd[GOPT_MAX_RANK], axes[GOPT_MAX_RANK];
+  if ((rc = static_dims(b, n, x, xd)) || (rc = tb_reduce_axes(b, n, r, axes, &na))) return rc;
+  if (na < 0 || (na == 0 && !gopt_node_get_int(g, n, "noop_with_empty_axes", 0)))
+    for (na = 0; na < r; na++) axes[na] = na;
+  memcpy(kd, xd, (size_t)r * sizeof *kd);
+  for (int i = 0; i < na; i++) kd[axes[i]] = 1;
+  int32_t dk = d, t, two;
+  if (!gopt_node_get_int(g, n, "keepdims", 1)) {
+    int32_t sh, in[2];
+    TRY(sh = tb_const_i64(b, "kept_shape", kd, r));
+    in[0] = d, in[1] = sh;
+    TRY(dk = tb_op(b, "Reshape", "dy_kept", 2, in, dt, r, kd));
+  }
+  TRY(two = tb_const_scalar(b, "two", dt, 2.0));
+  int32_t in1[2] = {x, two}, in2[2];
+  TRY(t = tb_op(b, "Mul", "two_x", 2, in1, dt, r, xd));
+  in2[0] = t, in2[1] = dk;
+  TRY(t = tb_op(b, "Mul", "d0", 2, in2, dt, r, xd));
+  return tb_partial(b, x, t);
+}
+
+static int rule_tile(tb *b, int32_t n, int32_t d, int32_t x) {
+  gopt_graph *g = b->g;
+  int r = g->tensors.a[x].rank, dt = g->tensors.a[x].dtype, rc;
+  int64_t xd[GOPT_MAX_RANK], rep[GOPT_MAX_RANK], sd[2 * GOPT_MAX_RANK], axes[GOPT_MAX_RANK];
+  if ((rc = static_dims(b, n, x, xd))) return rc;
+  if (tb_const_ints(g, tb_in(g, n, 1), rep, GOPT_MAX_RANK) != r)
+    return tb_fail(b, GOPT_EUNSUP, "Tile whose repeats are not a constant of rank %d has no gradient rule", r);
+  if (2 * r > GOPT_MAX_RANK) return tb_fail(b, GOPT_EUNSUP, "Tile of rank %d has no gradient rule (at most %d)", r, GOPT_MAX_RANK / 2);
+  for (int i = 0; i < r; i++) {
+    sd[2 * i] = rep[i];
+    sd[2 * i + 1] = xd[i];
+    axes[i] = 2 * i;
+  }
+  int32_t sh, t, in[2];
+  TRY(sh = tb_const_i64(b, "tiles_shape", sd, 2 * r));
+  in[0] = d, in[1] = sh;
+  TRY(t = tb_op(b, "Reshape", "dy_tiles", 2, in, dt, 2 * r, sd));
+  TRY(t = tb_reduce_sum(b, t, axes, r, 0, "d0", r, xd));
+  return tb_partial(b, x, t);
+}
+
+int tb_rule_move(tb *b, int32_t n, int32_t d, const unsigned char *need) {
+  gopt_graph *g = b->g;
+  int32_t x = tb_in(g, n, 0);
+  if (!need[0]) return 0;
+  switch (g->nodes.a[n].op) {
+    case GOPT_OP_DEPTH_TO_SPACE: case GOPT_OP_SPACE_TO_DEPTH: return rule_d2s(b, n, d, x);
+    case GOPT_OP_TRILU: case GOPT_OP_CUMSUM: return rule_mask_scan(b, n, d, x);
+    case GOPT_OP_REDUCE_SUM_SQUARE: return rule_sum_square(b, n, d, x);
+    default: return rule_tile(b, n, d, x);
+  }
+}
