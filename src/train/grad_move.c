@@ -4,6 +4,8 @@
  *   Trilu               dX = Trilu(dY) (same k, upper)    CumSum        dX = CumSum(dY), reverse flipped
  *   ReduceSumSquare     dX = 2 X dY' (dY' reshaped to the kept-dims shape)
  *   Tile                dX = ReduceSum(Reshape(dY, [r0, d0, r1, d1, ...])) over the r axes
+ *   GatherElements,     dX = ScatterElements / ScatterND(zeros, indices, dY, reduction=add)
+ *   GatherND (batch_dims 0)
  * DepthToSpace in CRD mode, and Tile or ReduceSumSquare over symbolic shapes or with repeats that
  * are not a constant, are refused in one line. docs/TRAINING.md lists the rules. */
 #include <string.h>
@@ -93,6 +95,25 @@ static int rule_tile(tb *b, int32_t n, int32_t d, int32_t x) {
   return tb_partial(b, x, t);
 }
 
+/* GatherElements / GatherND: dY scattered with addition into zeros shaped like X (float32). */
+static int rule_gather_scatter(tb *b, int32_t n, int32_t d, int32_t x) {
+  gopt_graph *g = b->g;
+  int elems = g->nodes.a[n].op == GOPT_OP_GATHER_ELEMENTS;
+  if (!elems && gopt_node_get_int(g, n, "batch_dims", 0))
+    return tb_fail(b, GOPT_EUNSUP, "GatherND with batch_dims has no gradient rule");
+  if (g->tensors.a[x].dtype != GOPT_DT_FLOAT)
+    return tb_fail(b, GOPT_EUNSUP, "%s of a non-float32 tensor has no gradient rule", gopt_node_type(g, n));
+  int32_t sh, z, t;
+  TRY(sh = tb_shape_of(b, x));
+  TRY(z = tb_op_like(b, "ConstantOfShape", "zeros", 1, &sh, x));
+  int32_t in[3] = {z, tb_in(g, n, 1), d};
+  TRY(t = tb_op_like(b, elems ? "ScatterElements" : "ScatterND", "d0", 3, in, x));
+  int32_t p = g->tensors.a[t].producer;
+  if (elems) gopt_node_set_int(g, p, "axis", gopt_node_get_int(g, n, "axis", 0));
+  gopt_node_set_string(g, p, "reduction", "add");
+  return tb_partial(b, x, t);
+}
+
 int tb_rule_move(tb *b, int32_t n, int32_t d, const unsigned char *need) {
   gopt_graph *g = b->g;
   int32_t x = tb_in(g, n, 0);
@@ -101,6 +122,7 @@ int tb_rule_move(tb *b, int32_t n, int32_t d, const unsigned char *need) {
     case GOPT_OP_DEPTH_TO_SPACE: case GOPT_OP_SPACE_TO_DEPTH: return rule_d2s(b, n, d, x);
     case GOPT_OP_TRILU: case GOPT_OP_CUMSUM: return rule_mask_scan(b, n, d, x);
     case GOPT_OP_REDUCE_SUM_SQUARE: return rule_sum_square(b, n, d, x);
+    case GOPT_OP_GATHER_ELEMENTS: case GOPT_OP_GATHER_ND: return rule_gather_scatter(b, n, d, x);
     default: return rule_tile(b, n, d, x);
   }
 }

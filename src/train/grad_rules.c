@@ -75,7 +75,7 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
       return 1;
     case GOPT_OP_REDUCE_MAX: case GOPT_OP_REDUCE_MIN: case GOPT_OP_GLOBAL_MAX_POOL:
     case GOPT_OP_DEPTH_TO_SPACE: case GOPT_OP_SPACE_TO_DEPTH: case GOPT_OP_TRILU: case GOPT_OP_CUMSUM:
-    case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_TILE:
+    case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_TILE: case GOPT_OP_GATHER_ELEMENTS: case GOPT_OP_GATHER_ND:
       *mask = floats & 1u;
       return 1;
     case GOPT_OP_LSTM: case GOPT_OP_GRU:
@@ -693,7 +693,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     case GOPT_OP_REDUCE_MIN: case GOPT_OP_GLOBAL_MAX_POOL:
       return tb_rule_select(b, n, d, need);
     case GOPT_OP_DEPTH_TO_SPACE: case GOPT_OP_SPACE_TO_DEPTH: case GOPT_OP_TRILU: case GOPT_OP_CUMSUM:
-    case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_TILE:
+    case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_TILE: case GOPT_OP_GATHER_ELEMENTS: case GOPT_OP_GATHER_ND:
       return tb_rule_move(b, n, d, need);
     default:
       return tb_fail(b, GOPT_EUNSUP, "no gradient rule");

@@ -8,8 +8,8 @@
  * broadcasting Mul / Div / Sub, ReduceMean over one axis, x / ReduceL2(x) (keepdims=1), ScatterND
  * assigning into a parameter, Einsum (attention-shaped, and three operands with an implicit
  * output), Max / Min / Mean, PRelu, ReduceMax / ReduceMin / GlobalMaxPool, ConvTranspose,
- * InstanceNormalization, DepthToSpace / SpaceToDepth, Trilu, CumSum, Tile, ReduceSumSquare. Not
- * covered: rules whose gradient ops have no executor kernel
+ * InstanceNormalization, DepthToSpace / SpaceToDepth, Trilu, CumSum, Tile, ReduceSumSquare,
+ * GatherElements, GatherND. Not covered: rules whose gradient ops have no executor kernel
  * (ElementwiseGrad, Gelu/ErfGrad, BatchNormGrad, pooling, Gather/Slice/Pad/ResizeGrad, LSTMGrad;
  * docs/TRAINING.md section 6), and the optimizer updates (removed before the run).
  * Float32 execution: eps 1e-2 on values of order 1; agreement within a few 1e-3 relative. */
@@ -253,6 +253,18 @@ static void test_move(void) {
   gopt_node_set_int(g, n, "keepdims", 0);
   OP(g, "Add", "add", o, ti, ss);
   check_and_free(g, weighted(g, o), "depth/space, trilu, cumsum, tile, sum square");
+
+  /* GatherElements (axis 1) and GatherND, each with repeated indices: the gradients add up */
+  g = gopt_graph_new("gather_elements");
+  int32_t a = param(g, "A", 2, D(3, 4), -1, 1), ge = act(g, "ge", 2, D(3, 2));
+  int32_t ie = const_tensor(g, "ie", GOPT_DT_INT64, 2, D(3, 2), D(0, 0, 3, 1, 2, 2), 48);
+  gopt_node_set_int(g, OP(g, "GatherElements", "gel", ge, a, ie), "axis", 1);
+  check_and_free(g, weighted(g, ge), "gather elements");
+  g = gopt_graph_new("gather_nd");
+  int32_t bq = param(g, "B", 2, D(3, 4), -1, 1), gn = act(g, "gn", 1, D(3));
+  int32_t inn = const_tensor(g, "inn", GOPT_DT_INT64, 2, D(3, 2), D(0, 1, 2, 3, 0, 1), 48);
+  OP(g, "GatherND", "gnd", gn, bq, inn);
+  check_and_free(g, weighted(g, gn), "gather nd");
 }
 
 /* InstanceNormalization (grad_instnorm.c) of a parameter input, with scale and bias, weighted. */
