@@ -1,11 +1,13 @@
 /* grad_select.c: gradient rules of the ops whose gradient a comparison routes, built from standard
- * ONNX ops (Equal, Less, Where, Mul, Reshape) and summed down to each input's shape where it was
+ * ONNX ops (Equal, Cast, Less, Where, Sum, Mul, Div, Reshape) and summed down to each input's shape where it was
  * broadcast:
- *   Max, Min            d x_i = Where(x_i == Y, dY, 0) (every input equal to the output gets it)
+ *   Max, Min            d x_i = dY * [x_i == Y] / (number of inputs equal to Y): a tie splits
+ *                       dY evenly, as PyTorch's maximum / minimum do
  *   Mean                d x_i = dY / (number of inputs)
  *   PRelu               dX = Where(X < 0, dY * slope, dY); d slope = Where(X < 0, dY * X, 0)
- *   ReduceMax/Min,      dX = Where(X == Y', dY', 0), Y' and dY' the output and its gradient
- *   GlobalMaxPool         reshaped to the kept-dims shape (static shapes only)
+ *   ReduceMax/Min,      dX = [X == Y'] * dY' / (ties in the window), Y' and dY' the output and
+ *   GlobalMaxPool         its gradient reshaped to the kept-dims shape (static shapes only); a
+ *                       tie splits dY evenly, as PyTorch's amax / amin do
  * Semantics: docs/TRAINING.md. */
 #include "train/train_internal.h"
 
@@ -35,16 +37,32 @@ static int32_t compare(tb *b, const char *op, const char *what, int32_t a, int32
   return tb_op(b, op, what, 2, in, GOPT_DT_BOOL, t->rank, dims);
 }
 
+/* 1.0 where `a OP c` holds, else 0.0, shaped and typed like `like` (OP: Equal). */
+static int32_t indicator(tb *b, const char *what, int32_t a, int32_t c, int32_t like) {
+  int32_t m = compare(b, "Equal", "is_out", a, c, like);
+  if (m < 0) return -1;
+  int32_t t = tb_op_like(b, "Cast", what, 1, &m, like);
+  if (t >= 0) gopt_node_set_int(b->g, b->g->tensors.a[t].producer, "to", b->g->tensors.a[like].dtype);
+  return t;
+}
+
+/* Max / Min: each input equal to the output gets dY divided by how many are (PyTorch's split of a
+ * tie), summed down to its shape. */
 static int rule_max_min(tb *b, int32_t n, int32_t d, const unsigned char *need) {
   gopt_graph *g = b->g;
-  int32_t y = tb_out(g, n, 0), t, m;
+  int k = (int)g->nodes.a[n].n_in;
+  if (k > 32) return tb_fail(b, GOPT_EUNSUP, "%s of more than 32 inputs has no gradient rule", gopt_node_type(g, n));
+  int32_t y = tb_out(g, n, 0), eq[32], cnt, share, t;
   char nm[32];
-  for (int i = 0; i < (int)g->nodes.a[n].n_in; i++) {
+  for (int i = 0; i < k; i++) TRY(eq[i] = indicator(b, "is_out_f", tb_in(g, n, i), y, d));
+  TRY(cnt = tb_op_like(b, "Sum", "ties", k, eq, d));
+  int32_t in[2] = {d, cnt};
+  TRY(share = tb_op_like(b, "Div", "share", 2, in, d));
+  for (int i = 0; i < k; i++) {
     if (!NEED(i)) continue;
-    int32_t x = tb_in(g, n, i);
-    TRY(m = compare(b, "Equal", "is_out", x, y, d));
-    TRY(t = where0(b, "routed", m, d, d));
-    TRY(partial_to(b, x, t, tb_dname(i, nm, sizeof nm)));
+    in[0] = share, in[1] = eq[i];
+    TRY(t = tb_op_like(b, "Mul", "routed", 2, in, d));
+    TRY(partial_to(b, tb_in(g, n, i), t, tb_dname(i, nm, sizeof nm)));
   }
   return 0;
 }
@@ -116,8 +134,13 @@ static int rule_reduce_select(tb *b, int32_t n, int32_t d, const unsigned char *
     in[0] = d;
     TRY(dk = tb_op(b, "Reshape", "dy_kept", 2, in, g->tensors.a[d].dtype, r, keep));
   }
-  TRY(m = compare(b, "Equal", "is_out", x, yk, x));
-  TRY(t = where0(b, "d0", m, dk, x));
+  int32_t cnt, in[2];
+  TRY(m = indicator(b, "is_out_f", x, yk, x));
+  TRY(cnt = tb_reduce_sum(b, m, axes, na, 1, "ties", r, keep));
+  in[0] = dk, in[1] = cnt;
+  TRY(t = tb_op(b, "Div", "share", 2, in, g->tensors.a[d].dtype, r, keep));
+  in[0] = m, in[1] = t;
+  TRY(t = tb_op_like(b, "Mul", "d0", 2, in, x));
   return tb_partial(b, x, t);
 }
 

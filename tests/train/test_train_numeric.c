@@ -397,6 +397,23 @@ static void test_select(void) {
   OP(g, "Mul", "mul", o, sum, p);
   OP(g, "Add", "add_max", o2, o, rmax); /* [2, 2] broadcast over the last two axes */
   check_and_free(g, weighted(g, o2), "reduce max/min, global max pool");
+
+  /* exact two-way ties: the central difference there is 1/2 for each side, PyTorch's even split */
+  g = gopt_graph_new("ties");
+  int32_t ta = param(g, "TA", 2, D(2, 4), -1, 1), tb2 = param(g, "TB", 2, D(2, 4), -1, 1);
+  static const float vta[8] = {0.5f, -0.3f, 0.5f, 0.1f, -0.2f, 0.7f, 0.4f, 0.7f};
+  static const float vtb[8] = {0.5f, 0.2f, -0.6f, 0.1f, 0.3f, 0.7f, 0.4f, -0.1f};
+  gopt_tensor_set_const(g, ta, vta, sizeof vta, NULL);
+  gopt_tensor_set_const(g, tb2, vtb, sizeof vtb, NULL);
+  int32_t tm = act(g, "tmax", 2, D(2, 4)), tr = act(g, "trow", 1, D(2)), tt = act(g, "tties", 2, D(2, 4));
+  OP(g, "Max", "tie_max", tm, ta, tb2);
+  n = OP(g, "ReduceMax", "tie_rmax", tr, ta);
+  gopt_node_set_ints(g, n, "axes", D(1), 1);
+  gopt_node_set_int(g, n, "keepdims", 0);
+  int32_t tr2 = act(g, "trow2", 2, D(2, 1));
+  OP(g, "Unsqueeze", "tie_unsq", tr2, tr, const_tensor(g, "tie_ax", GOPT_DT_INT64, 1, D(1), D(1), 8));
+  OP(g, "Add", "tie_add", tt, tm, tr2);
+  check_and_free(g, weighted(g, tt), "two-way ties");
 }
 
 /* ScatterND assigning parameter u into parameter b at [2] and [3] (swin_v2_t's qkv bias), times x. */
