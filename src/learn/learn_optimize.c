@@ -66,8 +66,9 @@ static int finetune(gopt_policy *p, gopt_env *e, const learn_graph *g, gopt_nn_c
   int rc = learn_mod_new(p, &mod, err);
   if (rc) return rc;
   if (!s->o->raw && gopt_env_task(e) == GOPT_TASK_PLACEMENT) {
-    if (!(cdev = malloc(((size_t)g->n + 1) * sizeof *cdev))) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory"); goto done; }
-    if ((rc = learn_coloc_new(e, g, &cc, err))) goto done;
+    cdev = malloc(((size_t)g->n + 1) * sizeof *cdev);
+    rc = cdev ? learn_coloc_new(e, g, &cc, err) : gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+    if (rc) goto done;
   }
   gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, 1e-2f);
   oc.clip_norm = 1.0f;
