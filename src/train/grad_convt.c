@@ -20,8 +20,12 @@ static int conv_attrs(tb *b, int32_t from, int32_t to) {
   gopt_graph *g = b->g;
   for (int i = 0; i < 4; i++) {
     size_t cnt = 0;
-    const int64_t *v = gopt_node_get_ints(g, from, ints[i], &cnt);
-    if (v && gopt_node_set_ints(g, to, ints[i], v, cnt)) return tb_fail(b, GOPT_ENOMEM, "out of memory (ConvTranspose gradient)");
+    int64_t v[2 * GOPT_MAX_RANK]; /* a copy: setting an attribute may move the graph's arrays */
+    const int64_t *p = gopt_node_get_ints(g, from, ints[i], &cnt);
+    if (!p) continue;
+    if (cnt > 2 * GOPT_MAX_RANK) return tb_fail(b, GOPT_EINVAL, "ConvTranspose attribute '%s' has %zu values", ints[i], cnt);
+    memcpy(v, p, cnt * sizeof *v);
+    if (gopt_node_set_ints(g, to, ints[i], v, cnt)) return tb_fail(b, GOPT_ENOMEM, "out of memory (ConvTranspose gradient)");
   }
   if (gopt_node_set_int(g, to, "group", gopt_node_get_int(g, from, "group", 1)))
     return tb_fail(b, GOPT_ENOMEM, "out of memory (ConvTranspose gradient)");
