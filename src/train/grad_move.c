@@ -1,27 +1,59 @@
 /* grad_move.c: gradient rules of data-movement and masking ops whose adjoint is one or two
  * standard ONNX ops:
  *   DepthToSpace (DCR)  dX = SpaceToDepth(dY)             SpaceToDepth  dX = DepthToSpace(dY, DCR)
+ *   DepthToSpace (CRD)  dX = Reshape(Transpose(Reshape(dY))), its steps undone (static shapes)
  *   Trilu               dX = Trilu(dY) (same k, upper)    CumSum        dX = CumSum(dY), reverse flipped
  *   ReduceSumSquare     dX = 2 X dY' (dY' reshaped to the kept-dims shape)
  *   Tile                dX = ReduceSum(Reshape(dY, [r0, d0, r1, d1, ...])) over the r axes
  *   GatherElements,     dX = ScatterElements / ScatterND(zeros, indices, dY, reduction=add)
  *   GatherND (batch_dims 0)
- * DepthToSpace in CRD mode, and Tile or ReduceSumSquare over symbolic shapes or with repeats that
- * are not a constant, are refused in one line. docs/TRAINING.md lists the rules. */
+ * CRD DepthToSpace, Tile and ReduceSumSquare over symbolic shapes, and Tile with repeats that are
+ * not a constant, are refused in one line. docs/TRAINING.md lists the rules. */
 #include <string.h>
 
 #include "train/train_internal.h"
 
 #define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
 
+/* X's dims into xd (static only); 0 or an error naming the op. */
+static int static_dims(tb *b, int32_t n, int32_t x, int64_t *xd) {
+  const gopt_graph *g = b->g;
+  for (int i = 0; i < g->tensors.a[x].rank; i++)
+    if ((xd[i] = gopt_tensor_dims(g, x)[i]) < 0)
+      return tb_fail(b, GOPT_EUNSUP, "%s over a symbolic shape has no gradient rule", gopt_node_type(g, n));
+  return 0;
+}
+
+/* DepthToSpace in CRD mode (PyTorch's PixelShuffle): dY [N, C, H b, W b] -> Reshape [N, C, H, b, W, b]
+ * -> Transpose (0, 1, 3, 5, 2, 4) -> Reshape [N, C b b, H, W], the forward op's steps undone. */
+static int rule_d2s_crd(tb *b, int32_t n, int32_t d, int32_t x, int64_t bs) {
+  gopt_graph *g = b->g;
+  int dt = g->tensors.a[x].dtype, rc;
+  int64_t xd[GOPT_MAX_RANK];
+  if (g->tensors.a[x].rank != 4) return tb_fail(b, GOPT_EUNSUP, "DepthToSpace of rank %d", g->tensors.a[x].rank);
+  if ((rc = static_dims(b, n, x, xd))) return rc;
+  int64_t C = xd[1] / (bs * bs), s6[6] = {xd[0], C, xd[2], bs, xd[3], bs}, t6[6] = {xd[0], C, bs, bs, xd[2], xd[3]};
+  static const int64_t perm[6] = {0, 1, 3, 5, 2, 4};
+  int32_t sh, t, in[2];
+  TRY(sh = tb_const_i64(b, "blocks_shape", s6, 6));
+  in[0] = d, in[1] = sh;
+  TRY(t = tb_op(b, "Reshape", "dy_blocks", 2, in, dt, 6, s6));
+  TRY(t = tb_op(b, "Transpose", "dy_depth", 1, &t, dt, 6, t6));
+  if (gopt_node_set_ints(g, g->tensors.a[t].producer, "perm", perm, 6)) return tb_fail(b, GOPT_ENOMEM, "out of memory");
+  TRY(sh = tb_const_i64(b, "x_shape", xd, 4));
+  in[0] = t, in[1] = sh;
+  TRY(t = tb_op(b, "Reshape", "d0", 2, in, dt, 4, xd));
+  return tb_partial(b, x, t);
+}
+
 static int rule_d2s(tb *b, int32_t n, int32_t d, int32_t x) {
   gopt_graph *g = b->g;
   int d2s = g->nodes.a[n].op == GOPT_OP_DEPTH_TO_SPACE;
-  if (d2s && strcmp(gopt_node_get_string(g, n, "mode", "DCR"), "DCR"))
-    return tb_fail(b, GOPT_EUNSUP, "DepthToSpace in CRD mode has no gradient rule");
+  int64_t bs = gopt_node_get_int(g, n, "blocksize", 1);
+  if (d2s && strcmp(gopt_node_get_string(g, n, "mode", "DCR"), "DCR")) return rule_d2s_crd(b, n, d, x, bs);
   int32_t t;
   TRY(t = tb_op_like(b, d2s ? "SpaceToDepth" : "DepthToSpace", "d0", 1, &d, x));
-  gopt_node_set_int(g, g->tensors.a[t].producer, "blocksize", gopt_node_get_int(g, n, "blocksize", 1));
+  gopt_node_set_int(g, g->tensors.a[t].producer, "blocksize", bs);
   return tb_partial(b, x, t);
 }
 
@@ -39,15 +71,6 @@ static int rule_mask_scan(tb *b, int32_t n, int32_t d, int32_t x) {
     gopt_node_set_int(g, p, "reverse", !gopt_node_get_int(g, n, "reverse", 0));
   }
   return tb_partial(b, x, t);
-}
-
-/* X's dims into xd (static only); 0 or an error naming the op. */
-static int static_dims(tb *b, int32_t n, int32_t x, int64_t *xd) {
-  const gopt_graph *g = b->g;
-  for (int i = 0; i < g->tensors.a[x].rank; i++)
-    if ((xd[i] = gopt_tensor_dims(g, x)[i]) < 0)
-      return tb_fail(b, GOPT_EUNSUP, "%s over a symbolic shape has no gradient rule", gopt_node_type(g, n));
-  return 0;
 }
 
 static int rule_sum_square(tb *b, int32_t n, int32_t d, int32_t x) {

@@ -230,7 +230,7 @@ static void test_conv_transpose(void) {
   check_and_free(g, weighted(g, y), "conv transpose");
 }
 
-/* grad_move.c: DepthToSpace then SpaceToDepth (blocksize 2), Trilu (lower, k = 1), CumSum (reverse,
+/* grad_move.c: DepthToSpace then SpaceToDepth (blocksize 2), DepthToSpace in CRD mode, Trilu (lower, k = 1), CumSum (reverse,
  * exclusive), Tile and ReduceSumSquare (keepdims=0), chained on parameters and weighted. */
 static void test_move(void) {
   gopt_graph *g = gopt_graph_new("move");
@@ -253,6 +253,14 @@ static void test_move(void) {
   gopt_node_set_int(g, n, "keepdims", 0);
   OP(g, "Add", "add", o, ti, ss);
   check_and_free(g, weighted(g, o), "depth/space, trilu, cumsum, tile, sum square");
+
+  /* DepthToSpace in CRD mode (PyTorch's PixelShuffle), blocksize 2 */
+  g = gopt_graph_new("d2s_crd");
+  int32_t pc = param(g, "PC", 4, D(1, 8, 2, 3), -1, 1), dc = act(g, "dcrd", 4, D(1, 2, 4, 6));
+  n = OP(g, "DepthToSpace", "d2s_crd", dc, pc);
+  gopt_node_set_int(g, n, "blocksize", 2);
+  gopt_node_set_string(g, n, "mode", "CRD");
+  check_and_free(g, weighted(g, dc), "depth to space (CRD)");
 
   /* GatherElements (axis 1) and GatherND, each with repeated indices: the gradients add up */
   g = gopt_graph_new("gather_elements");
