@@ -204,7 +204,7 @@ static double channel_reduce(const gopt_graph *g, int32_t x) {
   return len * ceil(c / GOPT_GPU_SMS);
 }
 
-/* Recurrent op (LSTM / GRU / RNN, or LSTMGrad / GRUGrad): time steps (sequence x directions). */
+/* Recurrent op (LSTM / GRU / RNN, or their Grad ops): time steps (sequence x directions). */
 static double rnn_steps(const gopt_graph *g, int32_t n, int32_t x) {
   int layout = (int)gopt_node_get_int(g, n, "layout", 0);
   const char *dir = gopt_node_get_string(g, n, "direction", "forward");
@@ -274,7 +274,7 @@ int gopt_gpu_node_features(const gopt_graph *g, int32_t n, const uint8_t *dyn, d
   else if (op == GOPT_OP_LSTM || op == GOPT_OP_GRU || op == GOPT_OP_RNN) {
     kind = GOPT_GK_RNN;
     wv = rnn_steps(g, n, gopt_node_input(g, n, 0));
-  } else if (op == GOPT_OP_LSTM_GRAD || op == GOPT_OP_GRU_GRAD) { /* one more sequential sweep, with its own FLOPs */
+  } else if (op == GOPT_OP_LSTM_GRAD || op == GOPT_OP_GRU_GRAD || op == GOPT_OP_RNN_GRAD) { /* one more sequential sweep, with its own FLOPs */
     kind = GOPT_GK_RNN;
     wv = rnn_steps(g, n, gopt_node_input(g, n, 0));
   } else {

@@ -121,7 +121,7 @@ static int out_from_shape(gopt_graph *g, int32_t n, int j, gopt_error *err) {
   return set_out(g, n, 0, g->tensors.a[in_t(g, n, 0)].dtype, &s, err);
 }
 
-/* LSTMGrad / GRUGrad (gru): dX, dW, dR like X, W, R; dB [D, 2 x W's rows] unless B is given;
+/* LSTMGrad / GRUGrad and RNNGrad (gru: one state): dX, dW, dR like X, W, R; dB [D, 2 x W's rows] unless B is given;
  * the initial-state gradients (h, and c for LSTM) like those inputs, else [D, batch, H]. */
 static int infer_rnn_grad(gopt_graph *g, int32_t n, int gru, gopt_error *err) {
   int32_t X = in_t(g, n, 0), W = in_t(g, n, 1), R = in_t(g, n, 2);
@@ -169,7 +169,7 @@ int ops_train_infer(gopt_graph *g, int32_t n, gopt_error *err) {
       break;
     case TK_GATHER_GRAD: rc = out_from_shape(g, n, 2, err); break;
     case TK_LSTM_GRAD: rc = infer_rnn_grad(g, n, 0, err); break;
-    case TK_GRU_GRAD: rc = infer_rnn_grad(g, n, 1, err); break;
+    case TK_GRU_GRAD: case TK_RNN_GRAD: rc = infer_rnn_grad(g, n, 1, err); break;
     case TK_SGD_UPDATE: rc = out_like(g, n, 0, 0, 0, err); break;
     case TK_MOMENTUM_UPDATE:
       if (!(rc = out_like(g, n, 0, 0, 0, err))) rc = out_like(g, n, 1, 2, 2, err);
@@ -250,14 +250,14 @@ int ops_train_cost(const gopt_graph *g, int32_t n, gopt_cost *c) {
       c->flops = ey * (!strcmp(mode, "cubic") ? 16.0 : !strcmp(mode, "linear") ? 4.0 : 1.0);
       break;
     }
-    case TK_LSTM_GRAD: case TK_GRU_GRAD: {
+    case TK_LSTM_GRAD: case TK_GRU_GRAD: case TK_RNN_GRAD: {
       int32_t x = in_t(g, n, 0), w = in_t(g, n, 1), r = in_t(g, n, 2);
       int layout = (int)gopt_node_get_int(g, n, "layout", 0);
       double T = dim(g, x, layout ? 1 : 0), B = dim(g, x, layout ? 0 : 1), I = dim(g, x, 2);
-      double D = dim(g, w, 0), GH = dim(g, w, 1), H = dim(g, r, 2); /* GH: 4H (LSTM), 3H (GRU) */
+      double D = dim(g, w, 0), GH = dim(g, w, 1), H = dim(g, r, 2); /* GH: 4H (LSTM), 3H (GRU), H (RNN) */
       double mm = 2.0 * T * B * D * GH * (I + H); /* forward matmul FLOPs */
       /* gate recompute (1x) + input and weight gradients (2x) + elementwise gate math */
-      c->flops = 3.0 * mm + (k == TK_LSTM_GRAD ? 30.0 : 24.0) * T * B * D * H;
+      c->flops = 3.0 * mm + (k == TK_LSTM_GRAD ? 30.0 : k == TK_GRU_GRAD ? 24.0 : 6.0) * T * B * D * H;
       break;
     }
     case TK_SGD_UPDATE:

@@ -1,5 +1,5 @@
-/* grad_rnn.c: the gradient rules of the recurrent ops, LSTM and GRU: one backward op each
- * (LSTMGrad, GRUGrad of op_list_train.h; backpropagation through time over the whole sequence,
+/* grad_rnn.c: the gradient rules of the recurrent ops, LSTM, GRU and RNN: one backward op each
+ * (LSTMGrad, GRUGrad, RNNGrad of op_list_train.h; backpropagation through time over the whole sequence,
  * gates recomputed from the inputs and the hidden states in Y). Semantics and costs:
  * docs/TRAINING.md; shapes and costs: src/ops/ops_train.c. */
 #include "train/train_internal.h"
@@ -13,7 +13,8 @@
 /* LSTM: inputs X, W [D, 4H, I], R [D, 4H, H], B [D, 8H], sequence_lens, initial_h, initial_c, P;
  * LSTMGrad reads those but P, then Y, dY, dY_h, dY_c, and writes dX, dW, dR, dB, d_initial_h,
  * d_initial_c. GRU: inputs X, W [D, 3H, I], R [D, 3H, H], B [D, 6H], sequence_lens, initial_h;
- * GRUGrad reads those, then Y, dY, dY_h, and writes dX, dW, dR, dB, d_initial_h. The bias gradient
+ * GRUGrad reads those, then Y, dY, dY_h, and writes dX, dW, dR, dB, d_initial_h. RNN: as GRU with
+ * W [D, H, I], R [D, H, H], B [D, 2H], and RNNGrad. The bias gradient
  * is [D, 2 x W's rows] and the state gradients [D, batch, H] ([batch, D, H] with layout 1) even
  * when the forward op had no such input. */
 int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
@@ -27,7 +28,7 @@ int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) 
   int64_t bdims[2] = {D, H < 0 || wd[1] < 0 ? wd[1] : 2 * wd[1]};
   int64_t hdims[3] = {D, batch, H};
   if (layout) { hdims[0] = batch; hdims[1] = D; }
-  if (bdims[1] < 0) return tb_fail(b, GOPT_EUNSUP, "%s with a symbolic hidden size", lstm ? "LSTM" : "GRU");
+  if (bdims[1] < 0) return tb_fail(b, GOPT_EUNSUP, "%s with a symbolic hidden size", gopt_node_type(g, n));
   int32_t in[11], out[6];
   int k = 0, nout = (int)g->nodes.a[n].n_out;
   for (int i = 0; i < 5 + ns; i++) in[k++] = in_t(g, n, i); /* X W R B sequence_lens initial_h (initial_c) */
@@ -41,7 +42,8 @@ int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) 
   TRY(out[4] = tb_tensor(b, "d5", dt, 3, hdims));
   if (lstm) TRY(out[5] = tb_tensor(b, "d6", dt, 3, hdims));
   int32_t node;
-  TRY(node = tb_node(b, lstm ? "LSTMGrad" : "GRUGrad", k, in, 4 + ns, out));
+  int op = g->nodes.a[n].op;
+  TRY(node = tb_node(b, lstm ? "LSTMGrad" : op == GOPT_OP_GRU ? "GRUGrad" : "RNNGrad", k, in, 4 + ns, out));
   if (tb_copy_attrs(b, n, node)) return b->err->code;
   static const int in_of_out[6] = {0, 1, 2, 3, 5, 6};
   for (int o = 0; o < 4 + ns; o++)

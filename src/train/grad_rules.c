@@ -78,7 +78,7 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
     case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_TILE: case GOPT_OP_GATHER_ELEMENTS: case GOPT_OP_GATHER_ND:
       *mask = floats & 1u;
       return 1;
-    case GOPT_OP_LSTM: case GOPT_OP_GRU:
+    case GOPT_OP_LSTM: case GOPT_OP_GRU: case GOPT_OP_RNN:
       *mask = floats & 0xEFu;  /* all but sequence_lens */
       return 1;
     default:
@@ -340,7 +340,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
   int op = g->nodes.a[n].op, nout = g->nodes.a[n].n_out;
   int32_t x = in_t(g, n, 0), y = out_t(g, n, 0), d = dy[0], t;
   char nm[32];
-  if (op != GOPT_OP_SPLIT && op != GOPT_OP_LSTM && op != GOPT_OP_GRU) {
+  if (op != GOPT_OP_SPLIT && op != GOPT_OP_LSTM && op != GOPT_OP_GRU && op != GOPT_OP_RNN) {
     for (int i = 1; i < nout; i++)
       if (dy[i] >= 0)
         return tb_fail(b, GOPT_EUNSUP, "no gradient rule through output %d ('%s')", i,
@@ -687,7 +687,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     case GOPT_OP_INSTANCE_NORM: return tb_rule_instance_norm(b, n, d, need);
     case GOPT_OP_MATMUL: return rule_matmul(b, n, d, need);
     case GOPT_OP_GEMM: return rule_gemm(b, n, d, need);
-    case GOPT_OP_LSTM: case GOPT_OP_GRU: return tb_rule_rnn(b, n, dy, need);
+    case GOPT_OP_LSTM: case GOPT_OP_GRU: case GOPT_OP_RNN: return tb_rule_rnn(b, n, dy, need);
     case GOPT_OP_EINSUM: return tb_rule_einsum(b, n, d, need);
     case GOPT_OP_MAX: case GOPT_OP_MIN: case GOPT_OP_MEAN: case GOPT_OP_PRELU: case GOPT_OP_REDUCE_MAX:
     case GOPT_OP_REDUCE_MIN: case GOPT_OP_GLOBAL_MAX_POOL:

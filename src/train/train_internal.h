@@ -63,7 +63,7 @@ int tb_rule_select(tb *b, int32_t n, int32_t d, const unsigned char *need);
 int tb_rule_conv_transpose(tb *b, int32_t n, int32_t d, const unsigned char *need);
 /* grad_instnorm.c: InstanceNormalization's rule (tb_emit's contract). */
 int tb_rule_instance_norm(tb *b, int32_t n, int32_t d, const unsigned char *need);
-/* grad_rnn.c: LSTM's and GRU's rules (tb_emit's contract; dy per output). */
+/* grad_rnn.c: LSTM's, GRU's and RNN's rules (tb_emit's contract; dy per output). */
 int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need);
 /* grad_einsum.c: Einsum's rule (tb_emit's contract; d is the output's gradient). */
 int tb_rule_einsum(tb *b, int32_t n, int32_t d, const unsigned char *need);

@@ -654,18 +654,21 @@ static void test_lstm(void) {
   gopt_graph_free(g);
 }
 
-/* GRU (layout 1, batch first, with an initial state): one GRUGrad whose outputs have the forward
- * inputs' shapes, the bias gradient [D, 6H]; the initial state gets a gradient, X (an input) none. */
-static void test_gru(void) {
-  gopt_graph *g = gopt_graph_new("gru");
+/* GRU and RNN (layout 1, batch first, with an initial state; G gates of 16 units): one GRUGrad /
+ * RNNGrad whose outputs have the forward inputs' shapes, the bias gradient [D, 2 G H]; the initial
+ * state gets a gradient, X (an input) none. */
+static void check_rnn(const char *type, int G) {
+  char grad_type[16];
+  snprintf(grad_type, sizeof grad_type, "%sGrad", type);
+  gopt_graph *g = gopt_graph_new(type);
   int32_t x = input(g, "x", GOPT_DT_FLOAT, 3, D(2, 5, 8));
-  int32_t w = param(g, "W", 3, D(1, 48, 8)), r = param(g, "R", 3, D(1, 48, 16));
-  int32_t bb = param(g, "Bias", 2, D(1, 96)), h0 = param(g, "h0", 3, D(2, 1, 16)), wo = param(g, "Wo", 2, D(16, 4));
+  int32_t w = param(g, "W", 3, D(1, 16 * G, 8)), r = param(g, "R", 3, D(1, 16 * G, 16));
+  int32_t bb = param(g, "Bias", 2, D(1, 32 * G)), h0 = param(g, "h0", 3, D(2, 1, 16)), wo = param(g, "Wo", 2, D(16, 4));
   int32_t y = act(g, "Y", 4, D(2, 5, 1, 16)), yh = act(g, "Y_h", 3, D(2, 1, 16));
   int32_t ys = act(g, "ys", 3, D(2, 5, 16)), o = act(g, "o", 3, D(2, 5, 4));
   int32_t ax = cints(g, "axes2", 1, D(2));
   gopt_error err = {0};
-  int32_t n = gopt_graph_add_node(g, "GRU", "gru", 6, I(x, w, r, bb, -1, h0), 2, I(y, yh), &err);
+  int32_t n = gopt_graph_add_node(g, type, "rnn", 6, I(x, w, r, bb, -1, h0), 2, I(y, yh), &err);
   CHECK_MSG(n >= 0, "%s", err.msg);
   gopt_node_set_int(g, n, "hidden_size", 16);
   gopt_node_set_int(g, n, "layout", 1);
@@ -675,17 +678,22 @@ static void test_gru(void) {
   size_t nf = g->nodes.n;
   gopt_train_info info;
   build(g, "sgd", &info);
-  check_invariants(g, &info, "gru");
+  check_invariants(g, &info, type);
   CHECK_EQ_INT(info.n_params, 5);
-  CHECK_EQ_INT(count_type(g, nf, "GRUGrad", GOPT_N_GRAD), 1);
+  CHECK_EQ_INT(count_type(g, nf, grad_type, GOPT_N_GRAD), 1);
   CHECK(info.grad_of[x] < 0 && info.grad_of[yh] < 0 && info.grad_of[y] >= 0 && info.grad_of[h0] >= 0);
   for (int32_t p = 0; p < 4; p++) { /* W R Bias h0: the gradient has the parameter's shape */
     int32_t t = (int32_t[]){w, r, bb, h0}[p], d = info.grad_of[t];
-    CHECK(d >= 0 && g->tensors.a[d].rank == g->tensors.a[t].rank &&
-          !memcmp(gopt_tensor_dims(g, d), gopt_tensor_dims(g, t), (size_t)g->tensors.a[t].rank * sizeof(int64_t)));
+    CHECK_MSG(d >= 0 && g->tensors.a[d].rank == g->tensors.a[t].rank &&
+                  !memcmp(gopt_tensor_dims(g, d), gopt_tensor_dims(g, t), (size_t)g->tensors.a[t].rank * sizeof(int64_t)),
+              "%s: gradient %d", type, p);
   }
   gopt_train_info_free(&info);
   gopt_graph_free(g);
+}
+static void test_gru_rnn(void) {
+  check_rnn("GRU", 3);
+  check_rnn("RNN", 1);
 }
 
 /* ---- conv-1d / classifier op mix (WaveNet, MobileNet, segmentation ops), opset 13 ----------------- */
@@ -1006,7 +1014,7 @@ int main(void) {
   test_accumulation();
   test_transformer();
   test_lstm();
-  test_gru();
+  test_gru_rnn();
   test_op_mix();
   test_reduce_l2();
   test_scatter_nd();
