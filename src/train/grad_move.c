@@ -7,6 +7,9 @@
  *   Tile                dX = ReduceSum(Reshape(dY, [r0, d0, r1, d1, ...])) over the r axes
  *   GatherElements,     dX = ScatterElements / ScatterND(zeros, indices, dY, reduction=add)
  *   GatherND (batch_dims 0)
+ *   TopK                dX = ScatterElements(zeros, Indices, dValues, reduction=add) along the axis
+ *   ScatterElements     d data = ScatterElements(dY, indices, zeros) (reduction none) or dY (add);
+ *                       d updates = GatherElements(dY, indices)
  * CRD DepthToSpace, Tile and ReduceSumSquare over symbolic shapes, and Tile with repeats that are
  * not a constant, are refused in one line. docs/TRAINING.md lists the rules. */
 #include <string.h>
@@ -137,15 +140,62 @@ static int rule_gather_scatter(tb *b, int32_t n, int32_t d, int32_t x) {
   return tb_partial(b, x, t);
 }
 
+/* TopK: the values' gradient scattered with addition into zeros at the indices along the axis. */
+static int rule_topk(tb *b, int32_t n, int32_t d, int32_t x) {
+  gopt_graph *g = b->g;
+  if (g->tensors.a[x].dtype != GOPT_DT_FLOAT) return tb_fail(b, GOPT_EUNSUP, "TopK of a non-float32 tensor has no gradient rule");
+  int32_t sh, z, t;
+  TRY(sh = tb_shape_of(b, x));
+  TRY(z = tb_op_like(b, "ConstantOfShape", "zeros", 1, &sh, x));
+  int32_t in[3] = {z, tb_out(g, n, 1), d};
+  TRY(t = tb_op_like(b, "ScatterElements", "d0", 3, in, x));
+  gopt_node_set_int(g, g->tensors.a[t].producer, "axis", gopt_node_get_int(g, n, "axis", -1));
+  gopt_node_set_string(g, g->tensors.a[t].producer, "reduction", "add");
+  return tb_partial(b, x, t);
+}
+
+/* ScatterElements (reduction none or add): d data = dY with zeros at the written positions (none)
+ * or dY itself (add); d updates = GatherElements(dY, indices) along the axis. */
+static int rule_scatter_elements(tb *b, int32_t n, int32_t d, const unsigned char *need) {
+  gopt_graph *g = b->g;
+  const char *red = gopt_node_get_string(g, n, "reduction", "none");
+  int add = !strcmp(red, "add");
+  if (!add && strcmp(red, "none")) return tb_fail(b, GOPT_EUNSUP, "ScatterElements with reduction=%s has no gradient rule", red);
+  int32_t x = tb_in(g, n, 0), idx = tb_in(g, n, 1), upd = tb_in(g, n, 2), t, p;
+  int64_t axis = gopt_node_get_int(g, n, "axis", 0);
+  if (need[0] && add) TRY(tb_partial(b, x, d));
+  if (need[0] && !add) {
+    if (g->tensors.a[upd].dtype != GOPT_DT_FLOAT)
+      return tb_fail(b, GOPT_EUNSUP, "ScatterElements of non-float32 updates has no gradient rule");
+    int32_t sh, z;
+    TRY(sh = tb_shape_of(b, upd));
+    TRY(z = tb_op_like(b, "ConstantOfShape", "zeros", 1, &sh, upd));
+    int32_t in[3] = {d, idx, z};
+    TRY(t = tb_op_like(b, "ScatterElements", "d0", 3, in, x));
+    gopt_node_set_int(g, g->tensors.a[t].producer, "axis", axis);
+    TRY(tb_partial(b, x, t));
+  }
+  if (need[2]) {
+    int32_t in[2] = {d, idx};
+    TRY(t = tb_op_like(b, "GatherElements", "d2", 2, in, upd));
+    p = g->tensors.a[t].producer;
+    gopt_node_set_int(g, p, "axis", axis);
+    TRY(tb_partial(b, upd, t));
+  }
+  return 0;
+}
+
 int tb_rule_move(tb *b, int32_t n, int32_t d, const unsigned char *need) {
   gopt_graph *g = b->g;
   int32_t x = tb_in(g, n, 0);
+  if (g->nodes.a[n].op == GOPT_OP_SCATTER_ELEMENTS) return rule_scatter_elements(b, n, d, need);
   if (!need[0]) return 0;
   switch (g->nodes.a[n].op) {
     case GOPT_OP_DEPTH_TO_SPACE: case GOPT_OP_SPACE_TO_DEPTH: return rule_d2s(b, n, d, x);
     case GOPT_OP_TRILU: case GOPT_OP_CUMSUM: return rule_mask_scan(b, n, d, x);
     case GOPT_OP_REDUCE_SUM_SQUARE: return rule_sum_square(b, n, d, x);
     case GOPT_OP_GATHER_ELEMENTS: case GOPT_OP_GATHER_ND: return rule_gather_scatter(b, n, d, x);
+    case GOPT_OP_TOPK: return rule_topk(b, n, d, x);
     default: return rule_tile(b, n, d, x);
   }
 }

@@ -76,7 +76,11 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
     case GOPT_OP_REDUCE_MAX: case GOPT_OP_REDUCE_MIN: case GOPT_OP_GLOBAL_MAX_POOL:
     case GOPT_OP_DEPTH_TO_SPACE: case GOPT_OP_SPACE_TO_DEPTH: case GOPT_OP_TRILU: case GOPT_OP_CUMSUM:
     case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_TILE: case GOPT_OP_GATHER_ELEMENTS: case GOPT_OP_GATHER_ND:
+    case GOPT_OP_TOPK:
       *mask = floats & 1u;
+      return 1;
+    case GOPT_OP_SCATTER_ELEMENTS:
+      *mask = floats & 5u;  /* data and updates; not the indices */
       return 1;
     case GOPT_OP_LSTM: case GOPT_OP_GRU: case GOPT_OP_RNN:
       *mask = floats & 0xEFu;  /* all but sequence_lens */
@@ -694,6 +698,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       return tb_rule_select(b, n, d, need);
     case GOPT_OP_DEPTH_TO_SPACE: case GOPT_OP_SPACE_TO_DEPTH: case GOPT_OP_TRILU: case GOPT_OP_CUMSUM:
     case GOPT_OP_REDUCE_SUM_SQUARE: case GOPT_OP_TILE: case GOPT_OP_GATHER_ELEMENTS: case GOPT_OP_GATHER_ND:
+    case GOPT_OP_TOPK: case GOPT_OP_SCATTER_ELEMENTS:
       return tb_rule_move(b, n, d, need);
     default:
       return tb_fail(b, GOPT_EUNSUP, "no gradient rule");

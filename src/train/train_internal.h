@@ -50,8 +50,8 @@ static inline int32_t tb_out(const gopt_graph *g, int32_t n, int i) {
 /* grad_rules.c: the values of constant int32/int64 tensor t (at most max) into out; their count,
  * or -1 when t is not such a constant or holds more. */
 int tb_const_ints(const gopt_graph *g, int32_t t, int64_t *out, int max);
-/* grad_move.c: the rules of DepthToSpace (DCR), SpaceToDepth, Trilu, CumSum, ReduceSumSquare,
- * Tile, GatherElements and GatherND (tb_emit's contract). */
+/* grad_move.c: the rules of DepthToSpace, SpaceToDepth, Trilu, CumSum, ReduceSumSquare, Tile,
+ * GatherElements, GatherND, TopK and ScatterElements (tb_emit's contract). */
 int tb_rule_move(tb *b, int32_t n, int32_t d, const unsigned char *need);
 /* grad_rules.c: the reduction axes of ReduceX node n (attribute, or constant input 1 from opset
  * 18/13), normalised to [0, rank); *na = -1 when absent (all axes). Returns 0 or an error. */

@@ -9,7 +9,7 @@
  * assigning into a parameter, Einsum (attention-shaped, and three operands with an implicit
  * output), Max / Min / Mean, PRelu, ReduceMax / ReduceMin / GlobalMaxPool, ConvTranspose,
  * InstanceNormalization, DepthToSpace / SpaceToDepth, Trilu, CumSum, Tile, ReduceSumSquare,
- * GatherElements, GatherND. Not covered: rules whose gradient ops have no executor kernel
+ * GatherElements, GatherND, TopK, ScatterElements. Not covered: rules whose gradient ops have no executor kernel
  * (ElementwiseGrad, Gelu/ErfGrad, BatchNormGrad, pooling, Gather/Slice/Pad/ResizeGrad, LSTMGrad;
  * docs/TRAINING.md section 6), and the optimizer updates (removed before the run).
  * Float32 execution: eps 1e-2 on values of order 1; agreement within a few 1e-3 relative. */
@@ -253,6 +253,29 @@ static void test_move(void) {
   gopt_node_set_int(g, n, "keepdims", 0);
   OP(g, "Add", "add", o, ti, ss);
   check_and_free(g, weighted(g, o), "depth/space, trilu, cumsum, tile, sum square");
+
+  /* TopK (k = 2 of 5 along axis 1; values 0.1 apart, so no step crosses the k-th) and
+   * ScatterElements (reduction none, then add) along axis 1 */
+  g = gopt_graph_new("topk_scatter");
+  int32_t pt = param(g, "PT", 2, D(3, 5), -1, 1), da = param(g, "DA", 2, D(3, 4), -1, 1);
+  int32_t up = param(g, "UP", 2, D(3, 2), -1, 1);
+  float vt[15];
+  for (int k = 0; k < 15; k++) vt[k] = (float)(((k * 4) % 15) - 7) * 0.1f;
+  gopt_tensor_set_const(g, pt, vt, sizeof vt, NULL);
+  int32_t tv = act(g, "topv", 2, D(3, 2)), tix = tensor(g, "topi", GOPT_DT_INT64, 2, D(3, 2));
+  int32_t kk = const_tensor(g, "kk", GOPT_DT_INT64, 1, D(1), D(2), 8);
+  int32_t si = const_tensor(g, "si", GOPT_DT_INT64, 2, D(3, 2), D(0, 2, 1, 3, 3, 0), 48);
+  int32_t s1 = act(g, "sc_none", 2, D(3, 4)), s2 = act(g, "sc_add", 2, D(3, 4)), st = act(g, "sc_sum", 2, D(3, 4));
+  gopt_error e2 = {0};
+  n = gopt_graph_add_node(g, "TopK", "topk", 2, I(pt, kk), 2, I(tv, tix), &e2);
+  CHECK_MSG(n >= 0, "%s", e2.msg);
+  gopt_node_set_int(g, n, "axis", 1);
+  gopt_node_set_int(g, OP(g, "ScatterElements", "sc1", s1, da, si, up), "axis", 1);
+  n = OP(g, "ScatterElements", "sc2", s2, s1, si, tv);
+  gopt_node_set_int(g, n, "axis", 1);
+  gopt_node_set_string(g, n, "reduction", "add");
+  OP(g, "Add", "sc_add2", st, s2, da);
+  check_and_free(g, weighted(g, st), "topk, scatter elements");
 
   /* DepthToSpace in CRD mode (PyTorch's PixelShuffle), blocksize 2 */
   g = gopt_graph_new("d2s_crd");
