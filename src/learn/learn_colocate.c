@@ -18,7 +18,6 @@ struct learn_coloc {
   int32_t *pp, *pr; /* per row: its distinct producer rows (CSR) */
   int32_t *sp, *sr; /* per row: its distinct reader rows (CSR), in row order */
   double *bytes;    /* n: bytes of each row's outputs (what moves to a reader's device) */
-  int n_dev;
   int32_t *rdev;    /* n_dev + 1 scratch: reader devices seen (-1, a row without a device variable,
                      * is one more) */
 };
@@ -66,25 +65,16 @@ int learn_coloc_new(const gopt_env *e, const learn_graph *lg, learn_coloc **out,
   size_t N = g->nodes.n;
   learn_coloc *c = calloc(1, sizeof *c);
   int32_t *topo = malloc((N + 1) * sizeof *topo), *pos = malloc((N + 1) * sizeof *pos);
+  int64_t n = lg->n;
   int rc = !c || !topo || !pos ? GOPT_ENOMEM : 0;
-  int64_t n = rc ? 0 : gopt_graph_topo(g, topo, err);
-  if (!rc && n < 0) rc = (int)n;
-  if (!rc && n != lg->n) rc = gopt_error_set(err, GOPT_EINVAL, "learn: colocate: graph changed under its encoding");
   if (rc) goto done;
   c->n = n;
-  c->n_dev = lg->n_dev;
   c->xvar = malloc(((size_t)n + 1) * sizeof *c->xvar);
-  c->bytes = calloc((size_t)n + 1, sizeof *c->bytes);
-  c->rdev = malloc(((size_t)c->n_dev + 1) * sizeof *c->rdev);
+  c->bytes = malloc(((size_t)n + 1) * sizeof *c->bytes);
+  c->rdev = malloc(((size_t)lg->n_dev + 1) * sizeof *c->rdev);
   if (!c->xvar || !c->bytes || !c->rdev) { rc = GOPT_ENOMEM; goto done; }
-  for (size_t v = 0; v < N; v++) pos[v] = -1;
-  for (int64_t i = 0; i < n; i++) pos[topo[i]] = (int32_t)i;
-  for (int64_t i = 0; i < n; i++) {
-    c->xvar[i] = -1;
-    const gopt_node *nd = &g->nodes.a[topo[i]];
-    for (uint32_t k = 0; k < nd->n_out; k++)
-      if (g->outs.a[nd->out + k] >= 0) c->bytes[i] += gopt_tensor_bytes(g, g->outs.a[nd->out + k]);
-  }
+  if ((rc = learn_row_index(g, n, topo, pos, c->bytes, err))) goto done;
+  for (int64_t i = 0; i < n; i++) c->xvar[i] = -1;
   for (int64_t v = 0; v < lg->nk[GOPT_VAR_DEVICE]; v++) {
     int32_t r = lg->rows[GOPT_VAR_DEVICE][v];
     if (learn_row_us(lg, r) <= 0) c->xvar[r] = lg->var[GOPT_VAR_DEVICE][v];

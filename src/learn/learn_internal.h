@@ -187,6 +187,11 @@ int learn_graph_for(const gopt_policy *p, const gopt_env *e, int clusters, learn
 void learn_graph_segment_free(learn_graph *g);
 /* learn_segment.c: kernel time of row r (us, from its features). */
 double learn_row_us(const learn_graph *lg, int64_t r);
+/* learn_segment.c: the rows of an encoding of g with n_rows rows (gopt_graph_topo's order): topo
+ * (row -> node), pos (node -> row, -1 for a dead node; both g->nodes.n entries) and, unless NULL,
+ * bytes (n_rows: each row's output tensors' bytes, what moves to a reader on another device).
+ * Returns 0, or an error when g no longer has n_rows live nodes. */
+int learn_row_index(const gopt_graph *g, int64_t n_rows, int32_t *topo, int32_t *pos, double *bytes, gopt_error *err);
 /* learn_segment.c: the rows' dataflow edges as a CSR over rows (pos: node id -> row, -1 for a dead
  * node; n rows): dir 1 each row's readers, dir 0 its producers, one entry per input slot (so
  * repeats are kept), in node-id order. The caller frees both arrays. */

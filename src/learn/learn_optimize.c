@@ -19,6 +19,8 @@ typedef struct opt_state {
   uint64_t evals;
   double t0;
   const gopt_learn_opt_opts *o;
+  learn_coloc *coloc;   /* placement (not o->raw): the decodes' post-process over level 0's rows ... */
+  int32_t *coloc_dev;   /* ... and its scratch; made by zero_shot, used by fine-tuning too */
 } opt_state;
 
 /* Records rows of xs/res as evaluated; keeps the best (gopt_env_result_cmp). */
@@ -55,21 +57,14 @@ static int take_start(gopt_env *e, opt_state *s, uint64_t *used, gopt_error *err
 }
 
 /* PPO on this graph for o->finetune_evals evaluations, training only the modulation. Placement
- * samples get zero-shot's post-process (learn_colocate.c) unless o->raw. */
+ * samples get zero-shot's post-process (s->coloc, when set). */
 static int finetune(gopt_policy *p, gopt_env *e, const learn_graph *g, gopt_nn_ctx *ctx, int k,
                     gopt_nn_rng *rng, opt_state *s, gopt_error *err) {
   learn_mod mod;
   learn_batch b = {0};
   gopt_nn_optim *opt = NULL;
-  learn_coloc *cc = NULL;
-  int32_t *cdev = NULL;
   int rc = learn_mod_new(p, &mod, err);
   if (rc) return rc;
-  if (!s->o->raw && gopt_env_task(e) == GOPT_TASK_PLACEMENT) {
-    cdev = malloc(((size_t)g->n + 1) * sizeof *cdev);
-    rc = cdev ? learn_coloc_new(e, g, &cc, err) : gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
-    if (rc) goto done;
-  }
   gopt_nn_optim_cfg oc = gopt_nn_optim_defaults(GOPT_NN_ADAM, 1e-2f);
   oc.clip_norm = 1.0f;
   if (!(opt = gopt_nn_optim_new(&oc, mod.params, err))) { rc = GOPT_EINVAL; goto done; }
@@ -84,8 +79,8 @@ static int finetune(gopt_policy *p, gopt_env *e, const learn_graph *g, gopt_nn_c
     if (kk != b.k) {
       learn_batch_free(&b);
       if (learn_batch_init(&b, g, s->nv, kk)) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (batch)"); goto done; }
-      b.coloc = cc;
-      b.coloc_dev = cdev;
+      b.coloc = s->coloc;
+      b.coloc_dev = s->coloc_dev;
     }
     if ((rc = learn_ppo_batch(ctx, p, &mod, opt, e, g, &ref, &ema, &c, rng, &b, err))) goto done;
     take(s, b.xs, b.res, (size_t)kk);
@@ -95,14 +90,12 @@ done:
   learn_batch_free(&b);
   gopt_nn_optim_free(opt);
   learn_mod_free(&mod);
-  learn_coloc_free(cc);
-  free(cdev);
   return rc;
 }
 
 /* The zero-shot decodes' shared state: rows r = lv, lv + step, ... <= k of xs (nv each) belong to
  * level lv; rows r < step are greedy. Placement rows are post-processed (learn_colocate.c) unless
- * c is NULL. */
+ * c is NULL (c and dev_of belong to opt_state). */
 typedef struct dec_ctx {
   gopt_env *e;
   int step, k;
@@ -149,20 +142,24 @@ static int decode_level(dec_ctx *d, gopt_policy *p, int clusters, const learn_fw
  * then S / 4 and S / 16 clusters (each when fewer than level 0 has). Decode r uses level
  * r % levels and is greedy when r < levels, a sample otherwise; a level is used only when k >= its
  * index. The other levels reuse level 0's graph embeddings (only the head's pooling is redone).
- * With a placement task and not raw, every decode's zero-time constant nodes then move to their
- * readers (learn_colocate.c). *g0 gets level 0's encoding (fine-tuning's), whose forward pass
- * stays in ctx. */
-static int zero_shot(gopt_policy *p, gopt_env *e, int k, int raw, gopt_nn_rng *rng, double *xs, size_t nv,
-                     learn_graph **g0, gopt_nn_ctx *ctx, gopt_error *err) {
+ * With a placement task and not s->o->raw, every decode's constant subexpressions then move to
+ * their readers (learn_colocate.c; s->coloc, kept for fine-tuning). *g0 gets level 0's encoding
+ * (fine-tuning's), whose forward pass stays in ctx. */
+static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, learn_graph **g0,
+                     gopt_nn_ctx *ctx, opt_state *s, gopt_error *err) {
   learn_acts a = {0};
   learn_fwd f;
-  dec_ctx d = {.e = e, .k = k, .rng = rng, .xs = xs, .nv = nv};
+  dec_ctx d = {.e = e, .k = k, .rng = rng, .xs = xs, .nv = s->nv};
   int rc = learn_graph_for(p, e, 0, g0, err);
-  if (!rc && (learn_acts_alloc(&a, *g0) || !(d.dev_of = malloc(((size_t)(*g0)->n + 1) * sizeof *d.dev_of))))
-    rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
-  if (!rc && !raw && gopt_env_task(e) == GOPT_TASK_PLACEMENT) rc = learn_coloc_new(e, *g0, &d.c, err);
+  if (!rc && learn_acts_alloc(&a, *g0)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  if (!rc && !s->o->raw && gopt_env_task(e) == GOPT_TASK_PLACEMENT) {
+    s->coloc_dev = malloc(((size_t)(*g0)->n + 1) * sizeof *s->coloc_dev);
+    rc = s->coloc_dev ? learn_coloc_new(e, *g0, &s->coloc, err) : gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  }
   if (!rc) {
     d.g0 = *g0;
+    d.c = s->coloc;
+    d.dev_of = s->coloc_dev;
     gopt_nn_ctx_set_training(ctx, 0);
     rc = learn_forward(ctx, p, *g0, NULL, &f, err);
   }
@@ -173,8 +170,6 @@ static int zero_shot(gopt_policy *p, gopt_env *e, int k, int raw, gopt_nn_rng *r
   d.step = levels;
   if (!rc) decode_rows(&d, &f, *g0, &a, 0);
   for (int l = 1; l < levels && !rc; l++) rc = decode_level(&d, p, lv[l], &f, ctx, l, err);
-  learn_coloc_free(d.c);
-  free(d.dev_of);
   learn_acts_free(&a);
   return rc;
 }
@@ -199,7 +194,7 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
   double *xs = malloc(((size_t)(k + 1) * s.nv + 1) * sizeof *xs);
   gopt_env_result *rs = malloc((size_t)(k + 1) * sizeof *rs);
   int rc = !ctx || !xs || !rs ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : 0;
-  if (!rc) rc = zero_shot(p, e, k, o->raw, &rng, xs, s.nv, &g, ctx, err);
+  if (!rc) rc = zero_shot(p, e, k, &rng, xs, &g, ctx, &s, err);
   if (!rc) rc = gopt_env_evaluate_batch(e, xs, (size_t)k + 1, rs, err);
   if (!rc) take(&s, xs, rs, (size_t)k + 1);
   if (!rc && o->finetune_evals > 0 && learn_nv(g) > 0) rc = finetune(p, e, g, ctx, k > 1 ? k : 8, &rng, &s, err);
@@ -207,6 +202,8 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
   res->evals = s.evals;
   res->seconds = gopt_now() - s.t0;
   res->interrupted = learn_stop_requested();
+  learn_coloc_free(s.coloc);
+  free(s.coloc_dev);
   learn_graph_free(g);
   gopt_nn_ctx_free(ctx);
   free(xs);

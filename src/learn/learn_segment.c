@@ -287,6 +287,21 @@ static int order_tables(learn_graph *lg) {
   return 0;
 }
 
+int learn_row_index(const gopt_graph *g, int64_t n_rows, int32_t *topo, int32_t *pos, double *bytes, gopt_error *err) {
+  int64_t n = gopt_graph_topo(g, topo, err);
+  if (n < 0) return (int)n;
+  if (n != n_rows) return gopt_error_set(err, GOPT_EINVAL, "learn: graph changed under its encoding");
+  for (size_t v = 0; v < g->nodes.n; v++) pos[v] = -1;
+  for (int64_t i = 0; i < n; i++) pos[topo[i]] = (int32_t)i;
+  for (int64_t i = 0; bytes && i < n; i++) { /* the tensors, not the cost model's bytes written (0 for a view) */
+    const gopt_node *nd = &g->nodes.a[topo[i]];
+    bytes[i] = 0;
+    for (uint32_t k = 0; k < nd->n_out; k++)
+      if (g->outs.a[nd->out + k] >= 0) bytes[i] += gopt_tensor_bytes(g, g->outs.a[nd->out + k]);
+  }
+  return 0;
+}
+
 int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *err) {
   if (S <= 0 || lg->nk[GOPT_VAR_DEVICE] == 0 || lg->n == 0) return 0;
   if (lg->n_dev > LEARN_SEG_MAXDEV)
@@ -298,21 +313,13 @@ int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *e
   int32_t *sp = NULL, *sc = NULL;
   double *rb = NULL;
   int rc = 0;
-  if (!topo || !pos) { rc = serr(err); goto done; }
-  int64_t n = gopt_graph_topo(g, topo, err);
-  if (n < 0) { rc = (int)n; goto done; }
-  if (n != lg->n) { rc = gopt_error_set(err, GOPT_EINVAL, "learn: segments: graph changed under its encoding"); goto done; }
-  for (size_t v = 0; v < N; v++) pos[v] = -1;
-  for (int64_t i = 0; i < n; i++) pos[topo[i]] = (int32_t)i;
+  int64_t n = lg->n;
   order = malloc(((size_t)n + 1) * sizeof *order);
-  rb = calloc((size_t)n + 1, sizeof *rb);
+  rb = malloc(((size_t)n + 1) * sizeof *rb);
   lg->seg_of = malloc(((size_t)n + 1) * sizeof *lg->seg_of);
-  if (!order || !rb || !lg->seg_of || learn_row_csr(g, pos, n, 1, &sp, &sc)) { rc = serr(err); goto done; }
-  for (int64_t i = 0; i < n; i++) { /* the tensors, not the cost model's bytes written (0 for a view) */
-    const gopt_node *nd = &g->nodes.a[topo[i]];
-    for (uint32_t k = 0; k < nd->n_out; k++)
-      if (g->outs.a[nd->out + k] >= 0) rb[i] += gopt_tensor_bytes(g, g->outs.a[nd->out + k]);
-  }
+  if (!topo || !pos || !order || !rb || !lg->seg_of) { rc = serr(err); goto done; }
+  if ((rc = learn_row_index(g, n, topo, pos, rb, err))) goto done;
+  if (learn_row_csr(g, pos, n, 1, &sp, &sc)) { rc = serr(err); goto done; }
   if (dfs_order(sp, sc, n, order)) { rc = gopt_error_set(err, GOPT_EGRAPH, "learn: segments: no depth-first order (cycle?)"); goto done; }
   if (assign_clusters(lg, order, S)) { rc = serr(err); goto done; }
   if (!(rc = cluster_tables(lg, e, rb, err)) && (schedule_tables(lg, e) || order_tables(lg))) rc = serr(err);

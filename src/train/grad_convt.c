@@ -11,8 +11,6 @@
 
 #include "train/train_internal.h"
 
-#define NEED(i) ((i) < (int)g->nodes.a[n].n_in && need[(i)])
-#define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
 
 /* Copies the convolution attributes both directions share from node `from` to node `to`. */
 static int conv_attrs(tb *b, int32_t from, int32_t to) {

@@ -7,8 +7,6 @@
  * lists the rule. */
 #include "train/train_internal.h"
 
-#define NEED(i) ((i) < (int)g->nodes.a[n].n_in && need[(i)])
-#define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
 
 typedef struct in_ctx {
   tb *b;

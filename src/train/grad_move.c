@@ -16,7 +16,6 @@
 
 #include "train/train_internal.h"
 
-#define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
 
 /* X's dims into xd (static only); 0 or an error naming the op. */
 static int static_dims(tb *b, int32_t n, int32_t x, int64_t *xd) {
@@ -129,9 +128,8 @@ static int rule_gather_scatter(tb *b, int32_t n, int32_t d, int32_t x) {
     return tb_fail(b, GOPT_EUNSUP, "GatherND with batch_dims has no gradient rule");
   if (g->tensors.a[x].dtype != GOPT_DT_FLOAT)
     return tb_fail(b, GOPT_EUNSUP, "%s of a non-float32 tensor has no gradient rule", gopt_node_type(g, n));
-  int32_t sh, z, t;
-  TRY(sh = tb_shape_of(b, x));
-  TRY(z = tb_op_like(b, "ConstantOfShape", "zeros", 1, &sh, x));
+  int32_t z, t;
+  TRY(z = tb_zeros_like(b, "zeros", x));
   int32_t in[3] = {z, tb_in(g, n, 1), d};
   TRY(t = tb_op_like(b, elems ? "ScatterElements" : "ScatterND", "d0", 3, in, x));
   int32_t p = g->tensors.a[t].producer;
@@ -144,9 +142,8 @@ static int rule_gather_scatter(tb *b, int32_t n, int32_t d, int32_t x) {
 static int rule_topk(tb *b, int32_t n, int32_t d, int32_t x) {
   gopt_graph *g = b->g;
   if (g->tensors.a[x].dtype != GOPT_DT_FLOAT) return tb_fail(b, GOPT_EUNSUP, "TopK of a non-float32 tensor has no gradient rule");
-  int32_t sh, z, t;
-  TRY(sh = tb_shape_of(b, x));
-  TRY(z = tb_op_like(b, "ConstantOfShape", "zeros", 1, &sh, x));
+  int32_t z, t;
+  TRY(z = tb_zeros_like(b, "zeros", x));
   int32_t in[3] = {z, tb_out(g, n, 1), d};
   TRY(t = tb_op_like(b, "ScatterElements", "d0", 3, in, x));
   gopt_node_set_int(g, g->tensors.a[t].producer, "axis", gopt_node_get_int(g, n, "axis", -1));
@@ -167,9 +164,8 @@ static int rule_scatter_elements(tb *b, int32_t n, int32_t d, const unsigned cha
   if (need[0] && !add) {
     if (g->tensors.a[upd].dtype != GOPT_DT_FLOAT)
       return tb_fail(b, GOPT_EUNSUP, "ScatterElements of non-float32 updates has no gradient rule");
-    int32_t sh, z;
-    TRY(sh = tb_shape_of(b, upd));
-    TRY(z = tb_op_like(b, "ConstantOfShape", "zeros", 1, &sh, upd));
+    int32_t z;
+    TRY(z = tb_zeros_like(b, "zeros", upd));
     int32_t in[3] = {d, idx, z};
     TRY(t = tb_op_like(b, "ScatterElements", "d0", 3, in, x));
     gopt_node_set_int(g, g->tensors.a[t].producer, "axis", axis);

@@ -4,11 +4,7 @@
  * docs/TRAINING.md; shapes and costs: src/ops/ops_train.c. */
 #include "train/train_internal.h"
 
-#define NEED(i) ((i) < g->nodes.a[n].n_in && need[(i)])
-#define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
 
-#define in_t tb_in
-#define out_t tb_out
 
 /* LSTM: inputs X, W [D, 4H, I], R [D, 4H, H], B [D, 8H], sequence_lens, initial_h, initial_c, P;
  * LSTMGrad reads those but P, then Y, dY, dY_h, dY_c, and writes dX, dW, dR, dB, d_initial_h,
@@ -21,7 +17,7 @@ int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) 
   gopt_graph *g = b->g;
   int lstm = g->nodes.a[n].op == GOPT_OP_LSTM, ns = lstm ? 2 : 1; /* state inputs: h (and c) */
   if (lstm && NEED(7)) return tb_fail(b, GOPT_EUNSUP, "LSTM peephole (P) gradient is not supported");
-  int32_t X = in_t(g, n, 0), W = in_t(g, n, 1), R = in_t(g, n, 2);
+  int32_t X = tb_in(g, n, 0), W = tb_in(g, n, 1), R = tb_in(g, n, 2);
   int layout = (int)gopt_node_get_int(g, n, "layout", 0);
   const int64_t *wd = gopt_tensor_dims(g, W), *rd = gopt_tensor_dims(g, R), *xd = gopt_tensor_dims(g, X);
   int64_t D = wd[0], H = rd[2], batch = layout ? xd[0] : xd[1];
@@ -31,8 +27,8 @@ int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) 
   if (bdims[1] < 0) return tb_fail(b, GOPT_EUNSUP, "%s with a symbolic hidden size", gopt_node_type(g, n));
   int32_t in[11], out[6];
   int k = 0, nout = (int)g->nodes.a[n].n_out;
-  for (int i = 0; i < 5 + ns; i++) in[k++] = in_t(g, n, i); /* X W R B sequence_lens initial_h (initial_c) */
-  in[k++] = out_t(g, n, 0);
+  for (int i = 0; i < 5 + ns; i++) in[k++] = tb_in(g, n, i); /* X W R B sequence_lens initial_h (initial_c) */
+  in[k++] = tb_out(g, n, 0);
   for (int o = 0; o <= ns; o++) in[k++] = o < nout ? dy[o] : -1; /* dY dY_h (dY_c) */
   int dt = g->tensors.a[X].dtype;
   TRY(out[0] = tb_tensor_like(b, "d0", X));
@@ -47,6 +43,6 @@ int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) 
   if (tb_copy_attrs(b, n, node)) return b->err->code;
   static const int in_of_out[6] = {0, 1, 2, 3, 5, 6};
   for (int o = 0; o < 4 + ns; o++)
-    if (NEED(in_of_out[o])) TRY(tb_partial(b, in_t(g, n, in_of_out[o]), out[o]));
+    if (NEED(in_of_out[o])) TRY(tb_partial(b, tb_in(g, n, in_of_out[o]), out[o]));
   return 0;
 }

@@ -7,13 +7,6 @@
 
 #include "train/train_internal.h"
 
-static int32_t in_t(const gopt_graph *g, int32_t n, int i) {
-  return i < g->nodes.a[n].n_in ? gopt_node_input(g, n, i) : -1;
-}
-
-static int32_t out_t(const gopt_graph *g, int32_t n, int i) {
-  return i < g->nodes.a[n].n_out ? gopt_node_output(g, n, i) : -1;
-}
 
 int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
   const gopt_graph *g = b->g;
@@ -41,7 +34,7 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
       *mask = floats & 1u;
       return 1;
     case GOPT_OP_CAST: {
-      int32_t o = out_t(g, n, 0);
+      int32_t o = tb_out(g, n, 0);
       *mask = (o >= 0 && tb_is_float(g->tensors.a[o].dtype)) ? (floats & 1u) : 0;
       return 1;
     }
@@ -92,16 +85,13 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
 
 /* ---- rule helpers ------------------------------------------------------------------------------ */
 
-/* Whether input i of node n needs a gradient (g, n and need in scope). */
-#define NEED(i) ((i) < g->nodes.a[n].n_in && need[(i)])
-#define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
 
 /* Gradient for input i computed by a one-output op whose result is shaped like the broadcast
  * output `full_like`, then summed down to input i's shape. Records the partial. */
 static int bcast_partial(tb *b, int32_t n, int i, const char *type, int n_in, const int32_t *in,
                          int32_t full_like) {
   char nm[32], full[40];
-  int32_t x = in_t(b->g, n, i);
+  int32_t x = tb_in(b->g, n, i);
   tb_dname(i, nm, sizeof nm);
   int red = tb_reduce_needed(b, full_like, x);
   snprintf(full, sizeof full, "%s_full", nm);
@@ -114,7 +104,7 @@ static int bcast_partial(tb *b, int32_t n, int i, const char *type, int n_in, co
 /* Partial for input i that is d summed down to input i's shape (d itself when not broadcast). */
 static int reduce_partial(tb *b, int32_t n, int i, int32_t d) {
   char nm[32];
-  int32_t x = in_t(b->g, n, i), t;
+  int32_t x = tb_in(b->g, n, i), t;
   TRY(t = tb_reduce_to(b, d, x, tb_dname(i, nm, sizeof nm)));
   return tb_partial(b, x, t);
 }
@@ -209,7 +199,7 @@ static int32_t grad_op(tb *b, int32_t n, const char *type, const char *what, int
 
 static int rule_matmul(tb *b, int32_t n, int32_t d, const unsigned char *need) {
   gopt_graph *g = b->g;
-  int32_t A = in_t(g, n, 0), B = in_t(g, n, 1);
+  int32_t A = tb_in(g, n, 0), B = tb_in(g, n, 1);
   int ra = g->tensors.a[A].rank, rb = g->tensors.a[B].rank, rd = g->tensors.a[d].rank;
   if (ra < 2 || rb < 2)
     return tb_fail(b, GOPT_EUNSUP, "MatMul with a 1-D operand has no gradient rule");
@@ -265,7 +255,7 @@ static int rule_matmul(tb *b, int32_t n, int32_t d, const unsigned char *need) {
 
 static int rule_gemm(tb *b, int32_t n, int32_t d, const unsigned char *need) {
   gopt_graph *g = b->g;
-  int32_t A = in_t(g, n, 0), B = in_t(g, n, 1), C = in_t(g, n, 2), t;
+  int32_t A = tb_in(g, n, 0), B = tb_in(g, n, 1), C = tb_in(g, n, 2), t;
   double alpha = gopt_node_get_float(g, n, "alpha", 1.0), beta = gopt_node_get_float(g, n, "beta", 1.0);
   int ta = gopt_node_get_int(g, n, "transA", 0) != 0, tbb = gopt_node_get_int(g, n, "transB", 0) != 0;
   if NEED(0) {
@@ -292,7 +282,7 @@ static int rule_gemm(tb *b, int32_t n, int32_t d, const unsigned char *need) {
 
 static int rule_conv(tb *b, int32_t n, int32_t d, const unsigned char *need) {
   gopt_graph *g = b->g;
-  int32_t X = in_t(g, n, 0), W = in_t(g, n, 1), Bi = in_t(g, n, 2), t, s;
+  int32_t X = tb_in(g, n, 0), W = tb_in(g, n, 1), Bi = tb_in(g, n, 2), t, s;
   if NEED(0) {
     TRY(s = tb_shape_of(b, X));
     int32_t in[3] = {d, W, s};
@@ -329,8 +319,8 @@ int tb_reduce_axes(tb *b, int32_t n, int rank, int64_t *axes, int *na) {
     if (cnt > GOPT_MAX_RANK) return tb_fail(b, GOPT_EUNSUP, "too many axes");
     for (size_t i = 0; i < cnt; i++) axes[i] = a[i];
     *na = (int)cnt;
-  } else if (in_t(g, n, 1) >= 0) {
-    int k = tb_const_ints(g, in_t(g, n, 1), axes, GOPT_MAX_RANK);
+  } else if (tb_in(g, n, 1) >= 0) {
+    int k = tb_const_ints(g, tb_in(g, n, 1), axes, GOPT_MAX_RANK);
     if (k < 0) return tb_fail(b, GOPT_EUNSUP, "reduction axes are not a constant");
     *na = k;
   }
@@ -342,7 +332,7 @@ int tb_reduce_axes(tb *b, int32_t n, int rank, int64_t *axes, int *na) {
 int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
   gopt_graph *g = b->g;
   int op = g->nodes.a[n].op, nout = g->nodes.a[n].n_out;
-  int32_t x = in_t(g, n, 0), y = out_t(g, n, 0), d = dy[0], t;
+  int32_t x = tb_in(g, n, 0), y = tb_out(g, n, 0), d = dy[0], t;
   char nm[32];
   if (op != GOPT_OP_SPLIT && op != GOPT_OP_LSTM && op != GOPT_OP_GRU && op != GOPT_OP_RNN) {
     for (int i = 1; i < nout; i++)
@@ -396,7 +386,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       /* ElementwiseGrad(dY, X, forward inputs 1.. (Clip's min, max)) */
       int nin = g->nodes.a[n].n_in;
       int32_t in[4] = {d, x, -1, -1};
-      for (int i = 1; i < nin && i < 3; i++) in[1 + i] = in_t(g, n, i);
+      for (int i = 1; i < nin && i < 3; i++) in[1 + i] = tb_in(g, n, i);
       int k = 2;
       for (int i = 2; i < 4; i++)
         if (in[i] >= 0) k = i + 1;
@@ -417,20 +407,20 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     case GOPT_OP_SUB:
       if NEED(0) TRY(reduce_partial(b, n, 0, d));
       if NEED(1) {
-        int32_t B = in_t(g, n, 1), r;
+        int32_t B = tb_in(g, n, 1), r;
         TRY(r = tb_reduce_to(b, d, B, "d1_pos"));
         TRY(t = tb_op_like(b, "Neg", "d1", 1, &r, B));
         TRY(tb_partial(b, B, t));
       }
       return 0;
     case GOPT_OP_MUL: {
-      int32_t A = in_t(g, n, 0), B = in_t(g, n, 1);
+      int32_t A = tb_in(g, n, 0), B = tb_in(g, n, 1);
       if NEED(0) { int32_t in[2] = {d, B}; TRY(bcast_partial(b, n, 0, "Mul", 2, in, d)); }
       if NEED(1) { int32_t in[2] = {d, A}; TRY(bcast_partial(b, n, 1, "Mul", 2, in, d)); }
       return 0;
     }
     case GOPT_OP_DIV: {
-      int32_t A = in_t(g, n, 0), B = in_t(g, n, 1), q, m, r;
+      int32_t A = tb_in(g, n, 0), B = tb_in(g, n, 1), q, m, r;
       int32_t in[2] = {d, B};
       int red_a = tb_reduce_needed(b, d, A);
       TRY(q = tb_op_like(b, "Div", NEED(1) ? "dy_over_b" : red_a ? "d0_full" : "d0", 2, in, d));
@@ -445,7 +435,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       return 0;
     }
     case GOPT_OP_POW: {
-      int32_t X = in_t(g, n, 0), E = in_t(g, n, 1);
+      int32_t X = tb_in(g, n, 0), E = tb_in(g, n, 1);
       if NEED(0) {
         int32_t in[3] = {d, X, E};
         int red = tb_reduce_needed(b, d, X);
@@ -465,7 +455,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       return 0;
     }
     case GOPT_OP_WHERE: {
-      int32_t C = in_t(g, n, 0), z;
+      int32_t C = tb_in(g, n, 0), z;
       TRY(z = tb_const_scalar(b, "zero", g->tensors.a[d].dtype, 0.0));
       if NEED(1) { int32_t in[3] = {C, d, z}; TRY(bcast_partial(b, n, 1, "Where", 3, in, d)); }
       if NEED(2) { int32_t in[3] = {C, z, d}; TRY(bcast_partial(b, n, 2, "Where", 3, in, d)); }
@@ -504,7 +494,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       int rc = 0;
       if (!sizes || !outs) { rc = tb_fail(b, GOPT_ENOMEM, "out of memory"); goto concat_done; }
       for (int i = 0; i < nin; i++) {
-        int32_t xi = in_t(g, n, i);
+        int32_t xi = tb_in(g, n, i);
         sizes[i] = gopt_tensor_dims(g, xi)[axis];
         if (sizes[i] < 0) {
           rc = tb_fail(b, GOPT_EUNSUP, "gradient of a Concat along a symbolic dimension (input '%s')",
@@ -520,7 +510,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       gopt_node_set_int(g, sn, "axis", axis);
       if (b->opset < 13) gopt_node_set_ints(g, sn, "split", sizes, (size_t)nin);
       for (int i = 0; i < nin && !rc; i++)
-        if (NEED(i)) rc = tb_partial(b, in_t(g, n, i), outs[i]);
+        if (NEED(i)) rc = tb_partial(b, tb_in(g, n, i), outs[i]);
     concat_done:
       free(sizes);
       free(outs);
@@ -536,15 +526,14 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       for (int i = 0; i < nout && !rc; i++) {
         in[i] = dy[i];
         if (in[i] >= 0) continue;
-        int32_t yi = gopt_node_output(g, n, i), s;
+        int32_t yi = gopt_node_output(g, n, i);
         if (g->tensors.a[yi].dtype != GOPT_DT_FLOAT) {
           rc = tb_fail(b, GOPT_EUNSUP, "zero gradient of a non-FLOAT Split output");
           break;
         }
         char zn[32];
         snprintf(zn, sizeof zn, "zeros%d", i);
-        if ((s = tb_shape_of(b, yi)) < 0 || (in[i] = tb_op_like(b, "ConstantOfShape", zn, 1, &s, yi)) < 0)
-          rc = b->err->code;
+        if ((in[i] = tb_zeros_like(b, zn, yi)) < 0) rc = b->err->code;
       }
       if (!rc && (t = tb_op_like(b, "Concat", "d0", nout, in, x)) < 0) rc = b->err->code;
       if (!rc) gopt_node_set_int(g, producer_of(b, t), "axis", axis);
@@ -557,7 +546,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       TRY(s = tb_shape_of(b, x));
       in[1] = s;
       if (b->opset >= 10) {
-        for (int i = 1; i < 5; i++) in[1 + i] = in_t(g, n, i);
+        for (int i = 1; i < 5; i++) in[1 + i] = tb_in(g, n, i);
       } else {
         static const char *const an[3] = {"starts", "ends", "axes"};
         for (int i = 0; i < 3; i++) {
@@ -579,8 +568,8 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       TRY(s = tb_shape_of(b, x));
       in[1] = s;
       if (b->opset >= 11) {
-        in[2] = in_t(g, n, 1);
-        in[3] = in_t(g, n, 3);
+        in[2] = tb_in(g, n, 1);
+        in[3] = tb_in(g, n, 3);
       } else {
         size_t cnt = 0;
         const int64_t *v = gopt_node_get_ints(g, n, "pads", &cnt);
@@ -596,7 +585,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     case GOPT_OP_GATHER: {
       int32_t s;
       TRY(s = tb_shape_of(b, x));
-      int32_t in[3] = {d, in_t(g, n, 1), s};
+      int32_t in[3] = {d, tb_in(g, n, 1), s};
       TRY(t = tb_op_like(b, "GatherGrad", "d0", 3, in, x));
       int64_t axis = norm_axis(gopt_node_get_int(g, n, "axis", 0), g->tensors.a[x].rank);
       if (axis < 0) return tb_fail(b, GOPT_ESHAPE, "axis out of range");
@@ -638,10 +627,9 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
     case GOPT_OP_SCATTER_ND: { /* dData: dY with zeros at the indices; dUpdates: dY gathered there */
       if (strcmp(gopt_node_get_string(g, n, "reduction", "none"), "none"))
         return tb_fail(b, GOPT_EUNSUP, "no gradient rule for ScatterND with a reduction");
-      int32_t idx = in_t(g, n, 1), upd = in_t(g, n, 2), s, z;
+      int32_t idx = tb_in(g, n, 1), upd = tb_in(g, n, 2), z;
       if NEED(0) {
-        TRY(s = tb_shape_of(b, upd));
-        TRY(z = tb_op_like(b, "ConstantOfShape", "zeros", 1, &s, upd));
+        TRY(z = tb_zeros_like(b, "zeros", upd));
         int32_t in[3] = {d, idx, z};
         TRY(t = tb_op_like(b, "ScatterND", "d0", 3, in, x));
         TRY(tb_partial(b, x, t));
@@ -673,9 +661,9 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       return tb_partial(b, x, t);
     }
     case GOPT_OP_LAYER_NORM: case GOPT_OP_BATCH_NORM: {
-      int32_t scale = in_t(g, n, 1), out[3], node;
+      int32_t scale = tb_in(g, n, 1), out[3], node;
       int ln = op == GOPT_OP_LAYER_NORM;
-      int32_t in[5] = {d, x, scale, ln ? out_t(g, n, 1) : -1, ln ? out_t(g, n, 2) : -1};
+      int32_t in[5] = {d, x, scale, ln ? tb_out(g, n, 1) : -1, ln ? tb_out(g, n, 2) : -1};
       int k = in[4] >= 0 ? 5 : in[3] >= 0 ? 4 : 3;
       TRY(out[0] = tb_tensor_like(b, "d0", x));
       TRY(out[1] = tb_tensor_like(b, "d1", scale));
@@ -683,7 +671,7 @@ int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need) {
       TRY(node = tb_node(b, ln ? "LayerNormGrad" : "BatchNormGrad", k, in, 3, out));
       if (tb_copy_attrs(b, n, node)) return b->err->code;
       for (int i = 0; i < 3; i++)
-        if (NEED(i)) TRY(tb_partial(b, in_t(g, n, i), out[i]));
+        if (NEED(i)) TRY(tb_partial(b, tb_in(g, n, i), out[i]));
       return 0;
     }
     case GOPT_OP_CONV: return rule_conv(b, n, d, need);

@@ -11,8 +11,6 @@
  * Semantics: docs/TRAINING.md. */
 #include "train/train_internal.h"
 
-#define NEED(i) ((i) < (int)g->nodes.a[n].n_in && need[(i)])
-#define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
 
 /* Records t (shaped like the broadcast output) summed down to x's shape as x's partial. */
 static int partial_to(tb *b, int32_t x, int32_t t, const char *what) {

@@ -153,6 +153,11 @@ int32_t tb_const_scalar(tb *b, const char *what, int dtype, double v) {
   return const_scalar_named(b, name, dtype, v);
 }
 
+int32_t tb_zeros_like(tb *b, const char *what, int32_t t) {
+  int32_t s = tb_shape_of(b, t);
+  return s < 0 ? -1 : tb_op_like(b, "ConstantOfShape", what, 1, &s, t);
+}
+
 int32_t tb_shape_of(tb *b, int32_t t) {
   if ((size_t)t < b->nt && b->shape_t[t] >= 0) return b->shape_t[t];
   const gopt_tensor *x = &b->g->tensors.a[t];

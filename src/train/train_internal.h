@@ -40,33 +40,35 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask);
  * does not depend on it); need[i] (one per input) says input i needs a gradient. Each needed input gets one
  * partial via tb_partial. Returns 0 or an error. */
 int tb_emit(tb *b, int32_t n, const int32_t *dy, const unsigned char *need);
-/* Input i / output i of node n, -1 when absent (the rules' accessors). */
+/* ---- what the rule files share (grad_*.c) ---- */
+/* Input i / output i of node n, -1 when absent. */
 static inline int32_t tb_in(const gopt_graph *g, int32_t n, int i) {
   return i < (int)g->nodes.a[n].n_in ? gopt_node_input(g, n, i) : -1;
 }
 static inline int32_t tb_out(const gopt_graph *g, int32_t n, int i) {
   return i < (int)g->nodes.a[n].n_out ? gopt_node_output(g, n, i) : -1;
 }
+/* Inside a rule (g, n and need in scope): whether input i needs a gradient; and the rule's return
+ * on a failed helper (one that returned < 0 with b->err set). */
+#define NEED(i) ((i) < (int)g->nodes.a[n].n_in && need[(i)])
+#define TRY(x) do { if ((x) < 0) return b->err->code ? b->err->code : GOPT_EINVAL; } while (0)
 /* grad_rules.c: the values of constant int32/int64 tensor t (at most max) into out; their count,
  * or -1 when t is not such a constant or holds more. */
 int tb_const_ints(const gopt_graph *g, int32_t t, int64_t *out, int max);
-/* grad_move.c: the rules of DepthToSpace, SpaceToDepth, Trilu, CumSum, ReduceSumSquare, Tile,
- * GatherElements, GatherND, TopK and ScatterElements (tb_emit's contract). */
-int tb_rule_move(tb *b, int32_t n, int32_t d, const unsigned char *need);
 /* grad_rules.c: the reduction axes of ReduceX node n (attribute, or constant input 1 from opset
  * 18/13), normalised to [0, rank); *na = -1 when absent (all axes). Returns 0 or an error. */
 int tb_reduce_axes(tb *b, int32_t n, int rank, int64_t *axes, int *na);
-/* grad_select.c: the rules of ops whose gradient a comparison routes: Max, Min (to the inputs
- * equal to the output), Mean, PRelu, ReduceMax, ReduceMin, GlobalMaxPool (tb_emit's contract). */
-int tb_rule_select(tb *b, int32_t n, int32_t d, const unsigned char *need);
-/* grad_convt.c: ConvTranspose's rule (tb_emit's contract). */
+/* The rules in files of their own (tb_emit's contract; d is output 0's gradient, dy every output's):
+ * grad_convt.c ConvTranspose; grad_einsum.c Einsum; grad_instnorm.c InstanceNormalization;
+ * grad_move.c DepthToSpace, SpaceToDepth, Trilu, CumSum, ReduceSumSquare, Tile, GatherElements,
+ * GatherND, TopK, ScatterElements; grad_rnn.c LSTM, GRU, RNN; grad_select.c (a comparison routes
+ * the gradient) Max, Min, Mean, PRelu, ReduceMax, ReduceMin, GlobalMaxPool. */
 int tb_rule_conv_transpose(tb *b, int32_t n, int32_t d, const unsigned char *need);
-/* grad_instnorm.c: InstanceNormalization's rule (tb_emit's contract). */
-int tb_rule_instance_norm(tb *b, int32_t n, int32_t d, const unsigned char *need);
-/* grad_rnn.c: LSTM's, GRU's and RNN's rules (tb_emit's contract; dy per output). */
-int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need);
-/* grad_einsum.c: Einsum's rule (tb_emit's contract; d is the output's gradient). */
 int tb_rule_einsum(tb *b, int32_t n, int32_t d, const unsigned char *need);
+int tb_rule_instance_norm(tb *b, int32_t n, int32_t d, const unsigned char *need);
+int tb_rule_move(tb *b, int32_t n, int32_t d, const unsigned char *need);
+int tb_rule_rnn(tb *b, int32_t n, const int32_t *dy, const unsigned char *need);
+int tb_rule_select(tb *b, int32_t n, int32_t d, const unsigned char *need);
 static inline int tb_mask_bit(uint32_t mask, int i) { return (int)((mask >> (i < 31 ? i : 31)) & 1u); }
 
 /* ---- helpers (train.c) ---- */
@@ -92,6 +94,9 @@ int32_t tb_op_like(tb *b, const char *type, const char *what, int n_in, const in
 /* Constant int64 vector / scalar constant of a float dtype (data set). */
 int32_t tb_const_i64(tb *b, const char *what, const int64_t *v, int n);
 int32_t tb_const_scalar(tb *b, const char *what, int dtype, double v);
+/* Zeros shaped and typed like forward tensor t: ConstantOfShape(tb_shape_of(t)) (float32 t only:
+ * ConstantOfShape's default value). Returns the tensor or -1. */
+int32_t tb_zeros_like(tb *b, const char *what, int32_t t);
 /* int64 tensor holding the shape of forward tensor t: a constant when t's shape is static, else a
  * Shape op reading t (cached per tensor). */
 int32_t tb_shape_of(tb *b, int32_t t);
