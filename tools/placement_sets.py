@@ -20,7 +20,13 @@ order"):
   heldout3  a third held-out set, first measured on 29 Nov after the policy and its post-process
             were fixed: torchvision AlexNet, MaxViT-T, EfficientNet-V2-S, RegNet-X-400MF and a
             2-layer GRU encoder-decoder (exported like the issue set, ~1 min more), and the
-            training step of each, same three clusters.
+            training step of each, same three clusters;
+  heldout4  a fourth, first measured on 29 Nov after go's sample allocation was fixed (families
+            in no other set): a U-Net (4 levels, 32 channels, 128x128), a DLRM (8 tables of
+            100,000 x 64, bottom and top MLPs, pairwise dot interactions, batch 64), an MLP-Mixer
+            (8 blocks, 512 wide, 224x224), a dense mixture of experts (4 layers of 8 expert MLPs
+            weighted by a softmax gate, 8 x 64 tokens) and a PointNet classifier (16 clouds of
+            1,024 points), each as inference and training step, same three clusters.
 Deterministic: seed 0 throughout unless --seed S (go's samples; the baselines do not sample)."""
 import argparse
 import json
@@ -55,6 +61,8 @@ SETS = {
                                                  "X/regnet_x.onnx", "X/gru_seq2seq.onnx", "X/alexnet.onnx@training",
                                                  "X/maxvit_t.onnx@training", "X/efficientnet_v2_s.onnx@training",
                                                  "X/regnet_x.onnx@training", "X/gru_seq2seq.onnx@training")],
+    "heldout4": [(g + t, c) for c in CL3 for t in ("", "@training")
+                 for g in ("X/unet.onnx", "X/dlrm.onnx", "X/mlp_mixer.onnx", "X/moe.onnx", "X/pointnet.onnx")],
 }
 X = os.path.join(HERE, "build", "placement_models")
 EXPORT = r"""
@@ -77,6 +85,63 @@ class GRUS2S(torch.nn.Module):
         _, h = s.enc(s.emb(a))
         y, _ = s.dec(s.emb(b), h)
         return s.out(y)
+nn = torch.nn
+class UNet(nn.Module):
+    def __init__(s, c=32):
+        super().__init__()
+        def blk(i, o): return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(), nn.Conv2d(o, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+        s.d1, s.d2, s.d3, s.b = blk(3, c), blk(c, 2*c), blk(2*c, 4*c), blk(4*c, 8*c)
+        s.u3, s.u2, s.u1 = nn.ConvTranspose2d(8*c, 4*c, 2, 2), nn.ConvTranspose2d(4*c, 2*c, 2, 2), nn.ConvTranspose2d(2*c, c, 2, 2)
+        s.e3, s.e2, s.e1 = blk(8*c, 4*c), blk(4*c, 2*c), blk(2*c, c)
+        s.out = nn.Conv2d(c, 2, 1); s.pool = nn.MaxPool2d(2)
+    def forward(s, x):
+        a = s.d1(x); b = s.d2(s.pool(a)); c = s.d3(s.pool(b)); m = s.b(s.pool(c))
+        c = s.e3(torch.cat([s.u3(m), c], 1)); b = s.e2(torch.cat([s.u2(c), b], 1)); a = s.e1(torch.cat([s.u1(b), a], 1))
+        return s.out(a)
+class DLRM(nn.Module):
+    def __init__(s, tables=8, rows=100000, d=64):
+        super().__init__()
+        s.emb = nn.ModuleList([nn.Embedding(rows, d) for _ in range(tables)])
+        s.bot = nn.Sequential(nn.Linear(13, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, d), nn.ReLU())
+        n = tables + 1
+        s.top = nn.Sequential(nn.Linear(d + n * (n - 1) // 2, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 1))
+        s.iu = torch.triu_indices(n, n, 1)
+    def forward(s, dense, idx):
+        z = s.bot(dense)
+        T = torch.stack([z] + [e(idx[:, i]) for i, e in enumerate(s.emb)], 1)
+        I = torch.bmm(T, T.transpose(1, 2))
+        f = I.flatten(1)[:, (s.iu[0] * T.shape[1] + s.iu[1])]
+        return s.top(torch.cat([z, f], 1))
+class Mixer(nn.Module):
+    def __init__(s, depth=8, d=512, p=16, tok=196, ht=256, hc=2048):
+        super().__init__()
+        s.stem = nn.Conv2d(3, d, p, p)
+        s.blocks = nn.ModuleList([nn.ModuleList([nn.LayerNorm(d), nn.Sequential(nn.Linear(tok, ht), nn.GELU(), nn.Linear(ht, tok)),
+                                                 nn.LayerNorm(d), nn.Sequential(nn.Linear(d, hc), nn.GELU(), nn.Linear(hc, d))]) for _ in range(depth)])
+        s.norm, s.head = nn.LayerNorm(d), nn.Linear(d, 1000)
+    def forward(s, x):
+        x = s.stem(x).flatten(2).transpose(1, 2)
+        for n1, tm, n2, cm in s.blocks:
+            x = x + tm(n1(x).transpose(1, 2)).transpose(1, 2)
+            x = x + cm(n2(x))
+        return s.head(s.norm(x).mean(1))
+class MoE(nn.Module):
+    def __init__(s, layers=4, d=512, e=8, h=1024):
+        super().__init__()
+        s.layers = nn.ModuleList([nn.ModuleList([nn.LayerNorm(d), nn.Linear(d, e)] + [nn.Sequential(nn.Linear(d, h), nn.ReLU(), nn.Linear(h, d)) for _ in range(e)]) for _ in range(layers)])
+    def forward(s, x):
+        for l in s.layers:
+            y = l[0](x); g = torch.softmax(l[1](y), -1)
+            x = x + sum(g[..., i:i + 1] * ex(y) for i, ex in enumerate(l[2:]))
+        return x
+class PointNet(nn.Module):
+    def __init__(s):
+        super().__init__()
+        def c(i, o): return nn.Sequential(nn.Conv1d(i, o, 1), nn.BatchNorm1d(o), nn.ReLU())
+        s.f = nn.Sequential(c(3, 64), c(64, 64), c(64, 128), c(128, 1024))
+        s.head = nn.Sequential(nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 40))
+    def forward(s, x):
+        return s.head(s.f(x).amax(2))
 img = (torch.randn(1, 3, 224, 224),)
 models = {"googlenet": (lambda: M.googlenet(weights=None, aux_logits=False, init_weights=False), img),
           "vit_b_16": (lambda: M.vit_b_16(weights=None), img), "convnext_t": (lambda: M.convnext_tiny(weights=None), img),
@@ -85,7 +150,11 @@ models = {"googlenet": (lambda: M.googlenet(weights=None, aux_logits=False, init
           "alexnet": (lambda: M.alexnet(weights=None), img), "maxvit_t": (lambda: M.maxvit_t(weights=None), img),
           "efficientnet_v2_s": (lambda: M.efficientnet_v2_s(weights=None), img),
           "regnet_x": (lambda: M.regnet_x_400mf(weights=None), img),
-          "gru_seq2seq": (GRUS2S, (torch.randint(0, 8000, (8, 32)), torch.randint(0, 8000, (8, 32))))}
+          "gru_seq2seq": (GRUS2S, (torch.randint(0, 8000, (8, 32)), torch.randint(0, 8000, (8, 32)))),
+          "unet": (UNet, (torch.randn(1, 3, 128, 128),)),
+          "dlrm": (DLRM, (torch.randn(64, 13), torch.randint(0, 100000, (64, 8)))),
+          "mlp_mixer": (Mixer, img), "moe": (MoE, (torch.randn(8, 64, 512),)),
+          "pointnet": (PointNet, (torch.randn(16, 3, 1024),))}
 torch.manual_seed(0)
 for name, (make, args) in models.items():
     path = os.path.join(out, name + ".onnx")
@@ -129,7 +198,7 @@ def main():
     ap.add_argument("--list", action="store_true", help="print every pair")
     args = ap.parse_args()
     bad_run = 0
-    if "issue" in args.sets or "heldout3" in args.sets:
+    if {"issue", "heldout3", "heldout4"} & set(args.sets):
         export_models()
     for s in args.sets:
         with ThreadPoolExecutor(2) as ex:

@@ -93,65 +93,91 @@ done:
   return rc;
 }
 
-/* The zero-shot decodes' shared state: rows r = lv, lv + step, ... <= k of xs (nv each) belong to
- * level lv; rows r < step are greedy. Placement rows are post-processed (learn_colocate.c) unless
+/* The zero-shot decodes' shared state: row r of xs (nv each) belongs to level row_lv[r]; rows
+ * r < levels are greedy (one per level). Placement rows are post-processed (learn_colocate.c) unless
  * c is NULL (c and dev_of belong to opt_state). */
 typedef struct dec_ctx {
   gopt_env *e;
-  int step, k;
+  int levels, k;
   gopt_nn_rng *rng;
   double *xs;
   size_t nv;
   const learn_graph *g0;
   learn_coloc *c;
   int32_t *dev_of; /* g0->n rows of learn_coloc_apply's scratch */
+  int8_t row_lv[256];
 } dec_ctx;
 
-/* Decodes level lv's rows of d with the encoding g and its forward pass f. */
-static void decode_rows(dec_ctx *d, const learn_fwd *f, const learn_graph *g, learn_acts *a, int lv) {
-  for (int r = lv; r <= d->k; r += d->step) {
+/* One decode level: its encoding, the head's forward pass over it, decisions scratch. */
+typedef struct dec_level {
+  learn_graph *g; /* owned, except level 0's (zero_shot's *g0) */
+  learn_fwd f;
+  learn_acts a;
+} dec_level;
+
+/* Decodes rows r0..r1 of level lv (those with row_lv[r] == lv). */
+static void decode_rows(dec_ctx *d, dec_level *L, int lv, int r0, int r1) {
+  for (int r = r0; r <= r1; r++) {
+    if (d->row_lv[r] != lv) continue;
     double *x = d->xs + (size_t)r * d->nv;
     gopt_env_default(d->e, x);
-    learn_sample(f, g, d->rng, r < d->step, a);
-    learn_to_x(g, a, x);
+    learn_sample(&L->f, L->g, d->rng, r < d->levels, &L->a);
+    learn_to_x(L->g, &L->a, x);
     if (d->c) learn_coloc_apply(d->c, d->g0, x, d->dev_of);
   }
 }
 
-/* Decodes level lv of d with p's head over `clusters` clusters of e (learn_graph_for), pooled from
- * the graph embeddings of the forward pass f0. */
-static int decode_level(dec_ctx *d, gopt_policy *p, int clusters, const learn_fwd *f0, gopt_nn_ctx *ctx, int lv,
-                        gopt_error *err) {
-  learn_graph *g = NULL;
-  learn_acts a = {0};
-  learn_fwd f = *f0;
-  int rc = learn_graph_for(p, d->e, clusters, &g, err);
-  if (!rc && learn_acts_alloc(&a, g)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+/* Level L over `clusters` clusters of e (learn_graph_for), pooled from the graph embeddings of
+ * level 0's forward pass f0. */
+static int level_init(dec_ctx *d, gopt_policy *p, int clusters, const learn_fwd *f0, gopt_nn_ctx *ctx, dec_level *L,
+                      gopt_error *err) {
+  L->f = *f0;
+  int rc = learn_graph_for(p, d->e, clusters, &L->g, err);
+  if (!rc && learn_acts_alloc(&L->a, L->g)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
   if (!rc) {
-    learn_seg_forward(ctx, p, g, f0->dev_emb, f0->rows[GOPT_VAR_DEVICE], &f);
+    learn_seg_forward(ctx, p, L->g, f0->dev_emb, f0->rows[GOPT_VAR_DEVICE], &L->f);
     rc = gopt_nn_ctx_status(ctx, err);
   }
-  if (!rc) decode_rows(d, &f, g, &a, lv);
-  learn_acts_free(&a);
-  learn_graph_free(g);
   return rc;
+}
+
+void learn_alloc_levels(const gopt_env_result *greedy, int levels, int k, int8_t *row_lv) {
+  int keep[4] = {0}, nk = 0, b = 0;
+  for (int l = 1; l < levels; l++)
+    if (gopt_env_result_better(&greedy[l], &greedy[b])) b = l;
+  for (int l = 0; l < levels; l++)
+    if (l == b || !gopt_env_result_better(&greedy[b], &greedy[l])) keep[nk++] = l;
+  for (int r = 0; r <= k; r++) row_lv[r] = (int8_t)(r < levels ? r : keep[(r - levels) % nk]);
+}
+
+/* The samples' levels (d->row_lv): with more than one level, the greedy rows 0..levels-1 are
+ * evaluated first, into rs (the caller counts them). */
+static int allocate(dec_ctx *d, gopt_env_result *rs, gopt_error *err) {
+  if (d->levels > 1) {
+    int rc = gopt_env_evaluate_batch(d->e, d->xs, (size_t)d->levels, rs, err);
+    if (rc) return rc;
+  }
+  learn_alloc_levels(rs, d->levels, d->k, d->row_lv);
+  return 0;
 }
 
 /* The zero-shot decodes of p on e into xs[(k + 1) x nv]. A list-order segment head decodes at up to
  * four levels: its S clusters (level 0), one cluster per node (when level 0 is not that already),
- * then S / 4 and S / 16 clusters (each when fewer than level 0 has). Decode r uses level
- * r % levels and is greedy when r < levels, a sample otherwise; a level is used only when k >= its
- * index. The other levels reuse level 0's graph embeddings (only the head's pooling is redone).
- * With a placement task and not s->o->raw, every decode's constant subexpressions then move to
- * their readers (learn_colocate.c; s->coloc, kept for fine-tuning). *g0 gets level 0's encoding
- * (fine-tuning's), whose forward pass stays in ctx. */
-static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, learn_graph **g0,
-                     gopt_nn_ctx *ctx, opt_state *s, gopt_error *err) {
-  learn_acts a = {0};
-  learn_fwd f;
+ * then S / 4 and S / 16 clusters (each when fewer than level 0 has). Rows 0..levels-1 are each
+ * level's greedy decode (a level is used only when k >= its index); the samples' levels are chosen
+ * by allocate (whose evaluations of the greedy rows go to rs and *pre). The other levels reuse
+ * level 0's graph embeddings (only the head's pooling is redone). With a placement task and not
+ * s->o->raw, every decode's constant subexpressions then move to their readers
+ * (learn_colocate.c; s->coloc, kept for fine-tuning). *g0 gets level 0's encoding (fine-tuning's),
+ * whose forward pass stays in ctx. */
+static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, gopt_env_result *rs, int *pre,
+                     learn_graph **g0, gopt_nn_ctx *ctx, opt_state *s, gopt_error *err) {
+  dec_level L[4] = {{0}};
   dec_ctx d = {.e = e, .k = k, .rng = rng, .xs = xs, .nv = s->nv};
   int rc = learn_graph_for(p, e, 0, g0, err);
-  if (!rc && learn_acts_alloc(&a, *g0)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  *pre = 0;
+  L[0].g = *g0;
+  if (!rc && learn_acts_alloc(&L[0].a, *g0)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
   if (!rc && !s->o->raw && gopt_env_task(e) == GOPT_TASK_PLACEMENT) {
     s->coloc_dev = malloc(((size_t)(*g0)->n + 1) * sizeof *s->coloc_dev);
     rc = s->coloc_dev ? learn_coloc_new(e, *g0, &s->coloc, err) : gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
@@ -161,16 +187,23 @@ static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, doubl
     d.c = s->coloc;
     d.dev_of = s->coloc_dev;
     gopt_nn_ctx_set_training(ctx, 0);
-    rc = learn_forward(ctx, p, *g0, NULL, &f, err);
+    rc = learn_forward(ctx, p, *g0, NULL, &L[0].f, err);
   }
-  int lv[4] = {0}, levels = 1, multi = !rc && (*g0)->time_order && f.dev_emb;
+  int lv[4] = {0}, levels = 1, multi = !rc && (*g0)->time_order && L[0].f.dev_emb;
   if (multi && levels <= k && (*g0)->n_seg < (*g0)->n) lv[levels++] = LEARN_SEG_PER_NODE;
   for (int q = 4; q <= 16; q *= 4) /* coarser: a multilevel partitioner's levels */
     if (multi && levels <= k && p->seg / q >= 2 && p->seg / q < (*g0)->n_seg) lv[levels++] = p->seg / q;
-  d.step = levels;
-  if (!rc) decode_rows(&d, &f, *g0, &a, 0);
-  for (int l = 1; l < levels && !rc; l++) rc = decode_level(&d, p, lv[l], &f, ctx, l, err);
-  learn_acts_free(&a);
+  d.levels = levels;
+  for (int r = 0; r < levels; r++) d.row_lv[r] = (int8_t)r;
+  for (int l = 1; l < levels && !rc; l++) rc = level_init(&d, p, lv[l], &L[0].f, ctx, &L[l], err);
+  for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, 0, levels - 1);
+  if (!rc && levels > 1) *pre = levels;
+  if (!rc) rc = allocate(&d, rs, err);
+  for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, levels, k);
+  for (int l = 0; l < 4; l++) {
+    learn_acts_free(&L[l].a);
+    if (l) learn_graph_free(L[l].g);
+  }
   return rc;
 }
 
@@ -194,8 +227,9 @@ int gopt_learn_optimize(gopt_policy *p, gopt_env *e, const gopt_learn_opt_opts *
   double *xs = malloc(((size_t)(k + 1) * s.nv + 1) * sizeof *xs);
   gopt_env_result *rs = malloc((size_t)(k + 1) * sizeof *rs);
   int rc = !ctx || !xs || !rs ? gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory") : 0;
-  if (!rc) rc = zero_shot(p, e, k, &rng, xs, &g, ctx, &s, err);
-  if (!rc) rc = gopt_env_evaluate_batch(e, xs, (size_t)k + 1, rs, err);
+  int pre = 0; /* rows zero_shot evaluated already */
+  if (!rc) rc = zero_shot(p, e, k, &rng, xs, rs, &pre, &g, ctx, &s, err);
+  if (!rc && pre <= k) rc = gopt_env_evaluate_batch(e, xs + (size_t)pre * s.nv, (size_t)(k + 1 - pre), rs + pre, err);
   if (!rc) take(&s, xs, rs, (size_t)k + 1);
   if (!rc && o->finetune_evals > 0 && learn_nv(g) > 0) rc = finetune(p, e, g, ctx, k > 1 ? k : 8, &rng, &s, err);
   res->best = s.best;
