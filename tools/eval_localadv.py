@@ -95,7 +95,7 @@ def main():
     for g, hk, hg in half:
         print("| %s | %s | %s (%d/%d) |" % (g, fmt(hk), fmt(hg), sum(v is not None for v in hg), len(hg)))
     print()
-    print("| held-out graph | records | Kendall tau (signed) | Kendall tau of abs (what guided ranks by) |")
+    print("| held-out graph | records | Kendall tau (signed: what guided ranks by, as a gain from the current choice) | Kendall tau of abs (what guided ranked by until 29 Nov) |")
     print("|---|---|---|---|")
     try:
         with open("%s/kendall.tsv" % d) as f:

@@ -97,21 +97,25 @@ int gopt_localadv_train(gopt_policy *p, const gopt_ladata *d, gopt_env *const *e
                         gopt_error *err);
 
 /* Predicted |advantage| of each variable in configuration x (nvars values) on e, in the
- * transformed unit: adv[i] = max over choices k != d_i of |s[i][k] - s[i][d_i]| (what the guided
- * search ranks by); 0 for variables the model does not score. One forward pass. */
+ * transformed unit: adv[i] = max over choices k != d_i of |s[i][k] - s[i][d_i]| (how much the
+ * decision matters; the guided search ranks by the signed gain, gopt_localadv_guide_fn); 0 for
+ * variables the model does not score. One forward pass. */
 int gopt_localadv_predict(gopt_policy *p, const gopt_env *e, const double *x, double *adv,
                           gopt_error *err);
 
 /* The held-out ranking quality of m on a dataset (envs as for training): per graph, Kendall tau-b
  * (gopt_sim_kendall_tau) of
  * the predicted against the true advantages of every label into tau[g], and of their absolute
- * values (what the guided search ranks by) into tau_abs[g]. */
+ * values (what the guided search ranked by until 29 Nov) into tau_abs[g]. */
 int gopt_localadv_evaluate(gopt_policy *m, const gopt_ladata *d, gopt_env *const *envs, double *tau,
                            double *tau_abs, gopt_error *err);
 
 /* A gopt_search_guide_fn for the "guided" search: user is a gopt_localadv_guide whose model and
  * env are set and state is NULL (the encoding is prepared on the first call and kept in state;
- * release it with gopt_localadv_guide_free). score[i] is gopt_localadv_predict's adv[i]. */
+ * release it with gopt_localadv_guide_free). score[i] is the predicted gain of moving variable i
+ * from its value c in x: max over choices k != c of s[i][c] - s[i][k] (negative when every move is
+ * predicted to cost more), what the guided search ranks by; -inf for variables the model does not
+ * score. */
 typedef struct gopt_localadv_guide {
   gopt_policy *model;
   const gopt_env *env;

@@ -39,7 +39,7 @@ static const char cmp_help[] =
     "                 policies/<task>_localadv.gpol; guided is skipped without one)\n"
     "  --brkga P,E,M,B  population, elite and mutant fractions, elite bias of the BRKGA methods\n"
     "  --hops K       khop, guided: radius of the mutated neighbourhood (default 1)\n"
-    "  --alpha A      guided: pick the node among the top A % by predicted |advantage| (default 10)\n"
+    "  --alpha A      guided: pick the node among the top A % untried by predicted gain (default 10)\n"
     "  --samples K    go: K + 1 decisions, the first greedy, the rest samples (default 16; a list-order\n"
     "                 placement policy cycles through its clusters, single nodes, a quarter and a\n"
     "                 sixteenth of its clusters, each level greedy first; a placement decode's\n"

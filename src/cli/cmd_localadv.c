@@ -185,7 +185,7 @@ static const char la_train_help[] =
     "  Ctrl-C writes P.gpol; --resume continues it exactly (same data, --iters, --batch, --seed).\n"
     "  --stop-after N stops after step N as Ctrl-C would.\n"
     "  --evaluate P.gpol  instead of training: Kendall tau of P's predicted against the dataset's true\n"
-    "  advantages (signed, and absolute: what guided ranks by), one line per graph.\n";
+    "  advantages (signed: guided ranks by the gain; and absolute), one line per graph.\n";
 
 typedef struct la_train_args {
   const char *data, *out, *evaluate;

@@ -347,8 +347,11 @@ done:
 }
 
 /* ---- prediction and the guided search ------------------------------------------------------ */
-/* |advantage| per variable of x from one forward pass on a prepared graph. */
-static int la_predict_prep(gopt_nn_ctx *ctx, gopt_policy *m, la_prep *p, const double *x, double *adv,
+/* Per variable of x, from one forward pass on a prepared graph: its largest predicted |advantage|
+ * over the non-default choices (gain 0), or the largest predicted cost decrease of moving it from
+ * its value in x to another choice, s[x_i] - s[k] (gain 1; negative when every move is predicted
+ * to cost more). */
+static int la_predict_prep(gopt_nn_ctx *ctx, gopt_policy *m, la_prep *p, const double *x, int gain, double *adv,
                            gopt_error *err) {
   gopt_nn_ctx_reset(ctx);
   gopt_nn_ctx_set_training(ctx, 0);
@@ -357,11 +360,18 @@ static int la_predict_prep(gopt_nn_ctx *ctx, gopt_policy *m, la_prep *p, const d
   if (rc) return rc;
   int64_t C = s->shape[1];
   for (size_t i = 0; i < p->nv; i++) {
-    adv[i] = 0;
+    adv[i] = gain ? -INFINITY : 0;
     int32_t j = p->pos[i];
     if (j < 0) continue;
     const float *r = s->data + (size_t)j * (size_t)C;
-    int64_t dv = (int64_t)p->dflt[i];
+    int64_t dv = (int64_t)p->dflt[i], cv = (int64_t)x[i];
+    if (gain) {
+      if (cv < 0 || cv >= C) cv = dv;
+      adv[i] = -INFINITY;
+      for (int64_t k = 0; k < C; k++)
+        if (k != cv && (double)r[cv] - (double)r[k] > adv[i]) adv[i] = (double)r[cv] - (double)r[k];
+      continue;
+    }
     for (int64_t k = 0; k < C; k++) {
       double a = fabs((double)r[k] - (double)r[dv]);
       if (k != dv && a > adv[i]) adv[i] = a;
@@ -379,7 +389,7 @@ int gopt_localadv_predict(gopt_policy *m, const gopt_env *e, const double *x, do
   int rc = la_prep_new(e, &p, err);
   if (rc) return rc;
   gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
-  rc = ctx ? la_predict_prep(ctx, m, &p, x, adv, err) : gopt_error_set(err, GOPT_ENOMEM, "localadv: out of memory");
+  rc = ctx ? la_predict_prep(ctx, m, &p, x, 0, adv, err) : gopt_error_set(err, GOPT_ENOMEM, "localadv: out of memory");
   gopt_nn_ctx_free(ctx);
   la_prep_free(&p);
   return rc;
@@ -404,7 +414,7 @@ int gopt_localadv_guide_fn(const double *x, double *score, void *user, gopt_erro
     if (rc) return rc;
   }
   la_guide_state *s = g->state;
-  return la_predict_prep(s->ctx, g->model, &s->prep, x, score, err);
+  return la_predict_prep(s->ctx, g->model, &s->prep, x, 1, score, err);
 }
 
 void gopt_localadv_guide_free(gopt_localadv_guide *g) {

@@ -2,9 +2,10 @@
  * step picks a node (one with a movable variable), mutates its k-hop neighbourhood (the nodes
  * within `hops` dataflow edges, either direction), and keeps the mutation when it is strictly
  * better (gopt_env_result_cmp). "khop" (the paper's "random search") picks the node uniformly;
- * "guided" picks it uniformly among the top alpha % of nodes by score, a node's score being the
- * largest opts->guide score of its movable variables (the local advantage model's predicted
- * |advantage|), recomputed after every accepted mutation. The mutation changes one movable
+ * "guided" picks it uniformly among the first alpha % of the nodes in score order that were not
+ * picked since the last accepted mutation (all again once every node was), a node's score being
+ * the largest opts->guide score of its movable variables (the local advantage model's predicted
+ * gain of moving it), recomputed after every accepted mutation. The mutation changes one movable
  * variable of the picked node to a different value (a DEVICE/FUSE value chosen uniformly among
  * the others, a PRIORITY uniform in [0, 1)) and sets every other movable variable of the
  * neighbourhood to a uniformly random value. Moves are evaluated incrementally on one workspace;
@@ -28,6 +29,8 @@ typedef struct khop_state {
   size_t *changed, *pend, *idx; /* [nv] changed, pending (rejected) variables; [2 nv] index list */
   uint8_t *mark;              /* [nv] */
   double *score, *nscore;     /* guided: [nv] variable scores, [nn] node scores */
+  uint8_t *tried;             /* guided: [nn] picked since the last accepted mutation ... */
+  size_t first;               /* ... and the count of cand's leading entries that all were */
 } khop_state;
 
 static void khop_free(khop_state *s) {
@@ -44,6 +47,7 @@ static void khop_free(khop_state *s) {
   free(s->mark);
   free(s->score);
   free(s->nscore);
+  free(s->tried);
 }
 
 /* Builds the node adjacency and the node -> movable variable lists. */
@@ -62,11 +66,12 @@ static int khop_init(search_ctx *c, khop_state *s) {
   s->mark = calloc(nv + 1, 1);
   s->score = malloc((nv + 1) * sizeof *s->score);
   s->nscore = malloc((nn + 1) * sizeof *s->nscore);
+  s->tried = calloc(nn + 1, 1);
   size_t *mv = malloc((nv + 1) * sizeof *mv);
   int32_t *fill = malloc((nn + 1) * sizeof *fill);
   int rc = 0;
   if (!s->adj_off || !s->var_off || !s->cand || !s->queue || !s->depth || !s->changed || !s->pend || !s->idx ||
-      !s->mark || !s->score || !s->nscore || !mv || !fill)
+      !s->mark || !s->score || !s->nscore || !s->tried || !mv || !fill)
     goto oom;
   for (int pass = 0; pass < 2; pass++) { /* pass 0 counts, pass 1 fills */
     for (size_t v = 0; v < nn; v++) {
@@ -184,6 +189,29 @@ static int khop_rank(search_ctx *c, khop_state *s, const double *x) {
   return 0;
 }
 
+/* Every node untried again (after an accepted mutation: the ranking is new). */
+static void khop_untry(khop_state *s) {
+  memset(s->tried, 0, s->nn);
+  s->first = 0;
+}
+
+/* Guided's root: uniformly among the first `top` candidates in score order not yet tried since
+ * the last accepted mutation (a rejected node steps aside, so the ranking is walked down instead
+ * of re-drawing the same top nodes); when every candidate was tried, the first `top` again. */
+static int32_t khop_pick_untried(khop_state *s, search_rng *r, size_t top) {
+  size_t n = 0;
+  while (s->first < s->ncand && s->tried[s->cand[s->first]]) s->first++; /* the tried prefix */
+  for (size_t q = s->first; q < s->ncand && n < top; q++)
+    if (!s->tried[s->cand[q]]) s->queue[n++] = s->cand[q]; /* queue is free between mutations */
+  if (!n) {
+    khop_untry(s);
+    for (; n < top; n++) s->queue[n] = s->cand[n];
+  }
+  int32_t v = s->queue[search_rng_below(r, (uint32_t)n)];
+  s->tried[v] = 1;
+  return v;
+}
+
 /* The common loop; guided ranks the candidates by the guide's scores. */
 static int khop_run(search_ctx *c, int guided) {
   khop_state s;
@@ -208,7 +236,7 @@ static int khop_run(search_ctx *c, int guided) {
   while (!search_done(c)) {
     if (rerank && (rc = khop_rank(c, &s, x))) goto done;
     rerank = 0;
-    int32_t root = s.cand[search_rng_below(&rng, (uint32_t)top)];
+    int32_t root = guided ? khop_pick_untried(&s, &rng, top) : s.cand[search_rng_below(&rng, (uint32_t)top)];
     size_t nch = khop_mutate(c, &s, &rng, root, hops, x), ni = 0;
     for (size_t q = 0; q < nch + npend; q++) { /* changed variables, then the pending ones */
       size_t i = q < nch ? s.changed[q] : s.pend[q - nch];
@@ -223,6 +251,7 @@ static int khop_run(search_ctx *c, int guided) {
       cur = r;
       npend = 0;
       rerank = guided;
+      khop_untry(&s);
     } else {
       for (size_t q = 0; q < nch; q++) x[s.changed[q]] = c->best_x[s.changed[q]];
       memcpy(s.pend, s.changed, nch * sizeof *s.pend);
