@@ -2,6 +2,7 @@
  * micro-benchmark) into the one-op gopt graph it times, and that graph (forward, or forward +
  * backward) into the GPU cost model's features, so layers, micro-benchmarks and whole models are
  * all described by the same per-node features. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,9 +221,30 @@ static int build_simple(mb *b, const char *layer, const char *a, int rank, const
   return 0;
 }
 
+/* Whether every integer written in the attrs string a is within +-2^30 (the bound shape_of puts on
+ * dimensions), so that sizes built from them (4 * hidden, channels x kernel) cannot overflow. */
+static int attrs_in_range(const char *a) {
+  for (const char *p = a; *p;) {
+    if (*p < '0' || *p > '9') {
+      p++;
+      continue;
+    }
+    char *end;
+    errno = 0;
+    long long x = strtoll(p, &end, 10);
+    if (errno == ERANGE || x > (1 << 30)) return 0;
+    p = end;
+  }
+  return 1;
+}
+
 /* Builds the graph of a layer row into b; 1 built, 0 no kernel / no rule. */
 static int build_layer(mb *b, const char *layer, const char *a, json_t *ins, int grad, int copy) {
   int64_t xd[8];
+  if (!attrs_in_range(a)) {
+    b->rc = gopt_error_set(b->err, GOPT_EPARSE, "\"attrs\" has an integer above 2^30");
+    return 0;
+  }
   int rank = shape_of(json_array_get(ins, 0), xd);
   if (rank < 1) {
     b->rc = gopt_error_set(b->err, GOPT_EPARSE, "\"in\"[0] must be a shape (array of ints >= 1)");
