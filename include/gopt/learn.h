@@ -180,8 +180,9 @@ void gopt_learn_clear_stop(void);
 /* ---- optimizing one graph (`gopt optimize --method go`) ---------------------------------- */
 typedef struct gopt_learn_opt_opts {
   int samples;             /* K + 1 decisions: greedy, then K samples (default 16; 0 = greedy only); a list-order
-                            * placement policy cycles through its clusters, single nodes, a quarter and a
-                            * sixteenth of its clusters, greedy first at each */
+                            * placement policy first decodes greedily at its clusters, single nodes, a quarter
+                            * and a sixteenth of its clusters (those evaluations come first), then samples at
+                            * the level whose greedy decision is best (ties share) */
   uint64_t finetune_evals; /* > 0: PPO fine-tuning of the feature modulation for this many evals */
   uint64_t seed;
   gopt_search_trace_fn on_improve; /* best-vs-evaluations curve (may be NULL) */
