@@ -221,8 +221,9 @@ static int build_simple(mb *b, const char *layer, const char *a, int rank, const
   return 0;
 }
 
-/* Whether every integer written in the attrs string a is within +-2^30 (the bound shape_of puts on
- * dimensions), so that sizes built from them (4 * hidden, channels x kernel) cannot overflow. */
+/* Whether every integer written in the attrs string a, and the integer part of every real, is
+ * within +-2^30 (the bound shape_of puts on dimensions), so that sizes built from them (4 * hidden,
+ * channels x kernel) cannot overflow. */
 static int attrs_in_range(const char *a) {
   for (const char *p = a; *p;) {
     if (*p < '0' || *p > '9') {
@@ -232,8 +233,10 @@ static int attrs_in_range(const char *a) {
     char *end;
     errno = 0;
     long long x = strtoll(p, &end, 10);
-    if (errno == ERANGE || x > (1 << 30)) return 0;
+    if (errno == ERANGE || x > (1 << 30)) return 0; /* the parsers read a real's integer part too */
     p = end;
+    if (*p == '.' || *p == 'e' || *p == 'E') /* a real (eps=1e-05, momentum=0.1): skip the rest of it */
+      while (*p == '.' || *p == 'e' || *p == 'E' || *p == '-' || *p == '+' || (*p >= '0' && *p <= '9')) p++;
   }
   return 1;
 }
