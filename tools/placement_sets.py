@@ -26,7 +26,11 @@ order"):
             100,000 x 64, bottom and top MLPs, pairwise dot interactions, batch 64), an MLP-Mixer
             (8 blocks, 512 wide, 224x224), a dense mixture of experts (4 layers of 8 expert MLPs
             weighted by a softmax gate, 8 x 64 tokens) and a PointNet classifier (16 clouds of
-            1,024 points), each as inference and training step, same three clusters.
+            1,024 points), each as inference and training step, same three clusters;
+  heldout5  a fifth, run after the fourth: larger or other members of held-out families
+            (torchvision DenseNet-201, ShuffleNet-V2-x2.0, EfficientNet-B3, RegNet-Y-1.6GF,
+            ConvNeXt-S, ViT-B/32) and a video network (R3D-18, 8 frames of 112x112), each as
+            inference and training step, same three clusters (42 pairs).
 Deterministic: seed 0 throughout unless --seed S (go's samples; the baselines do not sample)."""
 import argparse
 import json
@@ -63,6 +67,9 @@ SETS = {
                                                  "X/regnet_x.onnx@training", "X/gru_seq2seq.onnx@training")],
     "heldout4": [(g + t, c) for c in CL3 for t in ("", "@training")
                  for g in ("X/unet.onnx", "X/dlrm.onnx", "X/mlp_mixer.onnx", "X/moe.onnx", "X/pointnet.onnx")],
+    "heldout5": [(g + t, c) for c in CL3 for t in ("", "@training")
+                 for g in ("X/densenet201.onnx", "X/shufflenet_v2_x2_0.onnx", "X/efficientnet_b3.onnx",
+                           "X/regnet_y_1_6gf.onnx", "X/convnext_small.onnx", "X/vit_b_32.onnx", "X/r3d_18.onnx")],
 }
 X = os.path.join(HERE, "build", "placement_models")
 EXPORT = r"""
@@ -154,7 +161,14 @@ models = {"googlenet": (lambda: M.googlenet(weights=None, aux_logits=False, init
           "unet": (UNet, (torch.randn(1, 3, 128, 128),)),
           "dlrm": (DLRM, (torch.randn(64, 13), torch.randint(0, 100000, (64, 8)))),
           "mlp_mixer": (Mixer, img), "moe": (MoE, (torch.randn(8, 64, 512),)),
-          "pointnet": (PointNet, (torch.randn(16, 3, 1024),))}
+          "pointnet": (PointNet, (torch.randn(16, 3, 1024),)),
+          "densenet201": (lambda: M.densenet201(weights=None), img),
+          "shufflenet_v2_x2_0": (lambda: M.shufflenet_v2_x2_0(weights=None), img),
+          "efficientnet_b3": (lambda: M.efficientnet_b3(weights=None), img),
+          "regnet_y_1_6gf": (lambda: M.regnet_y_1_6gf(weights=None), img),
+          "convnext_small": (lambda: M.convnext_small(weights=None), img),
+          "vit_b_32": (lambda: M.vit_b_32(weights=None), img),
+          "r3d_18": (lambda: M.video.r3d_18(weights=None), (torch.randn(1, 3, 8, 112, 112),))}
 torch.manual_seed(0)
 for name, (make, args) in models.items():
     path = os.path.join(out, name + ".onnx")
@@ -198,7 +212,7 @@ def main():
     ap.add_argument("--list", action="store_true", help="print every pair")
     args = ap.parse_args()
     bad_run = 0
-    if {"issue", "heldout3", "heldout4"} & set(args.sets):
+    if {"issue", "heldout3", "heldout4", "heldout5"} & set(args.sets):
         export_models()
     for s in args.sets:
         with ThreadPoolExecutor(2) as ex:
