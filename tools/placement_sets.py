@@ -31,6 +31,7 @@ order"):
             (torchvision DenseNet-201, ShuffleNet-V2-x2.0, EfficientNet-B3, RegNet-Y-1.6GF,
             ConvNeXt-S, ViT-B/32) and a video network (R3D-18, 8 frames of 112x112), each as
             inference and training step, same three clusters (42 pairs).
+--clusters A,B runs each set's graphs on those clusters instead (other presets than the sets').
 Deterministic: seed 0 throughout unless --seed S (go's samples; the baselines do not sample)."""
 import argparse
 import json
@@ -210,13 +211,19 @@ def main():
     ap.add_argument("--samples", type=int)
     ap.add_argument("--seed", type=int, default=0, help="gopt compare's seed (go's sampling; default 0)")
     ap.add_argument("--list", action="store_true", help="print every pair")
+    ap.add_argument("--clusters", help="comma-separated clusters to run each set's graphs on instead of its own "
+                    "(e.g. 4xV100-pcie,2xH100: presets the sets do not use)")
     args = ap.parse_args()
     bad_run = 0
     if {"issue", "heldout3", "heldout4", "heldout5"} & set(args.sets):
         export_models()
     for s in args.sets:
+        pairs = SETS[s]
+        if args.clusters:
+            graphs = list(dict.fromkeys(g for g, _ in pairs))
+            pairs = [(g, c) for c in args.clusters.split(",") for g in graphs]
         with ThreadPoolExecutor(2) as ex:
-            out = list(ex.map(lambda p: run(args, p), SETS[s]))
+            out = list(ex.map(lambda p: run(args, p), pairs))
         logs, behind = [], 0
         for (g, c), go, best in out:
             if go is None:
