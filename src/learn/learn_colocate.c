@@ -8,7 +8,6 @@
  * Shape) are left where the policy put them: there the device also orders them behind its other
  * kernels, and moving them by bytes alone measured worse. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "learn/learn_internal.h"
 
@@ -34,31 +33,6 @@ void learn_coloc_free(learn_coloc *c) {
   free(c);
 }
 
-static int cmp_i32(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* The producer (dir 0) or reader (dir 1) rows of each row, as a CSR sorted and without duplicates
- * (a node reading one tensor twice, or two tensors of one producer). */
-static int coloc_lists(learn_coloc *c, const gopt_graph *g, const int32_t *pos, int dir) {
-  int64_t n = c->n;
-  int32_t *ptr = NULL, *col = NULL;
-  if (learn_row_csr(g, pos, n, dir, &ptr, &col)) return GOPT_ENOMEM;
-  int32_t m = 0;
-  for (int64_t i = 0; i < n; i++) { /* sort each list and compact it in place */
-    int32_t a = ptr[i], b = ptr[i + 1];
-    qsort(col + a, (size_t)(b - a), sizeof *col, cmp_i32);
-    ptr[i] = m;
-    for (int32_t j = a; j < b; j++)
-      if (j == a || col[j] != col[j - 1]) col[m++] = col[j];
-  }
-  ptr[n] = m;
-  if (dir) { c->sp = ptr; c->sr = col; }
-  else { c->pp = ptr; c->pr = col; }
-  return 0;
-}
-
 int learn_coloc_new(const gopt_env *e, const learn_graph *lg, learn_coloc **out, gopt_error *err) {
   *out = NULL;
   const gopt_graph *g = gopt_env_graph(e);
@@ -79,7 +53,12 @@ int learn_coloc_new(const gopt_env *e, const learn_graph *lg, learn_coloc **out,
     int32_t r = lg->rows[GOPT_VAR_DEVICE][v];
     if (learn_row_us(lg, r) <= 0) c->xvar[r] = lg->var[GOPT_VAR_DEVICE][v];
   }
-  if ((rc = coloc_lists(c, g, pos, 0)) || (rc = coloc_lists(c, g, pos, 1))) goto done;
+  /* each row's distinct producers and readers (a node reading one tensor twice, or two tensors of
+   * one producer, counts once) */
+  if (learn_row_csr(g, pos, n, 0, 1, &c->pp, &c->pr) || learn_row_csr(g, pos, n, 1, 1, &c->sp, &c->sr)) {
+    rc = GOPT_ENOMEM;
+    goto done;
+  }
   for (int64_t r = 0; r < n; r++) /* only constant subexpressions: zero-time rows reading only such rows */
     for (int32_t j = c->pp[r]; j < c->pp[r + 1] && c->xvar[r] >= 0; j++)
       if (c->xvar[c->pr[j]] < 0) c->xvar[r] = -1;

@@ -193,9 +193,11 @@ double learn_row_us(const learn_graph *lg, int64_t r);
  * Returns 0, or an error when g no longer has n_rows live nodes. */
 int learn_row_index(const gopt_graph *g, int64_t n_rows, int32_t *topo, int32_t *pos, double *bytes, gopt_error *err);
 /* learn_segment.c: the rows' dataflow edges as a CSR over rows (pos: node id -> row, -1 for a dead
- * node; n rows): dir 1 each row's readers, dir 0 its producers, one entry per input slot (so
- * repeats are kept), in node-id order. The caller frees both arrays. */
-int learn_row_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int dir, int32_t **ptr_out, int32_t **col_out);
+ * node; n rows): dir 1 each row's readers, dir 0 its producers. uniq 0: one entry per input slot
+ * (repeats kept), in node-id order; uniq 1: each list sorted, without repeats. The caller frees
+ * both arrays. */
+int learn_row_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int dir, int uniq, int32_t **ptr_out,
+                  int32_t **col_out);
 /* learn_colocate.c: the constant subexpressions of a placement move to their readers (the device
  * where they send the fewest bytes).
  * learn_coloc_new precomputes lg's producer and reader lists; learn_coloc_apply rewrites the device

@@ -41,7 +41,26 @@ static double row_weight_bytes(const learn_graph *lg, int64_t r) {
   return b > 0 ? 4.0 * b : 0;
 }
 
-int learn_row_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int dir, int32_t **ptr_out, int32_t **col_out) {
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts each list of the CSR (ptr, col) over n rows and drops repeats, in place. */
+static void csr_uniq(int32_t *ptr, int32_t *col, int64_t n) {
+  int32_t m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int32_t a = ptr[i], b = ptr[i + 1];
+    qsort(col + a, (size_t)(b - a), sizeof *col, cmp_i32);
+    ptr[i] = m;
+    for (int32_t j = a; j < b; j++)
+      if (j == a || col[j] != col[j - 1]) col[m++] = col[j];
+  }
+  ptr[n] = m;
+}
+
+int learn_row_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int dir, int uniq, int32_t **ptr_out,
+                  int32_t **col_out) {
   int32_t *ptr = calloc((size_t)n + 2, sizeof *ptr), *col = NULL, *fill = NULL;
   if (!ptr) return GOPT_ENOMEM;
   for (int pass = 0; pass < 2; pass++) {
@@ -65,6 +84,7 @@ int learn_row_csr(const gopt_graph *g, const int32_t *pos, int64_t n, int dir, i
     memcpy(fill, ptr, (size_t)n * sizeof *fill);
   }
   free(fill);
+  if (uniq) csr_uniq(ptr, col, n);
   *ptr_out = ptr;
   *col_out = col;
   return 0;
@@ -142,11 +162,6 @@ static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
     cum += lg->seg_time[s];
   }
   return 0;
-}
-
-static int cmp_i32(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
 }
 
 /* Pooling CSR (cluster <- its rows), the device variables' clusters, the pipeline prior per cluster,
@@ -319,7 +334,7 @@ int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *e
   lg->seg_of = malloc(((size_t)n + 1) * sizeof *lg->seg_of);
   if (!topo || !pos || !order || !rb || !lg->seg_of) { rc = serr(err); goto done; }
   if ((rc = learn_row_index(g, n, topo, pos, rb, err))) goto done;
-  if (learn_row_csr(g, pos, n, 1, &sp, &sc)) { rc = serr(err); goto done; }
+  if (learn_row_csr(g, pos, n, 1, 0, &sp, &sc)) { rc = serr(err); goto done; }
   if (dfs_order(sp, sc, n, order)) { rc = gopt_error_set(err, GOPT_EGRAPH, "learn: segments: no depth-first order (cycle?)"); goto done; }
   if (assign_clusters(lg, order, S)) { rc = serr(err); goto done; }
   if (!(rc = cluster_tables(lg, e, rb, err)) && (schedule_tables(lg, e) || order_tables(lg))) rc = serr(err);

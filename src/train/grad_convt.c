@@ -11,7 +11,6 @@
 
 #include "train/train_internal.h"
 
-
 /* Copies the convolution attributes both directions share from node `from` to node `to`. */
 static int conv_attrs(tb *b, int32_t from, int32_t to) {
   static const char *const ints[] = {"kernel_shape", "strides", "pads", "dilations"};

@@ -7,7 +7,6 @@
  * lists the rule. */
 #include "train/train_internal.h"
 
-
 typedef struct in_ctx {
   tb *b;
   int dt, r;

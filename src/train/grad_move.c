@@ -16,7 +16,6 @@
 
 #include "train/train_internal.h"
 
-
 /* X's dims into xd (static only); 0 or an error naming the op. */
 static int static_dims(tb *b, int32_t n, int32_t x, int64_t *xd) {
   const gopt_graph *g = b->g;

@@ -7,7 +7,6 @@
 
 #include "train/train_internal.h"
 
-
 int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
   const gopt_graph *g = b->g;
   int nin = g->nodes.a[n].n_in;
@@ -84,7 +83,6 @@ int tb_diff_mask(const tb *b, int32_t n, uint32_t *mask) {
 }
 
 /* ---- rule helpers ------------------------------------------------------------------------------ */
-
 
 /* Gradient for input i computed by a one-output op whose result is shaped like the broadcast
  * output `full_like`, then summed down to input i's shape. Records the partial. */

@@ -11,7 +11,6 @@
  * Semantics: docs/TRAINING.md. */
 #include "train/train_internal.h"
 
-
 /* Records t (shaped like the broadcast output) summed down to x's shape as x's partial. */
 static int partial_to(tb *b, int32_t x, int32_t t, const char *what) {
   if (tb_reduce_needed(b, t, x)) TRY(t = tb_reduce_to(b, t, x, what));

@@ -301,12 +301,18 @@ static void test_bad_files(void) {
   fix_free(&f);
 }
 
-/* A fake guide: variable i scores i (the last variables are the top ones). */
+/* A fake guide over nv variables: variable i scores i (the last variables are the top ones), or
+ * every one the same when flat (the ranking is then the node order). */
+typedef struct fake_guide_cfg {
+  size_t nv;
+  int flat;
+} fake_guide_cfg;
+
 static int fake_guide(const double *x, double *score, void *user, gopt_error *err) {
   (void)x;
   (void)err;
-  size_t nv = *(size_t *)user;
-  for (size_t i = 0; i < nv; i++) score[i] = (double)i;
+  const fake_guide_cfg *c = user;
+  for (size_t i = 0; i < c->nv; i++) score[i] = c->flat ? 1.0 : (double)i;
   return 0;
 }
 
@@ -320,6 +326,7 @@ static void test_khop_guided(void) {
   gopt_error err = {0};
   CHECK(gopt_localadv_new(GOPT_TASK_FUSION, NULL, 2, &p, &err) == 0);
   gopt_localadv_guide g = {.model = p, .env = f.e};
+  fake_guide_cfg rising = {nv, 0};
   for (int start = 0; start < 2; start++) {
     gopt_env_default(f.e, x0);
     if (start) /* a start away from the default */
@@ -329,7 +336,7 @@ static void test_khop_guided(void) {
     for (int m = 0; m < 3; m++) {
       const char *method = m == 0 ? "khop" : "guided";
       gopt_search_opts o = {.budget_evals = 150, .seed = 9, .x0 = x0, .hops = 2, .alpha = 20};
-      if (m == 1) { o.guide = fake_guide; o.guide_user = &nv; }
+      if (m == 1) { o.guide = fake_guide; o.guide_user = &rising; }
       if (m == 2) { o.guide = gopt_localadv_guide_fn; o.guide_user = &g; }
       gopt_search_result res, res2;
       CHECK_MSG(gopt_search_run(method, f.e, &o, xb, &res, &err) == 0, "%s", err.msg);
@@ -353,15 +360,6 @@ static void test_khop_guided(void) {
   fix_free(&f);
 }
 
-/* A flat guide: every variable scores the same, so the ranking is the node order. */
-static int flat_guide(const double *x, double *score, void *user, gopt_error *err) {
-  (void)x;
-  (void)err;
-  size_t nv = *(size_t *)user;
-  for (size_t i = 0; i < nv; i++) score[i] = 1;
-  return 0;
-}
-
 /* guided walks down its ranking: with room for one node at the top (alpha tiny) and a flat guide,
  * a node whose mutation is rejected steps aside for the next, so the run changes variables all
  * over the graph, as khop does. Re-drawing the top node (the search before 29 Nov) only ever
@@ -375,8 +373,9 @@ static void test_guided_walks(void) {
   gopt_env_default(f.e, x0);
   gopt_search_opts o = {.budget_evals = 400, .seed = 3, .x0 = x0, .hops = 1, .alpha = 1e-6};
   gopt_search_result rg, rk;
-  o.guide = flat_guide;
-  o.guide_user = &nv;
+  fake_guide_cfg flat = {nv, 1};
+  o.guide = fake_guide;
+  o.guide_user = &flat;
   CHECK_MSG(gopt_search_run("guided", f.e, &o, xb, &rg, &err) == 0, "%s", err.msg);
   CHECK_MSG(gopt_search_run("khop", f.e, &o, xk, &rk, &err) == 0, "%s", err.msg);
   gopt_env_ws *w = gopt_env_ws_new(f.e);
