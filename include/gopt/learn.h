@@ -188,7 +188,8 @@ typedef struct gopt_learn_opt_opts {
   gopt_search_trace_fn on_improve; /* best-vs-evaluations curve (may be NULL) */
   void *user;
   int raw;                 /* placement: the decodes as the policy gives them, without moving each constant
-                            * subexpression (zero-time nodes reading only weights) to its readers' device */
+                            * subexpression (zero-time nodes reading only weights) to its readers' device
+                            * and without a training step's gradient-colocated variants */
 } gopt_learn_opt_opts;
 
 /* Zero-shot: the greedy decision and the best of K samples (ranked by gopt_env_result_cmp); with

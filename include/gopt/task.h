@@ -125,6 +125,14 @@ int gopt_env_to_decisions(const gopt_env *e, const double *x, gopt_decisions *d,
 /* Converts decisions back to x (unspecified parts take the defaults). */
 int gopt_env_from_decisions(const gopt_env *e, const gopt_decisions *d, double *x, gopt_error *err);
 
+/* Training steps: owner[v] (nvars entries) is, for the DEVICE variable of a gradient or
+ * optimizer-update node, the DEVICE variable of the forward node it belongs to (a gradient op
+ * named "grad/<forward node or tensor>/...": that node, or the tensor's producer, else its first
+ * forward reader; an update: its parameter's first forward reader), else -1: TensorFlow's
+ * colocate_gradients_with_ops. Returns how many variables have an owner (0 for a forward-only
+ * graph or a task without placement), or a negative error. */
+int gopt_env_grad_owner(const gopt_env *e, int32_t *owner, gopt_error *err);
+
 /* Node features for learning: n_nodes x GOPT_ENV_NFEAT floats (row per graph node id, dead
  * nodes zero): op-class one-hot, log FLOPs, log bytes in/out, log params, in/out degree,
  * topological position in [0,1], depth from inputs and to outputs (normalised), output rank,

@@ -35,7 +35,6 @@ typedef struct ex_ctx {
   int32_t *fwd;         /* [n] forward position a gradient/update position follows, or -1 */
   double *ut, *um;      /* [nunits] kernel seconds and estimated bytes of each unit */
   int32_t *udev;        /* [nunits] device of each unit */
-  int32_t *node_of_str; /* [strings] forward node named by a string id, -1 */
 } ex_ctx;
 
 /* Family of a graph by its name: the zoo model name (the spec before ':'), else generic. */
@@ -125,10 +124,6 @@ static int32_t rnn_unit(const char *s) {
   return U_FOLLOW;
 }
 
-static int is_forward(const gopt_graph *g, int32_t id) {
-  return !(g->nodes.a[id].flags & (GOPT_N_GRAD | GOPT_N_UPDATE));
-}
-
 /* Units of the forward positions; unit ids in order of first appearance in topological order. */
 static int assign_units(ex_ctx *x, gopt_error *err) {
   const gopt_env *e = x->e;
@@ -141,7 +136,7 @@ static int assign_units(ex_ctx *x, gopt_error *err) {
     const char *name = gopt_node_name(g, id);
     size_t kb, kl;
     x->unit[p] = U_FOLLOW;
-    if (!is_forward(g, id)) continue;
+    if (!task_is_forward(g, id)) continue;
     if (x->fam == FAM_RNN) {
       x->unit[p] = rnn_unit(name);
       if (x->unit[p] >= e->n) x->unit[p] = U_FOLLOW; /* no more layers than nodes */
@@ -157,74 +152,6 @@ static int assign_units(ex_ctx *x, gopt_error *err) {
   }
   if (keys) x->nunits = (int32_t)keys->n - 1;
   strtab_free(keys);
-  return GOPT_OK;
-}
-
-/* Position of the forward node that tensor t belongs to: its producer, else (a parameter or an
- * input) its first forward consumer; -1 when none. */
-static int32_t fwd_of_tensor(const gopt_env *e, int32_t t) {
-  const gopt_graph *g = e->g;
-  int32_t pr = g->tensors.a[t].producer;
-  if (pr >= 0) return is_forward(g, pr) ? e->pos[pr] : -1;
-  for (int32_t s = g->tensors.a[t].first_use; s >= 0; s = g->slots.a[s].next_use) {
-    int32_t c = g->slots.a[s].node;
-    if (e->pos[c] >= 0 && is_forward(g, c)) return e->pos[c];
-  }
-  return -1;
-}
-
-/* Forward position named by s[0..len) as a forward node or a tensor, -1 when none. */
-static int32_t fwd_of_text(const ex_ctx *x, const char *s, size_t len) {
-  const gopt_graph *g = x->e->g;
-  uint32_t id = strtab_find(g->strs, s, len);
-  if (id == UINT32_MAX) return -1;
-  if (x->node_of_str[id] >= 0) return x->e->pos[x->node_of_str[id]];
-  if (id < g->tensor_of_str.n && g->tensor_of_str.a[id] >= 0)
-    return fwd_of_tensor(x->e, g->tensor_of_str.a[id]);
-  return -1;
-}
-
-/* Forward position a gradient op named "grad/<rest>" differentiates: the longest prefix of rest
- * ending before a '/' (or rest itself, or rest without a "_<k>" uniqueness suffix) that names a
- * forward node or tensor. -1 when none. */
-static int32_t fwd_of_grad_name(const ex_ctx *x, const char *rest) {
-  size_t len = strlen(rest);
-  int32_t q = fwd_of_text(x, rest, len);
-  for (size_t i = len; q < 0 && i > 0; i--)
-    if (rest[i - 1] == '/') q = fwd_of_text(x, rest, i - 1);
-  size_t u = len;
-  while (u > 0 && rest[u - 1] >= '0' && rest[u - 1] <= '9') u--;
-  if (q < 0 && u > 1 && u < len && rest[u - 1] == '_') q = fwd_of_text(x, rest, u - 1);
-  return q;
-}
-
-/* fwd[] of the gradient and update positions. */
-static int resolve_training(ex_ctx *x, gopt_error *err) {
-  const gopt_env *e = x->e;
-  const gopt_graph *g = e->g;
-  int any = 0;
-  for (int32_t p = 0; p < e->n; p++) {
-    x->fwd[p] = -1;
-    any |= !is_forward(g, e->order[p]);
-  }
-  if (!any) return GOPT_OK;
-  if (GOPT_ALLOC(x->node_of_str, g->strs->n)) return gopt_error_set(err, GOPT_ENOMEM, "expert: out of memory");
-  for (size_t i = 0; i < g->strs->n; i++) x->node_of_str[i] = -1;
-  for (int32_t p = 0; p < e->n; p++)
-    if (is_forward(g, e->order[p])) x->node_of_str[g->nodes.a[e->order[p]].name] = e->order[p];
-  for (int32_t p = 0; p < e->n; p++) {
-    int32_t id = e->order[p];
-    const gopt_node *nd = &g->nodes.a[id];
-    const char *name = gopt_node_name(g, id);
-    if (nd->flags & GOPT_N_UPDATE) {
-      for (uint32_t k = 0; k < nd->n_in && x->fwd[p] < 0; k++) {
-        int32_t t = g->slots.a[nd->in + k].tensor;
-        if (t >= 0 && (g->tensors.a[t].flags & GOPT_T_PARAM)) x->fwd[p] = fwd_of_tensor(e, t);
-      }
-    } else if ((nd->flags & GOPT_N_GRAD) && !strncmp(name, "grad/", 5)) {
-      x->fwd[p] = fwd_of_grad_name(x, name + 5);
-    }
-  }
   return GOPT_OK;
 }
 
@@ -305,10 +232,10 @@ static void balance(ex_ctx *x, int k) {
 static void follow(const gopt_env *e, int32_t *dev, int only_fwd) {
   for (int32_t p = 0; p < e->n; p++)
     for (int32_t i = e->pred_off[p]; dev[p] < 0 && i < e->pred_off[p + 1]; i++)
-      if ((!only_fwd || is_forward(e->g, e->order[p])) && dev[e->pred[i]] >= 0) dev[p] = dev[e->pred[i]];
+      if ((!only_fwd || task_is_forward(e->g, e->order[p])) && dev[e->pred[i]] >= 0) dev[p] = dev[e->pred[i]];
   for (int32_t p = e->n - 1; p >= 0; p--)
     for (int32_t i = e->succ_off[p]; dev[p] < 0 && i < e->succ_off[p + 1]; i++)
-      if ((!only_fwd || is_forward(e->g, e->order[p])) && dev[e->succ[i]] >= 0) dev[p] = dev[e->succ[i]];
+      if ((!only_fwd || task_is_forward(e->g, e->order[p])) && dev[e->succ[i]] >= 0) dev[p] = dev[e->succ[i]];
 }
 
 /* dev from the units: unit devices; unit-less forward nodes follow a neighbour; gradient and
@@ -362,7 +289,7 @@ int bl_expert(const gopt_env *e, const double *xv, int32_t *dev, gopt_error *err
     task_contiguous_split(e, dev);
     goto done;
   }
-  if ((rc = resolve_training(&x, err)) || (rc = unit_costs(&x, err))) goto done;
+  if ((rc = task_grad_owner(e, x.fwd, err)) < 0 || (rc = unit_costs(&x, err))) goto done;
   if (x.fam == FAM_RNN) {
     for (int32_t u = 0; u < x.nunits; u++) x.udev[u] = (int32_t)((int64_t)u * e->D / x.nunits);
     finish(&x, dev);
@@ -378,6 +305,5 @@ done:
   free(x.ut);
   free(x.um);
   free(x.udev);
-  free(x.node_of_str);
   return rc;
 }

@@ -1,7 +1,7 @@
 /* learn_optimize.c: `--method go` on one graph: zero-shot (greedy decode plus the best of K
- * samples; the list-order segment head decodes at up to four levels, below) and optional PPO
- * fine-tuning of a per-graph feature modulation (GO's parameter superposition) starting from the
- * trained policy. */
+ * samples; the list-order segment head decodes at up to four levels, and a training step's decodes
+ * also with its gradients on their forward ops' devices, below) and optional PPO fine-tuning of a
+ * per-graph feature modulation (GO's parameter superposition) starting from the trained policy. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,12 +93,15 @@ done:
   return rc;
 }
 
-/* The zero-shot decodes' shared state: row r of xs (nv each) belongs to level row_lv[r]; rows
- * r < levels are greedy (one per level). Placement rows are post-processed (learn_colocate.c) unless
- * c is NULL (c and dev_of belong to opt_state). */
+/* The zero-shot decodes' shared state. A variant is a level (0..levels-1) or, on a training step,
+ * a level whose gradient and optimizer-update nodes then move to their forward node's device
+ * (levels..2 levels-1; own: gopt_env_grad_owner's table, else NULL). Row r of xs (nv each) belongs
+ * to variant row_lv[r]; rows r < nvar are greedy (one per variant). Placement rows are
+ * post-processed (learn_colocate.c) unless c is NULL (c and dev_of belong to opt_state). */
 typedef struct dec_ctx {
   gopt_env *e;
-  int levels, k;
+  int levels, nvar, k;
+  int32_t *own;
   gopt_nn_rng *rng;
   double *xs;
   size_t nv;
@@ -115,15 +118,18 @@ typedef struct dec_level {
   learn_acts a;
 } dec_level;
 
-/* Decodes rows r0..r1 of level lv (those with row_lv[r] == lv). */
+/* Decodes rows r0..r1 of level lv (those whose variant is lv or lv's gradient-colocated one). */
 static void decode_rows(dec_ctx *d, dec_level *L, int lv, int r0, int r1) {
   for (int r = r0; r <= r1; r++) {
-    if (d->row_lv[r] != lv) continue;
+    if (d->row_lv[r] % d->levels != lv) continue;
     double *x = d->xs + (size_t)r * d->nv;
     gopt_env_default(d->e, x);
-    learn_sample(&L->f, L->g, d->rng, r < d->levels, &L->a);
+    learn_sample(&L->f, L->g, d->rng, r < d->nvar, &L->a);
     learn_to_x(L->g, &L->a, x);
     if (d->c) learn_coloc_apply(d->c, d->g0, x, d->dev_of);
+    if (d->row_lv[r] >= d->levels) /* owners are forward nodes, which this does not move */
+      for (size_t v = 0; v < d->nv; v++)
+        if (d->own[v] >= 0) x[v] = x[d->own[v]];
   }
 }
 
@@ -150,22 +156,38 @@ void learn_alloc_levels(const gopt_env_result *greedy, int levels, int k, int8_t
   for (int r = 0; r <= k; r++) row_lv[r] = (int8_t)(r < levels ? r : keep[(r - levels) % nk]);
 }
 
-/* The samples' levels (d->row_lv): with more than one level, the greedy rows 0..levels-1 are
+/* The samples' variants (d->row_lv): with more than one variant, the greedy rows 0..nvar-1 are
  * evaluated first, into rs (the caller counts them). */
 static int allocate(dec_ctx *d, gopt_env_result *rs, gopt_error *err) {
-  if (d->levels > 1) {
-    int rc = gopt_env_evaluate_batch(d->e, d->xs, (size_t)d->levels, rs, err);
+  if (d->nvar > 1) {
+    int rc = gopt_env_evaluate_batch(d->e, d->xs, (size_t)d->nvar, rs, err);
     if (rc) return rc;
   }
-  learn_alloc_levels(rs, d->levels, d->k, d->row_lv);
+  learn_alloc_levels(rs, d->nvar, d->k, d->row_lv);
   return 0;
+}
+
+/* On a training step (placement, not o->raw, and rows for two greedy decodes per level), the
+ * gradient-colocated variants: d->own and d->nvar = 2 levels. A placement decided per node
+ * splits a layer's backward pass from its forward activations, which on slow links costs more
+ * than the parallel backward gains (docs/LEARNED.md, "Gradients follow their forward op"); both
+ * are tried and the samples go to the better. */
+static int grad_variants(dec_ctx *d, const opt_state *s, gopt_error *err) {
+  d->nvar = d->levels;
+  if (s->o->raw || gopt_env_task(d->e) != GOPT_TASK_PLACEMENT || 2 * d->levels > d->k + 1) return 0;
+  d->own = malloc((d->nv + 1) * sizeof *d->own);
+  if (!d->own) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  int owned = gopt_env_grad_owner(d->e, d->own, err);
+  if (owned > 0) d->nvar = 2 * d->levels;
+  return owned < 0 ? owned : 0;
 }
 
 /* The zero-shot decodes of p on e into xs[(k + 1) x nv]. A list-order segment head decodes at up to
  * four levels: its S clusters (level 0), one cluster per node (when level 0 is not that already),
- * then S / 4 and S / 16 clusters (each when fewer than level 0 has). Rows 0..levels-1 are each
- * level's greedy decode (a level is used only when k >= its index); the samples' levels are chosen
- * by allocate (whose evaluations of the greedy rows go to rs and *pre). The other levels reuse
+ * then S / 4 and S / 16 clusters (each when fewer than level 0 has); on a training step each level
+ * also gradient-colocated (grad_variants). Rows 0..nvar-1 are each variant's greedy decode (a level
+ * is used only when k >= its index); the samples' variants are chosen by allocate (whose
+ * evaluations of the greedy rows go to rs and *pre). The other levels reuse
  * level 0's graph embeddings (only the head's pooling is redone). With a placement task and not
  * s->o->raw, every decode's constant subexpressions then move to their readers
  * (learn_colocate.c; s->coloc, kept for fine-tuning). *g0 gets level 0's encoding (fine-tuning's),
@@ -194,12 +216,14 @@ static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, doubl
   for (int q = 4; q <= 16; q *= 4) /* coarser: a multilevel partitioner's levels */
     if (multi && levels <= k && p->seg / q >= 2 && p->seg / q < (*g0)->n_seg) lv[levels++] = p->seg / q;
   d.levels = levels;
-  for (int r = 0; r < levels; r++) d.row_lv[r] = (int8_t)r;
+  if (!rc) rc = grad_variants(&d, s, err);
+  for (int r = 0; r < d.nvar; r++) d.row_lv[r] = (int8_t)r;
   for (int l = 1; l < levels && !rc; l++) rc = level_init(&d, p, lv[l], &L[0].f, ctx, &L[l], err);
-  for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, 0, levels - 1);
-  if (!rc && levels > 1) *pre = levels;
+  for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, 0, d.nvar - 1);
+  if (!rc && d.nvar > 1) *pre = d.nvar;
   if (!rc) rc = allocate(&d, rs, err);
-  for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, levels, k);
+  for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, d.nvar, k);
+  free(d.own);
   for (int l = 0; l < 4; l++) {
     learn_acts_free(&L[l].a);
     if (l) learn_graph_free(L[l].g);

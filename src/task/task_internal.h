@@ -103,6 +103,14 @@ enum { TASK_FUSE_NONE = 0, TASK_FUSE_XLA = 1, TASK_FUSE_TVM = 2 };
 int task_fusion_rules(const gopt_env *e, int rules, const int32_t *dev, double *x);
 /* Cost facts of node id as the simulator sees them (the cost override when one is set). */
 void task_node_cost(const gopt_env *e, int32_t id, gopt_cost *c);
+/* ---- training steps (task_grad.c) --------------------------------------------------------- */
+
+/* Whether node id is a forward node (neither a gradient nor an optimizer update). */
+int task_is_forward(const gopt_graph *g, int32_t id);
+/* fwd[p]: the forward position a gradient or update position p belongs to (gopt_env_grad_owner's
+ * rule), else -1. Returns how many have one, or a negative error. */
+int task_grad_owner(const gopt_env *e, int32_t *fwd, gopt_error *err);
+
 /* Cost-balanced contiguous split of the topological order over D devices (device per position). */
 void task_contiguous_split(const gopt_env *e, int32_t *dev);
 /* Device per position for x (DEVICE variables, else the fixed placement, else 0). */

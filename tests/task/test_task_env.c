@@ -13,6 +13,7 @@
 #include "check.h"
 #include "gopt/ops.h"
 #include "gopt/task.h"
+#include "gopt/train.h"
 #include "gopt/zoo.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
@@ -408,6 +409,88 @@ done:
   gopt_graph_free(g);
 }
 
+/* gopt_env_grad_owner on a Transformer training step: only gradient and update nodes' device
+ * variables have an owner, always a forward node's; a gradient named "grad/<forward node>/..."
+ * is owned by that node, an update "update/<parameter>" by a node reading that parameter (both
+ * matched here by name, independently of the library's longest-prefix rule). A forward graph, or
+ * a task without placement, has none. */
+static const gopt_node *node_named(const gopt_graph *g, const char *name, size_t len, int32_t *id) {
+  for (size_t i = 0; i < g->nodes.n; i++) {
+    const char *nm = gopt_node_name(g, (int32_t)i);
+    if (nm && strlen(nm) == len && !strncmp(nm, name, len)) {
+      *id = (int32_t)i;
+      return &g->nodes.a[i];
+    }
+  }
+  return NULL;
+}
+
+static int reads_param(const gopt_graph *g, int32_t id, const char *pname) {
+  const gopt_node *nd = &g->nodes.a[id];
+  for (uint32_t k = 0; k < nd->n_in; k++) {
+    int32_t t = g->slots.a[nd->in + k].tensor;
+    const char *tn = t >= 0 ? gopt_graph_str(g, g->tensors.a[t].name) : NULL;
+    if (tn && !strcmp(tn, pname)) return 1;
+  }
+  return 0;
+}
+
+static void test_grad_owner(void) {
+  gopt_error err = {0};
+  gopt_graph *g = NULL;
+  gopt_cluster *c = NULL;
+  gopt_env *e = NULL, *ef = NULL;
+  int32_t *own = NULL;
+  CHECK_MSG(gopt_zoo_build("transformer:layers=2", &g, &err) == 0, "%s", err.msg);
+  CHECK_MSG(gopt_cluster_parse("4xV100-pcie", &c, &err) == 0, "%s", err.msg);
+  gopt_env_opts o = {.task = GOPT_TASK_PLACEMENT}, of = {.task = GOPT_TASK_FUSION};
+  CHECK_MSG(g && c && gopt_env_new(g, c, &o, &e, &err) == 0, "%s", err.msg);
+  if (!e) goto done;
+  own = malloc((gopt_env_nvars(e) + 1) * sizeof *own);
+  CHECK_EQ_INT(gopt_env_grad_owner(e, own, &err), 0); /* forward graph */
+  gopt_env_free(e);
+  e = NULL;
+  CHECK_MSG(gopt_train_build(g, NULL, &err) == 0, "%s", err.msg);
+  CHECK_MSG(gopt_env_new(g, c, &o, &e, &err) == 0 && gopt_env_new(g, c, &of, &ef, &err) == 0, "%s", err.msg);
+  if (!e || !ef) goto done;
+  size_t nv = gopt_env_nvars(e);
+  const gopt_env_var *vars = gopt_env_vars(e);
+  free(own);
+  own = malloc((nv + 1) * sizeof *own);
+  int owned = gopt_env_grad_owner(e, own, &err), grads = 0, by_node = 0, by_param = 0, bad = 0, counted = 0;
+  for (size_t v = 0; v < nv; v++) {
+    const gopt_node *nd = &g->nodes.a[vars[v].node];
+    const char *name = gopt_node_name(g, vars[v].node);
+    int back = (nd->flags & (GOPT_N_GRAD | GOPT_N_UPDATE)) != 0;
+    grads += back;
+    if (own[v] < 0) continue;
+    counted++;
+    int32_t o_id = vars[own[v]].node, id = -1;
+    const gopt_node *on = &g->nodes.a[o_id];
+    if (!back || vars[own[v]].kind != GOPT_VAR_DEVICE || (on->flags & (GOPT_N_GRAD | GOPT_N_UPDATE))) bad++;
+    if (!strncmp(name, "grad/", 5) && node_named(g, name + 5, strcspn(name + 5, "/"), &id) &&
+        !(g->nodes.a[id].flags & (GOPT_N_GRAD | GOPT_N_UPDATE))) {
+      by_node++;
+      if (id != o_id) bad++;
+    } else if (!strncmp(name, "update/", 7)) {
+      by_param++;
+      if (!reads_param(g, o_id, name + 7)) bad++;
+    }
+  }
+  fprintf(stderr, "transformer:layers=2 training: %zu variables, %d backward, %d owned (%d checked by node "
+          "name, %d by parameter), %d wrong\n", nv, grads, owned, by_node, by_param, bad);
+  CHECK_EQ_INT(owned, counted);
+  CHECK_EQ_INT(bad, 0);
+  CHECK(owned > grads * 9 / 10 && by_node > owned / 2 && by_param > 10);
+  CHECK_EQ_INT(gopt_env_grad_owner(ef, own, &err), 0); /* fusion: no device variables */
+done:
+  free(own);
+  gopt_env_free(e);
+  gopt_env_free(ef);
+  gopt_cluster_free(c);
+  gopt_graph_free(g);
+}
+
 static void test_names(void) {
   for (int t = 0; t < GOPT_TASK_COUNT; t++) CHECK_EQ_INT(gopt_task_from_name(gopt_task_name(t)), t);
   CHECK(gopt_task_from_name("placment") == -1 && gopt_task_name(GOPT_TASK_COUNT) == NULL);
@@ -415,6 +498,7 @@ static void test_names(void) {
 
 int main(void) {
   test_names();
+  test_grad_owner();
   test_repairs();
   test_random_fusion("gnmt:steps=4,layers=4", GOPT_TASK_FUSION);
   test_random_fusion("inception_v3", GOPT_TASK_FUSION);
