@@ -39,9 +39,10 @@ extern "C" {
 /* Version of the policy input features (env features + context columns). A policy trained with
  * another version is refused on load. */
 #define GOPT_LEARN_FEAT_VERSION 2
-#define GOPT_LEARN_FILE_VERSION 4 /* 2: a `place_head segment S` metadata line; 3: `place_head segment S feats F`
+#define GOPT_LEARN_FILE_VERSION 5 /* 2: a `place_head segment S` metadata line; 3: `place_head segment S feats F`
                                      (the segment head's list-schedule and memory features); 4: `... order O`
-                                     (its decode order); 1 to 3 still load */
+                                     (its decode order); 5: feats 7 (its return-transfer feature); 1 to 4
+                                     still load */
 
 /* The segment head's decode order (gopt_learn_arch.seg_order). */
 #define GOPT_LEARN_ORDER_INDEX 1 /* the clusters in depth-first order (file versions 2 and 3) */
@@ -58,11 +59,12 @@ typedef struct gopt_learn_arch {
   int clusters;     /* placement device head of a GO policy: > 0 the segment head with at most this
                      * many clusters (0: the default, 256, for placement); -1 the per-node head (the
                      * only one before file version 2; other tasks always use it) */
-  int seg_feats;    /* segment head's conditioning features: 0 the default (6: load, previous device,
-                     * unused device, neighbours, list-schedule finish time, memory); 4 the file-version-2
-                     * head without the last two */
-  int seg_order;    /* segment head's decode order: 0 the default (GOPT_LEARN_ORDER_LIST with 6 features,
-                     * _INDEX with 4), or GOPT_LEARN_ORDER_INDEX / _LIST */
+  int seg_feats;    /* segment head's conditioning features: 0 the default (7: load, previous device,
+                     * unused device, neighbours, list-schedule finish time, memory, return transfer);
+                     * 6 the head of file versions 3 and 4 without the last; 4 the file-version-2 head
+                     * without the last three */
+  int seg_order;    /* segment head's decode order: 0 the default (GOPT_LEARN_ORDER_LIST with 6 or 7
+                     * features, _INDEX with 4), or GOPT_LEARN_ORDER_INDEX / _LIST */
 } gopt_learn_arch;
 
 typedef struct gopt_policy gopt_policy;

@@ -15,8 +15,9 @@
 #define LEARN_MAX_SAGE 4
 #define LEARN_NCFG 4                          /* local advantage model: configuration columns per row */
 #define LEARN_PIPE_INIT 4.0f                  /* initial weight of the device head's pipeline prior */
-#define LEARN_SEG_NF 6                        /* segment head: conditioning features per (cluster, device);
-                                                 version-2 files use the first 4 (gopt_policy.seg_nf) */
+#define LEARN_SEG_NF 7                        /* segment head: conditioning features per (cluster, device);
+                                                 older files use the first 6 or 4 (gopt_policy.seg_nf) */
+#define LEARN_SEG_NF_V4 6                     /* the head of file versions 3 and 4 (no return transfer) */
 #define LEARN_SEG_NF_V2 4
 #define LEARN_SEG_MAXDEV 256                  /* segment head: most devices */
 #define LEARN_SEG_PER_NODE INT32_MAX           /* segment head: one cluster per row (the node-level decode) */
@@ -71,6 +72,7 @@ typedef struct learn_graph {
   learn_seg_iv *iv;       /* the links' busy intervals in the list schedule (learn_segment.c) */
   int32_t *lk_ends;       /* 2 n_links + 1: each link's first and last interval (-1: none), then
                            * the intervals in use */
+  double *seg_outb;       /* n_seg: bytes of its rows' outputs that later clusters read (each row once) */
   double *seg_fin;        /* n_seg: the list schedule's finish time of each placed cluster (us) */
   int32_t *dst_ptr, *dst_seg; /* per cluster: the later clusters that read it (src_seg reversed) */
   int32_t *ord_pend, *ord_ready; /* n_seg each: decode-order scratch (pending sources, ready list) */

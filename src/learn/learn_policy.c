@@ -232,23 +232,23 @@ int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int
   p->seg = kind == LEARN_HEAD_GO && task == GOPT_TASK_PLACEMENT && a.clusters >= 0
                ? (a.clusters > 0 ? a.clusters : LEARN_SEG_DEFAULT) : 0;
   a.clusters = p->seg > 0 ? p->seg : -1;
-  if (a.seg_feats != 0 && a.seg_feats != LEARN_SEG_NF && a.seg_feats != LEARN_SEG_NF_V2) {
+  if (a.seg_feats != 0 && a.seg_feats != LEARN_SEG_NF && a.seg_feats != LEARN_SEG_NF_V4 && a.seg_feats != LEARN_SEG_NF_V2) {
     int f = a.seg_feats;
     gopt_policy_free(p);
-    return gopt_error_set(err, GOPT_EINVAL, "learn: the segment head has %d or %d conditioning features, not %d",
-                          LEARN_SEG_NF_V2, LEARN_SEG_NF, f);
+    return gopt_error_set(err, GOPT_EINVAL, "learn: the segment head has %d, %d or %d conditioning features, not %d",
+                          LEARN_SEG_NF_V2, LEARN_SEG_NF_V4, LEARN_SEG_NF, f);
   }
-  p->seg_nf = p->seg > 0 ? (a.seg_feats == LEARN_SEG_NF_V2 ? LEARN_SEG_NF_V2 : LEARN_SEG_NF) : 0;
+  p->seg_nf = p->seg > 0 ? (a.seg_feats ? a.seg_feats : LEARN_SEG_NF) : 0;
   a.seg_feats = p->seg_nf;
   if ((a.seg_order != 0 && a.seg_order != GOPT_LEARN_ORDER_INDEX && a.seg_order != GOPT_LEARN_ORDER_LIST) ||
       (a.seg_order == GOPT_LEARN_ORDER_LIST && p->seg_nf == LEARN_SEG_NF_V2)) {
     int o = a.seg_order;
     gopt_policy_free(p);
     return gopt_error_set(err, GOPT_EINVAL, "learn: bad segment decode order %d (1 depth-first, 2 list schedule, "
-                          "which needs the %d-feature head)", o, LEARN_SEG_NF);
+                          "which needs the %d- or %d-feature head)", o, LEARN_SEG_NF_V4, LEARN_SEG_NF);
   }
   p->seg_order = p->seg <= 0 ? 0 : a.seg_order ? a.seg_order
-                 : p->seg_nf == LEARN_SEG_NF ? GOPT_LEARN_ORDER_LIST : GOPT_LEARN_ORDER_INDEX;
+                 : p->seg_nf > LEARN_SEG_NF_V2 ? GOPT_LEARN_ORDER_LIST : GOPT_LEARN_ORDER_INDEX;
   a.seg_order = p->seg_order;
   p->arch = a;
   task_kinds(task, p->kinds);

@@ -7,7 +7,10 @@
  * cluster's device, unused device, share of the cluster's dataflow neighbours already placed on
  * the device; since file version 3 also the cluster's finish time on the device in a list schedule
  * of the clusters placed so far, m-ETF's criterion, and how far the device's memory would be
- * overfilled) weighted by coefficients the network computes from the cluster's embedding; then
+ * overfilled; since version 5 the return transfer, what sending the cluster's outputs back to the
+ * device its inputs come from would take: the earliest finish alone does not see that a cluster
+ * moved away must send its results back over a slow link) weighted by coefficients the network
+ * computes from the cluster's embedding; then
  * every node may move off its cluster's device (node-level refinement: node logits plus a learned
  * "stay" bonus on the cluster's device). The clusters are decided in depth-first order (file
  * versions 2 and 3) or, since version 4, in list-schedule order: next the ready cluster that can
@@ -239,6 +242,7 @@ static int schedule_tables(learn_graph *lg, const gopt_env *e) {
   lg->seg_us = calloc((size_t)S + 1, sizeof *lg->seg_us);
   lg->seg_mem = calloc((size_t)S + 1, sizeof *lg->seg_mem);
   lg->seg_fin = calloc((size_t)S + 1, sizeof *lg->seg_fin);
+  lg->seg_outb = calloc((size_t)S + 1, sizeof *lg->seg_outb);
   lg->dev_slow = malloc(((size_t)D + 1) * sizeof *lg->dev_slow);
   lg->dev_mem = malloc(((size_t)D + 1) * sizeof *lg->dev_mem);
   lg->x_us_b = calloc((size_t)D * D + 1, sizeof *lg->x_us_b);
@@ -250,9 +254,16 @@ static int schedule_tables(learn_graph *lg, const gopt_env *e) {
     if (lg->in_ptr[s + 1] - lg->in_ptr[s] > max_in) max_in = lg->in_ptr[s + 1] - lg->in_ptr[s];
   lg->iv = malloc(((size_t)lg->in_ptr[S] + (size_t)max_in + 1) * sizeof *lg->iv);
   lg->lk_ends = malloc((2 * (size_t)lg->n_links + 1) * sizeof *lg->lk_ends);
-  if (!lg->iv || !lg->lk_ends || !lg->seg_us || !lg->seg_mem || !lg->seg_fin || !lg->dev_slow || !lg->dev_mem || !lg->x_us_b || !lg->x_lat ||
+  if (!lg->iv || !lg->lk_ends || !lg->seg_us || !lg->seg_mem || !lg->seg_fin || !lg->seg_outb || !lg->dev_slow || !lg->dev_mem || !lg->x_us_b || !lg->x_lat ||
       !lg->x_link || !lg->arrive)
     return GOPT_ENOMEM;
+  for (int32_t i = 0; i < lg->in_ptr[S]; i++) /* arrive is free until state_init: marks rows counted */
+    lg->arrive[lg->in_row[i]] = 0;
+  for (int32_t i = 0; i < lg->in_ptr[S]; i++)
+    if (lg->arrive[lg->in_row[i]] == 0) {
+      lg->arrive[lg->in_row[i]] = 1;
+      lg->seg_outb[lg->seg_of[lg->in_row[i]]] += lg->in_bytes[i];
+    }
   double tot = 0;
   for (int64_t r = 0; r < n; r++) {
     double t = learn_row_us(lg, r);
@@ -375,6 +386,7 @@ void learn_graph_segment_free(learn_graph *g) {
   free(g->seg_us);
   free(g->seg_mem);
   free(g->seg_fin);
+  free(g->seg_outb);
   free(g->dev_slow);
   free(g->dev_mem);
   free(g->x_us_b);
@@ -390,10 +402,11 @@ void learn_graph_segment_free(learn_graph *g) {
   free(g->scratch);
 }
 
-/* The version-3/4 head's fixed feature weights (learn_seg_init's coefficient biases): the earliest
+/* The version-3+ head's fixed feature weights (learn_seg_init's coefficient biases): the earliest
  * finish time, no overfilled memory, staying with the previous device and the neighbours as
- * tie-breaks. The KL anchor (seg_kl) measures a policy's distance from them. */
-static const float seg_prior_coef[LEARN_SEG_NF] = {0.0f, 0.5f, 0.0f, 0.5f, LEARN_SEG_EFT_INIT, -2.0f};
+ * tie-breaks; since version 5 a mild preference for no return transfer. The KL anchor (seg_kl)
+ * measures a policy's distance from them (the first nf). */
+static const float seg_prior_coef[LEARN_SEG_NF] = {0.0f, 0.5f, 0.0f, 0.5f, LEARN_SEG_EFT_INIT, -2.0f, 1.0f};
 
 /* ---- the autoregressive conditioning ---------------------------------------------------------- */
 
@@ -485,12 +498,28 @@ static double start_on(const learn_graph *g, const int32_t *seg_dev, const seg_s
 /* Kernel time (us) of cluster s on device d. */
 static double dur_on(const learn_graph *g, int64_t s, int d) { return g->seg_us[s] * g->dev_slow[d]; }
 
+/* cond_row's return-transfer feature (column 6) of cluster s on every device. */
+static void return_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, int nf, float *out) {
+  int D = g->n_dev, home = -1;
+  double hb[LEARN_SEG_MAXDEV] = {0}; /* input bytes from each device */
+  for (int32_t i = g->in_ptr[s]; i < g->in_ptr[s + 1]; i++) hb[seg_dev[g->seg_of[g->in_row[i]]]] += g->in_bytes[i];
+  for (int d = 0; d < D; d++)
+    if (hb[d] > 0 && (home < 0 || hb[d] > hb[home])) home = d;
+  for (int d = 0; d < D; d++) {
+    double x = home < 0 || d == home ? 0 : g->x_lat[d * D + home] + g->seg_outb[s] * g->x_us_b[d * D + home];
+    out[(size_t)d * nf + 6] = (float)-log1p(x / g->tau_us);
+  }
+}
+
 /* Features of cluster s for each device given the devices of clusters < s (seg_dev) and the state
  * they left (prev: cluster s-1's device or -1), into out[D * nf]: load * D, d == prev, d unused
  * so far, share of s's edges to earlier clusters that end on d; with nf = 6 also how much later
  * than the earliest over the devices s would finish on d, -log(1 + delay / mean cluster time), and the
- * memory overfill (bytes on d with s, over 90 % of d's memory, x 10, at most 10). start: s's start
- * time on each device when already known (order_next), else NULL. */
+ * memory overfill (bytes on d with s, over 90 % of d's memory, x 10, at most 10); with nf = 7 also
+ * the return transfer: away from the device s reads most of its input bytes from (its home), what
+ * sending s's outputs that later clusters read back home would take, -log(1 + time / mean
+ * cluster time), 0 on the home device and for a cluster without inputs. start: s's start time on
+ * each device when already known (order_next), else NULL. */
 static void cond_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, const seg_state *st, int prev, int nf,
                      const double *start, float *out) {
   int D = g->n_dev;
@@ -511,6 +540,7 @@ static void cond_row(const learn_graph *g, const int32_t *seg_dev, int64_t s, co
   for (int d = 0; nf > LEARN_SEG_NF_V2 && d < D; d++) {
     out[(size_t)d * nf + 4] = (float)-log1p((fin[d] - best) / g->tau_us);
   }
+  if (nf > LEARN_SEG_NF_V4) return_row(g, seg_dev, s, nf, out);
 }
 
 /* Cluster s placed on d: the state after it. What it adds to its device's load is its kernel-time
@@ -643,15 +673,15 @@ static gopt_nn_tensor *seg_logits(gopt_nn_ctx *ctx, const learn_fwd *f, const le
   return gopt_nn_add(ctx, f->seg_base, ar);
 }
 
-/* KL(policy || prior) of the cluster logits [S, D] whose conditioning is cond [S, D, 6], summed
+/* KL(policy || prior) of the cluster logits [S, D] whose conditioning is cond [S, D, nf], summed
  * over the clusters -> [1]; the prior is the head's fixed feature weights applied to cond. */
 static gopt_nn_tensor *seg_kl(gopt_nn_ctx *ctx, gopt_nn_tensor *logits, const gopt_nn_tensor *cond) {
-  int64_t S = logits->shape[0], D = logits->shape[1], sh[2] = {S, D};
+  int64_t S = logits->shape[0], D = logits->shape[1], nf = cond->shape[2], sh[2] = {S, D};
   gopt_nn_tensor *prior = gopt_nn_new(ctx, 2, sh);
   if (!prior) return NULL;
   for (int64_t i = 0; i < S * D; i++) {
     double v = 0;
-    for (int k = 0; k < LEARN_SEG_NF; k++) v += seg_prior_coef[k] * cond->data[i * LEARN_SEG_NF + k];
+    for (int64_t k = 0; k < nf; k++) v += seg_prior_coef[k] * cond->data[i * nf + k];
     prior->data[i] = (float)v;
   }
   gopt_nn_tensor *lp = gopt_nn_log_softmax(ctx, logits);
@@ -665,7 +695,7 @@ gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn
   int64_t osh[2] = {nd, D};
   gopt_nn_tensor *cond = NULL, *logits = seg_logits(ctx, f, g, a, &cond), *hot = gopt_nn_new(ctx, 2, osh);
   if (!logits || !hot) return NULL;
-  if (kl) *kl = f->seg_coef->shape[1] == LEARN_SEG_NF ? seg_kl(ctx, logits, cond) : NULL;
+  if (kl) *kl = f->seg_coef->shape[1] > LEARN_SEG_NF_V2 ? seg_kl(ctx, logits, cond) : NULL;
   for (int64_t v = 0; v < nd; v++) hot->data[v * D + a->seg[g->var_seg[v]]] = 1.f;
   gopt_nn_tensor *seg_lp = gopt_nn_categorical_logprob(ctx, logits, a->seg);
   gopt_nn_tensor *node = gopt_nn_add(ctx, f->node_logits, gopt_nn_mul(ctx, hot, f->stay));
@@ -688,12 +718,12 @@ void learn_seg_from_dev(const learn_graph *g, learn_acts *a) {
 
 /* ---- parameters and the forward pass ------------------------------------------------------------ */
 
-/* Version 3 (seg_nf == LEARN_SEG_NF) has no per-device base logits (seg_q): its cluster logits are
+/* Version 3 and later (seg_nf > LEARN_SEG_NF_V2) have no per-device base logits (seg_q): its cluster logits are
  * only the conditioning features weighted by the cluster's coefficients, so identical devices are
  * interchangeable (a learned preference for device 2 would not transfer to another graph). */
 int learn_seg_params(gopt_policy *p) {
   int64_t one[1] = {1};
-  int rc = p->seg_nf == LEARN_SEG_NF ? 0 : gopt_nn_linear_init(&p->seg_q, p->params, "seg_q", p->arch.hidden, p->arch.dev_hidden, 1);
+  int rc = p->seg_nf > LEARN_SEG_NF_V2 ? 0 : gopt_nn_linear_init(&p->seg_q, p->params, "seg_q", p->arch.hidden, p->arch.dev_hidden, 1);
   rc = rc ? rc : gopt_nn_linear_init(&p->seg_coef, p->params, "seg_coef", p->arch.hidden, p->seg_nf, 1);
   if (!rc && !(p->seg_stay = gopt_nn_param(p->params, "seg_stay", 1, one, GOPT_NN_INIT_ONES, 0))) rc = GOPT_ENOMEM;
   return rc;
@@ -708,8 +738,8 @@ void learn_seg_init(gopt_policy *p) {
    * parallelism or memory), staying with the previous device and the neighbours as tie-breaks. */
   static const float bias2[LEARN_SEG_NF_V2] = {-1.0f, 1.0f, 0.0f, 1.0f};
   for (int64_t i = 0; i < p->seg_coef.w->n; i++) p->seg_coef.w->data[i] *= 0.1f;
-  if (p->seg_nf == LEARN_SEG_NF) {
-    memcpy(p->seg_coef.b->data, seg_prior_coef, sizeof seg_prior_coef);
+  if (p->seg_nf > LEARN_SEG_NF_V2) {
+    memcpy(p->seg_coef.b->data, seg_prior_coef, (size_t)p->seg_nf * sizeof *seg_prior_coef);
   } else {
     memcpy(p->seg_coef.b->data, bias2, sizeof bias2);
   }
@@ -721,7 +751,7 @@ void learn_seg_forward(gopt_nn_ctx *ctx, const gopt_policy *p, const learn_graph
   int64_t dsh[2] = {g->n_dev, LEARN_NDEV}, psh[2] = {g->n_seg, g->n_dev};
   gopt_nn_tensor *de = gopt_nn_mlp_forward(ctx, &p->dev_mlp, gopt_nn_from(ctx, 2, dsh, g->dev_feat));
   gopt_nn_tensor *pool = gopt_nn_seg_mean(ctx, e, &g->seg_csr);
-  if (p->seg_nf == LEARN_SEG_NF) {
+  if (p->seg_nf > LEARN_SEG_NF_V2) {
     f->seg_base = gopt_nn_new(ctx, 2, psh); /* zeros: no per-device base (learn_seg_params) */
   } else {
     gopt_nn_tensor *prior = gopt_nn_mul(ctx, gopt_nn_from(ctx, 2, psh, g->seg_prior), p->pipe_w);

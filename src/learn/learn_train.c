@@ -209,7 +209,7 @@ int learn_ppo_batch(gopt_nn_ctx *ctx, gopt_policy *p, const learn_mod *mod, gopt
       for (int i = 0; i < b->k; i++) b->reward[i] = gopt_learn_reward(e, &b->res[i], ref);
       /* the version-3 segment head's baseline is the batch's own mean (docs/LEARNED.md) */
       b->mean_reward = learn_advantages(b->reward, b->k, b->advantage, ema, c->baseline_decay,
-                                        p->seg_nf == LEARN_SEG_NF);
+                                        p->seg_nf > LEARN_SEG_NF_V2);
     }
     if (b->nv == 0) continue;
     if (ppo_groups(c) > 1) {

@@ -381,10 +381,11 @@ static void test_v3_learns(void) {
 }
 
 /* Greedy node-level decode (one cluster per node) of an untrained policy with decode order `order`:
- * its objective. */
+ * its objective. The 6-feature head (file versions 3-4): untrained, it decides by the earliest
+ * finish time alone, as m-ETF (the 7-feature head's return-transfer preference moves off it). */
 static void node_level_greedy(gopt_env *e, int order, gopt_env_result *r) {
   gopt_error err = {0};
-  gopt_learn_arch a = {.seg_order = order};
+  gopt_learn_arch a = {.seg_order = order, .seg_feats = LEARN_SEG_NF_V4};
   gopt_policy *p = NULL;
   learn_graph *g = NULL;
   learn_acts acts = {0};
@@ -438,8 +439,9 @@ static void test_list_order(void) {
    * clusters' greedy decision and the nodes' (the 256 clusters alone end at 3.20 ms here) */
   gopt_policy *p = NULL;
   gopt_learn_opt_opts o = {.samples = 1, .seed = 1};
+  gopt_learn_arch a6 = {.seg_feats = LEARN_SEG_NF_V4};
   gopt_search_result res;
-  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, &a6, 1, &p, &err) == 0);
   CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o, x, &res, &err) == 0, "%s", err.msg);
   CHECK_EQ_INT(res.evals, 2);
   CHECK(res.best.objective <= rl.objective);
