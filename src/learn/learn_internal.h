@@ -233,6 +233,9 @@ gopt_nn_tensor *learn_seg_logp(gopt_nn_ctx *ctx, const learn_fwd *f, const learn
 double learn_seg_link_book(const learn_graph *g, int l, double r, double x);
 void learn_seg_link_unbook(const learn_graph *g, int l);
 void learn_seg_from_dev(const learn_graph *g, learn_acts *a);
+/* The conditioning features [n_seg, D, nf] of every cluster for the cluster devices seg_dev,
+ * replaying learn_seg_sample's decode order (a function of the devices already chosen). */
+void learn_seg_cond(const learn_graph *g, const int32_t *seg_dev, int nf, float *cond);
 /* learn_segment.c: the segment head's parameters (before finalize), their initial values (after),
  * and its part of the forward pass (e: every row's embedding, rows: the device variables'). */
 int learn_seg_params(gopt_policy *p);

@@ -607,9 +607,7 @@ static void order_done(const learn_graph *g, int64_t s, int64_t *nr) {
     if (!--g->ord_pend[g->dst_seg[i]]) g->ord_ready[(*nr)++] = g->dst_seg[i];
 }
 
-/* Conditioning features of every cluster for the cluster devices seg_dev: [n_seg, D, nf], replaying
- * the decode order of learn_seg_sample (a function of the devices already chosen). */
-static void cond_all(const learn_graph *g, const int32_t *seg_dev, int nf, float *cond) {
+void learn_seg_cond(const learn_graph *g, const int32_t *seg_dev, int nf, float *cond) {
   int D = g->n_dev;
   seg_state st = state_init(g);
   double start[LEARN_SEG_MAXDEV]; /* the next cluster's start times (order_next) */
@@ -667,7 +665,7 @@ static gopt_nn_tensor *seg_logits(gopt_nn_ctx *ctx, const learn_fwd *f, const le
   int64_t csh[3] = {S, D, nf}, ksh[3] = {S, 1, nf};
   gopt_nn_tensor *cond = gopt_nn_new(ctx, 3, csh);
   if (!cond) return NULL;
-  cond_all(g, a->seg, (int)nf, cond->data);
+  learn_seg_cond(g, a->seg, (int)nf, cond->data);
   if (cond_out) *cond_out = cond;
   gopt_nn_tensor *ar = gopt_nn_sum_last(ctx, gopt_nn_mul(ctx, cond, gopt_nn_reshape(ctx, f->seg_coef, 3, ksh)));
   return gopt_nn_add(ctx, f->seg_base, ar);

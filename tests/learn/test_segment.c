@@ -580,6 +580,84 @@ static void test_transfer_bytes(void) {
   fix_free(&f);
 }
 
+/* The return-transfer feature (column 6 of the 7-feature head) against a reference computed from
+ * the graph and the cluster preset: GNMT (2 layers, 4 steps) at one cluster per node on
+ * 4xV100-pcie, every third cluster on device 1 and the rest on device 0. A cluster's home is the
+ * device it reads the most bytes from (earlier clusters' outputs); away from home the feature is
+ * -log(1 + (latency + bytes of its outputs that later clusters read / bandwidth) / mean cluster
+ * time), at home and without inputs 0. */
+static void test_return_feature(void) {
+  gopt_error err = {0};
+  fix f;
+  if (zoo_fix(&f, "gnmt:layers=2,steps=4", "4xV100-pcie")) return;
+  const gopt_graph *g = f.g;
+  gopt_policy *p = NULL;
+  learn_graph *lg = NULL;
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
+  CHECK_MSG(p && learn_graph_for(p, f.e, LEARN_SEG_PER_NODE, &lg, &err) == 0, "%s", err.msg);
+  size_t N = g->nodes.n;
+  int32_t *topo = malloc((N + 1) * sizeof *topo), *pos = malloc((N + 1) * sizeof *pos);
+  int64_t n = topo ? gopt_graph_topo(g, topo, &err) : -1;
+  if (!lg || !pos || n != lg->n) goto done;
+  int D = lg->n_dev, nf = LEARN_SEG_NF, bad = 0, away = 0, homeless = 0;
+  int32_t *dev = malloc(((size_t)lg->n_seg + 1) * sizeof *dev);
+  float *cond = malloc(((size_t)lg->n_seg * D * nf + 1) * sizeof *cond);
+  for (size_t v = 0; v < N; v++) pos[v] = -1;
+  for (int64_t i = 0; i < n; i++) pos[topo[i]] = (int32_t)i;
+  for (int64_t s = 0; s < lg->n_seg; s++) dev[s] = s % 3 == 0;
+  learn_seg_cond(lg, dev, nf, cond);
+  for (int64_t r = 0; r < n; r++) {
+    const gopt_node *nd = &g->nodes.a[topo[r]];
+    int32_t s = lg->seg_of[r];
+    double from[2] = {0, 0}, out = 0;
+    for (uint32_t k = 0; k < nd->n_in; k++) { /* input bytes per device, each producer once */
+      int32_t t = g->slots.a[nd->in + k].tensor, u = t >= 0 ? g->tensors.a[t].producer : -1;
+      int dup = 0;
+      for (uint32_t j = 0; j < k && u >= 0; j++) {
+        int32_t t2 = g->slots.a[nd->in + j].tensor;
+        dup |= t2 >= 0 && g->tensors.a[t2].producer == u;
+      }
+      if (u < 0 || pos[u] < 0 || dup || lg->seg_of[pos[u]] >= s) continue;
+      const gopt_node *pn = &g->nodes.a[u];
+      for (uint32_t j = 0; j < pn->n_out; j++)
+        if (g->outs.a[pn->out + j] >= 0) from[dev[lg->seg_of[pos[u]]]] += gopt_tensor_bytes(g, g->outs.a[pn->out + j]);
+    }
+    for (uint32_t j = 0; j < nd->n_out; j++) { /* outputs some later cluster reads */
+      int32_t t = g->outs.a[nd->out + j];
+      int later = 0;
+      for (int32_t q = t >= 0 ? g->tensors.a[t].first_use : -1; q >= 0 && !later; q = g->slots.a[q].next_use)
+        later = pos[g->slots.a[q].node] >= 0 && lg->seg_of[pos[g->slots.a[q].node]] > s;
+      for (uint32_t m = 0; later && m < nd->n_out; m++)
+        if (g->outs.a[nd->out + m] >= 0) out += gopt_tensor_bytes(g, g->outs.a[nd->out + m]);
+      if (later) break;
+    }
+    int home = from[0] == 0 && from[1] == 0 ? -1 : from[1] > from[0];
+    homeless += home < 0;
+    for (int d = 0; d < D; d++) {
+      double want = 0;
+      if (home >= 0 && d != home) {
+        const gopt_link *l = &f.c->links[f.c->route[d * D + home]];
+        want = -log1p((1e6 * l->latency_s + out * 1e6 / l->bw) / lg->tau_us);
+        away++;
+      }
+      double got = cond[((size_t)s * D + d) * nf + 6];
+      bad += fabs(got - want) > 1e-5 * (1 + fabs(want));
+    }
+  }
+  fprintf(stderr, "return feature on gnmt @ 4xV100-pcie: %d (cluster, device) entries away from home, %d clusters without "
+          "inputs, %d differ from the reference\n", away, homeless, bad);
+  CHECK(away > (int)n && homeless > 0);
+  CHECK_EQ_INT(bad, 0);
+  free(dev);
+  free(cond);
+done:
+  free(topo);
+  free(pos);
+  learn_graph_free(lg);
+  gopt_policy_free(p);
+  fix_free(&f);
+}
+
 /* go's post-process (learn_colocate.c) on a transformer's training step @ 4xV100-nvlink, untrained
  * head, greedy: the raw and the post-processed decodes differ only at constant subexpressions
  * (zero-time nodes reading only weights and such nodes: the backward pass's weight transposes),
@@ -680,6 +758,7 @@ static void test_link_book(void) {
 int main(void) {
   test_link_book();
   test_transfer_bytes();
+  test_return_feature();
   test_colocate();
   test_list_order();
   test_coarse_levels();
