@@ -546,6 +546,18 @@ static void test_sample_levels(void) {
 
 }
 
+/* GNMT (2 layers, 4 steps) on 4xV100-pcie and an untrained policy's encoding of it at one cluster
+ * per node (*lg NULL on failure): test_transfer_bytes's and test_return_feature's graph. */
+static int gnmt_node_level(fix *f, gopt_policy **p, learn_graph **lg) {
+  gopt_error err = {0};
+  *p = NULL;
+  *lg = NULL;
+  if (zoo_fix(f, "gnmt:layers=2,steps=4", "4xV100-pcie")) return 1;
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, p, &err) == 0);
+  CHECK_MSG(*p && learn_graph_for(*p, f->e, LEARN_SEG_PER_NODE, lg, &err) == 0, "%s", err.msg);
+  return 0;
+}
+
 /* The list schedule moves what the simulator moves: every tensor a cluster reads from an earlier
  * one costs the bytes of its producer's outputs, views included (a GNMT's Unsqueeze of the logits
  * writes nothing in the cost model but is a 16 MB tensor to move; reading the cost model's bytes
@@ -553,12 +565,10 @@ static void test_sample_levels(void) {
 static void test_transfer_bytes(void) {
   gopt_error err = {0};
   fix f;
-  if (zoo_fix(&f, "gnmt:layers=2,steps=4", "4xV100-pcie")) return;
+  gopt_policy *p;
+  learn_graph *lg;
+  if (gnmt_node_level(&f, &p, &lg)) return;
   const gopt_graph *g = f.g;
-  gopt_policy *p = NULL;
-  learn_graph *lg = NULL;
-  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
-  CHECK_MSG(p && learn_graph_for(p, f.e, LEARN_SEG_PER_NODE, &lg, &err) == 0, "%s", err.msg);
   int32_t *topo = malloc(g->nodes.n * sizeof *topo);
   int64_t n = topo ? gopt_graph_topo(g, topo, &err) : -1;
   int views = 0, bad = 0;
@@ -589,12 +599,10 @@ static void test_transfer_bytes(void) {
 static void test_return_feature(void) {
   gopt_error err = {0};
   fix f;
-  if (zoo_fix(&f, "gnmt:layers=2,steps=4", "4xV100-pcie")) return;
+  gopt_policy *p;
+  learn_graph *lg;
+  if (gnmt_node_level(&f, &p, &lg)) return;
   const gopt_graph *g = f.g;
-  gopt_policy *p = NULL;
-  learn_graph *lg = NULL;
-  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
-  CHECK_MSG(p && learn_graph_for(p, f.e, LEARN_SEG_PER_NODE, &lg, &err) == 0, "%s", err.msg);
   size_t N = g->nodes.n;
   int32_t *topo = malloc((N + 1) * sizeof *topo), *pos = malloc((N + 1) * sizeof *pos);
   int64_t n = topo ? gopt_graph_topo(g, topo, &err) : -1;
