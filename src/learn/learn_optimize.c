@@ -148,7 +148,7 @@ static int level_init(dec_ctx *d, gopt_policy *p, int clusters, const learn_fwd 
 }
 
 void learn_alloc_levels(const gopt_env_result *greedy, int levels, int k, int8_t *row_lv) {
-  int keep[4] = {0}, nk = 0, b = 0;
+  int keep[LEARN_DEC_VARIANTS] = {0}, nk = 0, b = 0;
   for (int l = 1; l < levels; l++)
     if (gopt_env_result_better(&greedy[l], &greedy[b])) b = l;
   for (int l = 0; l < levels; l++)

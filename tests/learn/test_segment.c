@@ -521,7 +521,8 @@ static void test_grad_variants(void) {
 /* The samples go to the level whose greedy decode is best (learn_alloc_levels): NasRNN's four
  * greedy decodes on 4xV100-nvlink (shipped policy: 0.360, 0.366, 0.576, 0.779 ms) give all 13
  * samples to level 0; tied levels share them in turn; a feasible result beats a faster infeasible
- * one; one level takes every row. (test_coarse_levels runs it whole.) */
+ * one; one level takes every row; a training step's eight variants, all tied, share the samples
+ * (the table of tied variants once had room for four). (test_coarse_levels runs it whole.) */
 static void set_res(gopt_env_result *r, double obj, int feasible) {
   memset(r, 0, sizeof *r);
   r->objective = r->step_time = obj;
@@ -543,6 +544,10 @@ static void test_sample_levels(void) {
   for (int r = 2; r <= 16; r++) CHECK_EQ_INT(lv[r], 1);
   learn_alloc_levels(g, 1, 16, lv);
   for (int r = 0; r <= 16; r++) CHECK_EQ_INT(lv[r], 0);
+  gopt_env_result t[LEARN_DEC_VARIANTS]; /* a training step's 8 variants, all tied: the 9 samples rotate over all 8 */
+  for (int v = 0; v < LEARN_DEC_VARIANTS; v++) set_res(&t[v], 1, 1);
+  learn_alloc_levels(t, LEARN_DEC_VARIANTS, 16, lv);
+  for (int r = 0; r <= 16; r++) CHECK_EQ_INT(lv[r], r < LEARN_DEC_VARIANTS ? r : (r - LEARN_DEC_VARIANTS) % LEARN_DEC_VARIANTS);
 
 }
 
