@@ -112,6 +112,18 @@ typedef struct cli_task_extra {
  * guided by a learned policy, started and budgeted like a search), 0 when unknown. */
 enum { CLI_METHOD_BASELINE = 1, CLI_METHOD_SEARCH = 2, CLI_METHOD_LEARNED = 3, CLI_METHOD_GUIDED = 4 };
 /* Kinds that run a search from --start under --budget (SEARCH, GUIDED). */
+/* The help lines `optimize` and `compare` share: the guided search's and go's options. */
+#define CLI_HELP_GUIDED_GO                                                                                   \
+  "  --hops K       khop, guided: radius of the mutated neighbourhood (default 1)\n"                        \
+  "  --alpha A      guided: pick the node among the top A % untried by predicted gain (default 10)\n"       \
+  "  --samples K    go: K + 1 decisions, the first greedy, the rest samples (default 16; a list-order\n"    \
+  "                 placement policy decodes greedily at its clusters, single nodes, a quarter and a\n"    \
+  "                 sixteenth of its clusters, on a training step each also with the gradients\n"         \
+  "                 on their forward ops' devices, then samples at the variant whose greedy\n"            \
+  "                 decision is best; a placement decode's constant subexpressions then move to\n"        \
+  "                 their readers' device)\n"                                                             \
+  "  --raw-decodes  go: placement decodes without those moves (the policy's own decisions)\n"
+
 #define CLI_METHOD_SEARCHES(kind) ((kind) == CLI_METHOD_SEARCH || (kind) == CLI_METHOD_GUIDED)
 int cli_task_method_kind(const char *name);
 const char *cli_task_methods_text(int task, char *buf, size_t n);

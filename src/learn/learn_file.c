@@ -172,7 +172,7 @@ static int parse_meta(const char *path, char *meta, int want_task, int want_la, 
       a.seg_order = !strcmp(ord, "list") ? GOPT_LEARN_ORDER_LIST : !strcmp(ord, "index") ? GOPT_LEARN_ORDER_INDEX : -1;
       if (k < 1 || a.clusters <= 0 || a.clusters > 65536 || a.seg_order < 0 || (k == 2 && strstr(line, " order")) ||
           (a.seg_order == GOPT_LEARN_ORDER_LIST && a.seg_feats == LEARN_SEG_NF_V2) ||
-          (a.seg_feats != LEARN_SEG_NF && a.seg_feats != LEARN_SEG_NF_V4 && a.seg_feats != LEARN_SEG_NF_V2)) {
+          !LEARN_SEG_FEATS_OK(a.seg_feats)) {
         rc = gopt_error_set(err, GOPT_EPARSE, "%s: bad placement head line '%.60s'", path, line);
         goto done;
       }

@@ -19,6 +19,8 @@
                                                  older files use the first 6 or 4 (gopt_policy.seg_nf) */
 #define LEARN_SEG_NF_V4 6                     /* the head of file versions 3 and 4 (no return transfer) */
 #define LEARN_SEG_NF_V2 4
+/* Whether f is a segment head's feature count (a file's or gopt_learn_arch.seg_feats). */
+#define LEARN_SEG_FEATS_OK(f) ((f) == LEARN_SEG_NF || (f) == LEARN_SEG_NF_V4 || (f) == LEARN_SEG_NF_V2)
 #define LEARN_SEG_MAXDEV 256                  /* segment head: most devices */
 #define LEARN_SEG_PER_NODE INT32_MAX           /* segment head: one cluster per row (the node-level decode) */
 #define LEARN_SEG_DEFAULT 256                  /* segment head: default cluster count (placement) */

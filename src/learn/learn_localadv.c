@@ -367,7 +367,6 @@ static int la_predict_prep(gopt_nn_ctx *ctx, gopt_policy *m, la_prep *p, const d
     int64_t dv = (int64_t)p->dflt[i], cv = (int64_t)x[i];
     if (gain) {
       if (cv < 0 || cv >= C) cv = dv;
-      adv[i] = -INFINITY;
       for (int64_t k = 0; k < C; k++)
         if (k != cv && (double)r[cv] - (double)r[k] > adv[i]) adv[i] = (double)r[cv] - (double)r[k];
       continue;

@@ -232,7 +232,7 @@ int learn_policy_build(int task, const gopt_learn_arch *arch, uint64_t seed, int
   p->seg = kind == LEARN_HEAD_GO && task == GOPT_TASK_PLACEMENT && a.clusters >= 0
                ? (a.clusters > 0 ? a.clusters : LEARN_SEG_DEFAULT) : 0;
   a.clusters = p->seg > 0 ? p->seg : -1;
-  if (a.seg_feats != 0 && a.seg_feats != LEARN_SEG_NF && a.seg_feats != LEARN_SEG_NF_V4 && a.seg_feats != LEARN_SEG_NF_V2) {
+  if (a.seg_feats != 0 && !LEARN_SEG_FEATS_OK(a.seg_feats)) {
     int f = a.seg_feats;
     gopt_policy_free(p);
     return gopt_error_set(err, GOPT_EINVAL, "learn: the segment head has %d, %d or %d conditioning features, not %d",

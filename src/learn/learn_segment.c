@@ -170,7 +170,8 @@ static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
 /* Pooling CSR (cluster <- its rows), the device variables' clusters, the pipeline prior per cluster,
  * and for each cluster the earlier clusters its rows neighbour, with their share of its edges, and
  * the rows of earlier clusters it reads with their output bytes (row_bytes: per row, the bytes of
- * its output tensors, what the simulator moves when a reader is on another device). */
+ * its output tensors, what the simulator moves when a reader is on another device); per cluster
+ * the bytes of its rows that later clusters read (seg_outb). */
 static int cluster_tables(learn_graph *lg, const gopt_env *e, const double *row_bytes, gopt_error *err) {
   int64_t n = lg->n, S = lg->n_seg, D = lg->n_dev, nd = lg->nk[GOPT_VAR_DEVICE];
   int32_t *ptr = calloc((size_t)S + 1, sizeof *ptr), *col = malloc(((size_t)n + 1) * sizeof *col);
@@ -187,9 +188,14 @@ static int cluster_tables(learn_graph *lg, const gopt_env *e, const double *row_
   lg->in_bytes = malloc(((size_t)lg->csr.n_edges + 1) * sizeof *lg->in_bytes);
   lg->n_links = gopt_env_cluster(e)->n_links;
   lg->scratch = malloc(((size_t)D * (LEARN_SEG_NF + 4) + 1) * sizeof *lg->scratch);
+  lg->seg_outb = calloc((size_t)S + 1, sizeof *lg->seg_outb);
   int32_t *stamp = malloc(((size_t)n + 1) * sizeof *stamp);
   if (!ptr || !col || !fill || !cnt || !lg->var_seg || !lg->seg_prior || !lg->src_ptr || !lg->src_seg || !lg->src_w ||
-      !lg->in_ptr || !lg->in_row || !lg->in_bytes || !lg->scratch || !stamp) { free(stamp); rc = serr(err); goto done; }
+      !lg->in_ptr || !lg->in_row || !lg->in_bytes || !lg->scratch || !lg->seg_outb || !stamp) {
+    free(stamp);
+    rc = serr(err);
+    goto done;
+  }
   for (int64_t r = 0; r < n; r++) stamp[r] = -1;
   for (int64_t r = 0; r < n; r++) ptr[lg->seg_of[r] + 1]++;
   for (int64_t s = 0; s < S; s++) ptr[s + 1] += ptr[s];
@@ -224,6 +230,8 @@ static int cluster_tables(learn_graph *lg, const gopt_env *e, const double *row_
     }
     lg->src_ptr[s + 1] = m;
   }
+  for (int64_t r = 0; r < n; r++) /* stamped: a later cluster reads it */
+    if (stamp[r] >= 0) lg->seg_outb[lg->seg_of[r]] += (float)row_bytes[r]; /* as in_bytes holds them */
   free(stamp);
 done:
   free(ptr);
@@ -242,7 +250,6 @@ static int schedule_tables(learn_graph *lg, const gopt_env *e) {
   lg->seg_us = calloc((size_t)S + 1, sizeof *lg->seg_us);
   lg->seg_mem = calloc((size_t)S + 1, sizeof *lg->seg_mem);
   lg->seg_fin = calloc((size_t)S + 1, sizeof *lg->seg_fin);
-  lg->seg_outb = calloc((size_t)S + 1, sizeof *lg->seg_outb);
   lg->dev_slow = malloc(((size_t)D + 1) * sizeof *lg->dev_slow);
   lg->dev_mem = malloc(((size_t)D + 1) * sizeof *lg->dev_mem);
   lg->x_us_b = calloc((size_t)D * D + 1, sizeof *lg->x_us_b);
@@ -254,16 +261,9 @@ static int schedule_tables(learn_graph *lg, const gopt_env *e) {
     if (lg->in_ptr[s + 1] - lg->in_ptr[s] > max_in) max_in = lg->in_ptr[s + 1] - lg->in_ptr[s];
   lg->iv = malloc(((size_t)lg->in_ptr[S] + (size_t)max_in + 1) * sizeof *lg->iv);
   lg->lk_ends = malloc((2 * (size_t)lg->n_links + 1) * sizeof *lg->lk_ends);
-  if (!lg->iv || !lg->lk_ends || !lg->seg_us || !lg->seg_mem || !lg->seg_fin || !lg->seg_outb || !lg->dev_slow || !lg->dev_mem || !lg->x_us_b || !lg->x_lat ||
+  if (!lg->iv || !lg->lk_ends || !lg->seg_us || !lg->seg_mem || !lg->seg_fin || !lg->dev_slow || !lg->dev_mem || !lg->x_us_b || !lg->x_lat ||
       !lg->x_link || !lg->arrive)
     return GOPT_ENOMEM;
-  for (int32_t i = 0; i < lg->in_ptr[S]; i++) /* arrive is free until state_init: marks rows counted */
-    lg->arrive[lg->in_row[i]] = 0;
-  for (int32_t i = 0; i < lg->in_ptr[S]; i++)
-    if (lg->arrive[lg->in_row[i]] == 0) {
-      lg->arrive[lg->in_row[i]] = 1;
-      lg->seg_outb[lg->seg_of[lg->in_row[i]]] += lg->in_bytes[i];
-    }
   double tot = 0;
   for (int64_t r = 0; r < n; r++) {
     double t = learn_row_us(lg, r);

@@ -551,16 +551,33 @@ static void test_sample_levels(void) {
 
 }
 
-/* GNMT (2 layers, 4 steps) on 4xV100-pcie and an untrained policy's encoding of it at one cluster
- * per node (*lg NULL on failure): test_transfer_bytes's and test_return_feature's graph. */
-static int gnmt_node_level(fix *f, gopt_policy **p, learn_graph **lg) {
+/* GNMT (2 layers, 4 steps) on 4xV100-pcie, an untrained policy's encoding of it at one cluster
+ * per node (lg NULL on failure) and its topological order (topo[n], the rows' node ids; n < 0 on
+ * failure): test_transfer_bytes's and test_return_feature's graph. */
+typedef struct node_fix {
+  fix f;
+  gopt_policy *p;
+  learn_graph *lg;
+  int32_t *topo;
+  int64_t n;
+} node_fix;
+
+static int gnmt_node_level(node_fix *t) {
   gopt_error err = {0};
-  *p = NULL;
-  *lg = NULL;
-  if (zoo_fix(f, "gnmt:layers=2,steps=4", "4xV100-pcie")) return 1;
-  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, p, &err) == 0);
-  CHECK_MSG(*p && learn_graph_for(*p, f->e, LEARN_SEG_PER_NODE, lg, &err) == 0, "%s", err.msg);
+  memset(t, 0, sizeof *t);
+  if (zoo_fix(&t->f, "gnmt:layers=2,steps=4", "4xV100-pcie")) return 1;
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &t->p, &err) == 0);
+  CHECK_MSG(t->p && learn_graph_for(t->p, t->f.e, LEARN_SEG_PER_NODE, &t->lg, &err) == 0, "%s", err.msg);
+  t->topo = malloc((t->f.g->nodes.n + 1) * sizeof *t->topo);
+  t->n = t->topo ? gopt_graph_topo(t->f.g, t->topo, &err) : -1;
   return 0;
+}
+
+static void node_fix_free(node_fix *t) {
+  free(t->topo);
+  learn_graph_free(t->lg);
+  gopt_policy_free(t->p);
+  fix_free(&t->f);
 }
 
 /* The list schedule moves what the simulator moves: every tensor a cluster reads from an earlier
@@ -568,14 +585,12 @@ static int gnmt_node_level(fix *f, gopt_policy **p, learn_graph **lg) {
  * writes nothing in the cost model but is a 16 MB tensor to move; reading the cost model's bytes
  * written, the head saw 40 of the 202 MB its own node-level placement moved on 4xV100-pcie). */
 static void test_transfer_bytes(void) {
-  gopt_error err = {0};
-  fix f;
-  gopt_policy *p;
-  learn_graph *lg;
-  if (gnmt_node_level(&f, &p, &lg)) return;
-  const gopt_graph *g = f.g;
-  int32_t *topo = malloc(g->nodes.n * sizeof *topo);
-  int64_t n = topo ? gopt_graph_topo(g, topo, &err) : -1;
+  node_fix t;
+  if (gnmt_node_level(&t)) return;
+  const gopt_graph *g = t.f.g;
+  const learn_graph *lg = t.lg;
+  const int32_t *topo = t.topo;
+  int64_t n = t.n;
   int views = 0, bad = 0;
   for (int32_t i = 0; lg && n == lg->n && i < lg->in_ptr[lg->n_seg]; i++) {
     const gopt_node *nd = &g->nodes.a[topo[lg->in_row[i]]];
@@ -589,10 +604,7 @@ static void test_transfer_bytes(void) {
   CHECK(lg && n == lg->n && lg->in_ptr[lg->n_seg] > 0);
   CHECK(views > 0);
   CHECK_EQ_INT(bad, 0);
-  free(topo);
-  learn_graph_free(lg);
-  gopt_policy_free(p);
-  fix_free(&f);
+  node_fix_free(&t);
 }
 
 /* The return-transfer feature (column 6 of the 7-feature head) against a reference computed from
@@ -602,15 +614,15 @@ static void test_transfer_bytes(void) {
  * -log(1 + (latency + bytes of its outputs that later clusters read / bandwidth) / mean cluster
  * time), at home and without inputs 0. */
 static void test_return_feature(void) {
-  gopt_error err = {0};
-  fix f;
-  gopt_policy *p;
-  learn_graph *lg;
-  if (gnmt_node_level(&f, &p, &lg)) return;
-  const gopt_graph *g = f.g;
+  node_fix t;
+  if (gnmt_node_level(&t)) return;
+  const gopt_graph *g = t.f.g;
+  const gopt_cluster *c = t.f.c;
+  learn_graph *lg = t.lg;
+  const int32_t *topo = t.topo;
+  int64_t n = t.n;
   size_t N = g->nodes.n;
-  int32_t *topo = malloc((N + 1) * sizeof *topo), *pos = malloc((N + 1) * sizeof *pos);
-  int64_t n = topo ? gopt_graph_topo(g, topo, &err) : -1;
+  int32_t *pos = malloc((N + 1) * sizeof *pos);
   if (!lg || !pos || n != lg->n) goto done;
   int D = lg->n_dev, nf = LEARN_SEG_NF, bad = 0, away = 0, homeless = 0;
   int32_t *dev = malloc(((size_t)lg->n_seg + 1) * sizeof *dev);
@@ -649,7 +661,7 @@ static void test_return_feature(void) {
     for (int d = 0; d < D; d++) {
       double want = 0;
       if (home >= 0 && d != home) {
-        const gopt_link *l = &f.c->links[f.c->route[d * D + home]];
+        const gopt_link *l = &c->links[c->route[d * D + home]];
         want = -log1p((1e6 * l->latency_s + out * 1e6 / l->bw) / lg->tau_us);
         away++;
       }
@@ -664,11 +676,8 @@ static void test_return_feature(void) {
   free(dev);
   free(cond);
 done:
-  free(topo);
   free(pos);
-  learn_graph_free(lg);
-  gopt_policy_free(p);
-  fix_free(&f);
+  node_fix_free(&t);
 }
 
 /* go's post-process (learn_colocate.c) on a transformer's training step @ 4xV100-nvlink, untrained
