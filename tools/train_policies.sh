@@ -6,6 +6,8 @@
 # (never trained on): every WaveNet and Transformer-XL (zoo and corpus) and the corpus models
 # densenet121, efficientnet_b0 and shufflenet_v2_x1_0. ITERS (default 1000; placement 2000),
 # SAMPLES (default 8; placement 16), LR (Adam's learning rate: gopt train's 3e-3; placement 1e-3),
+# COARSE (placement: gopt train --coarse, the share of a training step's PPO batches at go's
+# coarsest level; default 0, docs/LEARNED.md "Training at the coarsest level"),
 # THREADS (default 2) and SEED (default 1) override the settings; IMITATE (default 0) of the ITERS
 # iterations are the imitation warm start (cross-entropy to each graph's best baseline) before PPO;
 # TASKS (default all four) picks the tasks; EXTRA adds arguments to every `gopt train` (e.g.
@@ -48,7 +50,7 @@ for task in $tasks; do
   [ -n "${LR:-}" ] && lr=(--lr "$LR")
   if [ "$task" = placement ]; then  # 256 cluster decisions: more samples per batch, a smaller step
     it="${iters:-2000}" k="${samples:-16}"
-    lr=(--lr "${LR:-1e-3}")
+    lr=(--lr "${LR:-1e-3}" --coarse "${COARSE:-0}")
   fi
   start=$(date +%s)
   "$gopt" train --task "$task" --cluster "$clusters" --graphs "$set_graphs" -o "$out/$task.gpol" \

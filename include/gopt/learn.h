@@ -148,6 +148,9 @@ typedef struct gopt_learn_train_opts {
   float kl_coef;           /* placement's segment head: weight of the KL divergence of its cluster
                             * decisions from the head's fixed-feature prior, summed over the clusters
                             * (default 0: none; docs/LEARNED.md "KL anchor") */
+  float coarse_frac;       /* placement's list-order segment head: the share of a training step's PPO
+                            * batches decided at go's coarsest zero-shot level, S / 64 clusters (default
+                            * 0; docs/LEARNED.md "Training at the coarsest level") */
   float clip_norm;         /* gradient clipping (default 1.0) */
   float baseline_decay;    /* per-graph moving-average baseline decay (default 0.9) */
   int64_t imitate_iters;   /* the first this many of iters are an imitation warm start: cross-entropy
@@ -182,9 +185,9 @@ void gopt_learn_clear_stop(void);
 /* ---- optimizing one graph (`gopt optimize --method go`) ---------------------------------- */
 typedef struct gopt_learn_opt_opts {
   int samples;             /* K + 1 decisions: greedy, then K samples (default 16; 0 = greedy only); a list-order
-                            * placement policy first decodes greedily at its clusters, single nodes, a quarter
-                            * and a sixteenth of its clusters (those evaluations come first), then samples at
-                            * the level whose greedy decision is best (ties share) */
+                            * placement policy first decodes greedily at its clusters, single nodes, a quarter,
+                            * a sixteenth and a 64th of its clusters (those evaluations come first), then
+                            * samples at the level whose greedy decision is best (ties share) */
   uint64_t finetune_evals; /* > 0: PPO fine-tuning of the feature modulation for this many evals */
   uint64_t seed;
   gopt_search_trace_fn on_improve; /* best-vs-evaluations curve (may be NULL) */

@@ -34,6 +34,8 @@ static const char train_help[] =
     "  --lr R: Adam's learning rate (default 3e-3).\n"
     "  --kl W: placement's segment head: weight of the KL divergence of its cluster decisions from its\n"
     "  fixed-feature prior, summed over the clusters (default 0; --resume needs the same W).\n"
+    "  --coarse F: placement's segment head: the share F of a training step's PPO batches decided at\n"
+    "  go's coarsest zero-shot level, S / 64 clusters (default 0; --resume needs the same F).\n"
     "  --imitate M: the first M of the N iterations imitate each graph's best baseline (cross-entropy\n"
     "  warm start, no PPO); default 0. --resume needs the same --imitate.\n"
     "  --rollout-groups G  split each batch's samples into G gradient groups summed in order (default 1).\n"
@@ -157,9 +159,23 @@ typedef struct train_args {
   const char *task, *out, *clusters, *method;
   char graphs[8192];
   long iters, seed, threads, samples, stop_after, imitate, groups, regal_evals;
-  double lr, kl;
+  double lr, kl, coarse;
   int resume, no_history;
 } train_args;
+
+/* --lr (in (0, 1]), --kl (a weight in [0, 1e6]) or --coarse (a share in [0, 1]) from v into *out;
+ * 0, or 2 after the usage error. */
+static int parse_real(const char *f, const char *v, double *out) {
+  char *end = NULL;
+  double x = v ? strtod(v, &end) : -1;
+  int lr = !strcmp(f, "--lr"), kl = !strcmp(f, "--kl");
+  int ok = v && *v && !*end && (lr ? x > 0 && x <= 1 : x >= 0 && x <= (kl ? 1e6 : 1));
+  if (!ok)
+    return cli_usage_error("train", "%s: expected %s, got '%s'", f,
+                           lr ? "a learning rate in (0, 1]" : kl ? "a weight >= 0" : "a share in [0, 1]", v ? v : "(nothing)");
+  *out = x;
+  return 0;
+}
 
 /* Parses argv; returns -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, train_args *a) {
@@ -169,17 +185,9 @@ static int parse_args(int argc, char **argv, train_args *a) {
     if (!strcmp(f, "--resume")) { a->resume = 1; continue; }
     if (!strcmp(f, "--no-history")) { a->no_history = 1; continue; }
     if (!strcmp(f, "--method") && v && !strcmp(v, "ppo")) { i++; continue; }
-    if (!strcmp(f, "--lr")) {
-      char *end = NULL;
-      a->lr = v ? strtod(v, &end) : 0;
-      if (!v || !*v || *end || !(a->lr > 0 && a->lr <= 1)) return cli_usage_error("train", "--lr: expected a learning rate in (0, 1], got '%s'", v ? v : "(nothing)");
-      i++;
-      continue;
-    }
-    if (!strcmp(f, "--kl")) {
-      char *end = NULL;
-      a->kl = v ? strtod(v, &end) : -1;
-      if (!v || !*v || *end || !(a->kl >= 0 && a->kl <= 1e6)) return cli_usage_error("train", "--kl: expected a weight >= 0, got '%s'", v ? v : "(nothing)");
+    double *real = !strcmp(f, "--lr") ? &a->lr : !strcmp(f, "--kl") ? &a->kl : !strcmp(f, "--coarse") ? &a->coarse : NULL;
+    if (real) {
+      if (parse_real(f, v, real)) return 2;
       i++;
       continue;
     }
@@ -217,6 +225,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
   if (!a->graphs[0]) return cli_usage_error("train", "missing --graphs");
   if (!a->out) return cli_usage_error("train", "missing -o");
   if (a->regal_evals && strcmp(a->method, "regal")) return cli_usage_error("train", "--regal-evals needs --method regal");
+  if (a->coarse > 0 && (strcmp(a->task, "placement") || strcmp(a->method, "ppo")))
+    return cli_usage_error("train", "--coarse: only the placement policy's segment head decodes at levels (--task placement, --method ppo)");
   if (a->kl > 0 && (strcmp(a->task, "placement") || strcmp(a->method, "ppo")))
     return cli_usage_error("train", "--kl: only the placement policy's segment head has a KL anchor (--task placement, --method ppo)");
   return -1;
@@ -286,6 +296,7 @@ int cli_train(int argc, char **argv) {
   t_start = t_last = gopt_now();
   gopt_learn_train_opts o = {.iters = a.iters, .seed = (uint64_t)a.seed, .samples = (int)a.samples,
                              .stop_after = a.stop_after, .imitate_iters = a.imitate, .lr = (float)a.lr, .kl_coef = (float)a.kl,
+                             .coarse_frac = (float)a.coarse,
                              .rollout_groups = (int)a.groups, .regal_evals = (uint64_t)a.regal_evals,
                              .dist = cli_mpi_learn_dist(),
                              .on_iter = on_iter, .user = s};

@@ -211,11 +211,13 @@ int learn_coloc_new(const gopt_env *e, const learn_graph *lg, learn_coloc **out,
 void learn_coloc_apply(learn_coloc *c, const learn_graph *lg, double *x, int32_t *dev_of);
 void learn_coloc_free(learn_coloc *c); /* accepts NULL */
 /* learn_optimize.c: the variant of each zero-shot row 0..k (row_lv[k + 1]) given the `levels`
- * greedy decodes' results (levels <= LEARN_DEC_VARIANTS: four levels, each also
+ * greedy decodes' results (levels <= LEARN_DEC_VARIANTS: LEARN_DEC_LEVELS levels, each also
  * gradient-colocated): row r < levels is variant r's greedy decode; the samples rotate over the
  * variants whose greedy result is the best (gopt_env_result_better; ties share). greedy[0] is not
  * read when levels == 1. */
-#define LEARN_DEC_VARIANTS 8
+#define LEARN_DEC_COARSEST 64 /* the coarsest level: S / 64 clusters (levels S / 4, S / 16, ... up to it) */
+#define LEARN_DEC_LEVELS 5    /* S, one per node, S / 4, S / 16, S / 64 */
+#define LEARN_DEC_VARIANTS (2 * LEARN_DEC_LEVELS)
 void learn_alloc_levels(const gopt_env_result *greedy, int levels, int k, int8_t *row_lv);
 /* learn_segment.c: the segment head's sampling (cluster devices in order, each conditioned on the
  * earlier ones, then the node refinement), its log-probabilities ([1 + Vd]: the sum of the cluster

@@ -1,5 +1,5 @@
 /* learn_optimize.c: `--method go` on one graph: zero-shot (greedy decode plus the best of K
- * samples; the list-order segment head decodes at up to four levels, and a training step's decodes
+ * samples; the list-order segment head decodes at up to five levels, and a training step's decodes
  * also with its gradients on their forward ops' devices, below) and optional PPO fine-tuning of a
  * per-graph feature modulation (GO's parameter superposition) starting from the trained policy. */
 #include <math.h>
@@ -183,9 +183,10 @@ static int grad_variants(dec_ctx *d, const opt_state *s, gopt_error *err) {
 }
 
 /* The zero-shot decodes of p on e into xs[(k + 1) x nv]. A list-order segment head decodes at up to
- * four levels: its S clusters (level 0), one cluster per node (when level 0 is not that already),
- * then S / 4 and S / 16 clusters (each when fewer than level 0 has); on a training step each level
- * also gradient-colocated (grad_variants). Rows 0..nvar-1 are each variant's greedy decode (a level
+ * five levels: its S clusters (level 0), one cluster per node (when level 0 is not that already),
+ * then S / 4, S / 16 and S / 64 clusters (each when at least 2 and fewer than level 0 has; S / 64
+ * is 4 by default: a layer split in a few pieces, which wins on slow links); on a training step
+ * each level also gradient-colocated (grad_variants). Rows 0..nvar-1 are each variant's greedy decode (a level
  * is used only when k >= its index); the samples' variants are chosen by allocate (whose
  * evaluations of the greedy rows go to rs and *pre). The other levels reuse
  * level 0's graph embeddings (only the head's pooling is redone). With a placement task and not
@@ -194,7 +195,7 @@ static int grad_variants(dec_ctx *d, const opt_state *s, gopt_error *err) {
  * whose forward pass stays in ctx. */
 static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, gopt_env_result *rs, int *pre,
                      learn_graph **g0, gopt_nn_ctx *ctx, opt_state *s, gopt_error *err) {
-  dec_level L[4] = {{0}};
+  dec_level L[LEARN_DEC_LEVELS] = {{0}};
   dec_ctx d = {.e = e, .k = k, .rng = rng, .xs = xs, .nv = s->nv};
   int rc = learn_graph_for(p, e, 0, g0, err);
   *pre = 0;
@@ -211,9 +212,9 @@ static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, doubl
     gopt_nn_ctx_set_training(ctx, 0);
     rc = learn_forward(ctx, p, *g0, NULL, &L[0].f, err);
   }
-  int lv[4] = {0}, levels = 1, multi = !rc && (*g0)->time_order && L[0].f.dev_emb;
+  int lv[LEARN_DEC_LEVELS] = {0}, levels = 1, multi = !rc && (*g0)->time_order && L[0].f.dev_emb;
   if (multi && levels <= k && (*g0)->n_seg < (*g0)->n) lv[levels++] = LEARN_SEG_PER_NODE;
-  for (int q = 4; q <= 16; q *= 4) /* coarser: a multilevel partitioner's levels */
+  for (int q = 4; q <= LEARN_DEC_COARSEST; q *= 4) /* coarser: a multilevel partitioner's levels */
     if (multi && levels <= k && p->seg / q >= 2 && p->seg / q < (*g0)->n_seg) lv[levels++] = p->seg / q;
   d.levels = levels;
   if (!rc) rc = grad_variants(&d, s, err);
@@ -224,7 +225,7 @@ static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, doubl
   if (!rc) rc = allocate(&d, rs, err);
   for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, d.nvar, k);
   free(d.own);
-  for (int l = 0; l < 4; l++) {
+  for (int l = 0; l < LEARN_DEC_LEVELS; l++) {
     learn_acts_free(&L[l].a);
     if (l) learn_graph_free(L[l].g);
   }

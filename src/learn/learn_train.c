@@ -340,7 +340,9 @@ int learn_train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err)
   return rc;
 }
 
-typedef struct train_slot { learn_graph *g; gopt_env_result ref; learn_acts target; int ready; } train_slot;
+/* A training graph: its encoding g, the coarsest level's gc (batch_level; NULL until used), its
+ * reference and imitation target. */
+typedef struct train_slot { learn_graph *g, *gc; gopt_env_result ref; learn_acts target; int ready; } train_slot;
 
 /* Prepares graph i on first use (encoding, best-baseline reference and, when imitating, the
  * imitation target made from the reference's decisions). */
@@ -354,6 +356,31 @@ static int slot_ready(const gopt_policy *p, train_slot *s, gopt_env *e, int imit
   rc = rc || !imitate ? rc : learn_imitate_target(e, s->g, &s->ref, x_ref, &s->target, err);
   free(x_ref);
   s->ready = rc == 0;
+  return rc;
+}
+
+/* Whether e's graph is a training step (has gradient ops). */
+static int has_grad(const gopt_env *e) {
+  const gopt_graph *g = gopt_env_graph(e);
+  for (size_t i = 0; i < g->nodes.n; i++)
+    if (g->nodes.a[i].flags & GOPT_N_GRAD) return 1;
+  return 0;
+}
+
+/* The encoding a PPO batch on slot s decides over (*tg): with probability frac (a draw of rng only
+ * when frac > 0 and the head is a list-order segment head with at least 2 clusters at the coarsest
+ * zero-shot level, S / LEARN_DEC_COARSEST, learn_optimize.c), on a training step, that level's
+ * encoding when it has fewer clusters than s's own (made on first use); else s's. At the coarse
+ * level a layer split is a few decisions, so sampling finds it; on a training step it pays when the
+ * pieces' backward passes overlap (docs/LEARNED.md "Training at the coarsest level"). */
+static int batch_level(const gopt_policy *p, train_slot *s, gopt_env *e, double frac, gopt_nn_rng *rng,
+                       learn_graph **tg, gopt_error *err) {
+  *tg = s->g;
+  int S = p->seg / LEARN_DEC_COARSEST;
+  if (!(frac > 0) || !s->g->time_order || S < 2 || (double)(gopt_nn_rng_u64(rng) % 1000) >= frac * 1000) return 0;
+  if (!has_grad(e)) return 0;
+  int rc = s->gc ? 0 : learn_graph_for(p, e, S, &s->gc, err);
+  if (!rc && s->gc->n_seg < s->g->n_seg) *tg = s->gc;
   return rc;
 }
 
@@ -403,9 +430,11 @@ int gopt_learn_train(gopt_policy *p, gopt_env *const *envs, const char *const *n
         info.ref_obj = slots[gi].ref.objective;
         continue;
       }
+      learn_graph *tg = NULL;
+      if ((rc = batch_level(p, &slots[gi], envs[gi], o.coarse_frac, &rng, &tg, err))) goto done;
       learn_batch_free(&b);
-      if (learn_batch_init(&b, slots[gi].g, gopt_env_nvars(envs[gi]), c.samples)) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (batch)"); goto done; }
-      if ((rc = learn_ppo_batch(ctx, p, NULL, opt, envs[gi], slots[gi].g, &slots[gi].ref, &p->ema[gi], &c, &rng, &b, err))) goto done;
+      if (learn_batch_init(&b, tg, gopt_env_nvars(envs[gi]), c.samples)) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (batch)"); goto done; }
+      if ((rc = learn_ppo_batch(ctx, p, NULL, opt, envs[gi], tg, &slots[gi].ref, &p->ema[gi], &c, &rng, &b, err))) goto done;
       for (int i = 0; i < b.k; i++)
         if (isnan(p->best[gi]) || (b.res[i].feasible && b.res[i].objective < p->best[gi])) p->best[gi] = b.res[i].objective;
       info.loss += b.loss / o.graphs_per_iter;
@@ -421,7 +450,7 @@ done:
   res->iters_done = p->iter;
   res->seconds = gopt_now() - t0;
   learn_batch_free(&b);
-  for (size_t i = 0; slots && i < n; i++) { learn_graph_free(slots[i].g); learn_acts_free(&slots[i].target); }
+  for (size_t i = 0; slots && i < n; i++) { learn_graph_free(slots[i].g); learn_graph_free(slots[i].gc); learn_acts_free(&slots[i].target); }
   free(slots);
   gopt_nn_ctx_free(ctx);
   gopt_nn_optim_free(opt);

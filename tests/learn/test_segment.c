@@ -380,22 +380,19 @@ static void test_v3_learns(void) {
   fix_free(&f);
 }
 
-/* Greedy node-level decode (one cluster per node) of an untrained policy with decode order `order`:
- * its objective. The 6-feature head (file versions 3-4): untrained, it decides by the earliest
- * finish time alone, as m-ETF (the 7-feature head's return-transfer preference moves off it). */
-static void node_level_greedy(gopt_env *e, int order, gopt_env_result *r) {
+/* Greedy decode of p at `clusters` clusters (LEARN_SEG_PER_NODE: one per node; the raw decisions,
+ * no post-process): its objective. */
+static void level_greedy(gopt_policy *p, gopt_env *e, int clusters, gopt_env_result *r) {
   gopt_error err = {0};
-  gopt_learn_arch a = {.seg_order = order, .seg_feats = LEARN_SEG_NF_V4};
-  gopt_policy *p = NULL;
   learn_graph *g = NULL;
   learn_acts acts = {0};
   learn_fwd f;
   gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
   double *x = calloc(gopt_env_nvars(e) + 1, sizeof *x);
-  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, &a, 1, &p, &err) == 0);
-  CHECK(p && learn_graph_for(p, e, LEARN_SEG_PER_NODE, &g, &err) == 0);
+  memset(r, 0, sizeof *r);
+  CHECK(p && learn_graph_for(p, e, clusters, &g, &err) == 0);
   if (g) {
-    CHECK_EQ_INT(g->n_seg, g->n);
+    if (clusters == LEARN_SEG_PER_NODE) CHECK_EQ_INT(g->n_seg, g->n);
     CHECK(learn_acts_alloc(&acts, g) == 0);
     gopt_nn_ctx_set_training(ctx, 0);
     CHECK_MSG(learn_forward(ctx, p, g, NULL, &f, &err) == 0, "%s", err.msg);
@@ -409,8 +406,19 @@ static void node_level_greedy(gopt_env *e, int order, gopt_env_result *r) {
   learn_acts_free(&acts);
   learn_graph_free(g);
   gopt_nn_ctx_free(ctx);
-  gopt_policy_free(p);
   free(x);
+}
+
+/* Greedy node-level decode (one cluster per node) of an untrained policy with decode order `order`:
+ * its objective. The 6-feature head (file versions 3-4): untrained, it decides by the earliest
+ * finish time alone, as m-ETF (the 7-feature head's return-transfer preference moves off it). */
+static void node_level_greedy(gopt_env *e, int order, gopt_env_result *r) {
+  gopt_error err = {0};
+  gopt_learn_arch a = {.seg_order = order, .seg_feats = LEARN_SEG_NF_V4};
+  gopt_policy *p = NULL;
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, &a, 1, &p, &err) == 0);
+  level_greedy(p, e, LEARN_SEG_PER_NODE, r);
+  gopt_policy_free(p);
 }
 
 /* The list-schedule decode order decides WaveNet's forks as m-ETF does. After each gated unit two
@@ -450,12 +458,12 @@ static void test_list_order(void) {
   fix_free(&f);
 }
 
-/* go's zero-shot run also decodes at coarser levels, a quarter and a sixteenth of the policy's
- * clusters: with --samples 3 its four decisions are the greedy ones of the four levels, and on a
- * 4-layer BERT over 4 V100s on PCIe (slow links: fewer, larger pieces win) they beat the two
- * finer levels' greedy decisions (--samples 1, the same two decisions, greedy uses no random
- * draw) by 4 % (1.586 against 1.518 ms). With --samples 16 the run takes 17 evaluations and is
- * never worse than the four greedy decisions. Untrained policy. */
+/* go's zero-shot run also decodes at coarser levels, a quarter, a sixteenth (and a 64th,
+ * test_coarsest_level) of the policy's clusters: with --samples 3 its four decisions are the
+ * greedy ones of the four levels, and on a 4-layer BERT over 4 V100s on PCIe (slow links: fewer,
+ * larger pieces win) they beat the two finer levels' greedy decisions (--samples 1, the same two
+ * decisions, greedy uses no random draw) by 4 % (1.586 against 1.518 ms). With --samples 16 the
+ * run takes 17 evaluations and is never worse than the four greedy decisions. Untrained policy. */
 static void test_coarse_levels(void) {
   gopt_error err = {0};
   fix f;
@@ -479,11 +487,37 @@ static void test_coarse_levels(void) {
   fix_free(&f);
 }
 
+/* The coarsest level has S / 64 clusters (4 with the default 256): a layer split in a few
+ * contiguous pieces, what a multilevel partitioner's coarsest graph or the expert's layer split
+ * gives. On zoo WaveNet over 4 V100s on PCIe the finer levels' greedy decodes spread the gated
+ * units over the slow links (--samples 3: the first four levels); the fifth, with --samples 4,
+ * is at least 10 % faster than all of them. Untrained policy. */
+static void test_coarsest_level(void) {
+  gopt_error err = {0};
+  fix f;
+  if (zoo_fix(&f, "wavenet", "4xV100-pcie")) return;
+  double *x = calloc(gopt_env_nvars(f.e) + 1, sizeof *x);
+  gopt_policy *p = NULL;
+  gopt_search_result r4, r5;
+  gopt_learn_opt_opts o4 = {.samples = 3, .seed = 1}, o5 = {.samples = 4, .seed = 1};
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
+  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o4, x, &r4, &err) == 0, "%s", err.msg);
+  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o5, x, &r5, &err) == 0, "%s", err.msg);
+  fprintf(stderr, "wavenet @ 4xV100-pcie, untrained greedy: four levels %.6g, five levels %.6g\n", r4.best.objective,
+          r5.best.objective);
+  CHECK_EQ_INT(r4.evals, 4);
+  CHECK_EQ_INT(r5.evals, 5);
+  CHECK(r5.best.feasible && r5.best.objective < 0.9 * r4.best.objective);
+  gopt_policy_free(p);
+  free(x);
+  fix_free(&f);
+}
+
 /* On a training step each level's greedy decode is also tried with every gradient and optimizer
  * update on its forward op's device (gopt_env_grad_owner, TensorFlow's colocate_gradients_with_ops):
- * --samples 7 gives the four levels' greedy decodes, each as decided and gradient-colocated (8
- * evaluations); --samples 3 only the four as decided. On a Transformer training step (batch 16)
- * over 4 V100s on PCIe the colocated decodes win by far (85.3 against 60.5 ms: the decoded
+ * --samples 9 gives the five levels' greedy decodes, each as decided and gradient-colocated (10
+ * evaluations); --samples 4 only the five as decided. On a Transformer training step (batch 16)
+ * over 4 V100s on PCIe the colocated decodes win by far (81.0 against 66.6 ms: the decoded
  * backward pass moves activations over the slow links), and the best decision has every owned
  * variable on its owner's device. Untrained policy. */
 static void test_grad_variants(void) {
@@ -497,18 +531,18 @@ static void test_grad_variants(void) {
   double *x = calloc(nv + 1, sizeof *x);
   int32_t *own = calloc(nv + 1, sizeof *own);
   gopt_policy *p = NULL;
-  gopt_search_result r4, r8;
-  gopt_learn_opt_opts o4 = {.samples = 3, .seed = 1}, o8 = {.samples = 7, .seed = 1};
+  gopt_search_result r5, r10;
+  gopt_learn_opt_opts o5 = {.samples = 4, .seed = 1}, o10 = {.samples = 9, .seed = 1};
   int owned = gopt_env_grad_owner(f.e, own, &err);
   CHECK(owned > (int)nv / 3);
   CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
-  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o4, x, &r4, &err) == 0, "%s", err.msg);
-  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o8, x, &r8, &err) == 0, "%s", err.msg);
-  fprintf(stderr, "transformer:batch=16 training @ 4xV100-pcie, untrained greedy: four levels %.6g, "
-          "also gradient-colocated %.6g\n", r4.best.objective, r8.best.objective);
-  CHECK_EQ_INT(r4.evals, 4);
-  CHECK_EQ_INT(r8.evals, 8);
-  CHECK(r8.best.objective < 0.9 * r4.best.objective);
+  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o5, x, &r5, &err) == 0, "%s", err.msg);
+  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o10, x, &r10, &err) == 0, "%s", err.msg);
+  fprintf(stderr, "transformer:batch=16 training @ 4xV100-pcie, untrained greedy: five levels %.6g, "
+          "also gradient-colocated %.6g\n", r5.best.objective, r10.best.objective);
+  CHECK_EQ_INT(r5.evals, 5);
+  CHECK_EQ_INT(r10.evals, 10);
+  CHECK(r10.best.objective < 0.9 * r5.best.objective);
   int apart = 0;
   for (size_t v = 0; v < nv; v++) apart += own[v] >= 0 && x[v] != x[own[v]];
   CHECK_EQ_INT(apart, 0);
@@ -518,10 +552,39 @@ static void test_grad_variants(void) {
   fix_free(&f);
 }
 
+/* Training at the coarsest level (gopt_learn_train_opts.coarse_frac): PPO batches decided over
+ * S / 64 clusters, where a layer split is a few decisions. On a ResNeXt-50 training step over 4
+ * V100s on PCIe the untrained policy's greedy decode at that level keeps everything on one device
+ * (16.5 ms); after 200 iterations with coarse_frac 1 it splits the step (13.2 ms, METIS 13.3). */
+static void test_coarse_training(void) {
+  gopt_error err = {0};
+  fix f;
+  gopt_graph *g = NULL;
+  CHECK_MSG(gopt_zoo_build("resnext50", &g, &err) == 0, "%s", err.msg);
+  CHECK_MSG(!g || gopt_train_build(g, NULL, &err) == 0, "%s", err.msg);
+  if (!g || fix_make2(&f, g, "4xV100-pcie", GOPT_TASK_PLACEMENT, 0)) return;
+  gopt_policy *p = NULL;
+  gopt_env_result r0, r1;
+  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
+  int S = LEARN_SEG_DEFAULT / LEARN_DEC_COARSEST;
+  level_greedy(p, f.e, S, &r0);
+  gopt_learn_train_opts o = {.iters = 200, .seed = 3, .graphs_per_iter = 1, .samples = 16, .coarse_frac = 1};
+  gopt_learn_train_result tr;
+  const char *name = "step";
+  CHECK_MSG(gopt_learn_train(p, &f.e, &name, 1, &o, &tr, &err) == 0, "%s", err.msg);
+  level_greedy(p, f.e, S, &r1);
+  fprintf(stderr, "resnext50 training step @ 4xV100-pcie, %d clusters: untrained greedy %.6g, after 200 coarse "
+          "iterations %.6g (best sampled %.6g)\n", S, r0.objective, r1.objective, p->best[0]);
+  CHECK(r0.feasible && r1.feasible);
+  CHECK(r1.objective < 0.9 * r0.objective);
+  gopt_policy_free(p);
+  fix_free(&f);
+}
+
 /* The samples go to the level whose greedy decode is best (learn_alloc_levels): NasRNN's four
  * greedy decodes on 4xV100-nvlink (shipped policy: 0.360, 0.366, 0.576, 0.779 ms) give all 13
  * samples to level 0; tied levels share them in turn; a feasible result beats a faster infeasible
- * one; one level takes every row; a training step's eight variants, all tied, share the samples
+ * one; one level takes every row; a training step's ten variants, all tied, share the samples
  * (the table of tied variants once had room for four). (test_coarse_levels runs it whole.) */
 static void set_res(gopt_env_result *r, double obj, int feasible) {
   memset(r, 0, sizeof *r);
@@ -544,7 +607,7 @@ static void test_sample_levels(void) {
   for (int r = 2; r <= 16; r++) CHECK_EQ_INT(lv[r], 1);
   learn_alloc_levels(g, 1, 16, lv);
   for (int r = 0; r <= 16; r++) CHECK_EQ_INT(lv[r], 0);
-  gopt_env_result t[LEARN_DEC_VARIANTS]; /* a training step's 8 variants, all tied: the 9 samples rotate over all 8 */
+  gopt_env_result t[LEARN_DEC_VARIANTS]; /* a training step's 10 variants, all tied: the 7 samples rotate over all 10 */
   for (int v = 0; v < LEARN_DEC_VARIANTS; v++) set_res(&t[v], 1, 1);
   learn_alloc_levels(t, LEARN_DEC_VARIANTS, 16, lv);
   for (int r = 0; r <= 16; r++) CHECK_EQ_INT(lv[r], r < LEARN_DEC_VARIANTS ? r : (r - LEARN_DEC_VARIANTS) % LEARN_DEC_VARIANTS);
@@ -784,7 +847,9 @@ int main(void) {
   test_colocate();
   test_list_order();
   test_coarse_levels();
+  test_coarsest_level();
   test_grad_variants();
+  test_coarse_training();
   test_sample_levels();
   test_v3_learns();
   test_finetune_start();
