@@ -186,13 +186,12 @@ static int grad_variants(dec_ctx *d, const opt_state *s, gopt_error *err) {
  * five levels: its S clusters (level 0), one cluster per node (when level 0 is not that already),
  * then S / 4, S / 16 and S / 64 clusters (each when at least 2 and fewer than level 0 has; S / 64
  * is 4 by default: a layer split in a few pieces, which wins on slow links); on a training step
- * each level also gradient-colocated (grad_variants). Rows 0..nvar-1 are each variant's greedy decode (a level
- * is used only when k >= its index); the samples' variants are chosen by allocate (whose
- * evaluations of the greedy rows go to rs and *pre). The other levels reuse
- * level 0's graph embeddings (only the head's pooling is redone). With a placement task and not
- * s->o->raw, every decode's constant subexpressions then move to their readers
- * (learn_colocate.c; s->coloc, kept for fine-tuning). *g0 gets level 0's encoding (fine-tuning's),
- * whose forward pass stays in ctx. */
+ * each level also gradient-colocated (grad_variants). Rows 0..nvar-1 are each variant's greedy
+ * decode (a level is used only when k >= its index); the samples' variants are chosen by allocate
+ * (whose evaluations of the greedy rows go to rs and *pre). The other levels reuse level 0's graph
+ * embeddings (only the head's pooling is redone). With a placement task and not s->o->raw, every
+ * decode's constant subexpressions then move to their readers (learn_colocate.c; s->coloc, kept for
+ * fine-tuning). *g0 gets level 0's encoding (fine-tuning's), whose forward pass stays in ctx. */
 static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, gopt_env_result *rs, int *pre,
                      learn_graph **g0, gopt_nn_ctx *ctx, opt_state *s, gopt_error *err) {
   dec_level L[LEARN_DEC_LEVELS] = {{0}};
