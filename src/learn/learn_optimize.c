@@ -192,6 +192,8 @@ static int grad_variants(dec_ctx *d, const opt_state *s, gopt_error *err) {
  * embeddings (only the head's pooling is redone). With a placement task and not s->o->raw, every
  * decode's constant subexpressions then move to their readers (learn_colocate.c; s->coloc, kept for
  * fine-tuning). *g0 gets level 0's encoding (fine-tuning's), whose forward pass stays in ctx. */
+_Static_assert(1 << 2 * (LEARN_DEC_LEVELS - 2) == LEARN_DEC_COARSEST,
+               "LEARN_DEC_LEVELS: S, one per node, and S / 4, S / 16, ... down to S / LEARN_DEC_COARSEST");
 static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, gopt_env_result *rs, int *pre,
                      learn_graph **g0, gopt_nn_ctx *ctx, opt_state *s, gopt_error *err) {
   dec_level L[LEARN_DEC_LEVELS] = {{0}};

@@ -341,8 +341,16 @@ int learn_train_agree_stop(const gopt_learn_dist *d, int *stop, gopt_error *err)
 }
 
 /* A training graph: its encoding g, the coarsest level's gc (batch_level; NULL until used), its
- * reference and imitation target. */
-typedef struct train_slot { learn_graph *g, *gc; gopt_env_result ref; learn_acts target; int ready; } train_slot;
+ * reference and imitation target, and whether it is a training step (has gradient ops). */
+typedef struct train_slot { learn_graph *g, *gc; gopt_env_result ref; learn_acts target; int ready, step; } train_slot;
+
+/* Whether e's graph is a training step (has gradient ops). */
+static int has_grad(const gopt_env *e) {
+  const gopt_graph *g = gopt_env_graph(e);
+  for (size_t i = 0; i < g->nodes.n; i++)
+    if (g->nodes.a[i].flags & GOPT_N_GRAD) return 1;
+  return 0;
+}
 
 /* Prepares graph i on first use (encoding, best-baseline reference and, when imitating, the
  * imitation target made from the reference's decisions). */
@@ -355,16 +363,9 @@ static int slot_ready(const gopt_policy *p, train_slot *s, gopt_env *e, int imit
   if (!rc && imitate && learn_acts_alloc(&s->target, s->g)) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (target)");
   rc = rc || !imitate ? rc : learn_imitate_target(e, s->g, &s->ref, x_ref, &s->target, err);
   free(x_ref);
+  s->step = has_grad(e);
   s->ready = rc == 0;
   return rc;
-}
-
-/* Whether e's graph is a training step (has gradient ops). */
-static int has_grad(const gopt_env *e) {
-  const gopt_graph *g = gopt_env_graph(e);
-  for (size_t i = 0; i < g->nodes.n; i++)
-    if (g->nodes.a[i].flags & GOPT_N_GRAD) return 1;
-  return 0;
 }
 
 /* The encoding a PPO batch on slot s decides over (*tg): with probability frac (a draw of rng only
@@ -377,8 +378,8 @@ static int batch_level(const gopt_policy *p, train_slot *s, gopt_env *e, double 
                        learn_graph **tg, gopt_error *err) {
   *tg = s->g;
   int S = p->seg / LEARN_DEC_COARSEST;
-  if (!(frac > 0) || !s->g->time_order || S < 2 || (double)(gopt_nn_rng_u64(rng) % 1000) >= frac * 1000) return 0;
-  if (!has_grad(e)) return 0;
+  if (!(frac > 0) || !s->g->time_order || S < 2 || (double)(gopt_nn_rng_u64(rng) % 1000) >= frac * 1000 || !s->step)
+    return 0;
   int rc = s->gc ? 0 : learn_graph_for(p, e, S, &s->gc, err);
   if (!rc && s->gc->n_seg < s->g->n_seg) *tg = s->gc;
   return rc;
