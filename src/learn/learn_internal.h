@@ -212,18 +212,22 @@ void learn_coloc_apply(learn_coloc *c, const learn_graph *lg, double *x, int32_t
 void learn_coloc_free(learn_coloc *c); /* accepts NULL */
 /* learn_optimize.c: the variant of each zero-shot row 0..k (row_lv[k + 1]) given the `levels`
  * greedy decodes' results (levels <= LEARN_DEC_VARIANTS: LEARN_DEC_LEVELS levels, each also
- * gradient-colocated): row r < levels is variant r's greedy decode; the samples rotate over the
- * variants whose greedy result is the best (gopt_env_result_better; ties share). greedy[0] is not
- * read when levels == 1. */
+ * gradient-colocated, and the balanced decode): row r < levels is variant r's greedy decode; the
+ * samples rotate over those of the first `sampled` variants whose greedy result is the best of
+ * them (gopt_env_result_better; ties share). greedy[0] is not read when sampled == 1. */
 #define LEARN_DEC_COARSEST 64 /* the coarsest level: S / 64 clusters (levels S / 4, S / 16, ... up to it) */
 #define LEARN_DEC_LEVELS 5    /* S, one per node, S / 4, S / 16, S / 64 */
-#define LEARN_DEC_VARIANTS (2 * LEARN_DEC_LEVELS)
-void learn_alloc_levels(const gopt_env_result *greedy, int levels, int k, int8_t *row_lv);
+#define LEARN_DEC_VARIANTS (2 * LEARN_DEC_LEVELS + 1) /* and the balanced decode */
+#define LEARN_DEC_CAP_SLACK 1.05 /* the balanced decode: a device holds at most 1.05 x its share */
+void learn_alloc_levels(const gopt_env_result *greedy, int levels, int sampled, int k, int8_t *row_lv);
 /* learn_segment.c: the segment head's sampling (cluster devices in order, each conditioned on the
  * earlier ones, then the node refinement), its log-probabilities ([1 + Vd]: the sum of the cluster
  * factors, then one per device variable) and each cluster's majority device from a->dev (imitation
- * targets). */
-void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a);
+ * targets). cap: NULL, or per cluster a weight (summing to 1): the balanced decode, in which no
+ * device takes more than LEARN_DEC_CAP_SLACK times its speed's share of the weight while another
+ * has room (cap_mask). */
+void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, const double *cap,
+                      learn_acts *a);
 /* The segment head's log-probability entries of a (clusters, then nodes); with kl, also
  * KL(policy || prior) summed over the cluster decisions ([1]): per cluster, the divergence of its
  * device distribution from the one the head's fixed feature weights alone give (the untrained

@@ -102,6 +102,9 @@ typedef struct dec_ctx {
   gopt_env *e;
   int levels, nvar, k;
   int32_t *own;
+  int owned; /* variables with an owner in own (0: no gradient-colocated variants) */
+  int bal;   /* the balanced variant (bal_variant), or -1 */
+  double *cap; /* its cluster weights, over level 0's clusters */
   gopt_nn_rng *rng;
   double *xs;
   size_t nv;
@@ -118,16 +121,19 @@ typedef struct dec_level {
   learn_acts a;
 } dec_level;
 
-/* Decodes rows r0..r1 of level lv (those whose variant is lv or lv's gradient-colocated one). */
+/* Decodes rows r0..r1 of level lv (those whose variant is lv, lv's gradient-colocated one or, for
+ * level 0, the balanced one). */
 static void decode_rows(dec_ctx *d, dec_level *L, int lv, int r0, int r1) {
   for (int r = r0; r <= r1; r++) {
-    if (d->row_lv[r] % d->levels != lv) continue;
+    int v = d->row_lv[r];
+    if ((v == d->bal ? 0 : v % d->levels) != lv) continue;
     double *x = d->xs + (size_t)r * d->nv;
     gopt_env_default(d->e, x);
-    learn_sample(&L->f, L->g, d->rng, r < d->nvar, &L->a);
+    if (v == d->bal) learn_seg_sample(&L->f, L->g, d->rng, r < d->nvar, d->cap, &L->a);
+    else learn_sample(&L->f, L->g, d->rng, r < d->nvar, &L->a);
     learn_to_x(L->g, &L->a, x);
     if (d->c) learn_coloc_apply(d->c, d->g0, x, d->dev_of);
-    if (d->row_lv[r] >= d->levels) /* owners are forward nodes, which this does not move */
+    if (d->owned > 0 && v >= d->levels) /* owners are forward nodes, which this does not move */
       for (size_t v = 0; v < d->nv; v++)
         if (d->own[v] >= 0) x[v] = x[d->own[v]];
   }
@@ -147,23 +153,25 @@ static int level_init(dec_ctx *d, gopt_policy *p, int clusters, const learn_fwd 
   return rc;
 }
 
-void learn_alloc_levels(const gopt_env_result *greedy, int levels, int k, int8_t *row_lv) {
+void learn_alloc_levels(const gopt_env_result *greedy, int levels, int sampled, int k, int8_t *row_lv) {
   int keep[LEARN_DEC_VARIANTS] = {0}, nk = 0, b = 0;
-  for (int l = 1; l < levels; l++)
+  for (int l = 1; l < sampled; l++)
     if (gopt_env_result_better(&greedy[l], &greedy[b])) b = l;
-  for (int l = 0; l < levels; l++)
+  for (int l = 0; l < sampled; l++)
     if (l == b || !gopt_env_result_better(&greedy[b], &greedy[l])) keep[nk++] = l;
   for (int r = 0; r <= k; r++) row_lv[r] = (int8_t)(r < levels ? r : keep[(r - levels) % nk]);
 }
 
 /* The samples' variants (d->row_lv): with more than one variant, the greedy rows 0..nvar-1 are
- * evaluated first, into rs (the caller counts them). */
+ * evaluated first, into rs (the caller counts them). The samples go to the best of the variants
+ * before the balanced one: sampled under its cap, the training pairs did worse (docs/LEARNED.md,
+ * "The balanced decode"). */
 static int allocate(dec_ctx *d, gopt_env_result *rs, gopt_error *err) {
   if (d->nvar > 1) {
     int rc = gopt_env_evaluate_batch(d->e, d->xs, (size_t)d->nvar, rs, err);
     if (rc) return rc;
   }
-  learn_alloc_levels(rs, d->nvar, d->k, d->row_lv);
+  learn_alloc_levels(rs, d->nvar, d->bal >= 0 ? d->bal : d->nvar, d->k, d->row_lv);
   return 0;
 }
 
@@ -177,17 +185,49 @@ static int grad_variants(dec_ctx *d, const opt_state *s, gopt_error *err) {
   if (s->o->raw || gopt_env_task(d->e) != GOPT_TASK_PLACEMENT || 2 * d->levels > d->k + 1) return 0;
   d->own = malloc((d->nv + 1) * sizeof *d->own);
   if (!d->own) return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
-  int owned = gopt_env_grad_owner(d->e, d->own, err);
-  if (owned > 0) d->nvar = 2 * d->levels;
-  return owned < 0 ? owned : 0;
+  d->owned = gopt_env_grad_owner(d->e, d->own, err);
+  if (d->owned > 0) d->nvar = 2 * d->levels;
+  return d->owned < 0 ? d->owned : 0;
+}
+
+/* The balanced variant (d->bal, one more greedy row when k leaves room): level 0 decoded so that no
+ * device takes much more than its share of the kernel time (learn_seg_sample's cap), each cluster
+ * weighted by its nodes' kernel time plus, on a training step, that of the gradient and update
+ * nodes they own, which then follow them. The per-cluster decisions follow the earliest finish,
+ * which never splits a chain whose split pays only later (a training step's backward overlap, a
+ * branch beside a cheap one); this variant splits every graph in about equal parts. */
+static int bal_variant(dec_ctx *d, const learn_graph *g, gopt_error *err) {
+  d->bal = -1;
+  if (!d->c || !g->n_seg || d->nvar > d->k) return 0;
+  int64_t nd = g->nk[GOPT_VAR_DEVICE];
+  int32_t *dv = malloc((d->nv + 1) * sizeof *dv);
+  d->cap = calloc((size_t)g->n_seg + 1, sizeof *d->cap);
+  if (!dv || !d->cap) {
+    free(dv);
+    return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
+  }
+  for (size_t v = 0; v < d->nv; v++) dv[v] = -1;
+  for (int64_t i = 0; i < nd; i++) dv[g->var[GOPT_VAR_DEVICE][i]] = (int32_t)i;
+  double tot = 0;
+  for (int64_t i = 0; i < nd; i++) {
+    int32_t v = g->var[GOPT_VAR_DEVICE][i], o = d->owned > 0 && d->own[v] >= 0 ? dv[d->own[v]] : -1;
+    double t = learn_row_us(g, g->rows[GOPT_VAR_DEVICE][i]);
+    d->cap[g->var_seg[o >= 0 ? o : i]] += t;
+    tot += t;
+  }
+  for (int64_t s = 0; s < g->n_seg; s++) d->cap[s] = tot > 0 ? d->cap[s] / tot : 1.0 / (double)g->n_seg;
+  free(dv);
+  d->bal = d->nvar++;
+  return 0;
 }
 
 /* The zero-shot decodes of p on e into xs[(k + 1) x nv]. A list-order segment head decodes at up to
  * five levels: its S clusters (level 0), one cluster per node (when level 0 is not that already),
  * then S / 4, S / 16 and S / 64 clusters (each when at least 2 and fewer than level 0 has; S / 64
  * is 4 by default: a layer split in a few pieces, which wins on slow links); on a training step
- * each level also gradient-colocated (grad_variants). Rows 0..nvar-1 are each variant's greedy
- * decode (a level is used only when k >= its index); the samples' variants are chosen by allocate
+ * each level also gradient-colocated (grad_variants); then the balanced decode of level 0
+ * (bal_variant). Rows 0..nvar-1 are each variant's greedy decode (a level is used only when k >=
+ * its index); the samples' variants (never the balanced one) are chosen by allocate
  * (whose evaluations of the greedy rows go to rs and *pre). The other levels reuse level 0's graph
  * embeddings (only the head's pooling is redone). With a placement task and not s->o->raw, every
  * decode's constant subexpressions then move to their readers (learn_colocate.c; s->coloc, kept for
@@ -197,7 +237,7 @@ _Static_assert(1 << 2 * (LEARN_DEC_LEVELS - 2) == LEARN_DEC_COARSEST,
 static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, gopt_env_result *rs, int *pre,
                      learn_graph **g0, gopt_nn_ctx *ctx, opt_state *s, gopt_error *err) {
   dec_level L[LEARN_DEC_LEVELS] = {{0}};
-  dec_ctx d = {.e = e, .k = k, .rng = rng, .xs = xs, .nv = s->nv};
+  dec_ctx d = {.e = e, .k = k, .rng = rng, .xs = xs, .nv = s->nv, .bal = -1};
   int rc = learn_graph_for(p, e, 0, g0, err);
   *pre = 0;
   L[0].g = *g0;
@@ -219,6 +259,7 @@ static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, doubl
     if (multi && levels <= k && p->seg / q >= 2 && p->seg / q < (*g0)->n_seg) lv[levels++] = p->seg / q;
   d.levels = levels;
   if (!rc) rc = grad_variants(&d, s, err);
+  if (!rc && multi) rc = bal_variant(&d, *g0, err);
   for (int r = 0; r < d.nvar; r++) d.row_lv[r] = (int8_t)r;
   for (int l = 1; l < levels && !rc; l++) rc = level_init(&d, p, lv[l], &L[0].f, ctx, &L[l], err);
   for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, 0, d.nvar - 1);
@@ -226,6 +267,7 @@ static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, doubl
   if (!rc) rc = allocate(&d, rs, err);
   for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, d.nvar, k);
   free(d.own);
+  free(d.cap);
   for (int l = 0; l < LEARN_DEC_LEVELS; l++) {
     learn_acts_free(&L[l].a);
     if (l) learn_graph_free(L[l].g);

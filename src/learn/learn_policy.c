@@ -397,7 +397,7 @@ void learn_acts_free(learn_acts *a) {
 
 void learn_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a) {
   if (f->dev_logits) gopt_nn_categorical_sample(f->dev_logits, rng, greedy, a->dev);
-  if (f->seg_base) learn_seg_sample(f, g, rng, greedy, a);
+  if (f->seg_base) learn_seg_sample(f, g, rng, greedy, NULL, a);
   if (f->fuse_logits) gopt_nn_categorical_sample(f->fuse_logits, rng, greedy, a->fuse);
   if (f->alpha) {
     if (greedy) {

@@ -630,9 +630,32 @@ static int32_t draw(const float *logits, int D, gopt_nn_rng *rng, int greedy) {
   return a;
 }
 
-void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, learn_acts *a) {
+/* The balanced decode's limits: device d may hold LEARN_DEC_CAP_SLACK times its speed's share of
+ * the capped weight. */
+static void cap_limits(const learn_graph *g, double *lim) {
+  double inv = 0;
+  for (int d = 0; d < g->n_dev; d++) inv += 1.0 / g->dev_slow[d];
+  for (int d = 0; d < g->n_dev; d++) lim[d] = LEARN_DEC_CAP_SLACK / g->dev_slow[d] / inv;
+}
+
+/* Masks the logits of the devices that cluster weight w would fill past their limit (held: the
+ * weight each holds so far); when it would fill every one, all but the least overfilled. */
+static void cap_mask(double w, const double *held, const double *lim, int D, float *lg) {
+  int least = 0, open = 0;
+  for (int d = 0; d < D; d++) {
+    if (held[d] + w - lim[d] < held[least] + w - lim[least]) least = d;
+    open += held[d] + w <= lim[d];
+  }
+  for (int d = 0; d < D; d++)
+    if (held[d] + w > lim[d] && (open || d != least)) lg[d] = -1e30f;
+}
+
+void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng, int greedy, const double *cap,
+                      learn_acts *a) {
   int D = g->n_dev, nf = (int)f->seg_coef->shape[1];
   float *cond = (float *)(g->scratch + 4 * D), lg[LEARN_SEG_MAXDEV]; /* D <= LEARN_SEG_MAXDEV (learn_graph_segment) */
+  double held[LEARN_SEG_MAXDEV] = {0}, lim[LEARN_SEG_MAXDEV];
+  if (cap) cap_limits(g, lim);
   seg_state st = state_init(g);
   double start[LEARN_SEG_MAXDEV]; /* the next cluster's start times (order_next) */
   int64_t nr = order_init(g);
@@ -645,7 +668,9 @@ void learn_seg_sample(const learn_fwd *f, const learn_graph *g, gopt_nn_rng *rng
       for (int k = 0; k < nf; k++) v += cf[k] * cond[(size_t)d * nf + k];
       lg[d] = (float)v;
     }
+    if (cap && cap[s] > 0) cap_mask(cap[s], held, lim, D, lg);
     a->seg[s] = draw(lg, D, rng, greedy);
+    if (cap) held[a->seg[s]] += cap[s];
     state_place(g, a->seg, &st, s, a->seg[s], nf);
     order_done(g, s, &nr);
   }
