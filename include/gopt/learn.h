@@ -186,15 +186,18 @@ void gopt_learn_clear_stop(void);
 typedef struct gopt_learn_opt_opts {
   int samples;             /* K + 1 decisions: greedy, then K samples (default 16; 0 = greedy only); a list-order
                             * placement policy first decodes greedily at its clusters, single nodes, a quarter,
-                            * a sixteenth and a 64th of its clusters (those evaluations come first), then
-                            * samples at the level whose greedy decision is best (ties share) */
+                            * a sixteenth and a 64th of its clusters (on a training step each also with the
+                            * gradients on their forward op's device), then at its clusters under a load cap
+                            * (the balanced decode; those evaluations come first), then samples at the level
+                            * whose greedy decision is best (ties share; never the balanced decode) */
   uint64_t finetune_evals; /* > 0: PPO fine-tuning of the feature modulation for this many evals */
   uint64_t seed;
   gopt_search_trace_fn on_improve; /* best-vs-evaluations curve (may be NULL) */
   void *user;
   int raw;                 /* placement: the decodes as the policy gives them, without moving each constant
                             * subexpression (zero-time nodes reading only weights) to its readers' device
-                            * and without a training step's gradient-colocated variants */
+                            * and without a training step's gradient-colocated variants or the balanced
+                            * decode */
 } gopt_learn_opt_opts;
 
 /* Zero-shot: the greedy decision and the best of K samples (ranked by gopt_env_result_cmp); with
