@@ -33,6 +33,24 @@ static int fail(const char *msg) {
   return 1;
 }
 
+/* What prices a kernel on c's devices, each kind once, into buf: "roofline" and the measured-GPU
+ * calibrations in use ("measured-GPU h100-2026-11-28", ...; gopt devices lists each preset's). */
+static void kernel_model(const gopt_cluster *c, char *buf, size_t n) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int i = 0; i < c->n_devices; i++) {
+    const gopt_device *d = &c->devices[i];
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) {
+      const gopt_device *e = &c->devices[j];
+      seen = e->gpu_model == d->gpu_model && (!d->gpu_model || !strcmp(e->gpu_version, d->gpu_version));
+    }
+    if (!seen && used < n)
+      used += (size_t)snprintf(buf + used, n - used, "%s%s%s", used ? ", " : "",
+                               d->gpu_model ? "measured-GPU " : "roofline", d->gpu_model ? d->gpu_version : "");
+  }
+}
+
 int cli_simulate(int argc, char **argv) {
   const char *model = NULL, *cluster = NULL, *costdb_path = NULL, *trace = NULL, *costs = NULL;
   const char *files[16];
@@ -138,12 +156,15 @@ int cli_simulate(int argc, char **argv) {
   gopt_sim_critical_path(st, path, np);
   const char *cost_name = mode == GOPT_SIM_COSTS_ANALYTICAL ? "analytical"
                           : mode == GOPT_SIM_COSTS_MEASURED ? "measured" : "auto";
+  char kmodel[128];
+  kernel_model(c, kmodel, sizeof kmodel);
   if (json) {
     json_t *o = json_object(), *jd = json_array(), *jl = json_array(), *cp = json_array();
     json_object_set_new(o, "model", json_string(model));
     json_object_set_new(o, "nodes", json_integer((json_int_t)gopt_sim_node_count(s)));
     json_object_set_new(o, "cluster", json_string(c->name));
     json_object_set_new(o, "costs", json_string(cost_name));
+    json_object_set_new(o, "kernel_model", json_string(kmodel));
     json_object_set_new(o, "measured_nodes", json_integer((json_int_t)gopt_sim_measured_count(s)));
     json_object_set_new(o, "step_time_s", json_real(r.step_time));
     json_object_set_new(o, "feasible", json_boolean(r.feasible));
@@ -195,8 +216,8 @@ int cli_simulate(int argc, char **argv) {
     fputc('\n', stdout);
     json_decref(o);
   } else {
-    printf("model %s: %zu nodes on %s (%d devices, %d links), %s costs", model,
-           gopt_sim_node_count(s), c->name, c->n_devices, c->n_links, cost_name);
+    printf("model %s: %zu nodes on %s (%d devices, %d links), %s costs (kernels: %s)", model,
+           gopt_sim_node_count(s), c->name, c->n_devices, c->n_links, cost_name, kmodel);
     if (db) printf(" (%zu nodes measured)", gopt_sim_measured_count(s));
     printf("\nstep time %.3f ms, %s, %zu kernels, %zu transfers (%.3f MB)\n", r.step_time * 1e3,
            r.feasible ? "feasible" : "INFEASIBLE (out of memory)", r.n_kernels, r.n_transfers,

@@ -3,7 +3,7 @@
 # model (default sizes) on a cluster of every preset (V100, A100, H100, TPU-v3, host), on single
 # devices and a mixed cluster for three models; then
 # check_trace.py validates each JSON result and trace (trace-event fields, no overlap per track,
-# last event at the step time). Run from the source root.
+# last event at the step time); the kernel cost model a run names. Run from the source root.
 set -u
 gopt="$1"; py="$2"
 dir=$(mktemp -d)
@@ -29,5 +29,18 @@ n=$((n + 1))
   --fusion tests/sim/fixtures/resnet50_fusion.json --json --trace "$dir/t$n.trace.json" >"$dir/t$n.out.json" \
   || { echo "FAIL: decisions run"; fails=$((fails + 1)); }
 "$py" "$(dirname "$0")/check_trace.py" "$dir" || fails=$((fails + 1))
+# the kernel cost model each run names: the H100's calibration, the V100's and A100's scaled from
+# it, the TPU's and a custom device's roofline, each once
+"$gopt" simulate resnet50 --cluster tests/sim/fixtures/cluster_mixed.json --json >"$dir/km.json" &&
+  "$gopt" simulate resnet50 --cluster H100 >"$dir/km.txt" || { echo "FAIL: kernel model runs"; fails=$((fails + 1)); }
+"$py" - "$dir/km.json" "$dir/km.txt" <<'PY' || fails=$((fails + 1))
+import json, re, sys
+k = json.load(open(sys.argv[1]))["kernel_model"]
+m = re.fullmatch(r"measured-GPU (h100-[0-9-]+)-scaled, roofline", k)
+assert m, k
+line = open(sys.argv[2]).readline()
+assert line.rstrip().endswith("(kernels: measured-GPU %s)" % m.group(1)), line
+print("ok: kernel models:", k, "|", line.strip())
+PY
 echo "$n runs, $fails failures"
 [ "$fails" -eq 0 ]
