@@ -298,8 +298,14 @@ def _sim_json(model, c, sim, st, r, mode):
                  "bytes": t.bytes}
         e["start_s"], e["end_s"] = it.start, it.end
         path.append(e)
+    kinds = []  # what priced the kernels, each kind once (cmd_simulate.c's kernel_model)
+    for k in range(cc.n_devices):
+        d = cc.devices[k]
+        kind = "measured-GPU " + d.gpu_version.decode() if d.gpu_model else "roofline"
+        if kind not in kinds:
+            kinds.append(kind)
     return {"model": model.spec, "nodes": L.lib.gopt_sim_node_count(sim), "cluster": cc.name.decode(),
-            "costs": {0: "analytical", 1: "measured", 2: "auto"}[mode],
+            "costs": {0: "analytical", 1: "measured", 2: "auto"}[mode], "kernel_model": ", ".join(kinds),
             "measured_nodes": L.lib.gopt_sim_measured_count(sim), "step_time_s": r.step_time,
             "feasible": bool(r.feasible), "kernels": r.n_kernels, "transfers": r.n_transfers,
             "transfer_bytes": r.transfer_bytes, "devices": devs, "links": links, "critical_path": path}
