@@ -467,6 +467,20 @@ static void test_list_order(void) {
   fix_free(&f);
 }
 
+/* go's zero-shot runs on e with an untrained placement policy (*p, made here when NULL), ka and then
+ * kb samples at seed 1, into ra and rb (x: the second's decision); each must use all its 1 + k
+ * evaluations (with k below the greedy variants' count, every row is a greedy decode). */
+static void zero_shot_pair(gopt_policy **p, gopt_env *e, int ka, int kb, double *x, gopt_search_result *ra,
+                           gopt_search_result *rb) {
+  gopt_error err = {0};
+  gopt_learn_opt_opts oa = {.samples = ka, .seed = 1}, ob = {.samples = kb, .seed = 1};
+  if (!*p) CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, p, &err) == 0);
+  CHECK_MSG(*p && gopt_learn_optimize(*p, e, &oa, x, ra, &err) == 0, "%s", err.msg);
+  CHECK_MSG(*p && gopt_learn_optimize(*p, e, &ob, x, rb, &err) == 0, "%s", err.msg);
+  CHECK_EQ_INT(ra->evals, ka + 1);
+  CHECK_EQ_INT(rb->evals, kb + 1);
+}
+
 /* go's zero-shot run also decodes at coarser levels, a quarter, a sixteenth (and a 64th,
  * test_coarsest_level) of the policy's clusters: with --samples 3 its four decisions are the
  * greedy ones of the four levels, and on a 4-layer BERT over 4 V100s on PCIe (slow links: fewer,
@@ -502,20 +516,14 @@ static void test_coarse_levels(void) {
  * units over the slow links (--samples 3: the first four levels); the fifth, with --samples 4,
  * is at least 10 % faster than all of them. Untrained policy. */
 static void test_coarsest_level(void) {
-  gopt_error err = {0};
   fix f;
   if (zoo_fix(&f, "wavenet", "4xV100-pcie")) return;
   double *x = calloc(gopt_env_nvars(f.e) + 1, sizeof *x);
   gopt_policy *p = NULL;
   gopt_search_result r4, r5;
-  gopt_learn_opt_opts o4 = {.samples = 3, .seed = 1}, o5 = {.samples = 4, .seed = 1};
-  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
-  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o4, x, &r4, &err) == 0, "%s", err.msg);
-  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o5, x, &r5, &err) == 0, "%s", err.msg);
+  zero_shot_pair(&p, f.e, 3, 4, x, &r4, &r5);
   fprintf(stderr, "wavenet @ 4xV100-pcie, untrained greedy: four levels %.6g, five levels %.6g\n", r4.best.objective,
           r5.best.objective);
-  CHECK_EQ_INT(r4.evals, 4);
-  CHECK_EQ_INT(r5.evals, 5);
   CHECK(r5.best.feasible && r5.best.objective < 0.9 * r4.best.objective);
   gopt_policy_free(p);
   free(x);
@@ -538,16 +546,11 @@ static void test_grad_variants(void) {
   int32_t *own = calloc(nv + 1, sizeof *own);
   gopt_policy *p = NULL;
   gopt_search_result r5, r10;
-  gopt_learn_opt_opts o5 = {.samples = 4, .seed = 1}, o10 = {.samples = 9, .seed = 1};
   int owned = gopt_env_grad_owner(f.e, own, &err);
   CHECK(owned > (int)nv / 3);
-  CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
-  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o5, x, &r5, &err) == 0, "%s", err.msg);
-  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o10, x, &r10, &err) == 0, "%s", err.msg);
+  zero_shot_pair(&p, f.e, 4, 9, x, &r5, &r10);
   fprintf(stderr, "transformer:batch=16 training @ 4xV100-pcie, untrained greedy: five levels %.6g, "
           "also gradient-colocated %.6g\n", r5.best.objective, r10.best.objective);
-  CHECK_EQ_INT(r5.evals, 5);
-  CHECK_EQ_INT(r10.evals, 10);
   CHECK(r10.best.objective < 0.9 * r5.best.objective);
   int apart = 0;
   for (size_t v = 0; v < nv; v++) apart += own[v] >= 0 && x[v] != x[own[v]];
@@ -599,13 +602,9 @@ static void test_balanced_decode(void) {
   }
   gopt_search_result r10, r11;
   double *x = calloc(gopt_env_nvars(f.e) + 1, sizeof *x);
-  gopt_learn_opt_opts o10 = {.samples = 9, .seed = 1}, o11 = {.samples = 10, .seed = 1};
-  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o10, x, &r10, &err) == 0, "%s", err.msg);
-  CHECK_MSG(p && gopt_learn_optimize(p, f.e, &o11, x, &r11, &err) == 0, "%s", err.msg);
+  zero_shot_pair(&p, f.e, 9, 10, x, &r10, &r11);
   fprintf(stderr, "resnext50 training step @ 4xV100-pcie, untrained greedy: ten variants %.6g, and the balanced one %.6g\n",
           r10.best.objective, r11.best.objective);
-  CHECK_EQ_INT(r10.evals, 10);
-  CHECK_EQ_INT(r11.evals, 11);
   CHECK(r11.best.feasible && r11.best.objective < r10.best.objective);
   free(x);
   free(cap);
