@@ -55,6 +55,15 @@ int gopt_baseline_applicable(const char *name, const gopt_env *e, const char **w
  * applicable name (GOPT_EINVAL, one line saying why), METIS failure, out of memory. */
 int gopt_baseline_run(const char *name, const gopt_env *e, double *x, gopt_error *err);
 
+/* METIS k-way partition (METIS_PartGraphKway, seed 1) of an undirected graph of n vertices: CSR
+ * xadj[n + 1] / adj, symmetric and without self-loops; vwgt and ewgt integer weights (the totals
+ * below 2^31), ewgt aligned with adj. part[n] receives each vertex's part in 0..nparts-1. Calls
+ * are serialised (METIS's random generator is process-wide) and METIS's own messages kept off
+ * stdout; *empty (may be NULL) is set when METIS reported parts it could not fill. What the metis
+ * baseline and the learned placement's min-cut clusters run. */
+int gopt_metis_parts(int32_t n, const int32_t *xadj, const int32_t *adj, const int32_t *vwgt, const int32_t *ewgt,
+                     int nparts, int32_t *part, int *empty, gopt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -66,6 +66,32 @@ static int metis_quiet_end(metis_quiet *q) {
   return wrote;
 }
 
+int gopt_metis_parts(int32_t n, const int32_t *xadj, const int32_t *adj, const int32_t *vwgt, const int32_t *ewgt,
+                     int nparts, int32_t *part, int *empty, gopt_error *err) {
+  _Static_assert(sizeof(idx_t) == sizeof(int32_t), "gopt_metis_parts: METIS built with 32-bit idx_t");
+  idx_t nv = n, ncon = 1, np = nparts, objval = 0;
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  options[METIS_OPTION_SEED] = 1;
+  options[METIS_OPTION_NUMBERING] = 0;
+  /* METIS seeds one process-wide random generator (GKlib's): two partitions at once in one
+   * process would interleave its draws, so results would depend on thread timing. */
+  int mr, wrote;
+#pragma omp critical(gopt_metis)
+  {
+    metis_quiet q;
+    metis_quiet_begin(&q);
+    mr = METIS_PartGraphKway(&nv, &ncon, (idx_t *)xadj, (idx_t *)adj, (idx_t *)vwgt, NULL, (idx_t *)ewgt, &np, NULL,
+                             NULL, options, &objval, (idx_t *)part);
+    wrote = metis_quiet_end(&q);
+  }
+  if (empty) *empty = wrote && mr == METIS_OK;
+  if (mr != METIS_OK) return gopt_error_set(err, GOPT_EINVAL, "metis: METIS_PartGraphKway failed (code %d)", mr);
+  for (int32_t v = 0; v < n; v++)
+    if (part[v] < 0 || part[v] >= nparts) part[v] = 0;
+  return 0;
+}
+
 /* METIS_PartGraphKway on the undirected dataflow graph. Weights are integers: kernel time and
  * bytes scaled so the totals stay far below 2^31 (METIS sums them in 32-bit idx_t). */
 int bl_metis(const gopt_env *e, const double *x, int32_t *dev, gopt_error *err) {
@@ -111,30 +137,12 @@ int bl_metis(const gopt_env *e, const double *x, int32_t *dev, gopt_error *err) 
     }
   }
   xadj[n] = (idx_t)k;
-  idx_t nv = n, ncon = 1, nparts = e->D, objval = 0;
-  idx_t options[METIS_NOPTIONS];
-  METIS_SetDefaultOptions(options);
-  options[METIS_OPTION_SEED] = 1;
-  options[METIS_OPTION_NUMBERING] = 0;
-  /* METIS seeds one process-wide random generator (GKlib's): two partitions at once in one
-   * process would interleave its draws, so results would depend on thread timing. */
-  int mr, empty;
-#pragma omp critical(gopt_metis)
-  {
-    metis_quiet q;
-    metis_quiet_begin(&q);
-    mr = METIS_PartGraphKway(&nv, &ncon, xadj, adj, vw, NULL, ew, &nparts, NULL, NULL, options,
-                             &objval, part);
-    empty = metis_quiet_end(&q);
-  }
-  if (empty && mr == METIS_OK)
+  int empty = 0;
+  if ((rc = gopt_metis_parts(n, xadj, adj, vw, ew, e->D, part, &empty, err))) goto done;
+  if (empty)
     gopt_warn("metis: METIS ran out of ops while bisecting %d ops into %d parts (an op heavier than its "
               "side's share); some devices get no op", (int)n, (int)e->D);
-  if (mr != METIS_OK) {
-    rc = gopt_error_set(err, GOPT_EINVAL, "metis: METIS_PartGraphKway failed (code %d)", mr);
-    goto done;
-  }
-  for (int32_t p = 0; p < n; p++) dev[p] = part[p] >= 0 && part[p] < e->D ? (int32_t)part[p] : 0;
+  for (int32_t p = 0; p < n; p++) dev[p] = part[p];
 done:
   free(xadj);
   free(adj);

@@ -183,10 +183,17 @@ int learn_train_finish(gopt_policy *p, const gopt_nn_optim *opt, const gopt_nn_r
 int learn_graph_new(const gopt_env *e, learn_graph **out, gopt_error *err);
 void learn_graph_free(learn_graph *g);
 /* learn_segment.c: the segment head's clusters of lg (at most S, LEARN_SEG_PER_NODE: one per row;
- * nothing when S <= 0 or the graph has no device variable); learn_graph_for = learn_graph_new plus
- * the clusters p's head needs (clusters of them: 0 for the policy's own count, or
- * LEARN_SEG_PER_NODE) in p's decode order. */
+ * S < 0: learn_part_clusters' split of -S min-cut parts; nothing when S == 0 or the graph has no
+ * device variable); learn_graph_for = learn_graph_new plus the clusters p's head needs (clusters
+ * of them: 0 for the policy's own count, LEARN_SEG_PER_NODE or -K) in p's decode order. */
 int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *err);
+/* learn_segment.c: each cluster's kernel-time share and midpoint (lg->seg_time, lg->seg_mid) from
+ * lg->seg_of and lg->n_seg. GOPT_ENOMEM or 0. */
+int learn_seg_shares(learn_graph *lg);
+/* learn_parts.c: lg->seg_of and n_seg from K METIS parts of the rows, each split by phase so that
+ * clusters are numbered in a topological order (sp/sc: the readers' CSR, sorted, no repeats; rb:
+ * each row's output bytes), then learn_seg_shares. */
+int learn_part_clusters(learn_graph *lg, const int32_t *sp, const int32_t *sc, const double *rb, int K, gopt_error *err);
 int learn_graph_for(const gopt_policy *p, const gopt_env *e, int clusters, learn_graph **out, gopt_error *err);
 void learn_graph_segment_free(learn_graph *g);
 /* learn_segment.c: kernel time of row r (us, from its features). */
@@ -212,12 +219,14 @@ void learn_coloc_apply(learn_coloc *c, const learn_graph *lg, double *x, int32_t
 void learn_coloc_free(learn_coloc *c); /* accepts NULL */
 /* learn_optimize.c: the variant of each zero-shot row 0..k (row_lv[k + 1]) given the `levels`
  * greedy decodes' results (levels <= LEARN_DEC_VARIANTS: LEARN_DEC_LEVELS levels, each also
- * gradient-colocated, and the balanced decode): row r < levels is variant r's greedy decode; the
+ * gradient-colocated, and the balanced decodes): row r < levels is variant r's greedy decode; the
  * samples rotate over those of the first `sampled` variants whose greedy result is the best of
  * them (gopt_env_result_better; ties share). greedy[0] is not read when sampled == 1. */
 #define LEARN_DEC_COARSEST 64 /* the coarsest level: S / 64 clusters (levels S / 4, S / 16, ... up to it) */
-#define LEARN_DEC_LEVELS 5    /* S, one per node, S / 4, S / 16, S / 64 */
-#define LEARN_DEC_VARIANTS (2 * LEARN_DEC_LEVELS + 1) /* and the balanced decode */
+#define LEARN_DEC_PARTS 2     /* min-cut levels: D and 2 D METIS parts (learn_parts.c) */
+#define LEARN_DEC_LEVELS (5 + LEARN_DEC_PARTS) /* S, one per node, S / 4, S / 16, S / 64, the parts */
+#define LEARN_DEC_BALANCED (1 + LEARN_DEC_PARTS) /* balanced decodes: level 0's and the parts' */
+#define LEARN_DEC_VARIANTS (2 * LEARN_DEC_LEVELS + LEARN_DEC_BALANCED)
 #define LEARN_DEC_CAP_SLACK 1.05 /* the balanced decode: a device holds at most 1.05 x its share */
 void learn_alloc_levels(const gopt_env_result *greedy, int levels, int sampled, int k, int8_t *row_lv);
 /* learn_segment.c: the segment head's sampling (cluster devices in order, each conditioned on the

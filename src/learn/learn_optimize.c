@@ -103,8 +103,9 @@ typedef struct dec_ctx {
   int levels, nvar, k;
   int32_t *own;
   int owned; /* variables with an owner in own (0: no gradient-colocated variants) */
-  int bal;   /* the balanced variant (bal_variant), or -1 */
-  double *cap; /* its cluster weights, over level 0's clusters */
+  int bal, nbal;                   /* the balanced variants bal..bal+nbal-1 (bal_variant); bal -1: none */
+  int bal_lv[LEARN_DEC_BALANCED];  /* the level each decodes */
+  double *cap[LEARN_DEC_BALANCED]; /* its cluster weights, over that level's clusters */
   gopt_nn_rng *rng;
   double *xs;
   size_t nv;
@@ -126,10 +127,11 @@ typedef struct dec_level {
 static void decode_rows(dec_ctx *d, dec_level *L, int lv, int r0, int r1) {
   for (int r = r0; r <= r1; r++) {
     int v = d->row_lv[r];
-    if ((v == d->bal ? 0 : v % d->levels) != lv) continue;
+    int b = d->bal >= 0 && v >= d->bal ? v - d->bal : -1;
+    if ((b >= 0 ? d->bal_lv[b] : v % d->levels) != lv) continue;
     double *x = d->xs + (size_t)r * d->nv;
     gopt_env_default(d->e, x);
-    if (v == d->bal) learn_seg_sample(&L->f, L->g, d->rng, r < d->nvar, d->cap, &L->a);
+    if (b >= 0) learn_seg_sample(&L->f, L->g, d->rng, r < d->nvar, d->cap[b], &L->a);
     else learn_sample(&L->f, L->g, d->rng, r < d->nvar, &L->a);
     learn_to_x(L->g, &L->a, x);
     if (d->c) learn_coloc_apply(d->c, d->g0, x, d->dev_of);
@@ -164,7 +166,7 @@ void learn_alloc_levels(const gopt_env_result *greedy, int levels, int sampled, 
 
 /* The samples' variants (d->row_lv): with more than one variant, the greedy rows 0..nvar-1 are
  * evaluated first, into rs (the caller counts them). The samples go to the best of the variants
- * before the balanced one: sampled under its cap, the training pairs did worse (docs/LEARNED.md,
+ * before the balanced ones: sampled under its cap, the training pairs did worse (docs/LEARNED.md,
  * "The balanced decode"). */
 static int allocate(dec_ctx *d, gopt_env_result *rs, gopt_error *err) {
   if (d->nvar > 1) {
@@ -190,19 +192,20 @@ static int grad_variants(dec_ctx *d, const opt_state *s, gopt_error *err) {
   return d->owned < 0 ? d->owned : 0;
 }
 
-/* The balanced variant (d->bal, one more greedy row when k leaves room): level 0 decoded so that no
- * device takes much more than its share of the kernel time (learn_seg_sample's cap), each cluster
- * weighted by its nodes' kernel time plus, on a training step, that of the gradient and update
- * nodes they own, which then follow them. The per-cluster decisions follow the earliest finish,
- * which never splits a chain whose split pays only later (a training step's backward overlap, a
- * branch beside a cheap one); this variant splits every graph in about equal parts. */
-static int bal_variant(dec_ctx *d, const learn_graph *g, gopt_error *err) {
-  d->bal = -1;
-  if (!d->c || !g->n_seg || d->nvar > d->k) return 0;
+/* A balanced variant (d->bal + d->nbal, one more greedy row when k leaves room): level lv (encoding
+ * g) decoded so that no device takes much more than its share of the kernel time (learn_seg_sample's
+ * cap), each cluster weighted by its nodes' kernel time plus, on a training step, that of the
+ * gradient and update nodes they own, which then follow them. The per-cluster decisions follow
+ * the earliest finish, which never splits a chain whose split pays only later (a training step's
+ * backward overlap, a branch beside a cheap one); this variant splits every graph in about equal
+ * parts: contiguous pieces of the decode order at level 0, unions of METIS's parts at the min-cut
+ * levels. */
+static int bal_variant(dec_ctx *d, const learn_graph *g, int lv, gopt_error *err) {
+  if (!d->c || !g->n_seg || d->nvar > d->k || d->nbal >= LEARN_DEC_BALANCED) return 0;
   int64_t nd = g->nk[GOPT_VAR_DEVICE];
   int32_t *dv = malloc((d->nv + 1) * sizeof *dv);
-  d->cap = calloc((size_t)g->n_seg + 1, sizeof *d->cap);
-  if (!dv || !d->cap) {
+  double *cap = d->cap[d->nbal] = calloc((size_t)g->n_seg + 1, sizeof *cap);
+  if (!dv || !cap) {
     free(dv);
     return gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory");
   }
@@ -212,27 +215,33 @@ static int bal_variant(dec_ctx *d, const learn_graph *g, gopt_error *err) {
   for (int64_t i = 0; i < nd; i++) {
     int32_t v = g->var[GOPT_VAR_DEVICE][i], o = d->owned > 0 && d->own[v] >= 0 ? dv[d->own[v]] : -1;
     double t = learn_row_us(g, g->rows[GOPT_VAR_DEVICE][i]);
-    d->cap[g->var_seg[o >= 0 ? o : i]] += t;
+    cap[g->var_seg[o >= 0 ? o : i]] += t;
     tot += t;
   }
-  for (int64_t s = 0; s < g->n_seg; s++) d->cap[s] = tot > 0 ? d->cap[s] / tot : 1.0 / (double)g->n_seg;
+  for (int64_t s = 0; s < g->n_seg; s++) cap[s] = tot > 0 ? cap[s] / tot : 1.0 / (double)g->n_seg;
   free(dv);
-  d->bal = d->nvar++;
+  if (d->bal < 0) d->bal = d->nvar;
+  d->bal_lv[d->nbal++] = lv;
+  d->nvar++;
   return 0;
 }
 
 /* The zero-shot decodes of p on e into xs[(k + 1) x nv]. A list-order segment head decodes at up to
- * five levels: its S clusters (level 0), one cluster per node (when level 0 is not that already),
+ * seven levels: its S clusters (level 0), one cluster per node (when level 0 is not that already),
  * then S / 4, S / 16 and S / 64 clusters (each when at least 2 and fewer than level 0 has; S / 64
  * is 4 by default: a layer split in a few pieces, which wins on slow links); on a training step
- * each level also gradient-colocated (grad_variants); then the balanced decode of level 0
- * (bal_variant). Rows 0..nvar-1 are each variant's greedy decode (a level is used only when k >=
- * its index); the samples' variants (never the balanced one) are chosen by allocate
- * (whose evaluations of the greedy rows go to rs and *pre). The other levels reuse level 0's graph
+ * each level also gradient-colocated (grad_variants); then two min-cut levels, METIS's D and 2 D
+ * parts of the rows for D devices (learn_parts.c: parallel branches placed whole, which the
+ * earliest-finish decode of their nodes one by one never does). Then the balanced decode
+ * (bal_variant) of level 0 and, on a training step, of the min-cut levels instead of their greedy
+ * rows (greedy, a step's forward chain stays on one device).
+ * Rows 0..nvar-1 are each variant's greedy decode (a variant is used only when k >= its index);
+ * the samples' variants (never a balanced one) are chosen by allocate (whose evaluations of the
+ * greedy rows go to rs and *pre). The other levels reuse level 0's graph
  * embeddings (only the head's pooling is redone). With a placement task and not s->o->raw, every
  * decode's constant subexpressions then move to their readers (learn_colocate.c; s->coloc, kept for
  * fine-tuning). *g0 gets level 0's encoding (fine-tuning's), whose forward pass stays in ctx. */
-_Static_assert(1 << 2 * (LEARN_DEC_LEVELS - 2) == LEARN_DEC_COARSEST,
+_Static_assert(1 << 2 * (LEARN_DEC_LEVELS - LEARN_DEC_PARTS - 2) == LEARN_DEC_COARSEST,
                "LEARN_DEC_LEVELS: S, one per node, and S / 4, S / 16, ... down to S / LEARN_DEC_COARSEST");
 static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, double *xs, gopt_env_result *rs, int *pre,
                      learn_graph **g0, gopt_nn_ctx *ctx, opt_state *s, gopt_error *err) {
@@ -259,15 +268,23 @@ static int zero_shot(gopt_policy *p, gopt_env *e, int k, gopt_nn_rng *rng, doubl
     if (multi && levels <= k && p->seg / q >= 2 && p->seg / q < (*g0)->n_seg) lv[levels++] = p->seg / q;
   d.levels = levels;
   if (!rc) rc = grad_variants(&d, s, err);
-  if (!rc && multi) rc = bal_variant(&d, *g0, err);
-  for (int r = 0; r < d.nvar; r++) d.row_lv[r] = (int8_t)r;
+  int nl = levels; /* the min-cut levels: lv[levels..nl-1] */
+  for (int m = 1; m <= LEARN_DEC_PARTS && multi && (*g0)->n_dev >= 2; m++) lv[nl++] = -m * (*g0)->n_dev;
+  if (d.owned <= 0) { /* greedy rows for them, while k leaves room */
+    while (levels < nl && levels <= k) levels++;
+    d.levels = d.nvar = levels;
+  }
   for (int l = 1; l < levels && !rc; l++) rc = level_init(&d, p, lv[l], &L[0].f, ctx, &L[l], err);
-  for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, 0, d.nvar - 1);
+  if (!rc && multi) rc = bal_variant(&d, *g0, 0, err);
+  for (int l = levels; l < nl && !rc && d.nvar <= k; l++) /* a training step's: balanced rows only */
+    if (!(rc = level_init(&d, p, lv[l], &L[0].f, ctx, &L[l], err))) rc = bal_variant(&d, L[l].g, l, err);
+  for (int r = 0; r < d.nvar; r++) d.row_lv[r] = (int8_t)r;
+  for (int l = 0; l < nl && !rc; l++) decode_rows(&d, &L[l], l, 0, d.nvar - 1);
   if (!rc && d.nvar > 1) *pre = d.nvar;
   if (!rc) rc = allocate(&d, rs, err);
-  for (int l = 0; l < levels && !rc; l++) decode_rows(&d, &L[l], l, d.nvar, k);
+  for (int l = 0; l < nl && !rc; l++) decode_rows(&d, &L[l], l, d.nvar, k);
   free(d.own);
-  free(d.cap);
+  for (int b = 0; b < LEARN_DEC_BALANCED; b++) free(d.cap[b]);
   for (int l = 0; l < LEARN_DEC_LEVELS; l++) {
     learn_acts_free(&L[l].a);
     if (l) learn_graph_free(L[l].g);

@@ -1,7 +1,8 @@
 /* learn_segment.c: the segment-level placement head (docs/LEARNED.md "Segment-level placement").
  * A graph's rows are coarsened into at most S clusters: contiguous runs of a depth-first
  * topological order (reverse postorder, so a branch's nodes are consecutive), balanced by kernel
- * time and node count (or one row per cluster: the node level). Each cluster is embedded by the
+ * time and node count (or one row per cluster: the node level; or go's min-cut levels, METIS's
+ * parts split by phase, learn_parts.c). Each cluster is embedded by the
  * mean of its rows' device-block embeddings; a device is chosen per cluster autoregressively, each
  * decision conditioned on the earlier ones through per-device features (load so far, previous
  * cluster's device, unused device, share of the cluster's dataflow neighbours already placed on
@@ -151,15 +152,17 @@ static int assign_clusters(learn_graph *lg, const int32_t *order, int S) {
   }
   lg->n_seg = next + 1;
   free(raw);
+  return learn_seg_shares(lg);
+}
+
+int learn_seg_shares(learn_graph *lg) {
+  int64_t n = lg->n;
+  double tot = 0, cum = 0;
+  for (int64_t r = 0; r < n; r++) tot += learn_row_us(lg, r);
   lg->seg_time = calloc((size_t)lg->n_seg + 1, sizeof *lg->seg_time);
   lg->seg_mid = calloc((size_t)lg->n_seg + 1, sizeof *lg->seg_mid);
   if (!lg->seg_time || !lg->seg_mid) return GOPT_ENOMEM;
-  cum = 0;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t r = order[i];
-    double t = tot > 0 ? learn_row_us(lg, r) / tot : 1.0 / (double)n;
-    lg->seg_time[lg->seg_of[r]] += t;
-  }
+  for (int64_t r = 0; r < n; r++) lg->seg_time[lg->seg_of[r]] += tot > 0 ? learn_row_us(lg, r) / tot : 1.0 / (double)n;
   for (int32_t s = 0; s < lg->n_seg; s++) {
     lg->seg_mid[s] = cum + lg->seg_time[s] / 2;
     cum += lg->seg_time[s];
@@ -329,7 +332,7 @@ int learn_row_index(const gopt_graph *g, int64_t n_rows, int32_t *topo, int32_t 
 }
 
 int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *err) {
-  if (S <= 0 || lg->nk[GOPT_VAR_DEVICE] == 0 || lg->n == 0) return 0;
+  if (S == 0 || lg->nk[GOPT_VAR_DEVICE] == 0 || lg->n == 0) return 0;
   if (lg->n_dev > LEARN_SEG_MAXDEV)
     return gopt_error_set(err, GOPT_EUNSUP, "learn: the segment placement head handles at most %d devices, the cluster has %d",
                           LEARN_SEG_MAXDEV, lg->n_dev);
@@ -345,9 +348,13 @@ int learn_graph_segment(learn_graph *lg, const gopt_env *e, int S, gopt_error *e
   lg->seg_of = malloc(((size_t)n + 1) * sizeof *lg->seg_of);
   if (!topo || !pos || !order || !rb || !lg->seg_of) { rc = serr(err); goto done; }
   if ((rc = learn_row_index(g, n, topo, pos, rb, err))) goto done;
-  if (learn_row_csr(g, pos, n, 1, 0, &sp, &sc)) { rc = serr(err); goto done; }
-  if (dfs_order(sp, sc, n, order)) { rc = gopt_error_set(err, GOPT_EGRAPH, "learn: segments: no depth-first order (cycle?)"); goto done; }
-  if (assign_clusters(lg, order, S)) { rc = serr(err); goto done; }
+  if (learn_row_csr(g, pos, n, 1, S < 0, &sp, &sc)) { rc = serr(err); goto done; }
+  if (S < 0) { /* min-cut parts (learn_parts.c) */
+    if ((rc = learn_part_clusters(lg, sp, sc, rb, -S, err))) goto done;
+  } else if (dfs_order(sp, sc, n, order)) {
+    rc = gopt_error_set(err, GOPT_EGRAPH, "learn: segments: no depth-first order (cycle?)");
+    goto done;
+  } else if (assign_clusters(lg, order, S)) { rc = serr(err); goto done; }
   if (!(rc = cluster_tables(lg, e, rb, err)) && (schedule_tables(lg, e) || order_tables(lg))) rc = serr(err);
 done:
   free(topo);
@@ -361,7 +368,7 @@ done:
 
 int learn_graph_for(const gopt_policy *p, const gopt_env *e, int clusters, learn_graph **out, gopt_error *err) {
   int rc = learn_graph_new(e, out, err);
-  if (!rc && p->seg > 0 && (rc = learn_graph_segment(*out, e, clusters > 0 ? clusters : p->seg, err))) {
+  if (!rc && p->seg > 0 && (rc = learn_graph_segment(*out, e, clusters != 0 ? clusters : p->seg, err))) {
     learn_graph_free(*out);
     *out = NULL;
   }
