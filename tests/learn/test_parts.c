@@ -22,6 +22,7 @@
 #include "learn/learn_internal.h"
 
 #include "learn_test_chain.h"
+#include "learn_test_level.h"
 
 #define NA 3   /* MatMuls in the chain */
 #define KA 512 /* their width */
@@ -93,34 +94,6 @@ static int topological(const gopt_env *e, const learn_graph *lg) {
   return ok;
 }
 
-/* The greedy decode of policy p at `clusters` (learn_graph_for's argument) on e, evaluated. */
-static void level_greedy(gopt_policy *p, gopt_env *e, int clusters, gopt_env_result *r, int *n_seg) {
-  gopt_error err = {0};
-  learn_graph *g = NULL;
-  learn_acts acts = {0};
-  learn_fwd f;
-  gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
-  double *x = calloc(gopt_env_nvars(e) + 1, sizeof *x);
-  memset(r, 0, sizeof *r);
-  CHECK_MSG(learn_graph_for(p, e, clusters, &g, &err) == 0, "%s", err.msg);
-  if (g) {
-    *n_seg = (int)g->n_seg;
-    CHECK(learn_acts_alloc(&acts, g) == 0);
-    gopt_nn_ctx_set_training(ctx, 0);
-    CHECK_MSG(learn_forward(ctx, p, g, NULL, &f, &err) == 0, "%s", err.msg);
-    gopt_nn_rng rng;
-    gopt_nn_rng_seed(&rng, 1);
-    gopt_env_default(e, x);
-    learn_sample(&f, g, &rng, 1, &acts);
-    learn_to_x(g, &acts, x);
-    eval1(e, x, r);
-  }
-  learn_acts_free(&acts);
-  learn_graph_free(g);
-  gopt_nn_ctx_free(ctx);
-  free(x);
-}
-
 /* The chain and the branches are two clusters of the parts level (each whole, apart), the Sum a
  * third, and the numbering is topological; on ResNet-18's training step too, at 2, 4 and 8 parts. */
 static void test_clusters(gopt_policy *p) {
@@ -179,8 +152,8 @@ static void test_parallel_chains(gopt_policy *p) {
   }
   gopt_env_result node, parts;
   int ns_node = 0, ns_parts = 0;
-  level_greedy(p, f.e, LEARN_SEG_PER_NODE, &node, &ns_node);
-  level_greedy(p, f.e, -2, &parts, &ns_parts);
+  learn_test_level_greedy(p, f.e, LEARN_SEG_PER_NODE, &node, &ns_node);
+  learn_test_level_greedy(p, f.e, -2, &parts, &ns_parts);
   gopt_error err = {0};
   gopt_learn_opt_opts o = {.samples = 16, .seed = 1}, o1 = {.samples = 1, .seed = 1}, o2 = {.samples = 2, .seed = 1};
   gopt_search_result go, go1, go2; /* 1 and 2 samples: the first two and three greedy rows */

@@ -31,6 +31,7 @@
 #include "learn/learn_internal.h"
 
 #include "learn_test_chain.h"
+#include "learn_test_level.h"
 
 #define N_CHAIN 24
 #define N_CLUSTERS 8
@@ -389,35 +390,6 @@ static void test_v3_learns(void) {
   fix_free(&f);
 }
 
-/* Greedy decode of p at `clusters` clusters (LEARN_SEG_PER_NODE: one per node; the raw decisions,
- * no post-process): its objective. */
-static void level_greedy(gopt_policy *p, gopt_env *e, int clusters, gopt_env_result *r) {
-  gopt_error err = {0};
-  learn_graph *g = NULL;
-  learn_acts acts = {0};
-  learn_fwd f;
-  gopt_nn_ctx *ctx = gopt_nn_ctx_new(0);
-  double *x = calloc(gopt_env_nvars(e) + 1, sizeof *x);
-  memset(r, 0, sizeof *r);
-  CHECK(p && learn_graph_for(p, e, clusters, &g, &err) == 0);
-  if (g) {
-    if (clusters == LEARN_SEG_PER_NODE) CHECK_EQ_INT(g->n_seg, g->n);
-    CHECK(learn_acts_alloc(&acts, g) == 0);
-    gopt_nn_ctx_set_training(ctx, 0);
-    CHECK_MSG(learn_forward(ctx, p, g, NULL, &f, &err) == 0, "%s", err.msg);
-    gopt_nn_rng rng;
-    gopt_nn_rng_seed(&rng, 1);
-    gopt_env_default(e, x);
-    learn_sample(&f, g, &rng, 1, &acts);
-    learn_to_x(g, &acts, x);
-    eval1(e, x, r);
-  }
-  learn_acts_free(&acts);
-  learn_graph_free(g);
-  gopt_nn_ctx_free(ctx);
-  free(x);
-}
-
 /* Greedy node-level decode (one cluster per node) of an untrained policy with decode order `order`:
  * its objective. The 6-feature head (file versions 3-4): untrained, it decides by the earliest
  * finish time alone, as m-ETF (the 7-feature head's return-transfer preference moves off it). */
@@ -426,7 +398,7 @@ static void node_level_greedy(gopt_env *e, int order, gopt_env_result *r) {
   gopt_learn_arch a = {.seg_order = order, .seg_feats = LEARN_SEG_NF_V4};
   gopt_policy *p = NULL;
   CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, &a, 1, &p, &err) == 0);
-  level_greedy(p, e, LEARN_SEG_PER_NODE, r);
+  learn_test_level_greedy(p, e, LEARN_SEG_PER_NODE, r, NULL);
   gopt_policy_free(p);
 }
 
@@ -627,12 +599,12 @@ static void test_coarse_training(void) {
   gopt_env_result r0, r1;
   CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
   int S = LEARN_SEG_DEFAULT / LEARN_DEC_COARSEST;
-  level_greedy(p, f.e, S, &r0);
+  learn_test_level_greedy(p, f.e, S, &r0, NULL);
   gopt_learn_train_opts o = {.iters = 200, .seed = 3, .graphs_per_iter = 1, .samples = 16, .coarse_frac = 1};
   gopt_learn_train_result tr;
   const char *name = "step";
   CHECK_MSG(gopt_learn_train(p, &f.e, &name, 1, &o, &tr, &err) == 0, "%s", err.msg);
-  level_greedy(p, f.e, S, &r1);
+  learn_test_level_greedy(p, f.e, S, &r1, NULL);
   fprintf(stderr, "resnext50 training step @ 4xV100-pcie, %d clusters: untrained greedy %.6g, after 200 coarse "
           "iterations %.6g (best sampled %.6g)\n", S, r0.objective, r1.objective, p->best[0]);
   CHECK(r0.feasible && r1.feasible);
