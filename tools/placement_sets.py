@@ -32,7 +32,13 @@ order"):
   heldout5  a fifth, run after the fourth: larger or other members of held-out families
             (torchvision DenseNet-201, ShuffleNet-V2-x2.0, EfficientNet-B3, RegNet-Y-1.6GF,
             ConvNeXt-S, ViT-B/32) and a video network (R3D-18, 8 frames of 112x112), each as
-            inference and training step, same three clusters (42 pairs).
+            inference and training step, same three clusters (42 pairs);
+  heldout6  a sixth, first measured on 30 Nov after the min-cut levels were fixed (families in no
+            other set): LR-ASPP and DeepLabV3 segmentation heads on MobileNetV3-Large, a CLIP-like
+            dual encoder (a CNN beside a 4-layer text Transformer, batch 8), a temporal
+            convolution network (8 dilated causal blocks, 256 channels, length 1,024) and a
+            Perceiver (64 latents attending to 2,048 inputs, 6 latent layers), each as inference
+            and training step, same three clusters (30 pairs).
 --clusters A,B runs each set's graphs on those clusters instead (other presets than the sets').
 A pair where no baseline fits in memory compares the objectives with their memory penalty.
 Deterministic: seed 0 throughout unless --seed S (go's samples; the baselines do not sample)."""
@@ -80,6 +86,9 @@ SETS = {
     "heldout5": [(g + t, c) for c in CL3 for t in ("", "@training")
                  for g in ("X/densenet201.onnx", "X/shufflenet_v2_x2_0.onnx", "X/efficientnet_b3.onnx",
                            "X/regnet_y_1_6gf.onnx", "X/convnext_small.onnx", "X/vit_b_32.onnx", "X/r3d_18.onnx")],
+    "heldout6": [(g + t, c) for c in CL3 for t in ("", "@training")
+                 for g in ("X/lraspp.onnx", "X/deeplabv3_mbv3.onnx", "X/clip_like.onnx", "X/tcn.onnx",
+                           "X/perceiver.onnx")],
 }
 X = os.path.join(HERE, "build", "placement_models")
 EXPORT = r"""
@@ -159,6 +168,42 @@ class PointNet(nn.Module):
         s.head = nn.Sequential(nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 40))
     def forward(s, x):
         return s.head(s.f(x).amax(2))
+class CLIPLike(nn.Module):
+    def __init__(s, d=256):
+        super().__init__()
+        def blk(i, o): return nn.Sequential(nn.Conv2d(i, o, 3, 2, 1), nn.BatchNorm2d(o), nn.ReLU(), nn.Conv2d(o, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+        s.img = nn.Sequential(blk(3, 32), blk(32, 64), blk(64, 128), blk(128, 256), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, d))
+        s.emb = nn.Embedding(8000, d)
+        s.txt = nn.TransformerEncoder(nn.TransformerEncoderLayer(d, 4, 4 * d, batch_first=True), 4)
+        s.proj = nn.Linear(d, d)
+    def forward(s, x, t):
+        a = s.img(x); b = s.proj(s.txt(s.emb(t)).mean(1))
+        a = a / a.norm(dim=-1, keepdim=True); b = b / b.norm(dim=-1, keepdim=True)
+        return a @ b.t()
+class TCN(nn.Module):
+    def __init__(s, c=256, k=3, n=8):
+        super().__init__()
+        s.inp = nn.Conv1d(32, c, 1)
+        s.blocks = nn.ModuleList([nn.Sequential(nn.ConstantPad1d(((k - 1) * 2 ** i, 0), 0.0), nn.Conv1d(c, c, k, dilation=2 ** i), nn.ReLU(),
+                                                nn.Conv1d(c, c, 1)) for i in range(n)])
+        s.out = nn.Conv1d(c, 10, 1)
+    def forward(s, x):
+        x = s.inp(x)
+        for b in s.blocks:
+            x = torch.relu(x + b(x))
+        return s.out(x)
+class Perceiver(nn.Module):
+    def __init__(s, d=256, latents=64, layers=6):
+        super().__init__()
+        s.lat = nn.Parameter(torch.randn(1, latents, d))
+        s.inp = nn.Linear(64, d)
+        s.cross = nn.MultiheadAttention(d, 4, batch_first=True)
+        s.self_ = nn.TransformerEncoder(nn.TransformerEncoderLayer(d, 4, 4 * d, batch_first=True), layers)
+        s.head = nn.Linear(d, 100)
+    def forward(s, x):
+        z = s.inp(x); q = s.lat.expand(x.shape[0], -1, -1)
+        q = q + s.cross(q, z, z, need_weights=False)[0]
+        return s.head(s.self_(q).mean(1))
 img = (torch.randn(1, 3, 224, 224),)
 models = {"googlenet": (lambda: M.googlenet(weights=None, aux_logits=False, init_weights=False), img),
           "vit_b_16": (lambda: M.vit_b_16(weights=None), img), "convnext_t": (lambda: M.convnext_tiny(weights=None), img),
@@ -178,7 +223,13 @@ models = {"googlenet": (lambda: M.googlenet(weights=None, aux_logits=False, init
           "regnet_y_1_6gf": (lambda: M.regnet_y_1_6gf(weights=None), img),
           "convnext_small": (lambda: M.convnext_small(weights=None), img),
           "vit_b_32": (lambda: M.vit_b_32(weights=None), img),
-          "r3d_18": (lambda: M.video.r3d_18(weights=None), (torch.randn(1, 3, 8, 112, 112),))}
+          "r3d_18": (lambda: M.video.r3d_18(weights=None), (torch.randn(1, 3, 8, 112, 112),)),
+          "lraspp": (lambda: M.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None), img),
+          "deeplabv3_mbv3": (lambda: M.segmentation.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                                                                   aux_loss=False), img),
+          "clip_like": (CLIPLike, (torch.randn(8, 3, 128, 128), torch.randint(0, 8000, (8, 32)))),
+          "tcn": (TCN, (torch.randn(4, 32, 1024),)),
+          "perceiver": (Perceiver, (torch.randn(4, 2048, 64),))}
 for name in sys.argv[2:]:
     make, args = models[name]
     path = os.path.join(out, name + ".onnx")
