@@ -119,10 +119,11 @@ enum { CLI_METHOD_BASELINE = 1, CLI_METHOD_SEARCH = 2, CLI_METHOD_LEARNED = 3, C
   "  --samples K    go: K + 1 decisions, the first greedy, the rest samples (default 16; a list-order\n"    \
   "                 placement policy decodes greedily at its clusters, single nodes, a quarter, a\n"        \
   "                 sixteenth and a 64th of its clusters, on a training step each also with the\n"          \
-  "                 gradients on their forward ops' devices, and its clusters under a load cap\n"          \
-  "                 (the balanced decode), then samples at the variant whose greedy decision is\n"        \
-  "                 best; a placement decode's constant subexpressions then move to their\n"              \
-  "                 readers' device)\n"                                                                    \
+  "                 gradients on their forward ops' devices, elsewhere at METIS's D and 2 D parts\n"      \
+  "                 for D devices; then under a load cap (the balanced decode) its clusters and,\n"      \
+  "                 on a training step, the parts; then samples at the variant whose greedy\n"          \
+  "                 decision is best; a placement decode's constant subexpressions then move to\n"      \
+  "                 their readers' device)\n"                                                            \
   "  --raw-decodes  go: placement decodes without those moves (the policy's own decisions)\n"
 
 #define CLI_METHOD_SEARCHES(kind) ((kind) == CLI_METHOD_SEARCH || (kind) == CLI_METHOD_GUIDED)
