@@ -187,9 +187,11 @@ typedef struct gopt_learn_opt_opts {
   int samples;             /* K + 1 decisions: greedy, then K samples (default 16; 0 = greedy only); a list-order
                             * placement policy first decodes greedily at its clusters, single nodes, a quarter,
                             * a sixteenth and a 64th of its clusters (on a training step each also with the
-                            * gradients on their forward op's device), then at its clusters under a load cap
-                            * (the balanced decode; those evaluations come first), then samples at the level
-                            * whose greedy decision is best (ties share; never the balanced decode) */
+                            * gradients on their forward op's device; elsewhere also at METIS's D and 2 D
+                            * parts for D devices), then under a load cap (the balanced decode) at its clusters
+                            * and, on a training step, at those parts (these evaluations come first), then
+                            * samples at the level whose greedy decision is best (ties share; never a balanced
+                            * decode) */
   uint64_t finetune_evals; /* > 0: PPO fine-tuning of the feature modulation for this many evals */
   uint64_t seed;
   gopt_search_trace_fn on_improve; /* best-vs-evaluations curve (may be NULL) */

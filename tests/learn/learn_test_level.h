@@ -1,10 +1,22 @@
-/* learn_test_level.h: what the segment-head tests share (test_segment, test_parts): the greedy
- * decode of a policy at one cluster level, evaluated. Include after learn_test_chain.h and
- * learn/learn_internal.h. */
+/* learn_test_level.h: what the segment-head tests share (test_segment, test_parts): a zoo
+ * model's training step as a placement fixture, and the greedy decode of a policy at one cluster
+ * level, evaluated. Include after learn_test_chain.h and learn/learn_internal.h. */
 #ifndef GOPT_LEARN_TEST_LEVEL_H
 #define GOPT_LEARN_TEST_LEVEL_H
 #include <stdlib.h>
 #include <string.h>
+
+#include "gopt/train.h"
+#include "gopt/zoo.h"
+
+/* The training step of zoo model spec on cluster, as a placement fixture (non-zero on failure). */
+static inline int learn_test_step_fix(fix *f, const char *spec, const char *cluster) {
+  gopt_graph *g = NULL;
+  gopt_error err = {0};
+  CHECK_MSG(gopt_zoo_build(spec, &g, &err) == 0, "%s", err.msg);
+  CHECK_MSG(!g || gopt_train_build(g, NULL, &err) == 0, "%s", err.msg);
+  return !g || fix_make2(f, g, cluster, GOPT_TASK_PLACEMENT, 0);
+}
 
 /* Greedy decode of p at `clusters` clusters (learn_graph_for's argument: LEARN_SEG_PER_NODE one per
  * node, -K K min-cut parts; the raw decisions, no post-process): its result in *r, the level's

@@ -17,8 +17,6 @@
 #include "check.h"
 #include "gopt/baselines.h"
 #include "gopt/learn.h"
-#include "gopt/train.h"
-#include "gopt/zoo.h"
 #include "learn/learn_internal.h"
 
 #include "learn_test_chain.h"
@@ -120,10 +118,7 @@ static void test_clusters(gopt_policy *p) {
   learn_graph_free(lg);
   fix_free(&f);
 
-  gopt_graph *g = NULL;
-  CHECK_MSG(gopt_zoo_build("resnet50:depth=18", &g, &err) == 0, "%s", err.msg);
-  CHECK_MSG(!g || gopt_train_build(g, NULL, &err) == 0, "%s", err.msg);
-  if (!g || fix_make2(&f, g, "8xH100", GOPT_TASK_PLACEMENT, 0)) return;
+  if (learn_test_step_fix(&f, "resnet50:depth=18", "8xH100")) return;
   for (int k = 2; k <= 8; k *= 2) {
     lg = NULL;
     CHECK_MSG(learn_graph_for(p, f.e, -k, &lg, &err) == 0, "%s", err.msg);
@@ -179,11 +174,8 @@ static void test_parallel_chains(gopt_policy *p) {
  * faster than without (--samples 10), and faster than METIS's own partition. */
 static void test_balanced_parts(gopt_policy *p) {
   gopt_error err = {0};
-  gopt_graph *g = NULL;
   fix f;
-  CHECK_MSG(gopt_zoo_build("transformer:layers=2,batch=16", &g, &err) == 0, "%s", err.msg);
-  CHECK_MSG(!g || gopt_train_build(g, NULL, &err) == 0, "%s", err.msg);
-  if (!g || fix_make2(&f, g, "4xV100-pcie", GOPT_TASK_PLACEMENT, 0)) return;
+  if (learn_test_step_fix(&f, "transformer:layers=2,batch=16", "4xV100-pcie")) return;
   double *x = calloc(gopt_env_nvars(f.e) + 1, sizeof *x);
   gopt_search_result r[3];
   for (int k = 10; k <= 12; k++) {

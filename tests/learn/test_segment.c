@@ -48,15 +48,6 @@ static int zoo_fix(fix *f, const char *spec, const char *cluster) {
   return !g || fix_make2(f, g, cluster, GOPT_TASK_PLACEMENT, 0);
 }
 
-/* The training step of zoo model spec on cluster, as a placement fixture (non-zero on failure). */
-static int step_fix(fix *f, const char *spec, const char *cluster) {
-  gopt_graph *g = NULL;
-  gopt_error err = {0};
-  CHECK_MSG(gopt_zoo_build(spec, &g, &err) == 0, "%s", err.msg);
-  CHECK_MSG(!g || gopt_train_build(g, NULL, &err) == 0, "%s", err.msg);
-  return !g || fix_make2(f, g, cluster, GOPT_TASK_PLACEMENT, 0);
-}
-
 static void eval1(gopt_env *e, const double *x, gopt_env_result *r) {
   gopt_error err = {0};
   CHECK_MSG(gopt_env_evaluate_batch(e, x, 1, r, &err) == 0, "%s", err.msg);
@@ -512,7 +503,7 @@ static void test_coarsest_level(void) {
 static void test_grad_variants(void) {
   gopt_error err = {0};
   fix f;
-  if (step_fix(&f, "transformer:batch=16", "4xV100-pcie")) return;
+  if (learn_test_step_fix(&f, "transformer:batch=16", "4xV100-pcie")) return;
   size_t nv = gopt_env_nvars(f.e);
   double *x = calloc(nv + 1, sizeof *x);
   int32_t *own = calloc(nv + 1, sizeof *own);
@@ -542,7 +533,7 @@ static void test_grad_variants(void) {
 static void test_balanced_decode(void) {
   gopt_error err = {0};
   fix f;
-  if (step_fix(&f, "resnext50", "4xV100-pcie")) return;
+  if (learn_test_step_fix(&f, "resnext50", "4xV100-pcie")) return;
   gopt_policy *p = NULL;
   learn_graph *g = NULL;
   learn_acts acts = {0};
@@ -594,7 +585,7 @@ static void test_balanced_decode(void) {
 static void test_coarse_training(void) {
   gopt_error err = {0};
   fix f;
-  if (step_fix(&f, "resnext50", "4xV100-pcie")) return;
+  if (learn_test_step_fix(&f, "resnext50", "4xV100-pcie")) return;
   gopt_policy *p = NULL;
   gopt_env_result r0, r1;
   CHECK(gopt_policy_new(GOPT_TASK_PLACEMENT, NULL, 1, &p, &err) == 0);
@@ -786,11 +777,8 @@ done:
  * run at time 0 on other devices and their transfers hold the links). */
 static void test_colocate(void) {
   gopt_error err = {0};
-  gopt_graph *g = NULL;
   fix f;
-  CHECK_MSG(gopt_zoo_build("transformer:layers=2,seq=64", &g, &err) == 0, "%s", err.msg);
-  CHECK_MSG(!g || gopt_train_build(g, NULL, &err) == 0, "%s", err.msg);
-  if (!g || fix_make2(&f, g, "4xV100-nvlink", GOPT_TASK_PLACEMENT, 0)) return;
+  if (learn_test_step_fix(&f, "transformer:layers=2,seq=64", "4xV100-nvlink")) return;
   size_t nv = gopt_env_nvars(f.e);
   double *xr = calloc(nv + 1, sizeof *xr), *xc = calloc(nv + 1, sizeof *xc);
   gopt_policy *p = NULL;
