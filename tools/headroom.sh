@@ -5,7 +5,8 @@
 # held-out set): BRKGA and k-hop with 20x BRKGA-5K's budget (FACTOR, default 20: 100,000
 # evaluations, start included, --start best; BUDGET overrides), seeds 1-3 (SEEDS), seed-major so that an
 # interrupted run still covers every graph; on one-device clusters also dp (the exact optimum where
-# it solves). Writes docs/learned/regal_headroom.json (OUT overrides) (a list of `gopt optimize --json` objects
+# it solves), and REGAL with 1,000 evaluations (issue 23's second target: does REGAL reach BRKGA-5K's
+# result with a fifth of its budget?). Writes docs/learned/regal_headroom.json (OUT overrides) (a list of `gopt optimize --json` objects
 # without curves) and prints the table (tools/headroom.py): the best known value per graph (the
 # best of these runs and of every run in EVAL_JSON) and BRKGA-5K's and REGAL's gaps to it.
 set -eu
@@ -35,8 +36,10 @@ for s in $seeds; do
   while IFS=$'\t' read -r cl m; do
     methods="brkga khop"
     [ "$s" = "$(echo $seeds | cut -d' ' -f1)" ] && [ "${cl#*x}" = "$cl" ] && methods="$methods dp"
-    for meth in $methods; do
-      nice "$gopt" optimize "$m" --task memory --cluster "$cl" --method "$meth" --budget "$budget" --seed "$s" \
+    for meth in $methods regal; do
+      b=$budget
+      [ "$meth" = regal ] && b=1000
+      nice "$gopt" optimize "$m" --task memory --cluster "$cl" --method "$meth" --budget "$b" --seed "$s" \
         --threads 2 --json 2>/dev/null | python3 -c "$strip" >> "$tmp" \
         || echo "headroom: $m $cl $meth seed $s failed" >&2
     done
