@@ -10,7 +10,9 @@
  *   STOP score = Linear(g); action distribution = softmax over [scores of the candidates, STOP];
  *   value V(s) = MLP(g).
  * Training: PPO (clipped surrogate, value loss, entropy bonus) on complete episodes, advantages
- * by GAE(gamma, lambda) from the value head, normalised within each rollout group.
+ * by GAE(gamma, lambda) from the value head, normalised within each rollout group; optionally
+ * after an imitation warm start (imitate_iters): the same episodes with the environment's expert
+ * choosing every action, and cross-entropy towards the actions it accepts instead of the surrogate.
  *
  * Episodes are collected from a caller-supplied environment (gopt_seq_env): reset to training
  * graph i, observe the state (graph features + candidate list), step with an action. Every random
@@ -50,12 +52,16 @@ typedef struct gopt_seq_obs {
 /* The environment. reset(env, i): start an episode on training graph i. observe: the current
  * state. step(action): apply candidate `action` (index into the last observation) or
  * GOPT_SEQ_STOP; *reward receives the step's reward, *done 1 when the episode is over (always
- * after STOP). Each returns 0 or an error with one line in err. */
+ * after STOP). expert (may be NULL; needed by imitate_iters): after observe, the actions a
+ * hand-written rule accepts in the current state: ok[0..n_cand) the candidates, ok[n_cand] STOP,
+ * each set to 1 or 0, at least one 1 (several where the rule has ties). Each returns 0 or an
+ * error with one line in err. */
 typedef struct gopt_seq_env {
   int (*reset)(void *env, size_t graph, gopt_error *err);
   int (*observe)(void *env, gopt_seq_obs *obs, gopt_error *err);
   int (*step)(void *env, int action, double *reward, int *done, gopt_error *err);
   void *env;
+  int (*expert)(void *env, unsigned char *ok, gopt_error *err);
 } gopt_seq_env;
 
 typedef struct gopt_seq_arch {
@@ -99,6 +105,11 @@ int gopt_seq_run(gopt_seq_policy *p, const gopt_seq_env *env, size_t graph, int 
 typedef struct gopt_seq_train_opts {
   int64_t iters;            /* total iterations (a resumed run gives the same value) */
   int64_t stop_after;       /* > 0: return after this many total iterations (as an interrupt) */
+  int64_t imitate_iters;    /* the first this many iterations are an imitation warm start: episodes
+                             * that take env->expert's first accepted action, loss = -log of the
+                             * policy's probability of the accepted set + the value loss (no
+                             * surrogate, no entropy bonus); a resumed run needs the same value.
+                             * Default 0. */
   uint64_t seed;
   int episodes;             /* per iteration (default 8; multiple of the rollout groups) */
   int max_steps;            /* per episode (default 16) */

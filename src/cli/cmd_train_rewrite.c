@@ -16,10 +16,12 @@
 static const char trw_help[] =
     "usage: gopt train --method rewrite MODEL... -o P.gpol [--iters N] [--episodes E] [--steps T]\n"
     "                  [--seed S] [--threads N] [--cluster C] [--rules F] [--resume] [--stop-after N]\n"
-    "                  [--rollout-groups G]\n"
+    "                  [--rollout-groups G] [--imitate M]\n"
     "  trains the rewrite agent (gopt rewrite --method rl) with PPO on the models (.onnx files or\n"
     "  zoo specs): per iteration E episodes (default 8) of at most T rewrites (default 16), reward =\n"
     "  the relative simulated cost change of each rewrite on cluster C (default V100).\n"
+    "  --imitate M: the first M of the N iterations are a warm start that imitates steepest descent\n"
+    "  (the cheapest candidate while it lowers the cost; cross-entropy, no PPO); default 0.\n"
     "  Defaults: --iters 100, --seed 1, --threads 2, --rules the shipped rules.json. Ctrl-C writes\n"
     "  P.gpol; --resume continues it exactly (same models and flags). Under `mpirun -np P` each rank\n"
     "  collects and differentiates one rollout group: bitwise the weights of --rollout-groups P.\n";
@@ -30,7 +32,7 @@ typedef struct trw_args {
   const char *out, *cluster, *rules;
   const char *models[TRW_MAX];
   int n_models;
-  long iters, seed, threads, episodes, steps, stop_after, groups;
+  long iters, seed, threads, episodes, steps, stop_after, groups, imitate;
   int resume;
 } trw_args;
 
@@ -46,7 +48,8 @@ static int trw_parse(int argc, char **argv, trw_args *a) {
     }
     int takes = !strcmp(f, "--method") || !strcmp(f, "-o") || !strcmp(f, "--cluster") || !strcmp(f, "--rules") ||
                 !strcmp(f, "--iters") || !strcmp(f, "--seed") || !strcmp(f, "--threads") || !strcmp(f, "--episodes") ||
-                !strcmp(f, "--steps") || !strcmp(f, "--stop-after") || !strcmp(f, "--rollout-groups");
+                !strcmp(f, "--steps") || !strcmp(f, "--stop-after") || !strcmp(f, "--rollout-groups") ||
+                !strcmp(f, "--imitate");
     if (!takes) return cli_usage_error("train", "unknown flag '%s' (with --method rewrite; see gopt train --method rewrite --help)", f);
     if (!v) return cli_usage_error("train", "%s: missing value", f);
     i++;
@@ -54,7 +57,9 @@ static int trw_parse(int argc, char **argv, trw_args *a) {
     if (!strcmp(f, "-o")) a->out = v;
     else if (!strcmp(f, "--cluster")) a->cluster = v;
     else if (!strcmp(f, "--rules")) a->rules = v;
-    else if (cli_parse_long("train", f, v, !strcmp(f, "--seed") ? 0 : 1, !strcmp(f, "--episodes") ? 4096 : 1000000000L,
+    else if (!strcmp(f, "--imitate")) {
+      if (cli_parse_long("train", f, v, 0, 1000000000L, &a->imitate)) return 2;
+    } else if (cli_parse_long("train", f, v, !strcmp(f, "--seed") ? 0 : 1, !strcmp(f, "--episodes") ? 4096 : 1000000000L,
                             !strcmp(f, "--iters") ? &a->iters : !strcmp(f, "--seed") ? &a->seed
                             : !strcmp(f, "--threads") ? &a->threads : !strcmp(f, "--episodes") ? &a->episodes
                             : !strcmp(f, "--steps") ? &a->steps : !strcmp(f, "--rollout-groups") ? &a->groups
@@ -114,7 +119,7 @@ int cli_train_rewrite(int argc, char **argv) {
     if (gopt_seq_policy_new(GOPT_REWRITE_RL_KIND, &arch, (uint64_t)a.seed, &p, &err)) { fprintf(stderr, "gopt train: %s\n", err.msg); goto done; }
   }
   gopt_rewrite_opts ro = {.cluster = c, .seed = (uint64_t)a.seed};
-  gopt_seq_train_opts to = {.iters = a.iters, .stop_after = a.stop_after, .seed = (uint64_t)a.seed,
+  gopt_seq_train_opts to = {.iters = a.iters, .stop_after = a.stop_after, .imitate_iters = a.imitate, .seed = (uint64_t)a.seed,
                             .episodes = (int)a.episodes, .max_steps = (int)a.steps, .rollout_groups = (int)a.groups,
                             .dist = cli_mpi_learn_dist(), .on_iter = trw_on_iter};
   gopt_learn_train_result tr;

@@ -12,6 +12,9 @@
 
 #define SEQ_VERSION 1
 #define SEQ_STOP_BIAS (-2.0f) /* initial STOP logit bias: untrained agents explore past the first steps */
+#define SEQ_EXPERT_SHARE 0.5  /* imitation: the share of steps that take the expert's action; the
+                                 others take the policy's sample (DAgger: states the policy reaches,
+                                 labelled by the expert) */
 
 static gopt_seq_arch seq_arch_fill(const gopt_seq_arch *a) {
   gopt_seq_arch r = *a;
@@ -137,6 +140,7 @@ void seq_step_free(seq_step *s) {
   free(s->feat);
   free(s->cf);
   free(s->anchor);
+  free(s->ok);
   gopt_nn_csr_free(&s->csr);
   memset(s, 0, sizeof *s);
 }
@@ -191,19 +195,30 @@ int gopt_seq_policy_probs(gopt_seq_policy *p, const gopt_seq_obs *obs, double *p
 
 /* ---- episodes -------------------------------------------------------------------------------- */
 
-/* One decision: observe, record the step, sample (or argmax) its action. */
-static int seq_decide(gopt_nn_ctx *ctx, gopt_seq_policy *p, const gopt_seq_env *env, int greedy,
+/* One decision: observe, record the step, sample (or argmax) its action; when imitating, record the
+ * expert's accepted actions and take its first one or the policy's sample (SEQ_EXPERT_SHARE). */
+static int seq_decide(gopt_nn_ctx *ctx, gopt_seq_policy *p, const gopt_seq_env *env, int mode,
                       gopt_nn_rng *rng, seq_step *s, gopt_error *err) {
   gopt_seq_obs obs;
   memset(&obs, 0, sizeof obs);
   int rc = env->observe(env->env, &obs, err);
   rc = rc ? rc : seq_step_from_obs(p, &obs, s, err);
   if (rc) return rc;
+  int ex = -1;
+  if (mode == SEQ_EXPERT) {
+    if (!(s->ok = calloc((size_t)s->m + 1, 1))) rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory (state)");
+    rc = rc ? rc : env->expert(env->env, s->ok, err);
+    for (int a = 0; !rc && a <= s->m && ex < 0; a++)
+      if (s->ok[a]) ex = a;
+    if (!rc && ex < 0) rc = gopt_error_set(err, GOPT_EINVAL, "learn: the expert accepts none of %d candidates or STOP", s->m);
+  }
+  if (rc) { seq_step_free(s); return rc; }
   gopt_nn_tensor *lg = NULL, *v = NULL, *lp = NULL;
   gopt_nn_ctx_reset(ctx);
   gopt_nn_ctx_set_training(ctx, 0);
   if (!(rc = seq_forward(ctx, p, s, &lg, &v, err))) {
-    gopt_nn_categorical_sample(lg, rng, greedy, &s->action);
+    gopt_nn_categorical_sample(lg, rng, mode == SEQ_GREEDY, &s->action);
+    if (mode == SEQ_EXPERT && gopt_nn_rng_uniform(rng) < SEQ_EXPERT_SHARE) s->action = ex;
     lp = gopt_nn_categorical_logprob(ctx, lg, &s->action);
     rc = gopt_nn_ctx_status(ctx, err);
   }
@@ -220,7 +235,7 @@ void seq_steps_clear(seq_steps *v) {
   memset(v, 0, sizeof *v);
 }
 
-int seq_episode(gopt_nn_ctx *ctx, gopt_seq_policy *p, const gopt_seq_env *env, size_t graph, int greedy,
+int seq_episode(gopt_nn_ctx *ctx, gopt_seq_policy *p, const gopt_seq_env *env, size_t graph, int mode,
                 gopt_nn_rng *rng, int max_steps, seq_steps *v, double *ret, gopt_error *err) {
   *ret = 0;
   int rc = env->reset(env->env, graph, err);
@@ -232,7 +247,7 @@ int seq_episode(gopt_nn_ctx *ctx, gopt_seq_policy *p, const gopt_seq_env *env, s
       v->cap = v->cap * 2 + 16;
     }
     seq_step *s = &v->a[v->n];
-    if ((rc = seq_decide(ctx, p, env, greedy, rng, s, err))) break;
+    if ((rc = seq_decide(ctx, p, env, mode, rng, s, err))) break;
     v->n++;
     int action = s->action == s->m ? GOPT_SEQ_STOP : s->action, done = 0;
     if ((rc = env->step(env->env, action, &s->reward, &done, err))) break;
@@ -250,7 +265,8 @@ int gopt_seq_run(gopt_seq_policy *p, const gopt_seq_env *env, size_t graph, int 
   gopt_nn_rng_seed(&rng, seed);
   seq_steps v = {0};
   double r = 0;
-  int rc = seq_episode(ctx, p, env, graph, greedy, &rng, max_steps > 0 ? max_steps : 16, &v, &r, err);
+  int rc = seq_episode(ctx, p, env, graph, greedy ? SEQ_GREEDY : SEQ_SAMPLE, &rng, max_steps > 0 ? max_steps : 16, &v,
+                       &r, err);
   if (ret) *ret = r;
   if (steps) *steps = (int)v.n;
   seq_steps_clear(&v);

@@ -34,6 +34,7 @@ typedef struct seq_step {
   float *cf;               /* m x cand_feat */
   int32_t *anchor;         /* m, -1 mapped to n (a zero row) */
   int32_t action;          /* 0..m-1 a candidate, m STOP */
+  unsigned char *ok;       /* imitation: m + 1 flags, the actions the expert accepts (else NULL) */
   float logp_old, value;
   double reward, adv, ret;
 } seq_step;
@@ -47,8 +48,13 @@ int seq_forward(gopt_nn_ctx *ctx, const gopt_seq_policy *p, const seq_step *s, g
 /* A growing list of recorded steps. */
 typedef struct seq_steps { seq_step *a; size_t n, cap; } seq_steps;
 void seq_steps_clear(seq_steps *v); /* frees every step and the array; accepts NULL */
-/* Runs one episode from graph with rng, appending its steps to v. *ret: the sum of rewards. */
-int seq_episode(gopt_nn_ctx *ctx, gopt_seq_policy *p, const gopt_seq_env *env, size_t graph, int greedy,
+/* How an episode's actions are chosen. */
+enum { SEQ_SAMPLE, SEQ_GREEDY, SEQ_EXPERT };
+/* Runs one episode from graph with rng, appending its steps to v; mode: sampled from the policy,
+ * its argmax, or imitation (env->expert's accepted set recorded in each step; the action taken is
+ * the expert's first or the policy's sample, at random).
+ * *ret: the sum of rewards. */
+int seq_episode(gopt_nn_ctx *ctx, gopt_seq_policy *p, const gopt_seq_env *env, size_t graph, int mode,
                 gopt_nn_rng *rng, int max_steps, seq_steps *v, double *ret, gopt_error *err);
 
 #endif

@@ -1,7 +1,9 @@
 /* learn_seq_train.c: PPO for the sequential agent (gopt_seq_train): per iteration, each rollout
  * group collects its episodes (seeded by seed, iteration and episode index), GAE advantages
  * normalised within the group, then E epochs of one Adam step each whose gradient is the sum, in
- * group order, of the groups' gradients (gopt_learn_dist: one group per rank). */
+ * group order, of the groups' gradients (gopt_learn_dist: one group per rank). The first
+ * imitate_iters iterations are the same with the environment's expert acting and cross-entropy
+ * towards its actions in place of the surrogate (behaviour cloning as a warm start). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,31 +58,45 @@ static void seq_normalise(seq_steps *v) {
 }
 
 /* One group's loss gradient over its steps, accumulated into p's (zeroed) gradients; *loss the
- * group loss: mean over steps of clipped surrogate + vf * (V - ret)^2 - ent * entropy. */
+ * group loss: mean over steps of clipped surrogate + vf * (V - ret)^2 - ent * entropy, or when
+ * imitating, of -log p(an action the expert accepts) + vf * (V - ret)^2. */
 static int seq_group_grad(gopt_nn_ctx *ctx, gopt_seq_policy *p, const seq_steps *v, const gopt_seq_train_opts *o,
-                          double *loss, gopt_error *err) {
+                          int imitate, double *loss, gopt_error *err) {
   gopt_nn_params_zero_grad(p->params);
   *loss = 0;
   float inv = v->n ? 1.0f / (float)v->n : 0;
   int64_t one[1] = {1};
-  for (size_t i = 0; i < v->n; i++) {
+  float *mask = NULL;
+  int rc = 0;
+  for (size_t i = 0; i < v->n && !rc; i++) {
     const seq_step *s = &v->a[i];
     gopt_nn_tensor *lg = NULL, *val = NULL;
     gopt_nn_ctx_reset(ctx);
     gopt_nn_ctx_set_training(ctx, 1);
-    int rc = seq_forward(ctx, p, s, &lg, &val, err);
-    if (rc) return rc;
+    if ((rc = seq_forward(ctx, p, s, &lg, &val, err))) break;
     float old = s->logp_old, adv = (float)s->adv, ret = (float)s->ret;
-    gopt_nn_tensor *lp = gopt_nn_categorical_logprob(ctx, lg, &s->action);
-    gopt_nn_tensor *pg = gopt_nn_ppo_loss(ctx, lp, gopt_nn_from(ctx, 1, one, &old), gopt_nn_from(ctx, 1, one, &adv), o->clip_eps);
+    gopt_nn_tensor *pg;
+    if (imitate && s->ok) { /* -log of the probability of the accepted set */
+      float *mk = realloc(mask, ((size_t)s->m + 1) * sizeof *mk);
+      if (!mk) { rc = gopt_error_set(err, GOPT_ENOMEM, "learn: out of memory"); break; }
+      mask = mk;
+      for (int a = 0; a <= s->m; a++) mask[a] = s->ok[a] ? 1.0f : 0.0f;
+      int64_t sh[2] = {1, (int64_t)s->m + 1};
+      gopt_nn_tensor *pm = gopt_nn_sum(ctx, gopt_nn_mul(ctx, gopt_nn_softmax(ctx, lg), gopt_nn_from(ctx, 2, sh, mask)));
+      pg = gopt_nn_scale(ctx, gopt_nn_log(ctx, gopt_nn_add_scalar(ctx, pm, 1e-12f)), -1.0f);
+    } else {
+      gopt_nn_tensor *lp = gopt_nn_categorical_logprob(ctx, lg, &s->action);
+      pg = gopt_nn_ppo_loss(ctx, lp, gopt_nn_from(ctx, 1, one, &old), gopt_nn_from(ctx, 1, one, &adv), o->clip_eps);
+    }
     gopt_nn_tensor *d = gopt_nn_sub(ctx, gopt_nn_reshape(ctx, val, 1, one), gopt_nn_from(ctx, 1, one, &ret));
     gopt_nn_tensor *l = gopt_nn_add(ctx, pg, gopt_nn_scale(ctx, gopt_nn_mul(ctx, d, d), o->vf_coef));
-    if (o->ent_coef > 0) l = gopt_nn_sub(ctx, l, gopt_nn_scale(ctx, gopt_nn_categorical_entropy(ctx, lg), o->ent_coef));
+    if (!imitate && o->ent_coef > 0) l = gopt_nn_sub(ctx, l, gopt_nn_scale(ctx, gopt_nn_categorical_entropy(ctx, lg), o->ent_coef));
     l = gopt_nn_scale(ctx, l, inv);
-    if ((rc = gopt_nn_ctx_status(ctx, err)) || (rc = gopt_nn_backward(ctx, l, err))) return rc;
+    if ((rc = gopt_nn_ctx_status(ctx, err)) || (rc = gopt_nn_backward(ctx, l, err))) break;
     *loss += l->data[0];
   }
-  return 0;
+  free(mask);
+  return rc;
 }
 
 /* Runs the trainer's exchange: under dist, allgather; alone, nothing to do. */
@@ -112,9 +128,11 @@ typedef struct seq_run {
   int G;
 } seq_run;
 
-/* Collects group grp's episodes of iteration t into r->groups[grp] and its stats. */
+/* Collects group grp's episodes of iteration t into r->groups[grp] and its stats (the expert's
+ * episodes while imitating). */
 static int seq_collect(seq_run *r, gopt_seq_policy *p, const gopt_seq_env *env, size_t n, const gopt_seq_train_opts *o,
                        int grp, size_t *last_graph, gopt_error *err) {
+  const int mode = p->iter < o->imitate_iters ? SEQ_EXPERT : SEQ_SAMPLE;
   int per = o->episodes / r->G, rc = 0;
   seq_steps *v = &r->groups[grp];
   double *st = r->stats + 3 * grp;
@@ -127,7 +145,7 @@ static int seq_collect(seq_run *r, gopt_seq_policy *p, const gopt_seq_env *env, 
     gopt_nn_rng rng;
     gopt_nn_rng_seed(&rng, sd);
     double ret = 0;
-    if ((rc = seq_episode(r->ctx, p, env, gi, 0, &rng, o->max_steps, v, &ret, err))) break;
+    if ((rc = seq_episode(r->ctx, p, env, gi, mode, &rng, o->max_steps, v, &ret, err))) break;
     seq_gae(v, i0, v->n, o->gamma, o->lambda);
     st[0] += ret;
     if (ret > st[1]) st[1] = ret;
@@ -159,7 +177,7 @@ static int seq_iteration(seq_run *r, gopt_seq_policy *p, const gopt_seq_env *env
     for (int grp = 0; grp < r->G && !rc; grp++) {
       if (d && grp != d->rank) continue;
       double l = 0;
-      if (!(rc = seq_group_grad(r->ctx, p, &r->groups[grp], o, &l, err))) {
+      if (!(rc = seq_group_grad(r->ctx, p, &r->groups[grp], o, p->iter < o->imitate_iters, &l, err))) {
         memcpy(r->buf + (size_t)grp * bytes, grad, np * sizeof(float));
         memcpy(r->buf + (size_t)grp * bytes + np * sizeof(float), &l, sizeof l);
       }
@@ -185,6 +203,9 @@ int gopt_seq_train(gopt_seq_policy *p, const gopt_seq_env *env, const char *cons
   if (!n) return gopt_error_set(err, GOPT_EINVAL, "learn: no training graphs");
   gopt_seq_train_opts o = seq_defaults(opts);
   if (o.iters <= 0) return gopt_error_set(err, GOPT_EINVAL, "learn: --iters must be positive");
+  if (o.imitate_iters < 0) o.imitate_iters = 0;
+  if (o.imitate_iters > 0 && !env->expert)
+    return gopt_error_set(err, GOPT_EINVAL, "learn: --imitate: this environment has no expert to imitate");
   seq_run r = {0};
   r.G = o.dist ? o.dist->size : (o.rollout_groups > 1 ? o.rollout_groups : 1);
   if (o.episodes % r.G)

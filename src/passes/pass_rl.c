@@ -175,7 +175,7 @@ static int rl_env_init(rl_env *r, gopt_pass_env **envs, size_t n, gopt_seq_env *
     rl_env_clear(r);
     return gopt_error_set(err, GOPT_ENOMEM, "out of memory");
   }
-  *se = (gopt_seq_env){rl_reset, rl_observe, rl_step, r};
+  *se = (gopt_seq_env){rl_reset, rl_observe, rl_step, r, NULL};
   return 0;
 }
 

@@ -325,7 +325,21 @@ static int rl_step(void *u, int a, double *reward, int *done, gopt_error *err) {
   return 0;
 }
 
-gopt_seq_env gopt_rewrite_rl_env(gopt_rewrite_rl *r) { return (gopt_seq_env){rl_reset, rl_observe, rl_step, r}; }
+/* The expert that `--imitate` trains towards: steepest descent over the observed candidates: the
+ * cheapest (rl_candidates keeps them in cost order), and every candidate as cheap, while it costs
+ * less than the current graph; else STOP. */
+static int rl_expert(void *u, unsigned char *ok, gopt_error *err) {
+  gopt_rewrite_rl *r = u;
+  if (!r->have_cands) return gopt_error_set(err, GOPT_EINVAL, "rewrite rl: expert before observe");
+  int go = r->nc > 0 && r->cand[0].cost < r->cost;
+  for (int i = 0; i < r->nc; i++) ok[i] = go && r->cand[i].cost <= r->cand[0].cost;
+  ok[r->nc] = !go;
+  return 0;
+}
+
+gopt_seq_env gopt_rewrite_rl_env(gopt_rewrite_rl *r) {
+  return (gopt_seq_env){rl_reset, rl_observe, rl_step, r, rl_expert};
+}
 
 gopt_seq_arch gopt_rewrite_rl_arch(void) {
   gopt_seq_arch a = {.node_feat = RL_NF, .cand_feat = RL_CF};

@@ -1,5 +1,6 @@
 """check_rewrite_rl.py GOPT: the X-RLflow-style rewrite agent end to end: `gopt train --method
 rewrite` writes a policy (2 tiny iterations) and an interrupted run resumed gives the same file;
+with `--imitate 2` it writes other weights that rl runs, and a negative --imitate is one error line;
 `gopt rewrite --method rl --policy P` on a structure-only zoo model and on a Conv+BN model with real
 weights passes the same verification as greedy; with sampled episodes (--samples 8) the result is
 never costlier than the greedy episode's (--samples 0) and the same on a second run (gopt's executor and ONNX Runtime, onnx.checker
@@ -46,7 +47,17 @@ def main():
                 print(f"check_rewrite_rl: interrupted + resumed training differs from one run "
                       f"({r.returncode}, {r2.returncode}: {r2.stderr.strip()})", file=sys.stderr)
                 failures += 1
+        # the imitation warm start (steepest descent's labels) trains other weights, which rl runs
+        imit = os.path.join(d, "imit.gpol")
+        r = gopt(TRAIN + ["-o", imit, "--imitate", "2"])
+        with open(pol, "rb") as a, open(imit, "rb") as b:
+            if r.returncode != 0 or a.read() == b.read():
+                print(f"check_rewrite_rl: --imitate 2: exit {r.returncode} ({r.stderr.strip()}) or the same file as PPO's",
+                      file=sys.stderr)
+                failures += 1
+        failures += one_line_error("bad --imitate", gopt(TRAIN + ["-o", imit, "--imitate", "-1"]), "--imitate")
         out = os.path.join(d, "out.onnx")
+        run("resnet50:depth=18", out, ["--method", "rl", "--policy", imit])
         j = run("resnet50:depth=18", out, ["--method", "rl", "--policy", pol])
         print(f"resnet18 rl: {j['rules_applied']} {j['predicted_before_s']:.3g} -> {j['predicted_after_s']:.3g}")
         # sampled episodes: the best of the greedy episode and 8 sampled ones is never costlier than
