@@ -11,8 +11,9 @@
  *   value V(s) = MLP(g).
  * Training: PPO (clipped surrogate, value loss, entropy bonus) on complete episodes, advantages
  * by GAE(gamma, lambda) from the value head, normalised within each rollout group; optionally
- * after an imitation warm start (imitate_iters): the same episodes with the environment's expert
- * choosing every action, and cross-entropy towards the actions it accepts instead of the surrogate.
+ * after an imitation warm start (imitate_iters): episodes whose steps the environment's expert
+ * labels (half of them taking its action, half the policy's sample: DAgger), and cross-entropy
+ * towards the actions it accepts instead of the surrogate.
  *
  * Episodes are collected from a caller-supplied environment (gopt_seq_env): reset to training
  * graph i, observe the state (graph features + candidate list), step with an action. Every random
@@ -105,8 +106,9 @@ int gopt_seq_run(gopt_seq_policy *p, const gopt_seq_env *env, size_t graph, int 
 typedef struct gopt_seq_train_opts {
   int64_t iters;            /* total iterations (a resumed run gives the same value) */
   int64_t stop_after;       /* > 0: return after this many total iterations (as an interrupt) */
-  int64_t imitate_iters;    /* the first this many iterations are an imitation warm start: episodes
-                             * that take env->expert's first accepted action, loss = -log of the
+  int64_t imitate_iters;    /* the first this many iterations are an imitation warm start: every
+                             * step labelled by env->expert and taking its first accepted action or,
+                             * with probability 1/2, the policy's sample; loss = -log of the
                              * policy's probability of the accepted set + the value loss (no
                              * surrogate, no entropy bonus); a resumed run needs the same value.
                              * Default 0. */

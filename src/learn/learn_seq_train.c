@@ -2,8 +2,8 @@
  * group collects its episodes (seeded by seed, iteration and episode index), GAE advantages
  * normalised within the group, then E epochs of one Adam step each whose gradient is the sum, in
  * group order, of the groups' gradients (gopt_learn_dist: one group per rank). The first
- * imitate_iters iterations are the same with the environment's expert acting and cross-entropy
- * towards its actions in place of the surrogate (behaviour cloning as a warm start). */
+ * imitate_iters iterations label every step with the environment's expert's accepted actions and
+ * minimise cross-entropy towards them in place of the surrogate (DAgger as a warm start). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,8 +128,8 @@ typedef struct seq_run {
   int G;
 } seq_run;
 
-/* Collects group grp's episodes of iteration t into r->groups[grp] and its stats (the expert's
- * episodes while imitating). */
+/* Collects group grp's episodes of iteration t into r->groups[grp] and its stats (labelled by the
+ * expert while imitating). */
 static int seq_collect(seq_run *r, gopt_seq_policy *p, const gopt_seq_env *env, size_t n, const gopt_seq_train_opts *o,
                        int grp, size_t *last_graph, gopt_error *err) {
   const int mode = p->iter < o->imitate_iters ? SEQ_EXPERT : SEQ_SAMPLE;
