@@ -62,7 +62,7 @@ int learn_ckpt_from_blob(const char *label, const unsigned char *blob, size_t le
 
 typedef learn_buf wbuf;
 void learn_buf_put(learn_buf *b, const void *d, size_t n) {
-  if (b->oom) return;
+  if (b->oom || n == 0) return; /* (nothing to add: b->p may still be NULL) */
   if (b->n + n > b->cap) {
     size_t c = b->cap ? b->cap : 4096;
     while (c < b->n + n) c *= 2;
